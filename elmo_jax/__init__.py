@@ -1,0 +1,3 @@
+"""elmo-jax: ELMo bidirectional language models in JAX/Flax."""
+
+__version__ = "0.1.0"

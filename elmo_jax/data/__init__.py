@@ -1,0 +1,1 @@
+"""Data: sentence sources, vocabulary, character ids and batching (pure Python/NumPy)."""

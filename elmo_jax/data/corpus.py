@@ -1,0 +1,81 @@
+"""The corpus a config names: training source, evaluation sentences, and its vocabulary."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import ml_collections
+
+from elmo_jax.data import sources
+from elmo_jax.data.vocab import Vocabulary
+
+SOURCES = ("ptb", "text")
+
+
+def _check_source(data: ml_collections.ConfigDict) -> None:
+    if data.source not in SOURCES:
+        raise sources.DataError(f"data.source must be one of {SOURCES}, got {data.source!r}")
+    if data.source == "text" and not data.train_files:
+        raise sources.DataError("data.source='text' needs data.train_files (a glob of text files)")
+
+
+def train_source(
+    data: ml_collections.ConfigDict,
+    seed: int,
+    num_epochs: int | None,
+    process_index: int = 0,
+    process_count: int = 1,
+) -> sources.InMemorySource | sources.TextFileSource:
+    """The training sentence stream of this process (processes read disjoint parts)."""
+    _check_source(data)
+    if data.source == "ptb":
+        sentences = sources.ptb_sentences("train")[process_index::process_count]
+        return sources.InMemorySource(sentences, shuffle=data.shuffle, seed=seed, num_epochs=num_epochs)
+    files = sources.expand_globs(data.train_files)[process_index::process_count]
+    if not files:
+        raise sources.DataError(f"data.train_files has fewer files ({process_index}) than processes ({process_count})")
+    return sources.TextFileSource(files, shuffle=data.shuffle, seed=seed, num_epochs=num_epochs)
+
+
+def training_sentences(data: ml_collections.ConfigDict):
+    """One ordered pass over all training sentences (for vocabulary building and counting)."""
+    _check_source(data)
+    if data.source == "ptb":
+        return sources.ptb_sentences("train")
+    return sources.TextFileSource(data.train_files, shuffle=False, num_epochs=1)
+
+
+def eval_sentences(data: ml_collections.ConfigDict, split: str, eval_files: str = "") -> list[list[str]]:
+    """Held-out sentences: `eval_files` if given, else the split of the configured corpus."""
+    if eval_files:
+        return sources.read_sentences(eval_files)
+    _check_source(data)
+    if data.source == "ptb":
+        return sources.ptb_sentences(split)
+    if not data.eval_files:
+        raise sources.DataError("data.source='text' needs data.eval_files (or --eval_files) to evaluate")
+    return sources.read_sentences(data.eval_files)
+
+
+def load_or_build_vocab(data: ml_collections.ConfigDict, workdir: str | None = None) -> Vocabulary:
+    """`WORKDIR/vocab.txt` if present (a resumed run), else `data.vocab_file`, else built from
+    the training data; saved to `WORKDIR/vocab.txt` so the run is self-contained."""
+    saved = os.path.join(workdir, "vocab.txt") if workdir else None
+    if saved and os.path.exists(saved):
+        return Vocabulary.load(saved)
+    if data.vocab_file:
+        vocab = Vocabulary.load(data.vocab_file)
+    else:
+        logging.info("Building the vocabulary from the training data")
+        vocab = Vocabulary.build(
+            training_sentences(data), min_count=data.vocab_min_count, max_size=data.vocab_max_size or None
+        )
+    if saved:
+        vocab.save(saved)
+    return vocab
+
+
+def count_positions(sentences) -> int:
+    """Predicted positions per direction in one pass: n + 1 per sentence of n words."""
+    return sum(len(s) + 1 for s in sentences)

@@ -1,0 +1,118 @@
+"""Word vocabulary in the bilm-tf file format.
+
+One token per line: `<S>`, `</S>`, `<UNK>` first, then words by descending training frequency
+(the sampled softmax's log-uniform sampler assumes this order). An optional second
+tab-separated column holds the count.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from typing import Iterable
+
+import numpy as np
+
+from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
+
+SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
+
+
+class VocabularyError(ValueError):
+    """A vocabulary file that cannot be used."""
+
+
+class Vocabulary:
+    """Maps words to ids; unknown words map to `<UNK>`."""
+
+    def __init__(self, words: list[str], counts: list[int] | None = None):
+        index: dict[str, int] = {}
+        for i, word in enumerate(words):
+            if word in index:
+                raise VocabularyError(f"duplicate token {word!r} at lines {index[word] + 1} and {i + 1}")
+            index[word] = i
+        for special in SPECIAL_TOKENS:
+            if special not in index:
+                raise VocabularyError(f"vocabulary lacks the special token {special!r}")
+        self.words = list(words)
+        self.counts = list(counts) if counts is not None else None
+        self._index = index
+        self.bos_id = index[BOS_TOKEN]
+        self.eos_id = index[EOS_TOKEN]
+        self.unk_id = index[UNK_TOKEN]
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self._index
+
+    def word_to_id(self, word: str) -> int:
+        return self._index.get(word, self.unk_id)
+
+    def encode(self, words: Iterable[str]) -> np.ndarray:
+        """Word ids of a token sequence, `[n]` int32."""
+        get, unk = self._index.get, self.unk_id
+        return np.fromiter((get(w, unk) for w in words), dtype=np.int32)
+
+    def is_frequency_sorted(self) -> bool:
+        """True when the non-special words are known to be in descending frequency order."""
+        if self.counts is None:
+            return False
+        counts = [c for w, c in zip(self.words, self.counts) if w not in SPECIAL_TOKENS]
+        return all(a >= b for a, b in zip(counts, counts[1:]))
+
+    @classmethod
+    def build(
+        cls, sentences: Iterable[list[str]], min_count: int = 1, max_size: int | None = None
+    ) -> "Vocabulary":
+        """Counts words; orders them by descending count, ties broken by the word itself."""
+        counter: collections.Counter[str] = collections.Counter()
+        for sentence in sentences:
+            counter.update(sentence)
+        return cls.from_counts(counter, min_count=min_count, max_size=max_size)
+
+    @classmethod
+    def from_counts(
+        cls, counter: collections.Counter, min_count: int = 1, max_size: int | None = None
+    ) -> "Vocabulary":
+        items = [(w, c) for w, c in counter.items() if c >= min_count and w not in SPECIAL_TOKENS]
+        items.sort(key=lambda wc: (-wc[1], wc[0]))
+        if max_size is not None:
+            items = items[: max(0, max_size - len(SPECIAL_TOKENS))]
+        special_counts = [counter.get(t, 0) for t in SPECIAL_TOKENS]
+        return cls(
+            list(SPECIAL_TOKENS) + [w for w, _ in items],
+            special_counts + [c for _, c in items],
+        )
+
+    @classmethod
+    def load(cls, path: str) -> "Vocabulary":
+        """Reads a bilm-tf vocabulary file (`word` or `word<TAB>count` per line)."""
+        if not os.path.exists(path):
+            raise VocabularyError(f"{path}: vocabulary file not found")
+        words, counts = [], []
+        with open(path, encoding="utf-8", errors="strict") as f:
+            for line_no, line in enumerate(f, start=1):
+                fields = line.rstrip("\n").split("\t")
+                word = fields[0].strip()
+                if not word:
+                    raise VocabularyError(f"{path}:{line_no}: empty token")
+                words.append(word)
+                if len(fields) > 1:
+                    try:
+                        counts.append(int(fields[1]))
+                    except ValueError:
+                        raise VocabularyError(f"{path}:{line_no}: count {fields[1]!r} is not an integer")
+        try:
+            return cls(words, counts if len(counts) == len(words) else None)
+        except VocabularyError as e:
+            raise VocabularyError(f"{path}: {e}") from None
+
+    def save(self, path: str) -> None:
+        """Writes the vocabulary (with counts when known) atomically."""
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            for i, word in enumerate(self.words):
+                f.write(f"{word}\t{self.counts[i]}\n" if self.counts is not None else f"{word}\n")
+        os.replace(tmp, path)

@@ -1,0 +1,99 @@
+"""Full-softmax perplexity of a biLM over a corpus, forward, backward and combined.
+
+States are carried across batches (each of the B rows is a continuous stream of sentences),
+every target token (each word and each sentence end) is counted exactly once, and the final
+partial batch is masked rather than dropped. perplexity = exp(mean of the two directions' mean
+NLL), as bilm-tf reports it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import jax
+import ml_collections
+import numpy as np
+from tqdm import tqdm
+
+from elmo_jax.data.batching import BiLMBatcher
+from elmo_jax.data.corpus import count_positions
+from elmo_jax.data.sources import DataError, InMemorySource
+from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.model.bilm import BiLM
+from elmo_jax.training import parallel
+from elmo_jax.training.step import make_eval_step
+
+
+class Evaluator:
+    """Compiles the eval step once; call it with params and sentences for perplexity."""
+
+    def __init__(self, model: BiLM, vocab: Vocabulary, config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh):
+        parallel.check_batch_size(config.eval.batch_size, mesh, "eval.batch_size")
+        self.model, self.vocab, self.mesh = model, vocab, mesh
+        self.batch_size = config.eval.batch_size
+        self.unroll_steps = config.eval.unroll_steps
+        self.max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
+        self._per_device_step = make_eval_step(model, config.model.softmax.chunk_size)
+        self._step = None
+
+    def __call__(
+        self, params: Any, sentences: Sequence[list[str]], max_tokens: int = 0, progress: bool = True
+    ) -> dict[str, float]:
+        """Perplexities over `sentences` (the first `max_tokens` targets per direction if > 0)."""
+        if not sentences:
+            raise DataError("the evaluation set has no sentences")
+        n_proc, proc = jax.process_count(), jax.process_index()
+        local_rows = self.batch_size // n_proc
+        # Each process evaluates a disjoint (strided) part of the corpus.
+        local = list(sentences[proc::n_proc]) if n_proc > 1 else sentences
+        batcher = BiLMBatcher(
+            InMemorySource(local, shuffle=False, num_epochs=1), self.vocab, local_rows, self.unroll_steps, self.max_chars
+        )
+        lstm_state = jax.device_put(
+            self.model.initial_state(self.batch_size),
+            parallel.shardings(self.mesh, parallel.lstm_state_spec(self.model.initial_state(1))),
+        )
+        if self._step is None:
+            self._step = parallel.parallel_eval_step(self._per_device_step, self.mesh, params, lstm_state)
+        total = count_positions(sentences)
+        if max_tokens:
+            total = min(total, max_tokens)
+        sums, seen = [], 0
+        with tqdm(total=total, desc="eval", unit="tok", disable=not progress or proc != 0, leave=False) as bar:
+            for batch in batcher:
+                lstm_state, batch_sums = self._step(params, lstm_state, parallel.shard_batch(batch, self.mesh))
+                sums.append(batch_sums)
+                n = int(batch["forward"]["mask"].sum()) * n_proc
+                seen += n
+                bar.update(n)
+                if max_tokens and seen >= max_tokens:
+                    break
+        totals = jax.tree.map(lambda *x: np.sum(np.stack(x), axis=0, dtype=np.float64), *jax.device_get(sums))
+        nll, count = totals["nll"], totals["count"]
+        mean_nll = nll / np.maximum(count, 1)
+        words = [w for s in sentences for w in s]
+        oov = sum(w not in self.vocab for w in words)
+        return {
+            "tokens": int(count[0]),
+            "forward_nll": float(mean_nll[0]),
+            "backward_nll": float(mean_nll[1]),
+            "forward_perplexity": math.exp(mean_nll[0]),
+            "backward_perplexity": math.exp(mean_nll[1]),
+            "perplexity": math.exp(0.5 * (mean_nll[0] + mean_nll[1])),
+            "oov_rate": oov / max(len(words), 1),
+        }
+
+
+def format_table(result: dict[str, float], title: str) -> str:
+    """A small text table of an evaluation result."""
+    rows = [
+        ("tokens", f"{result['tokens']:,}"),
+        ("forward perplexity", f"{result['forward_perplexity']:.2f}"),
+        ("backward perplexity", f"{result['backward_perplexity']:.2f}"),
+        ("perplexity (bilm-tf)", f"{result['perplexity']:.2f}"),
+        ("OOV rate", f"{100 * result['oov_rate']:.2f}%"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = [title, "-" * (width + 14)] + [f"{k:<{width}}  {v:>12}" for k, v in rows]
+    return "\n".join(lines)

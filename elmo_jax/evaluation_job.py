@@ -1,0 +1,51 @@
+"""Evaluate a checkpoint from a training workdir (the body of `evaluate.py`)."""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import ml_collections
+
+from elmo_jax.data import corpus
+from elmo_jax.data.sources import DataError
+from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.evaluation import Evaluator, format_table
+from elmo_jax.training import parallel
+from elmo_jax.training.checkpoint import CheckpointError, Checkpointer
+from elmo_jax.training.loop import initial_train_state, setup_model
+from elmo_jax.training.metrics_writer import write_json_atomic
+
+
+def restore_model(config: ml_collections.ConfigDict, workdir: str, step: int | None = None):
+    """(model, params, vocab, step) from the checkpoint of `workdir` (latest or `step`)."""
+    vocab_path = os.path.join(workdir, "vocab.txt")
+    ckpt_dir = os.path.join(workdir, "checkpoints")
+    if not os.path.isdir(ckpt_dir) or not os.path.exists(vocab_path):
+        raise CheckpointError(f"{workdir}: no checkpoint found (is this a training workdir?)")
+    vocab = Vocabulary.load(vocab_path)
+    model = setup_model(config, vocab)
+    mesh = parallel.make_mesh()
+    num_steps = config.train.num_steps if config.train.num_steps > 0 else max(config.train.optimizer.warmup_steps + 1, 1)
+    target = initial_train_state(config, model, mesh, num_steps)
+    checkpointer = Checkpointer(ckpt_dir, read_only=True)
+    state, _, step = checkpointer.restore(target, step)
+    checkpointer.close()
+    return model, state.params, vocab, step, mesh
+
+
+def evaluate_checkpoint(
+    config: ml_collections.ConfigDict, workdir: str, split: str | None, eval_files: str = "", step: int | None = None
+) -> dict:
+    """Perplexity of a checkpoint; prints a table and writes `eval_<split>_<step>.json`."""
+    split = split or config.data.eval_split
+    sentences = corpus.eval_sentences(config.data, split, eval_files)
+    if not sentences:
+        raise DataError(f"the evaluation set ({eval_files or split}) has no sentences")
+    model, params, vocab, step, mesh = restore_model(config, workdir, step)
+    result = {"step": step, **Evaluator(model, vocab, config, mesh)(params, sentences)}
+    name = "files" if eval_files else split
+    if jax.process_index() == 0:
+        write_json_atomic(os.path.join(workdir, f"eval_{name}_{step}.json"), result)
+        print(format_table(result, f"{name} @ step {step}"), flush=True)
+    return result

@@ -1,0 +1,124 @@
+"""The bidirectional language model: shared token encoder, two LSTM stacks, shared softmax.
+
+Inputs carry a leading direction axis of size 2 (0 = forward stream, 1 = backward stream of
+reversed sentences), so one token-encoder call and one scan per layer serve both directions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import ml_collections
+
+from elmo_jax.model.char_cnn import CharCNNEncoder, WordEncoder
+from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
+from elmo_jax.model.softmax import SoftmaxWeights
+
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+ENCODERS = ("char_cnn", "word")
+
+
+class BiLM(nn.Module):
+    """ELMo biLM.
+
+    __call__(inputs, state, train) with inputs `{'token_ids' [2,B,T], 'char_ids' [2,B,T,C]
+    (char encoder), 'mask' [2,B,T]}` and state `[LSTMState per layer]` returns
+    `(layers, top, new_state)`: layers = `[token embedding, layer 1, ..., layer L]`, each
+    `[2, B, T, P]`; top = the last layer after dropout (the softmax input).
+    """
+
+    vocab_size: int
+    token_encoder: str = "char_cnn"
+    char_embed_dim: int = 16
+    filters: Sequence[tuple[int, int]] = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
+    n_highway: int = 2
+    activation: str = "relu"
+    dim: int = 4096
+    projection_dim: int = 512
+    n_layers: int = 2
+    cell_clip: float | None = 3.0
+    proj_clip: float | None = 3.0
+    use_skip_connections: bool = True
+    dropout: float = 0.1
+    remat: bool = False
+    dtype: Any = jnp.float32
+
+    def setup(self) -> None:
+        if self.token_encoder == "char_cnn":
+            self.encoder = CharCNNEncoder(
+                self.char_embed_dim, tuple(map(tuple, self.filters)), self.n_highway,
+                self.projection_dim, self.activation, self.dtype,
+            )
+        elif self.token_encoder == "word":
+            self.encoder = WordEncoder(self.vocab_size, self.projection_dim)
+        else:
+            raise ValueError(f"model.token_encoder must be 'char_cnn' or 'word', got {self.token_encoder!r}")
+        self.layers = [
+            BiLSTMLayer(
+                self.dim, self.projection_dim, self.cell_clip, self.proj_clip,
+                residual=self.use_skip_connections and i > 0, remat=self.remat, dtype=self.dtype,
+                name=f"lstm_{i}",
+            )
+            for i in range(self.n_layers)
+        ]
+        self.softmax = SoftmaxWeights(self.vocab_size, self.projection_dim)
+        self.drop = nn.Dropout(self.dropout)
+
+    def initial_state(self, batch_size: int) -> list[LSTMState]:
+        """Zero states for `batch_size` rows per direction."""
+        return [
+            LSTMState(jnp.zeros((2, batch_size, self.dim)), jnp.zeros((2, batch_size, self.projection_dim)))
+            for _ in range(self.n_layers)
+        ]
+
+    def embed_tokens(self, inputs: dict[str, jax.Array]) -> jax.Array:
+        """Context-independent token embeddings `[..., P]`."""
+        if self.token_encoder == "char_cnn":
+            return self.encoder(inputs["char_ids"])
+        return self.encoder(inputs["token_ids"])
+
+    def softmax_weights(self) -> tuple[jax.Array, jax.Array]:
+        """(W `[V, P]`, b `[V]`)."""
+        return self.softmax()
+
+    def __call__(
+        self, inputs: dict[str, jax.Array], state: list[LSTMState], train: bool = False
+    ) -> tuple[list[jax.Array], jax.Array, list[LSTMState]]:
+        x = self.embed_tokens(inputs)
+        layers, new_state = [x], []
+        for layer, layer_state in zip(self.layers, state):
+            x, final = layer(self.drop(x, deterministic=not train), inputs["mask"], layer_state)
+            layers.append(x)
+            new_state.append(final)
+        top = self.drop(x, deterministic=not train)
+        if self.is_initializing():
+            self.softmax()  # Create the softmax parameters.
+        return layers, top, new_state
+
+
+def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
+    """Builds the biLM from `config.model` (see configs/default.py for the keys)."""
+    if model.token_encoder not in ENCODERS:
+        raise ValueError(f"model.token_encoder must be one of {ENCODERS}, got {model.token_encoder!r}")
+    if model.dtype not in DTYPES:
+        raise ValueError(f"model.dtype must be one of {sorted(DTYPES)}, got {model.dtype!r}")
+    return BiLM(
+        vocab_size=vocab_size,
+        token_encoder=model.token_encoder,
+        char_embed_dim=model.char_cnn.embed_dim,
+        filters=tuple(tuple(f) for f in model.char_cnn.filters),
+        n_highway=model.char_cnn.n_highway,
+        activation=model.char_cnn.activation,
+        dim=model.lstm.dim,
+        projection_dim=model.lstm.projection_dim,
+        n_layers=model.lstm.n_layers,
+        cell_clip=model.lstm.cell_clip or None,
+        proj_clip=model.lstm.proj_clip or None,
+        use_skip_connections=model.lstm.use_skip_connections,
+        dropout=model.dropout,
+        remat=model.get("remat", False),
+        dtype=DTYPES[model.dtype],
+    )

@@ -1,0 +1,121 @@
+"""Token encoders: the character CNN with highway layers (bilm-tf), and word embeddings.
+
+Parameter names follow bilm-tf's weight file (`char_embed`, `W_cnn_i`/`b_cnn_i`, highway
+`W_carry`/`b_carry`/`W_transform`/`b_transform`, `W_proj`/`b_proj`), all `x @ W` oriented.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from elmo_jax.data.chars import N_CHARACTERS
+
+ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}
+
+
+def _normal(stddev: float) -> nn.initializers.Initializer:
+    return nn.initializers.normal(stddev=stddev)
+
+
+def uniform_symmetric(limit: float) -> nn.initializers.Initializer:
+    """Uniform on [-limit, limit) (bilm-tf's `random_uniform_initializer(-limit, limit)`)."""
+
+    def init(key: jax.Array, shape: Sequence[int], dtype: jnp.dtype = jnp.float32) -> jax.Array:
+        return jax.random.uniform(key, shape, dtype, -limit, limit)
+
+    return init
+
+
+def conv1d_valid(x: jax.Array, kernel: jax.Array) -> jax.Array:
+    """Valid 1-D convolution (cross-correlation, as TF's conv2d).
+
+    x: [N, C, d], kernel: [w, d, n] -> [N, C - w + 1, n]. XLA's convolution is used rather
+    than an unfolded matmul: on CPU its backward pass is several times faster.
+    """
+    return jax.lax.conv_general_dilated(
+        x, kernel, window_strides=(1,), padding="VALID", dimension_numbers=("NWC", "WIO", "NWC"),
+        preferred_element_type=jnp.float32,
+    )
+
+
+class Highway(nn.Module):
+    """`t = sigmoid(x Wc + bc); x = t * relu(x Wt + bt) + (1 - t) * x`, repeated `n_layers` times."""
+
+    n_layers: int
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """x: [..., F] -> [..., F]."""
+        dim = x.shape[-1]
+        init = _normal(np.sqrt(1.0 / dim))
+        for k in range(self.n_layers):
+            w_carry = self.param(f"W_carry_{k}", init, (dim, dim))
+            b_carry = self.param(f"b_carry_{k}", nn.initializers.constant(-2.0), (dim,))
+            w_transform = self.param(f"W_transform_{k}", init, (dim, dim))
+            b_transform = self.param(f"b_transform_{k}", nn.initializers.zeros, (dim,))
+            xc = x.astype(self.dtype)
+            gate = jax.nn.sigmoid((xc @ w_carry.astype(self.dtype)).astype(jnp.float32) + b_carry)
+            transformed = jax.nn.relu((xc @ w_transform.astype(self.dtype)).astype(jnp.float32) + b_transform)
+            x = gate * transformed + (1.0 - gate) * x
+        return x
+
+
+class CharCNNEncoder(nn.Module):
+    """Char ids `[..., C]` (+1 shifted, 0 = no token) -> token embeddings `[..., output_dim]`."""
+
+    embed_dim: int
+    filters: Sequence[tuple[int, int]]
+    n_highway: int
+    output_dim: int
+    activation: str = "relu"
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, char_ids: jax.Array) -> jax.Array:
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"model.char_cnn.activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+        act = ACTIVATIONS[self.activation]
+        table = self.param(
+            "char_embed", uniform_symmetric(1.0), (N_CHARACTERS, self.embed_dim)
+        )
+        # Row 0 is "no token": fixed at zero, so it never receives a gradient.
+        table = table * (jnp.arange(N_CHARACTERS) != 0)[:, None].astype(table.dtype)
+        lead_shape, n_chars = char_ids.shape[:-1], char_ids.shape[-1]
+        x = jnp.take(table, char_ids.reshape(-1, n_chars), axis=0).astype(self.dtype)  # [N, C, d]
+        pooled = []
+        for i, (width, channels) in enumerate(self.filters):
+            if self.activation == "relu":
+                init = uniform_symmetric(0.05)
+            else:
+                init = _normal(np.sqrt(1.0 / (width * self.embed_dim)))
+            kernel = self.param(f"W_cnn_{i}", init, (width, self.embed_dim, channels))
+            bias = self.param(f"b_cnn_{i}", nn.initializers.zeros, (channels,))
+            conv = conv1d_valid(x, kernel.astype(self.dtype))  # [N, C - w + 1, n]
+            pooled.append(act(jnp.max(conv, axis=1).astype(jnp.float32) + bias))
+        h = jnp.concatenate(pooled, axis=-1)  # [N, F]
+        h = Highway(self.n_highway, self.dtype, name="highway")(h)
+        n_filters = h.shape[-1]
+        w_proj = self.param("W_proj", _normal(np.sqrt(1.0 / n_filters)), (n_filters, self.output_dim))
+        b_proj = self.param("b_proj", nn.initializers.zeros, (self.output_dim,))
+        out = (h.astype(self.dtype) @ w_proj.astype(self.dtype)).astype(jnp.float32) + b_proj
+        return out.reshape(*lead_shape, self.output_dim)
+
+
+class WordEncoder(nn.Module):
+    """Word ids `[...]` -> embeddings `[..., output_dim]` (the `word_inputs` ablation)."""
+
+    vocab_size: int
+    output_dim: int
+
+    @nn.compact
+    def __call__(self, token_ids: jax.Array) -> jax.Array:
+        table = self.param(
+            "embedding", uniform_symmetric(1.0), (self.vocab_size, self.output_dim)
+        )
+        return jnp.take(table, token_ids, axis=0)

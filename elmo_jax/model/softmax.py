@@ -1,0 +1,136 @@
+"""Softmax heads shared by both directions: sampled softmax (training) and chunked full softmax.
+
+The sampled softmax follows TensorFlow's `sampled_softmax_loss` as used by bilm-tf: K candidates
+from a log-uniform (Zipfian) distribution over a frequency-sorted vocabulary, logits corrected by
+subtracting log(expected count), accidental hits (a candidate equal to the target) removed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+_NEG_INF = -1e30  # Finite "minus infinity": keeps gradients NaN-free.
+
+
+class SoftmaxWeights(nn.Module):
+    """Holds the output embedding `W [V, dim]` and bias `b [V]` (bilm-tf `softmax/W`, `softmax/b`)."""
+
+    vocab_size: int
+    dim: int
+
+    @nn.compact
+    def __call__(self) -> tuple[jax.Array, jax.Array]:
+        w = self.param("W", nn.initializers.normal(stddev=1.0 / math.sqrt(self.dim)), (self.vocab_size, self.dim))
+        b = self.param("b", nn.initializers.zeros, (self.vocab_size,))
+        return w, b
+
+
+def log_uniform_probs(ids: jax.Array, vocab_size: int) -> jax.Array:
+    """P(k) = log((k + 2) / (k + 1)) / log(V + 1) for ids k in [0, V)."""
+    ids = ids.astype(jnp.float32)
+    return (jnp.log1p(1.0 / (ids + 1.0))) / math.log(vocab_size + 1.0)
+
+
+def unique_sampling_tries(vocab_size: int, num_sampled: int) -> float:
+    """Expected number of log-uniform draws needed to see `num_sampled` distinct ids.
+
+    Solves sum_k 1 - (1 - P(k))^n = num_sampled for n by bisection (host-side, once), so that
+    P(k in sample) ~= 1 - (1 - P(k))^n, the quantity TensorFlow's unique sampler reports.
+    """
+    if not 0 < num_sampled < vocab_size:
+        raise ValueError(f"need 0 < n_negative_samples < vocab size, got {num_sampled} and {vocab_size}")
+    k = np.arange(vocab_size, dtype=np.float64)
+    log1m_p = np.log1p(-np.log1p(1.0 / (k + 1.0)) / math.log(vocab_size + 1.0))
+
+    def expected_unique(n: float) -> float:
+        return float(np.sum(-np.expm1(n * log1m_p)))
+
+    lo, hi = float(num_sampled), float(num_sampled)
+    while expected_unique(hi) < num_sampled:
+        hi *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if expected_unique(mid) < num_sampled else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def sample_log_uniform(
+    rng: jax.Array, vocab_size: int, num_sampled: int, unique: bool, num_tries: float | None = None
+) -> tuple[jax.Array, jax.Array]:
+    """Draws candidate ids `[K]` and their log expected counts `[K]`.
+
+    unique=False: K independent draws (inverse CDF), expected count K P(k).
+    unique=True: K distinct ids by successive sampling without replacement (Gumbel top-k, the
+    distribution of TF's rejection sampler), expected count 1 - (1 - P(k))^num_tries.
+    """
+    if unique:
+        if num_tries is None:
+            raise ValueError("unique sampling needs num_tries (see unique_sampling_tries)")
+        all_ids = jnp.arange(vocab_size)
+        logp = jnp.log(log_uniform_probs(all_ids, vocab_size))
+        _, ids = jax.lax.top_k(logp + jax.random.gumbel(rng, (vocab_size,)), num_sampled)
+        p = log_uniform_probs(ids, vocab_size)
+        log_expected = jnp.log(-jnp.expm1(num_tries * jnp.log1p(-p)))
+    else:
+        u = jax.random.uniform(rng, (num_sampled,))
+        ids = jnp.floor(jnp.exp(u * math.log(vocab_size + 1.0))).astype(jnp.int32) - 1
+        ids = jnp.clip(ids, 0, vocab_size - 1)
+        log_expected = jnp.log(num_sampled * log_uniform_probs(ids, vocab_size))
+    return ids.astype(jnp.int32), log_expected
+
+
+def sampled_softmax_nll(
+    w: jax.Array,
+    b: jax.Array,
+    hidden: jax.Array,
+    targets: jax.Array,
+    sampled_ids: jax.Array,
+    sampled_log_expected: jax.Array,
+    target_log_expected: jax.Array,
+    dtype: jnp.dtype = jnp.float32,
+) -> jax.Array:
+    """Per-token sampled-softmax negative log-likelihood `[N]`.
+
+    w: `[V, P]`, b: `[V]`, hidden: `[N, P]`, targets: `[N]`, sampled_ids: `[K]`,
+    sampled_log_expected: `[K]`, target_log_expected: `[N]`. Only the K sampled rows and the
+    N target rows of `w` are gathered.
+    """
+    hidden_c = hidden.astype(dtype)
+    w_true = jnp.take(w, targets, axis=0)
+    true_logit = jnp.sum(hidden * w_true, axis=-1) + jnp.take(b, targets) - target_log_expected
+    w_sampled = jnp.take(w, sampled_ids, axis=0).astype(dtype)
+    sampled_logits = jnp.einsum("np,kp->nk", hidden_c, w_sampled, preferred_element_type=jnp.float32)
+    sampled_logits = sampled_logits + jnp.take(b, sampled_ids) - sampled_log_expected
+    hits = targets[:, None] == sampled_ids[None, :]
+    sampled_logits = jnp.where(hits, _NEG_INF, sampled_logits)
+    logits = jnp.concatenate([true_logit[:, None], sampled_logits], axis=-1)
+    return jax.nn.logsumexp(logits, axis=-1) - true_logit
+
+
+def full_softmax_nll(
+    w: jax.Array, b: jax.Array, hidden: jax.Array, targets: jax.Array, chunk_size: int = 8192
+) -> jax.Array:
+    """Exact per-token negative log-likelihood `[N]` over the whole vocabulary.
+
+    The vocabulary is processed in chunks of `chunk_size` rows, so peak memory is
+    `[N, chunk_size]` logits whatever the vocabulary size.
+    """
+    vocab_size, dim = w.shape
+    chunk_size = min(chunk_size, vocab_size)
+    n_chunks = -(-vocab_size // chunk_size)
+    pad = n_chunks * chunk_size - vocab_size
+    w_chunks = jnp.pad(w, ((0, pad), (0, 0))).reshape(n_chunks, chunk_size, dim)
+    b_chunks = jnp.concatenate([b, jnp.full((pad,), _NEG_INF, b.dtype)]).reshape(n_chunks, chunk_size)
+
+    def chunk_logsumexp(chunk: tuple[jax.Array, jax.Array]) -> jax.Array:
+        w_c, b_c = chunk
+        return jax.nn.logsumexp(hidden @ w_c.T + b_c, axis=-1)
+
+    log_z = jax.nn.logsumexp(jax.lax.map(chunk_logsumexp, (w_chunks, b_chunks)), axis=0)
+    true_logit = jnp.sum(hidden * jnp.take(w, targets, axis=0), axis=-1) + jnp.take(b, targets)
+    return log_z - true_logit

@@ -1,0 +1,1 @@
+"""Training: state, optimizer, loss and steps, device mesh, checkpoints, the loop."""

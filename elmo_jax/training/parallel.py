@@ -1,0 +1,81 @@
+"""Data parallelism: a 1-D 'data' mesh over all devices, per-device steps mapped with shard_map.
+
+Parameters and optimizer state are replicated; batches and carried LSTM states (`[2, B, ...]`)
+are split along the batch axis. The same code runs on 1 CPU, simulated CPU devices, GPUs or a
+TPU slice, single- or multi-process.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+from elmo_jax.training.state import TrainState
+from elmo_jax.training.step import AXIS
+
+
+def make_mesh(devices: list[Any] | None = None) -> jax.sharding.Mesh:
+    """A 1-D mesh named 'data' over `devices` (default: all devices of all processes)."""
+    devices = devices if devices is not None else jax.devices()
+    return jax.sharding.Mesh(np.asarray(devices), (AXIS,))
+
+
+def check_batch_size(batch_size: int, mesh: jax.sharding.Mesh, key: str) -> None:
+    n = mesh.size
+    if batch_size % n:
+        raise ValueError(f"{key}={batch_size} must be divisible by the number of devices ({n})")
+
+
+def lstm_state_spec(lstm_state: Any) -> Any:
+    """Carried states `[2, B, ...]` are split along B."""
+    return jax.tree.map(lambda _: P(None, AXIS), lstm_state)
+
+
+def train_state_spec(state: TrainState) -> TrainState:
+    replicated = lambda tree: jax.tree.map(lambda _: P(), tree)
+    return state.replace(
+        step=P(),
+        params=replicated(state.params),
+        opt_state=replicated(state.opt_state),
+        lstm_state=lstm_state_spec(state.lstm_state),
+        rng=P(),
+    )
+
+
+def shardings(mesh: jax.sharding.Mesh, specs: Any) -> Any:
+    return jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, P))
+
+
+def place_state(state: TrainState, mesh: jax.sharding.Mesh) -> TrainState:
+    """Puts a host-built state onto the mesh with the train-state shardings."""
+    return jax.device_put(state, shardings(mesh, train_state_spec(state)))
+
+
+def shard_batch(batch: Any, mesh: jax.sharding.Mesh) -> Any:
+    """This process's part of the global batch (leading axis) -> global arrays split over 'data'."""
+    sharding = NamedSharding(mesh, P(AXIS))
+    return jax.tree.map(lambda x: jax.make_array_from_process_local_data(sharding, x), batch)
+
+
+def parallel_train_step(
+    per_device_step: Callable, mesh: jax.sharding.Mesh, state: TrainState
+) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
+    """jit(shard_map(per_device_step)) with the train state donated."""
+    state_spec = train_state_spec(state)
+    mapped = jax.shard_map(
+        per_device_step, mesh=mesh, in_specs=(state_spec, P(AXIS)), out_specs=(state_spec, P()), check_vma=False
+    )
+    return jax.jit(mapped, donate_argnums=0)
+
+
+def parallel_eval_step(per_device_step: Callable, mesh: jax.sharding.Mesh, params: Any, lstm_state: Any) -> Callable:
+    """jit(shard_map(per_device_eval_step)): params replicated, states and batch split."""
+    params_spec = jax.tree.map(lambda _: P(), params)
+    lstm_spec = lstm_state_spec(lstm_state)
+    mapped = jax.shard_map(
+        per_device_step, mesh=mesh, in_specs=(params_spec, lstm_spec, P(AXIS)), out_specs=(lstm_spec, P()), check_vma=False
+    )
+    return jax.jit(mapped, donate_argnums=1)

@@ -1,0 +1,56 @@
+"""The train state: everything a step reads and writes, checkpointed as one pytree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import optax
+
+from elmo_jax.model.bilm import BiLM
+from elmo_jax.model.lstm import LSTMState
+
+
+class TrainState(flax.struct.PyTreeNode):
+    """step, params, opt_state, the carried LSTM states (`[2, B, ...]` per layer) and the RNG."""
+
+    step: jax.Array
+    params: Any
+    opt_state: Any
+    lstm_state: list[LSTMState]
+    rng: jax.Array
+    tx: optax.GradientTransformation = flax.struct.field(pytree_node=False)
+
+
+def dummy_inputs(model: BiLM, batch_size: int, unroll_steps: int, max_chars: int) -> dict[str, jax.Array]:
+    """Zero inputs of the right shapes (for initialisation)."""
+    inputs = {
+        "token_ids": jnp.zeros((2, batch_size, unroll_steps), jnp.int32),
+        "mask": jnp.ones((2, batch_size, unroll_steps), bool),
+    }
+    if model.token_encoder == "char_cnn":
+        inputs["char_ids"] = jnp.zeros((2, batch_size, unroll_steps, max_chars), jnp.int32)
+    return inputs
+
+
+def init_params(model: BiLM, rng: jax.Array, max_chars: int) -> Any:
+    """Initial parameters (independent of the batch size)."""
+    return model.init(rng, dummy_inputs(model, 1, 1, max_chars), model.initial_state(1))["params"]
+
+
+def create_train_state(
+    model: BiLM, tx: optax.GradientTransformation, seed: int, batch_size: int, max_chars: int
+) -> TrainState:
+    """Fresh state: initialised params, optimizer state, zero LSTM states for `batch_size` rows."""
+    init_rng, rng = jax.random.split(jax.random.key(seed))
+    params = init_params(model, init_rng, max_chars)
+    return TrainState(
+        step=jnp.zeros((), jnp.int32),
+        params=params,
+        opt_state=tx.init(params),
+        lstm_state=model.initial_state(batch_size),
+        rng=jax.random.key_data(rng),
+        tx=tx,
+    )

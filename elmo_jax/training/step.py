@@ -1,0 +1,127 @@
+"""Loss and the per-device train / eval steps (pmap-style: collectives over the 'data' axis).
+
+The per-device functions see their shard of the global batch; sums and token counts are
+`psum`-ed so the loss and gradients equal those of the global batch on one device, whatever the
+device count. Negative samples come from the replicated step RNG: one draw for the global batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import optax
+
+from elmo_jax.model.bilm import BiLM
+from elmo_jax.model.lstm import LSTMState
+from elmo_jax.model import softmax as softmax_lib
+from elmo_jax.training.state import TrainState
+
+AXIS = "data"
+Batch = dict[str, dict[str, jax.Array]]
+
+
+def stack_directions(batch: Batch) -> dict[str, jax.Array]:
+    """{'forward': {k: [B,...]}, 'backward': {...}} -> {k: [2, B, ...]}."""
+    return {k: jnp.stack([batch["forward"][k], batch["backward"][k]]) for k in batch["forward"]}
+
+
+class SampledSoftmaxLoss:
+    """Per-token sampled-softmax NLL with the negatives of one step, from `config.model.softmax`."""
+
+    def __init__(self, softmax_config: ml_collections.ConfigDict, vocab_size: int, dtype: Any):
+        self.vocab_size = vocab_size
+        self.num_sampled = softmax_config.n_negative_samples
+        self.unique = softmax_config.unique_samples
+        self.dtype = dtype
+        self.num_tries = (
+            softmax_lib.unique_sampling_tries(vocab_size, self.num_sampled) if self.unique else None
+        )
+
+    def __call__(self, w: jax.Array, b: jax.Array, hidden: jax.Array, targets: jax.Array, rng: jax.Array) -> jax.Array:
+        ids, log_expected = softmax_lib.sample_log_uniform(rng, self.vocab_size, self.num_sampled, self.unique, self.num_tries)
+        p_target = softmax_lib.log_uniform_probs(targets, self.vocab_size)
+        if self.unique:
+            target_log_expected = jnp.log(-jnp.expm1(self.num_tries * jnp.log1p(-p_target)))
+        else:
+            target_log_expected = jnp.log(self.num_sampled * p_target)
+        return softmax_lib.sampled_softmax_nll(w, b, hidden, targets, ids, log_expected, target_log_expected, self.dtype)
+
+
+def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[[TrainState, Batch], tuple[TrainState, dict]]:
+    """The per-device train step `(state, batch) -> (state, metrics)`; run under shard_map."""
+    softmax_config = config.model.softmax
+    sampled_loss = SampledSoftmaxLoss(softmax_config, model.vocab_size, model.dtype) if softmax_config.sampled else None
+    stateful = config.train.stateful
+
+    def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
+        inputs = stack_directions(batch)
+        rng = jax.random.fold_in(jax.random.wrap_key_data(state.rng), state.step)
+        sample_rng, dropout_rng = jax.random.split(rng)
+        dropout_rng = jax.random.fold_in(dropout_rng, jax.lax.axis_index(AXIS))
+        lstm_state = state.lstm_state
+        if not stateful:
+            lstm_state = jax.tree.map(jnp.zeros_like, lstm_state)
+        mask = inputs["mask"].astype(jnp.float32)  # [2, b, T]
+        global_count = jnp.maximum(jax.lax.psum(mask.sum(axis=(1, 2)), AXIS), 1.0)  # [2]
+
+        def loss_fn(params: Any) -> tuple[jax.Array, tuple[list[LSTMState], jax.Array]]:
+            _, top, new_state = model.apply(
+                {"params": params}, inputs, lstm_state, train=True, rngs={"dropout": dropout_rng}
+            )
+            w, b = params["softmax"]["W"], params["softmax"]["b"]
+            hidden = top.reshape(-1, top.shape[-1])
+            targets = inputs["targets"].reshape(-1)
+            if sampled_loss is not None:
+                nll = sampled_loss(w, b, hidden, targets, sample_rng)
+            else:
+                nll = softmax_lib.full_softmax_nll(w, b, hidden, targets, softmax_config.chunk_size)
+            direction_nll = (nll.reshape(mask.shape) * mask).sum(axis=(1, 2)) / global_count  # [2]
+            return 0.5 * direction_nll.sum(), (new_state, direction_nll)
+
+        (loss, (new_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+        grads = jax.lax.psum(grads, AXIS)
+        loss = jax.lax.psum(loss, AXIS)
+        direction_nll = jax.lax.psum(direction_nll, AXIS)
+        updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        new_state = state.replace(
+            step=state.step + 1,
+            params=params,
+            opt_state=opt_state,
+            lstm_state=jax.lax.stop_gradient(new_state),
+        )
+        grad_norm = jnp.sqrt(sum(jnp.sum(g * g) for g in jax.tree.leaves(grads)))
+        metrics = {
+            "train_loss": loss,
+            "train_forward_loss": direction_nll[0],
+            "train_backward_loss": direction_nll[1],
+            "grad_norm": grad_norm,
+            "tokens": global_count.sum() / 2,
+        }
+        return new_state, metrics
+
+    return train_step
+
+
+def make_eval_step(model: BiLM, chunk_size: int) -> Callable[[Any, list[LSTMState], Batch], tuple[list[LSTMState], dict]]:
+    """Per-device eval step `(params, lstm_state, batch) -> (lstm_state, sums)`: full softmax.
+
+    Returns summed NLL `[2]` and token counts `[2]` (forward, backward) over the global batch.
+    """
+
+    def eval_step(params: Any, lstm_state: list[LSTMState], batch: Batch) -> tuple[list[LSTMState], dict]:
+        inputs = stack_directions(batch)
+        _, top, new_state = model.apply({"params": params}, inputs, lstm_state, train=False)
+        w, b = params["softmax"]["W"], params["softmax"]["b"]
+        nll = softmax_lib.full_softmax_nll(w, b, top.reshape(-1, top.shape[-1]), inputs["targets"].reshape(-1), chunk_size)
+        mask = inputs["mask"].astype(jnp.float32)
+        sums = {
+            "nll": jax.lax.psum((nll.reshape(mask.shape) * mask).sum(axis=(1, 2)), AXIS),
+            "count": jax.lax.psum(mask.sum(axis=(1, 2)), AXIS),
+        }
+        return new_state, sums
+
+    return eval_step

@@ -1,0 +1,8 @@
+"""Shared test setup: repository root on sys.path (for `configs`), 64-bit-free float32 JAX."""
+
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)

@@ -1,0 +1,135 @@
+"""Character ids: bilm-tf/AllenNLP layout, every id shifted by +1 (DESIGN.md, model contract)."""
+
+import numpy as np
+import pytest
+
+from elmo_jax.data import chars
+from elmo_jax.data.chars import CharIdCache, word_to_char_ids
+
+# Shifted (+1) ids, written out by hand rather than taken from the module.
+BOS = 257  # 256 + 1
+EOS = 258  # 257 + 1
+BOW = 259  # 258 + 1
+EOW = 260  # 259 + 1
+PAD = 261  # 260 + 1
+
+
+def _expected(core, max_chars=50):
+    """`core` is the full list of shifted ids before padding."""
+    return np.array(core + [PAD] * (max_chars - len(core)), dtype=np.int32)
+
+
+def test_constants_match_design():
+    assert (chars.BOS_CHAR, chars.EOS_CHAR, chars.BOW_CHAR, chars.EOW_CHAR, chars.PAD_CHAR) == (
+        256, 257, 258, 259, 260)
+    assert chars.ID_SHIFT == 1
+    assert chars.N_CHARACTERS == 262
+    assert (chars.BOS_TOKEN, chars.EOS_TOKEN, chars.UNK_TOKEN) == ("<S>", "</S>", "<UNK>")
+
+
+def test_ascii_word():
+    ids = word_to_char_ids("cat")
+    # 'c' = 99, 'a' = 97, 't' = 116; shifted by one.
+    expected = _expected([BOW, 100, 98, 117, EOW])
+    assert ids.dtype == np.int32
+    assert ids.shape == (50,)
+    np.testing.assert_array_equal(ids, expected)
+
+
+def test_single_char_and_digits_and_punct():
+    np.testing.assert_array_equal(word_to_char_ids("A"), _expected([BOW, 66, EOW]))
+    np.testing.assert_array_equal(word_to_char_ids("0."), _expected([BOW, 49, 47, EOW]))
+
+
+def test_no_zero_ids_for_real_words():
+    # 0 is reserved for "no token": a real word never contains it, even for byte 0x00.
+    ids = word_to_char_ids("a\x00b")
+    np.testing.assert_array_equal(ids, _expected([BOW, 98, 1, 99, EOW]))
+    assert ids.min() >= 1
+
+
+def test_special_tokens():
+    np.testing.assert_array_equal(word_to_char_ids("<S>"), _expected([BOW, BOS, EOW]))
+    np.testing.assert_array_equal(word_to_char_ids("</S>"), _expected([BOW, EOS, EOW]))
+    # Only the exact tokens are special; <UNK> and look-alikes are plain bytes.
+    # '<' = 60, 'S' = 83, '>' = 62
+    np.testing.assert_array_equal(word_to_char_ids("<S"), _expected([BOW, 61, 84, EOW]))
+    unk = word_to_char_ids("<UNK>")
+    np.testing.assert_array_equal(unk, _expected([BOW, 61, 86, 79, 76, 63, EOW]))
+
+
+def test_special_tokens_other_max_chars():
+    np.testing.assert_array_equal(word_to_char_ids("<S>", max_chars=5), [BOW, BOS, EOW, PAD, PAD])
+    np.testing.assert_array_equal(word_to_char_ids("</S>", max_chars=3), [BOW, EOS, EOW])
+
+
+def test_multibyte_utf8_word():
+    # 'é' = C3 A9, '€' = E2 82 AC, '😀' = F0 9F 98 80.
+    ids = word_to_char_ids("é€😀")
+    expected = _expected([BOW, 0xC3 + 1, 0xA9 + 1, 0xE2 + 1, 0x82 + 1, 0xAC + 1,
+                          0xF0 + 1, 0x9F + 1, 0x98 + 1, 0x80 + 1, EOW])
+    np.testing.assert_array_equal(ids, expected)
+
+
+def test_truncation_to_48_bytes():
+    word = "abcdefghij" * 6  # 60 bytes
+    ids = word_to_char_ids(word, max_chars=50)
+    expected = np.array([BOW] + [ord(c) + 1 for c in word[:48]] + [EOW], dtype=np.int32)
+    assert expected.shape == (50,)
+    np.testing.assert_array_equal(ids, expected)
+    # No padding remains; the 48th byte is the last one kept, bytes 49..60 are dropped.
+    assert PAD not in ids
+    assert ids[-1] == EOW and ids[-2] == ord(word[47]) + 1
+
+
+def test_exactly_48_and_49_bytes():
+    w48 = "x" * 48
+    np.testing.assert_array_equal(word_to_char_ids(w48), [BOW] + [ord("x") + 1] * 48 + [EOW])
+    w47 = "x" * 47
+    np.testing.assert_array_equal(word_to_char_ids(w47), [BOW] + [ord("x") + 1] * 47 + [EOW, PAD])
+    w49 = "y" * 49
+    np.testing.assert_array_equal(word_to_char_ids(w49), [BOW] + [ord("y") + 1] * 48 + [EOW])
+
+
+def test_truncation_counts_bytes_not_characters():
+    # 30 two-byte characters = 60 bytes; only the first 48 bytes (24 characters) survive.
+    word = "é" * 30
+    ids = word_to_char_ids(word)
+    np.testing.assert_array_equal(ids, [BOW] + [0xC4, 0xAA] * 24 + [EOW])
+
+
+def test_small_max_chars():
+    np.testing.assert_array_equal(word_to_char_ids("hello", max_chars=4), [BOW, 105, 102, EOW])
+    with pytest.raises(ValueError):
+        word_to_char_ids("hello", max_chars=2)
+
+
+def test_cache_returns_same_arrays():
+    cache = CharIdCache(max_chars=50)
+    for word in ["the", "<S>", "</S>", "naïve", "z" * 60, "the"]:
+        np.testing.assert_array_equal(cache(word), word_to_char_ids(word, 50))
+    # Memoised: the second lookup returns the cached object.
+    assert cache("the") is cache("the")
+
+
+def test_cache_encode():
+    cache = CharIdCache(max_chars=50)
+    words = ["<S>", "a", "bb", "</S>"]
+    enc = cache.encode(words)
+    assert enc.shape == (4, 50)
+    assert enc.dtype == np.int32
+    np.testing.assert_array_equal(enc, np.stack([word_to_char_ids(w) for w in words]))
+    empty = cache.encode([])
+    assert empty.shape == (0, 50)
+    assert empty.dtype == np.int32
+    assert CharIdCache(max_chars=7).encode([]).shape == (0, 7)
+    assert CharIdCache(max_chars=7).encode(["ab"]).shape == (1, 7)
+
+
+def test_cache_max_entries_bounded_but_correct():
+    cache = CharIdCache(max_chars=50, max_entries=2)
+    words = ["a", "b", "c", "d"]
+    for w in words:
+        np.testing.assert_array_equal(cache(w), word_to_char_ids(w))
+    assert len(cache._cache) == 2
+    np.testing.assert_array_equal(cache("d"), word_to_char_ids("d"))

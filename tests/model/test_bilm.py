@@ -1,0 +1,241 @@
+"""The whole BiLM forward pass vs a NumPy reference built from DESIGN.md and the Flax params."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import flax.errors
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import default as default_config
+from elmo_jax.data.chars import N_CHARACTERS
+from elmo_jax.model.bilm import BiLM, bilm_from_config
+from elmo_jax.model.lstm import LSTMState
+from tests.model.test_char_cnn import np_char_cnn
+from tests.model.test_lstm import np_bilstm
+
+RTOL, ATOL = 1e-5, 1e-6
+
+VOCAB, B, T, C = 20, 2, 4, 6
+EMBED, FILTERS, N_HIGHWAY = 4, ((1, 4), (2, 4)), 1
+DIM, P, N_LAYERS = 6, 5, 2
+CELL_CLIP, PROJ_CLIP = 1.0, 0.8
+DROPOUT = 0.5  # every test model has dropout: train=False must ignore it
+
+
+def make_model(token_encoder: str = "char_cnn", skip: bool = True, dropout: float = DROPOUT) -> BiLM:
+    """The tiny biLM used throughout."""
+    return BiLM(
+        vocab_size=VOCAB, token_encoder=token_encoder, char_embed_dim=EMBED, filters=FILTERS,
+        n_highway=N_HIGHWAY, dim=DIM, projection_dim=P, n_layers=N_LAYERS, cell_clip=CELL_CLIP,
+        proj_clip=PROJ_CLIP, use_skip_connections=skip, dropout=dropout,
+    )
+
+
+def make_inputs(seed: int = 0, steps: int = T) -> dict[str, np.ndarray]:
+    """Random token and char ids for both directions, with a mask that has holes."""
+    rng = np.random.default_rng(seed)
+    mask = np.ones((2, B, steps), np.int32)
+    mask[0, 1, steps - 1] = 0
+    mask[1, 0, 1] = 0
+    return {
+        "token_ids": rng.integers(0, VOCAB, (2, B, steps)).astype(np.int32),
+        "char_ids": rng.integers(1, N_CHARACTERS, (2, B, steps, C)).astype(np.int32),
+        "mask": mask,
+    }
+
+
+def random_state(seed: int) -> list[LSTMState]:
+    """Nonzero carried states for every layer."""
+    rng = np.random.default_rng(seed)
+    return [
+        LSTMState(
+            rng.normal(0.0, 0.3, (2, B, DIM)).astype(np.float32),
+            rng.normal(0.0, 0.3, (2, B, P)).astype(np.float32),
+        )
+        for _ in range(N_LAYERS)
+    ]
+
+
+def random_params(model: BiLM, seed: int, scale: float = 0.5) -> Any:
+    """Parameters of the model's shapes (no initialiser is run), N(0, scale^2) float32."""
+    shapes = jax.eval_shape(model.init, jax.random.key(0), make_inputs(), model.initial_state(B))["params"]
+    rng = np.random.default_rng(seed)
+    return jax.tree_util.tree_map(lambda s: rng.normal(0.0, scale, s.shape).astype(np.float32), shapes)
+
+
+@functools.lru_cache(maxsize=None)
+def jitted_apply(token_encoder: str, skip: bool) -> Callable[..., Any]:
+    """One compiled apply per model variant (train is static), shared by the tests."""
+    return jax.jit(make_model(token_encoder, skip).apply, static_argnames="train")
+
+
+def np_bilm(
+    inputs: dict[str, np.ndarray], params: Any, state: list[LSTMState], token_encoder: str, skip: bool
+) -> tuple[list[np.ndarray], list[tuple[np.ndarray, np.ndarray]]]:
+    """Layer 0 = token embedding; layer j = LSTM j over layer j-1 (+ layer j-1 when j >= 2 and skip)."""
+    p = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), params)
+    if token_encoder == "char_cnn":
+        x = np_char_cnn(inputs["char_ids"], p["encoder"], FILTERS, N_HIGHWAY, "relu")
+    else:
+        x = p["encoder"]["embedding"][inputs["token_ids"]]
+    layers, new_state = [x], []
+    for j in range(N_LAYERS):
+        c0, h0 = (np.asarray(a, np.float64) for a in state[j])
+        residual = skip and j > 0
+        x, c, h = np_bilstm(x, inputs["mask"], c0, h0, p[f"lstm_{j}"], CELL_CLIP, PROJ_CLIP, residual)
+        layers.append(x)
+        new_state.append((c, h))
+    return layers, new_state
+
+
+@pytest.mark.parametrize("token_encoder,skip", [("char_cnn", True), ("char_cnn", False), ("word", True)])
+def test_bilm_forward_matches_numpy(token_encoder: str, skip: bool) -> None:
+    model = make_model(token_encoder, skip)
+    params = random_params(model, seed=1)
+    inputs, state = make_inputs(), random_state(2)
+    layers, top, new_state = jitted_apply(token_encoder, skip)({"params": params}, inputs, state, train=False)
+    ref_layers, ref_state = np_bilm(inputs, params, state, token_encoder, skip)
+    assert len(layers) == N_LAYERS + 1
+    for j, (got, want) in enumerate(zip(layers, ref_layers)):
+        assert got.shape == (2, B, T, P)
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"layer {j}")
+    np.testing.assert_array_equal(top, layers[-1])  # no dropout when train=False (rate is 0.5)
+    for got, (c, h) in zip(new_state, ref_state):
+        np.testing.assert_allclose(got.c, c, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(got.h, h, rtol=RTOL, atol=ATOL)
+    # Without the skip, layer 2 is an LSTM output, bounded by proj_clip; with it, it goes beyond.
+    beyond_clip = np.abs(np.asarray(layers[2])).max() > PROJ_CLIP + 1e-6
+    assert beyond_clip == skip
+
+
+def test_bilm_directions_have_separate_lstm_weights_and_shared_encoder() -> None:
+    params = random_params(make_model(), seed=1)
+    inputs, state = make_inputs(), random_state(2)
+    # Same tokens in both directions: the shared encoder gives the same layer 0.
+    same = dict(inputs, char_ids=np.broadcast_to(inputs["char_ids"][:1], inputs["char_ids"].shape).copy())
+    apply = jitted_apply("char_cnn", True)
+    layers, _, _ = apply({"params": params}, same, state, train=False)
+    np.testing.assert_array_equal(layers[0][0], layers[0][1])
+    # Changing the backward weights (index 1) of layer 1 changes only the backward outputs.
+    changed = jax.tree_util.tree_map(np.copy, params)
+    changed["lstm_0"]["W_hidden"][1] += 0.3
+    base, _, base_state = apply({"params": params}, inputs, state, train=False)
+    other, _, other_state = apply({"params": changed}, inputs, state, train=False)
+    for j in (1, 2):
+        np.testing.assert_array_equal(other[j][0], base[j][0])
+        assert np.abs(np.asarray(other[j][1] - base[j][1])).max() > 1e-3
+    np.testing.assert_array_equal(other_state[0].c[0], base_state[0].c[0])
+
+
+def test_bilm_carried_state_equals_one_long_call() -> None:
+    params = random_params(make_model(), seed=3)
+    inputs, state = make_inputs(4, steps=2 * T), random_state(5)
+    apply = jitted_apply("char_cnn", True)
+    full_layers, _, full_state = apply({"params": params}, inputs, state, train=False)
+    first = {k: v[:, :, :T] for k, v in inputs.items()}
+    second = {k: v[:, :, T:] for k, v in inputs.items()}
+    layers_a, _, state_a = apply({"params": params}, first, state, train=False)
+    layers_b, _, state_b = apply({"params": params}, second, state_a, train=False)
+    for j in range(N_LAYERS + 1):
+        two_calls = np.concatenate([layers_a[j], layers_b[j]], axis=2)
+        np.testing.assert_allclose(two_calls, full_layers[j], rtol=RTOL, atol=ATOL)
+    for got, want in zip(state_b, full_state):
+        np.testing.assert_allclose(got.c, want.c, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(got.h, want.h, rtol=RTOL, atol=ATOL)
+    # A fresh (zero) state for the second half would differ: the carry is what makes them equal.
+    layers_z, _, _ = apply({"params": params}, second, make_model().initial_state(B), train=False)
+    assert np.abs(np.asarray(layers_z[1] - layers_b[1])).max() > 1e-3
+
+
+def test_initial_state_is_zero_with_the_right_shapes() -> None:
+    state = make_model().initial_state(B)
+    assert len(state) == N_LAYERS
+    for layer_state in state:
+        assert layer_state.c.shape == (2, B, DIM) and layer_state.h.shape == (2, B, P)
+        assert not np.any(np.asarray(layer_state.c)) and not np.any(np.asarray(layer_state.h))
+
+
+def test_dropout_only_in_training() -> None:
+    rate = make_model().dropout
+    assert rate == 0.5
+    params = random_params(make_model(), seed=6)
+    inputs, state = make_inputs(), random_state(7)
+    apply = jitted_apply("char_cnn", True)
+    eval_layers, eval_top, _ = apply({"params": params}, inputs, state, train=False)
+    ref_layers, _ = np_bilm(inputs, params, state, "char_cnn", True)
+    np.testing.assert_allclose(eval_layers[-1], ref_layers[-1], rtol=RTOL, atol=ATOL)  # deterministic
+    np.testing.assert_array_equal(eval_top, eval_layers[-1])
+
+    with pytest.raises(flax.errors.InvalidRngError):
+        apply({"params": params}, inputs, state, train=True)
+
+    layers, top, _ = apply({"params": params}, inputs, state, train=True, rngs={"dropout": jax.random.key(0)})
+    np.testing.assert_array_equal(layers[0], eval_layers[0])  # the token embedding itself is not dropped
+    assert np.abs(np.asarray(layers[1] - eval_layers[1])).max() > 1e-3  # LSTM inputs are
+    # top = inverted dropout of the last layer: zeros, or the value scaled by 1 / (1 - rate).
+    top, last = np.asarray(top), np.asarray(layers[-1])
+    kept = top != 0
+    np.testing.assert_allclose(top[kept], last[kept] / (1.0 - rate), rtol=RTOL, atol=ATOL)
+    assert 0.3 < 1.0 - kept.mean() < 0.7
+    again, _, _ = apply({"params": params}, inputs, state, train=True, rngs={"dropout": jax.random.key(0)})
+    np.testing.assert_array_equal(again[-1], layers[-1])
+    other, _, _ = apply({"params": params}, inputs, state, train=True, rngs={"dropout": jax.random.key(1)})
+    assert np.abs(np.asarray(other[-1] - layers[-1])).max() > 1e-3
+
+
+def small_model_config(**overrides: Any) -> Any:
+    """configs/default.py's model section with tiny shapes (and any overrides)."""
+    config = default_config.get_config().model
+    config.char_cnn.embed_dim = EMBED
+    config.char_cnn.filters = [list(f) for f in FILTERS]
+    config.char_cnn.n_highway = N_HIGHWAY
+    config.lstm.dim, config.lstm.projection_dim, config.lstm.n_layers = DIM, P, N_LAYERS
+    config.lstm.cell_clip, config.lstm.proj_clip = CELL_CLIP, PROJ_CLIP
+    config.dropout = DROPOUT
+    for key, value in overrides.items():
+        target = config
+        *path, last = key.split(".")
+        for part in path:
+            target = target[part]
+        target[last] = value
+    return config
+
+
+def test_bilm_from_config_builds_the_same_model() -> None:
+    model = bilm_from_config(small_model_config(), VOCAB)
+    # Every field equal to the model whose forward pass is checked against NumPy above.
+    assert model == make_model()
+    assert model != make_model(skip=False)  # (equality does compare fields)
+    shapes = jax.eval_shape(model.init, jax.random.key(0), make_inputs(), model.initial_state(B))["params"]
+    assert jax.tree_util.tree_map(lambda a: a.shape, shapes) == jax.tree_util.tree_map(
+        lambda a: a.shape, random_params(make_model(), seed=0)
+    )
+
+
+def test_bilm_from_config_conversions() -> None:
+    model = bilm_from_config(
+        small_model_config(**{"lstm.cell_clip": 0.0, "lstm.proj_clip": 0.0, "dtype": "bfloat16", "remat": True,
+                              "token_encoder": "word", "lstm.use_skip_connections": False}),
+        VOCAB,
+    )
+    assert model.cell_clip is None and model.proj_clip is None  # 0 = no clipping
+    assert model.dtype == jnp.bfloat16 and model.remat and model.token_encoder == "word"
+    assert not model.use_skip_connections and model.vocab_size == VOCAB
+    assert model.filters == FILTERS and model.projection_dim == P
+
+
+def test_bilm_from_config_rejects_bad_dtype() -> None:
+    with pytest.raises(ValueError, match="model.dtype"):
+        bilm_from_config(small_model_config(dtype="float16"), VOCAB)
+
+
+def test_bilm_rejects_bad_token_encoder() -> None:
+    # bilm_from_config builds the module lazily; the check runs in setup (first init/apply).
+    with pytest.raises(ValueError, match="token_encoder"):
+        model = bilm_from_config(small_model_config(token_encoder="chars"), VOCAB)
+        jax.eval_shape(model.init, jax.random.key(0), make_inputs(), model.initial_state(B))

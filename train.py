@@ -1,0 +1,27 @@
+"""Pretrain an ELMo biLM.
+
+  python train.py --config=configs/demo.py --workdir=runs/demo [--config.model.lstm.dim=1024]
+
+Rerunning the same command resumes from the latest checkpoint in WORKDIR.
+"""
+
+from absl import app, flags, logging
+from ml_collections import config_flags
+
+from elmo_jax.training.loop import train_and_evaluate
+
+FLAGS = flags.FLAGS
+config_flags.DEFINE_config_file("config", None, "Path to a config file (configs/*.py).", lock_config=True)
+flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics and evaluation results.")
+flags.mark_flags_as_required(["config", "workdir"])
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    logging.set_verbosity(logging.INFO)
+    train_and_evaluate(FLAGS.config, FLAGS.workdir)
+
+
+if __name__ == "__main__":
+    app.run(main)
