@@ -11,14 +11,15 @@ from elmo_jax.data import corpus
 from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation import Evaluator, format_table
-from elmo_jax.training import parallel
+from elmo_jax.training import optim, parallel
 from elmo_jax.training.checkpoint import CheckpointError, Checkpointer
-from elmo_jax.training.loop import initial_train_state, setup_model
+from elmo_jax.training.loop import setup_model
+from elmo_jax.training.state import abstract_train_state
 from elmo_jax.training.metrics_writer import write_json_atomic
 
 
 def restore_model(config: ml_collections.ConfigDict, workdir: str, step: int | None = None):
-    """(model, params, vocab, step) from the checkpoint of `workdir` (latest or `step`)."""
+    """(model, params, vocab, step, mesh) from the checkpoint of `workdir` (latest or `step`)."""
     vocab_path = os.path.join(workdir, "vocab.txt")
     ckpt_dir = os.path.join(workdir, "checkpoints")
     if not os.path.isdir(ckpt_dir) or not os.path.exists(vocab_path):
@@ -26,8 +27,12 @@ def restore_model(config: ml_collections.ConfigDict, workdir: str, step: int | N
     vocab = Vocabulary.load(vocab_path)
     model = setup_model(config, vocab)
     mesh = parallel.make_mesh()
-    num_steps = config.train.num_steps if config.train.num_steps > 0 else max(config.train.optimizer.warmup_steps + 1, 1)
-    target = initial_train_state(config, model, mesh, num_steps)
+    # The schedule does not change the optimizer state's structure: any valid step count will do.
+    tx, _ = optim.make_optimizer(config.train, config.train.optimizer.warmup_steps + 1)
+    abstract = abstract_train_state(
+        model, tx, config.seed, config.train.batch_size, config.data.max_chars_per_token
+    )
+    target = parallel.with_shardings(abstract, mesh)
     checkpointer = Checkpointer(ckpt_dir, read_only=True)
     state, _, step = checkpointer.restore(target, step)
     checkpointer.close()

@@ -54,6 +54,12 @@ def place_state(state: TrainState, mesh: jax.sharding.Mesh) -> TrainState:
     return jax.device_put(state, shardings(mesh, train_state_spec(state)))
 
 
+def with_shardings(abstract_state: TrainState, mesh: jax.sharding.Mesh) -> TrainState:
+    """Attaches the train-state shardings to an abstract (ShapeDtypeStruct) state."""
+    target = shardings(mesh, train_state_spec(abstract_state))
+    return jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), abstract_state, target)
+
+
 def shard_batch(batch: Any, mesh: jax.sharding.Mesh) -> Any:
     """This process's part of the global batch (leading axis) -> global arrays split over 'data'."""
     sharding = NamedSharding(mesh, P(AXIS))

@@ -36,8 +36,9 @@ def dummy_inputs(model: BiLM, batch_size: int, unroll_steps: int, max_chars: int
 
 
 def init_params(model: BiLM, rng: jax.Array, max_chars: int) -> Any:
-    """Initial parameters (independent of the batch size)."""
-    return model.init(rng, dummy_inputs(model, 1, 1, max_chars), model.initial_state(1))["params"]
+    """Initial parameters (independent of the batch size), initialised in one compiled call."""
+    init = lambda key: model.init(key, dummy_inputs(model, 1, 1, max_chars), model.initial_state(1))["params"]
+    return jax.jit(init)(rng)
 
 
 def create_train_state(
@@ -49,8 +50,15 @@ def create_train_state(
     return TrainState(
         step=jnp.zeros((), jnp.int32),
         params=params,
-        opt_state=tx.init(params),
+        opt_state=jax.jit(tx.init)(params),
         lstm_state=model.initial_state(batch_size),
         rng=jax.random.key_data(rng),
         tx=tx,
     )
+
+
+def abstract_train_state(
+    model: BiLM, tx: optax.GradientTransformation, seed: int, batch_size: int, max_chars: int
+) -> TrainState:
+    """The state's structure with `jax.ShapeDtypeStruct` leaves, computed without running init."""
+    return jax.eval_shape(lambda: create_train_state(model, tx, seed, batch_size, max_chars))

@@ -1,0 +1,1 @@
+"""Interoperability with other ELMo implementations (bilm-tf / AllenNLP weight files)."""

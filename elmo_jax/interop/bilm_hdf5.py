@@ -1,0 +1,438 @@
+"""Read and write ELMo weights in the bilm-tf format (`options.json` + hdf5), also read by AllenNLP.
+
+hdf5 datasets, float32, `x @ W` oriented (bilm-tf `dump_weights`; read by bilm-tf's
+`BidirectionalLanguageModel` and AllenNLP's `Elmo`):
+
+  char_embed                                      (261, d)         char ids 0..260, no padding row
+  CNN/W_cnn_{i}, CNN/b_cnn_{i}                    (1, w_i, d, n_i), (n_i,)
+  CNN_high_{k}/W_carry, b_carry, W_transform, b_transform     (F, F), (F,)    F = sum_i n_i
+  CNN_proj/W_proj, CNN_proj/b_proj                (F, P), (P,)     bilm-tf omits them when F == P
+  RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_0   (P + P, 4 D)     rows [input; previous h], gates i, j, f, o
+  RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/B     (4 D,)           forget-gate +1 added at run time
+  RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_P_0 (D, P)
+  d = 0 forward, 1 backward. The softmax is not stored (as in bilm-tf).
+
+elmo-jax shifts char ids by +1 (0 = no token), so its `char_embed` has 262 rows: row 0 (zeros, never
+used) followed by the file's 261. `n_characters` is 261 in bilm-tf training options and 262 in
+inference options (the inference graph prepends the padding row itself); both describe the same
+file and are accepted. `save_options` writes 262, what bilm-tf's inference code expects (AllenNLP
+ignores the key).
+
+Export a trained elmo-jax checkpoint:
+
+  python -m elmo_jax.interop.bilm_hdf5 --workdir runs/demo --options out/options.json \
+      --weights out/weights.hdf5 [--step N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Any, Callable, Mapping, Sequence
+
+import h5py
+import jax
+import ml_collections
+import numpy as np
+
+from elmo_jax.data.chars import N_CHARACTERS
+
+_LSTM_REQUIRED = ("dim", "projection_dim", "use_skip_connections")
+_LSTM_OPTIONAL = ("n_layers", "cell_clip", "proj_clip")  # bilm-tf defaults: 1 layer, no clipping.
+_CNN_REQUIRED = ("embedding", "filters", "activation", "n_characters", "max_characters_per_token")
+_CNN_OPTIONAL = ("n_highway",)  # bilm-tf default: no highway layers.
+# Written by bilm-tf's training script; they do not change the representations.
+_TRAINING_KEYS = (
+    "bidirectional", "dropout", "all_clip_norm_val", "n_epochs", "n_train_tokens", "batch_size",
+    "n_tokens_vocab", "unroll_steps", "n_negative_samples_batch", "learning_rate",
+    "share_embedding_softmax", "sample_softmax",
+)
+_ACTIVATIONS = ("relu", "tanh")
+_HIGHWAY = ("W_carry", "b_carry", "W_transform", "b_transform")
+
+
+class OptionsError(ValueError):
+    """An options.json that elmo-jax cannot use."""
+
+
+class WeightFileError(ValueError):
+    """A weight file (or params) that does not match the options."""
+
+
+# ----------------------------------------------------------------------------- options.json
+
+
+def _check_keys(section: Any, required: Sequence[str], optional: Sequence[str], prefix: str, path: str) -> None:
+    if not isinstance(section, dict):
+        raise OptionsError(f"{path}: '{prefix.rstrip('.') or 'options'}' must be a JSON object")
+    for key in section:
+        if key not in required and key not in optional:
+            raise OptionsError(f"{path}: unknown key '{prefix}{key}'")
+    for key in required:
+        if key not in section:
+            raise OptionsError(f"{path}: missing key '{prefix}{key}'")
+
+
+def _int(value: Any, key: str, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise OptionsError(f"{path}: '{key}' must be a positive integer, got {value!r}")
+    return value
+
+
+def _clip(value: Any, key: str, path: str) -> float:
+    """bilm-tf: null (or absent) = no clipping, which elmo-jax spells 0."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise OptionsError(f"{path}: '{key}' must be a positive number or null, got {value!r}")
+    return float(value)
+
+
+def load_options(path: str) -> ml_collections.ConfigDict:
+    """Reads a bilm-tf/AllenNLP `options.json` into an elmo-jax config.
+
+    Returns `{model: ..., data: {max_chars_per_token}}` where `model` has the keys of
+    `config.model` in configs/default.py, so `bilm_from_config(config.model, vocab_size)` builds
+    the biLM. Unknown or missing keys raise `OptionsError` naming the key.
+    """
+    if not os.path.exists(path):
+        raise OptionsError(f"{path}: options file not found")
+    try:
+        with open(path, encoding="utf-8") as f:
+            options = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise OptionsError(f"{path}: not valid JSON ({e})") from None
+    if isinstance(options, dict) and "char_cnn" not in options:
+        raise OptionsError(f"{path}: missing key 'char_cnn' (word-input biLMs are not supported)")
+    _check_keys(options, ("lstm", "char_cnn"), _TRAINING_KEYS, "", path)
+    lstm, cnn = options["lstm"], options["char_cnn"]
+    _check_keys(lstm, _LSTM_REQUIRED, _LSTM_OPTIONAL, "lstm.", path)
+    _check_keys(cnn, _CNN_REQUIRED, _CNN_OPTIONAL, "char_cnn.", path)
+    _check_keys(cnn["embedding"], ("dim",), (), "char_cnn.embedding.", path)
+
+    max_chars = _int(cnn["max_characters_per_token"], "char_cnn.max_characters_per_token", path)
+    filters = cnn["filters"]
+    if not isinstance(filters, list) or not filters:
+        raise OptionsError(f"{path}: 'char_cnn.filters' must be a non-empty list of [width, channels]")
+    for i, pair in enumerate(filters):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise OptionsError(f"{path}: 'char_cnn.filters[{i}]' must be [width, channels], got {pair!r}")
+        width = _int(pair[0], f"char_cnn.filters[{i}][0]", path)
+        _int(pair[1], f"char_cnn.filters[{i}][1]", path)
+        if width > max_chars:
+            raise OptionsError(f"{path}: 'char_cnn.filters[{i}]' is wider than max_characters_per_token={max_chars}")
+    if cnn["activation"] not in _ACTIVATIONS:
+        raise OptionsError(f"{path}: 'char_cnn.activation' must be one of {_ACTIVATIONS}, got {cnn['activation']!r}")
+    if cnn["n_characters"] not in (N_CHARACTERS - 1, N_CHARACTERS):
+        raise OptionsError(
+            f"{path}: 'char_cnn.n_characters' must be {N_CHARACTERS - 1} or {N_CHARACTERS}, got {cnn['n_characters']!r}"
+        )
+    n_highway = cnn.get("n_highway") or 0
+    if n_highway:
+        _int(n_highway, "char_cnn.n_highway", path)
+    if not isinstance(lstm["use_skip_connections"], bool):
+        raise OptionsError(f"{path}: 'lstm.use_skip_connections' must be true or false")
+
+    return ml_collections.ConfigDict({
+        "model": {
+            "token_encoder": "char_cnn",
+            "char_cnn": {
+                "embed_dim": _int(cnn["embedding"]["dim"], "char_cnn.embedding.dim", path),
+                "filters": [[pair[0], pair[1]] for pair in filters],
+                "activation": cnn["activation"],
+                "n_highway": n_highway,
+            },
+            "lstm": {
+                "dim": _int(lstm["dim"], "lstm.dim", path),
+                "projection_dim": _int(lstm["projection_dim"], "lstm.projection_dim", path),
+                "n_layers": _int(lstm.get("n_layers", 1), "lstm.n_layers", path),
+                "cell_clip": _clip(lstm.get("cell_clip"), "lstm.cell_clip", path),
+                "proj_clip": _clip(lstm.get("proj_clip"), "lstm.proj_clip", path),
+                "use_skip_connections": lstm["use_skip_connections"],
+            },
+            "dropout": 0.0,
+            "dtype": "float32",
+        },
+        "data": {"max_chars_per_token": max_chars},
+    })
+
+
+def options_dict(config: ml_collections.ConfigDict) -> dict:
+    """The bilm-tf `options.json` content of an elmo-jax config (`model` and `data` sections)."""
+    model = config.model
+    if model.token_encoder != "char_cnn":
+        raise OptionsError(
+            f"only char-CNN biLMs have a bilm-tf/AllenNLP format (model.token_encoder={model.token_encoder!r})"
+        )
+    return {
+        "lstm": {
+            "dim": model.lstm.dim,
+            "projection_dim": model.lstm.projection_dim,
+            "n_layers": model.lstm.n_layers,
+            "cell_clip": model.lstm.cell_clip or None,
+            "proj_clip": model.lstm.proj_clip or None,
+            "use_skip_connections": model.lstm.use_skip_connections,
+        },
+        "char_cnn": {
+            "activation": model.char_cnn.activation,
+            "embedding": {"dim": model.char_cnn.embed_dim},
+            "filters": [[int(w), int(n)] for w, n in model.char_cnn.filters],
+            "max_characters_per_token": config.data.max_chars_per_token,
+            "n_characters": N_CHARACTERS,
+            "n_highway": model.char_cnn.n_highway,
+        },
+    }
+
+
+def save_options(config: ml_collections.ConfigDict, path: str) -> None:
+    """Writes the `options.json` of an elmo-jax config (a full config or `load_options`' result)."""
+    options = options_dict(config)
+    lstm, n_filters = options["lstm"], sum(n for _, n in options["char_cnn"]["filters"])
+    if not lstm["use_skip_connections"]:
+        logging.warning("%s: AllenNLP's Elmo only loads biLMs with use_skip_connections=true (bilm-tf loads any)", path)
+    if n_filters == lstm["projection_dim"]:
+        logging.warning("%s: bilm-tf skips CNN_proj when sum(filters) == projection_dim (AllenNLP applies it)", path)
+    if lstm["projection_dim"] >= lstm["dim"]:
+        logging.warning("%s: bilm-tf has no LSTM projection when projection_dim >= dim (AllenNLP applies W_P_0)", path)
+    write_atomic(path, lambda tmp: _write_json(tmp, options))
+
+
+def _write_json(path: str, obj: dict) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+
+
+def write_atomic(path: str, write: Callable[[str], None]) -> None:
+    """Calls `write(tmp)` then renames tmp to `path`, so a failed write leaves no partial file."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+# ----------------------------------------------------------------------------- weights
+
+
+def _lstm_root(direction: int, layer: int) -> str:
+    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+def dataset_shapes(config: ml_collections.ConfigDict) -> dict[str, tuple[int, ...]]:
+    """Every dataset of the weight file described by `config`, with its shape."""
+    cnn, lstm = config.model.char_cnn, config.model.lstm
+    d, p, gates = cnn.embed_dim, lstm.projection_dim, 4 * lstm.dim
+    n_filters = sum(n for _, n in cnn.filters)
+    shapes: dict[str, tuple[int, ...]] = {"char_embed": (N_CHARACTERS - 1, d)}
+    for i, (width, channels) in enumerate(cnn.filters):
+        shapes[f"CNN/W_cnn_{i}"] = (1, width, d, channels)
+        shapes[f"CNN/b_cnn_{i}"] = (channels,)
+    for k in range(cnn.n_highway):
+        for name in _HIGHWAY:
+            shapes[f"CNN_high_{k}/{name}"] = (n_filters, n_filters) if name[0] == "W" else (n_filters,)
+    shapes["CNN_proj/W_proj"], shapes["CNN_proj/b_proj"] = (n_filters, p), (p,)
+    for layer in range(lstm.n_layers):
+        for direction in (0, 1):
+            root = _lstm_root(direction, layer)
+            shapes[f"{root}/W_0"] = (p + p, gates)
+            shapes[f"{root}/B"] = (gates,)
+            shapes[f"{root}/W_P_0"] = (lstm.dim, p)
+    return shapes
+
+
+def _param(params: Mapping, *keys: str) -> np.ndarray:
+    node: Any = params
+    for i, key in enumerate(keys):
+        if not isinstance(node, Mapping) or key not in node:
+            raise WeightFileError(f"params lack '{'/'.join(keys[: i + 1])}' (do they match the options?)")
+        node = node[key]
+    return np.asarray(node, dtype=np.float32)
+
+
+def params_to_datasets(params: Mapping, config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
+    """Flax params (softmax ignored) -> the weight file's datasets."""
+    cnn, lstm = config.model.char_cnn, config.model.lstm
+    out = {"char_embed": _param(params, "encoder", "char_embed")[1:]}  # Drop the "no token" row.
+    for i in range(len(cnn.filters)):
+        out[f"CNN/W_cnn_{i}"] = _param(params, "encoder", f"W_cnn_{i}")[None]
+        out[f"CNN/b_cnn_{i}"] = _param(params, "encoder", f"b_cnn_{i}")
+    for k in range(cnn.n_highway):
+        for name in _HIGHWAY:
+            out[f"CNN_high_{k}/{name}"] = _param(params, "encoder", "highway", f"{name}_{k}")
+    out["CNN_proj/W_proj"] = _param(params, "encoder", "W_proj")
+    out["CNN_proj/b_proj"] = _param(params, "encoder", "b_proj")
+    for layer in range(lstm.n_layers):
+        w_input, w_hidden, bias, w_proj = (
+            _param(params, f"lstm_{layer}", name) for name in ("W_input", "W_hidden", "B", "W_P")
+        )
+        if not (w_input.ndim == w_hidden.ndim == w_proj.ndim == 3 and bias.ndim == 2
+                and w_input.shape[0] == w_hidden.shape[0] == 2 and w_input.shape[2] == w_hidden.shape[2]):
+            raise WeightFileError(f"params 'lstm_{layer}' do not have the biLM's stacked [2, ...] LSTM shapes")
+        for direction in (0, 1):
+            root = _lstm_root(direction, layer)
+            out[f"{root}/W_0"] = np.concatenate([w_input[direction], w_hidden[direction]], axis=0)
+            out[f"{root}/B"] = bias[direction]
+            out[f"{root}/W_P_0"] = w_proj[direction]
+    return out
+
+
+def datasets_to_params(data: Mapping[str, np.ndarray], config: ml_collections.ConfigDict) -> dict:
+    """The weight file's datasets -> Flax params (no softmax); the inverse of `params_to_datasets`."""
+    cnn, lstm = config.model.char_cnn, config.model.lstm
+    char_embed = data["char_embed"]
+    encoder: dict[str, Any] = {
+        "char_embed": np.concatenate([np.zeros((1, char_embed.shape[1]), np.float32), char_embed]),
+        "W_proj": data["CNN_proj/W_proj"],
+        "b_proj": data["CNN_proj/b_proj"],
+    }
+    for i in range(len(cnn.filters)):
+        encoder[f"W_cnn_{i}"] = data[f"CNN/W_cnn_{i}"][0]
+        encoder[f"b_cnn_{i}"] = data[f"CNN/b_cnn_{i}"]
+    if cnn.n_highway:
+        encoder["highway"] = {
+            f"{name}_{k}": data[f"CNN_high_{k}/{name}"] for k in range(cnn.n_highway) for name in _HIGHWAY
+        }
+    params: dict[str, Any] = {"encoder": encoder}
+    p = lstm.projection_dim
+    for layer in range(lstm.n_layers):
+        roots = [_lstm_root(direction, layer) for direction in (0, 1)]
+        params[f"lstm_{layer}"] = {
+            "W_input": np.stack([data[f"{r}/W_0"][:p] for r in roots]),
+            "W_hidden": np.stack([data[f"{r}/W_0"][p:] for r in roots]),
+            "B": np.stack([data[f"{r}/B"] for r in roots]),
+            "W_P": np.stack([data[f"{r}/W_P_0"] for r in roots]),
+        }
+    return params
+
+
+def _dataset_names(f: h5py.File) -> list[str]:
+    names: list[str] = []
+
+    def visit(name: str, obj: Any) -> None:
+        if isinstance(obj, h5py.Dataset):
+            names.append(name)
+
+    f.visititems(visit)
+    return names
+
+
+def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
+    """Reads a bilm-tf/AllenNLP hdf5 weight file into elmo-jax Flax params (float32, no softmax).
+
+    `config` is `load_options`' result (or any elmo-jax config with `model`). Every dataset must
+    exist with the shape the options imply, and the file may hold nothing else (a leftover layer
+    or filter means the options do not describe the file); errors name the dataset. When
+    sum(filters) == projection_dim and `CNN_proj` is absent (bilm-tf skips it then), the
+    projection is the identity.
+    """
+    if config.model.token_encoder != "char_cnn":
+        raise WeightFileError(
+            f"{path}: only char-CNN biLMs can be loaded (model.token_encoder={config.model.token_encoder!r})"
+        )
+    if not os.path.exists(path):
+        raise WeightFileError(f"{path}: weight file not found")
+    shapes = dataset_shapes(config)
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise WeightFileError(f"{path}: not a readable HDF5 file ({e})") from None
+    with f:
+        present = _dataset_names(f)
+        unexpected = [name for name in present if name not in shapes]
+        if unexpected:
+            raise WeightFileError(
+                f"{path}: dataset '{unexpected[0]}' is not described by the options "
+                "(options/weights mismatch: check n_layers, filters, n_highway)"
+            )
+        p, n_filters = config.model.lstm.projection_dim, sum(n for _, n in config.model.char_cnn.filters)
+        data: dict[str, np.ndarray] = {}
+        if n_filters == p and "CNN_proj/W_proj" not in present and "CNN_proj/b_proj" not in present:
+            data["CNN_proj/W_proj"], data["CNN_proj/b_proj"] = np.eye(p, dtype=np.float32), np.zeros(p, np.float32)
+        for name, shape in shapes.items():
+            if name in data:
+                continue
+            if name not in present:
+                raise WeightFileError(f"{path}: missing dataset '{name}' (the options imply shape {shape})")
+            dataset = f[name]
+            if dataset.shape != shape:
+                raise WeightFileError(f"{path}: dataset '{name}' has shape {dataset.shape}, the options imply {shape}")
+            if dataset.dtype.kind != "f":
+                raise WeightFileError(f"{path}: dataset '{name}' has dtype {dataset.dtype}, expected float")
+            data[name] = dataset[...].astype(np.float32, copy=False)
+    return datasets_to_params(data, config)
+
+
+def save_weights(params: Mapping, config: ml_collections.ConfigDict, path: str) -> None:
+    """Writes Flax params as a bilm-tf/AllenNLP weight file: the exact inverse of `load_weights`.
+
+    The softmax and the unused char-embedding row 0 are not stored.
+    """
+    data = params_to_datasets(params, config)
+    for name, shape in dataset_shapes(config).items():
+        if data[name].shape != shape:
+            raise WeightFileError(
+                f"params do not match the options: dataset '{name}' would have shape {data[name].shape}, "
+                f"expected {shape}"
+            )
+
+    def write(tmp: str) -> None:
+        with h5py.File(tmp, "w") as f:
+            for name, value in data.items():
+                f.create_dataset(name, data=value)
+
+    write_atomic(path, write)
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def restore_checkpoint(workdir: str, step: int | None = None) -> tuple[ml_collections.ConfigDict, dict]:
+    """(config, host params) of an elmo-jax training workdir (latest checkpoint, or `step`)."""
+    config_path = os.path.join(workdir, "config.json")
+    if not os.path.exists(config_path):
+        raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
+    with open(config_path, encoding="utf-8") as f:
+        config = ml_collections.ConfigDict(json.load(f))
+    # Imported here: reading and writing weight files needs neither orbax nor the training code.
+    from elmo_jax.evaluation_job import restore_model
+
+    params = restore_model(config, workdir, step)[1]
+    return config, jax.device_get(params)
+
+
+def export_checkpoint(workdir: str, options_path: str, weights_path: str, step: int | None = None) -> None:
+    """Writes `options.json` and the hdf5 weights of an elmo-jax training checkpoint."""
+    config, params = restore_checkpoint(workdir, step)
+    options_dict(config)  # Fail before writing anything for a word-input model.
+    save_weights(params, config, weights_path)
+    save_options(config, options_path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m elmo_jax.interop.bilm_hdf5",
+        description="Export an elmo-jax checkpoint as bilm-tf/AllenNLP options.json + hdf5 weights.",
+    )
+    parser.add_argument("--workdir", required=True, help="elmo-jax training workdir")
+    parser.add_argument("--options", required=True, help="options.json to write")
+    parser.add_argument("--weights", required=True, help="hdf5 weight file to write")
+    parser.add_argument("--step", type=int, default=None, help="checkpoint step (default: the latest)")
+    args = parser.parse_args(argv)
+    try:
+        export_checkpoint(args.workdir, args.options, args.weights, args.step)
+    except (ValueError, RuntimeError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.options} and {args.weights}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

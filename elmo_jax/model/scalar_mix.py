@@ -1,0 +1,66 @@
+"""Task-specific weighting of the biLM layers (Peters et al. 2018, eq. 1), for downstream models.
+
+  ELMo = gamma * sum_k softmax(s)_k * h_k
+
+With `do_layer_norm`, each layer is first normalised by the mean and variance of all its unmasked
+elements (batch-level statistics over positions and features, as bilm-tf's `weight_layers` and
+AllenNLP's `ScalarMix`; no learned scale or offset).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+LAYER_NORM_EPS = 1e-12  # bilm-tf / AllenNLP.
+
+
+class ScalarMix(nn.Module):
+    """Mixes `mixture_size` layers with softmax-normalised scalar weights and a scalar gamma.
+
+    Params: `scalar_parameters` `[mixture_size]` (initial values `initial_scalar_parameters`,
+    default zeros: an equal average) and `gamma` `[]` (initial 1).
+    """
+
+    mixture_size: int
+    do_layer_norm: bool = False
+    initial_scalar_parameters: Sequence[float] | None = None
+
+    @nn.compact
+    def __call__(self, layers: jax.Array | Sequence[jax.Array], mask: jax.Array | None = None) -> jax.Array:
+        """layers: `[K, ..., dim]` (e.g. one output of `elmo_jax.embed`, `[L + 1, n_tokens, 2P]`)
+        or a list of K arrays `[..., dim]`; mask: `[...]` (nonzero = real token), used only by
+        the layer norm (default: every position). Returns `[..., dim]`."""
+        layers = jnp.stack(layers) if isinstance(layers, (list, tuple)) else jnp.asarray(layers)
+        if layers.shape[0] != self.mixture_size:
+            raise ValueError(f"ScalarMix got {layers.shape[0]} layers, expected mixture_size={self.mixture_size}")
+        initial = self.initial_scalar_parameters
+        if initial is not None and len(initial) != self.mixture_size:
+            raise ValueError(f"initial_scalar_parameters has {len(initial)} values, expected {self.mixture_size}")
+        scalars = self.param(
+            "scalar_parameters",
+            lambda _, shape: jnp.zeros(shape) if initial is None else jnp.asarray(initial, jnp.float32),
+            (self.mixture_size,),
+        )
+        gamma = self.param("gamma", nn.initializers.ones, ())
+        if self.do_layer_norm:
+            layers = self._layer_norm(layers, mask)
+        weights = jax.nn.softmax(scalars).reshape((-1,) + (1,) * (layers.ndim - 1))
+        return gamma * jnp.sum(weights * layers, axis=0)
+
+    @staticmethod
+    def _layer_norm(layers: jax.Array, mask: jax.Array | None) -> jax.Array:
+        """Per layer k: (h_k - mean) / sqrt(var + eps) with statistics over unmasked elements."""
+        if mask is None:
+            mask = jnp.ones(layers.shape[1:-1])
+        if mask.shape != layers.shape[1:-1]:
+            raise ValueError(f"mask shape {mask.shape} does not match the layers' {layers.shape[1:-1]}")
+        m = mask.astype(layers.dtype)[None, ..., None]
+        axes = tuple(range(1, layers.ndim))
+        count = jnp.sum(mask.astype(layers.dtype)) * layers.shape[-1]
+        mean = jnp.sum(layers * m, axis=axes, keepdims=True) / count
+        variance = jnp.sum(((layers - mean) * m) ** 2, axis=axes, keepdims=True) / count
+        return (layers - mean) / jnp.sqrt(variance + LAYER_NORM_EPS)

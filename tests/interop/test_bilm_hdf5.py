@@ -1,0 +1,262 @@
+"""bilm-tf/AllenNLP options.json + hdf5 weights: parsing, layout, exact round trips, clear errors."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import h5py
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs.tests import tiny
+from elmo_jax.embed import ElmoEmbedder
+from elmo_jax.interop.bilm_hdf5 import (
+    OptionsError, WeightFileError, load_options, load_weights, options_dict, save_options, save_weights,
+)
+from elmo_jax.model.bilm import bilm_from_config
+from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
+
+# bilm-tf inference options (n_characters 262), tiny shapes.
+OPTIONS = {
+    "lstm": {
+        "dim": 12, "projection_dim": 6, "n_layers": 2, "cell_clip": 3, "proj_clip": 3, "use_skip_connections": True,
+    },
+    "char_cnn": {
+        "activation": "relu", "embedding": {"dim": 4}, "filters": [[1, 4], [2, 6], [3, 8]],
+        "max_characters_per_token": 50, "n_characters": 262, "n_highway": 2,
+    },
+}
+
+
+def bilm_tf_training_options() -> dict:
+    """As written by bilm-tf's train_elmo.py: n_characters 261 and training-only keys."""
+    options = copy.deepcopy(OPTIONS)
+    options["char_cnn"]["n_characters"] = 261
+    options["lstm"]["cell_clip"] = None
+    options.update({
+        "bidirectional": True, "dropout": 0.1, "all_clip_norm_val": 10.0, "n_epochs": 10, "n_train_tokens": 1000,
+        "batch_size": 128, "n_tokens_vocab": 4229, "unroll_steps": 20, "n_negative_samples_batch": 8192,
+    })
+    return options
+
+
+def write_json(path, obj) -> str:
+    path.write_text(json.dumps(obj))
+    return str(path)
+
+
+def write_model(tmp_path, options=OPTIONS, seed=0, with_proj=True) -> tuple[str, str, dict]:
+    weights = random_bilm_weights(options, seed, with_proj)
+    options_path, weights_path = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
+    write_bilm_files(options, weights, options_path, weights_path)
+    return options_path, weights_path, weights
+
+
+def read_datasets(path) -> dict[str, np.ndarray]:
+    out = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: out.__setitem__(name, obj[...]) if isinstance(obj, h5py.Dataset) else None)
+    return out
+
+
+def test_load_options_maps_every_key(tmp_path):
+    config = load_options(write_json(tmp_path / "o.json", OPTIONS))
+    assert config.model.to_dict() == {
+        "token_encoder": "char_cnn",
+        "char_cnn": {"embed_dim": 4, "filters": [[1, 4], [2, 6], [3, 8]], "activation": "relu", "n_highway": 2},
+        "lstm": {
+            "dim": 12, "projection_dim": 6, "n_layers": 2, "cell_clip": 3.0, "proj_clip": 3.0,
+            "use_skip_connections": True,
+        },
+        "dropout": 0.0,
+        "dtype": "float32",
+    }
+    assert config.data.max_chars_per_token == 50
+
+
+def test_load_options_accepts_bilm_tf_training_options(tmp_path):
+    config = load_options(write_json(tmp_path / "o.json", bilm_tf_training_options()))
+    assert config.model.lstm.cell_clip == 0.0  # null: no clipping
+    assert config.model.lstm.proj_clip == 3.0
+
+
+def test_options_round_trip(tmp_path):
+    original = load_options(write_json(tmp_path / "o.json", bilm_tf_training_options()))
+    save_options(original, str(tmp_path / "saved.json"))
+    saved = json.loads((tmp_path / "saved.json").read_text())
+    assert saved["char_cnn"]["n_characters"] == 262  # what bilm-tf's inference graph expects
+    assert saved["lstm"]["cell_clip"] is None
+    assert load_options(str(tmp_path / "saved.json")).to_dict() == original.to_dict()
+
+
+def test_save_options_of_a_training_config(tmp_path):
+    config = tiny.get_config()
+    save_options(config, str(tmp_path / "o.json"))
+    loaded = load_options(str(tmp_path / "o.json"))
+    assert loaded.model.lstm.to_dict() == config.model.lstm.to_dict()
+    assert loaded.model.char_cnn.to_dict() == config.model.char_cnn.to_dict()
+    assert loaded.data.max_chars_per_token == config.data.max_chars_per_token
+
+
+def _without(section: str, key: str):
+    def mutate(o):
+        del o[section][key]
+    return mutate
+
+
+def _with(section: str | None, key: str, value):
+    def mutate(o):
+        (o[section] if section else o)[key] = value
+    return mutate
+
+
+@pytest.mark.parametrize("mutate, key", [
+    (_without("lstm", "dim"), "'lstm.dim'"),
+    (_without("char_cnn", "max_characters_per_token"), "'char_cnn.max_characters_per_token'"),
+    (lambda o: o["char_cnn"]["embedding"].clear(), "'char_cnn.embedding.dim'"),
+    (lambda o: o.pop("char_cnn"), "'char_cnn'"),
+    (_with("lstm", "peepholes", True), "'lstm.peepholes'"),
+    (_with(None, "vocab", "x"), "'vocab'"),
+    (_with("char_cnn", "n_characters", 300), "'char_cnn.n_characters'"),
+    (_with("char_cnn", "activation", "gelu"), "'char_cnn.activation'"),
+    (_with("lstm", "projection_dim", "6"), "'lstm.projection_dim'"),
+    (_with("char_cnn", "filters", [[1, 4], [60, 2]]), "'char_cnn.filters[1]'"),
+])
+def test_bad_options_name_the_key(tmp_path, mutate, key):
+    options = copy.deepcopy(OPTIONS)
+    mutate(options)
+    with pytest.raises(OptionsError, match=re.escape(key)):
+        load_options(write_json(tmp_path / "o.json", options))
+
+
+def test_options_missing_or_invalid_file(tmp_path):
+    with pytest.raises(OptionsError, match="options file not found"):
+        load_options(str(tmp_path / "missing.json"))
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(OptionsError, match="bad.json: not valid JSON"):
+        load_options(str(tmp_path / "bad.json"))
+
+
+@pytest.mark.parametrize("n_highway", [2, 0])
+def test_loaded_params_have_the_model_param_tree(tmp_path, n_highway):
+    options = copy.deepcopy(OPTIONS)
+    options["char_cnn"]["n_highway"] = n_highway
+    options_path, weights_path, _ = write_model(tmp_path, options)
+    config = load_options(options_path)
+    params = load_weights(config, weights_path)
+    model = bilm_from_config(config.model, vocab_size=3)
+    inputs = {"char_ids": jnp.zeros((2, 1, 1, 50), jnp.int32), "mask": jnp.ones((2, 1, 1), bool)}
+    expected = jax.eval_shape(lambda: model.init(jax.random.key(0), inputs, model.initial_state(1))["params"])
+    del expected["softmax"]
+    assert jax.tree.map(lambda x: (x.shape, x.dtype), params) == jax.tree.map(lambda x: (x.shape, x.dtype), expected)
+
+
+def test_file_round_trip_is_bitwise(tmp_path):
+    options_path, weights_path, _ = write_model(tmp_path)
+    config = load_options(options_path)
+    save_weights(load_weights(config, weights_path), config, str(tmp_path / "again.hdf5"))
+    original, again = read_datasets(weights_path), read_datasets(tmp_path / "again.hdf5")
+    assert sorted(original) == sorted(again)
+    for name in original:
+        assert again[name].dtype == np.float32 and again[name].tobytes() == original[name].tobytes(), name
+
+
+def test_params_round_trip_is_bitwise(tmp_path):
+    config = load_options(write_json(tmp_path / "o.json", OPTIONS))
+    model = bilm_from_config(config.model, vocab_size=3)
+    inputs = {"char_ids": jnp.zeros((2, 1, 1, 50), jnp.int32), "mask": jnp.ones((2, 1, 1), bool)}
+    shapes = jax.eval_shape(lambda: model.init(jax.random.key(1), inputs, model.initial_state(1))["params"])
+    rng = np.random.default_rng(2)
+    params = jax.tree.map(lambda x: jnp.asarray(rng.standard_normal(x.shape), x.dtype), shapes)
+    save_weights(params, config, str(tmp_path / "w.hdf5"))
+    loaded = load_weights(config, str(tmp_path / "w.hdf5"))
+    expected = jax.tree.map(np.array, {k: v for k, v in params.items() if k != "softmax"})
+    expected["encoder"]["char_embed"][0] = 0.0  # the "no token" row is never used nor stored
+    assert jax.tree.structure(loaded) == jax.tree.structure(expected)
+    for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(expected)):
+        assert got.tobytes() == np.asarray(want).tobytes()
+
+
+def _rewrite(path, name, value=None):
+    with h5py.File(path, "a") as f:
+        del f[name]
+        if value is not None:
+            f.create_dataset(name, data=value)
+
+
+def test_wrong_dataset_shape_names_the_dataset(tmp_path):
+    options_path, weights_path, _ = write_model(tmp_path)
+    _rewrite(weights_path, "CNN/W_cnn_1", np.zeros((1, 3, 4, 6), np.float32))
+    message = "'CNN/W_cnn_1' has shape (1, 3, 4, 6), the options imply (1, 2, 4, 6)"
+    with pytest.raises(WeightFileError, match=re.escape(message)):
+        load_weights(load_options(options_path), weights_path)
+
+
+def test_missing_dataset_is_named(tmp_path):
+    options_path, weights_path, _ = write_model(tmp_path)
+    _rewrite(weights_path, "CNN_high_1/b_carry")
+    with pytest.raises(WeightFileError, match="missing dataset 'CNN_high_1/b_carry'"):
+        load_weights(load_options(options_path), weights_path)
+
+
+def test_options_weights_mismatch(tmp_path):
+    options_path, weights_path, _ = write_model(tmp_path)
+    fewer_layers = copy.deepcopy(OPTIONS)
+    fewer_layers["lstm"]["n_layers"] = 1
+    with pytest.raises(WeightFileError, match=r"'RNN_0/RNN/MultiRNNCell/Cell1/LSTMCell/B' is not described.*mismatch"):
+        load_weights(load_options(write_json(tmp_path / "o1.json", fewer_layers)), weights_path)
+    other_dim = copy.deepcopy(OPTIONS)
+    other_dim["lstm"]["dim"] = 10
+    with pytest.raises(WeightFileError, match=r"'RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0' has shape \(12, 48\)"):
+        load_weights(load_options(write_json(tmp_path / "o2.json", other_dim)), weights_path)
+
+
+def test_missing_or_invalid_weight_file(tmp_path):
+    config = load_options(write_json(tmp_path / "o.json", OPTIONS))
+    with pytest.raises(WeightFileError, match="nope.hdf5: weight file not found"):
+        load_weights(config, str(tmp_path / "nope.hdf5"))
+    (tmp_path / "text.hdf5").write_text("not hdf5")
+    with pytest.raises(WeightFileError, match="text.hdf5: not a readable HDF5 file"):
+        load_weights(config, str(tmp_path / "text.hdf5"))
+
+
+def test_save_weights_rejects_params_that_do_not_match(tmp_path):
+    options_path, weights_path, _ = write_model(tmp_path)
+    config = load_options(options_path)
+    params = load_weights(config, weights_path)
+    del params["encoder"]["highway"]["W_carry_1"]
+    with pytest.raises(WeightFileError, match="params lack 'encoder/highway/W_carry_1'"):
+        save_weights(params, config, str(tmp_path / "out.hdf5"))
+    params = load_weights(config, weights_path)
+    params["encoder"]["W_proj"] = params["encoder"]["W_proj"][:, :5]
+    with pytest.raises(WeightFileError, match="dataset 'CNN_proj/W_proj' would have shape"):
+        save_weights(params, config, str(tmp_path / "out.hdf5"))
+    assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_word_input_models_have_no_bilm_tf_format():
+    config = tiny.get_config()
+    config.model.token_encoder = "word"
+    with pytest.raises(OptionsError, match="only char-CNN"):
+        options_dict(config)
+
+
+def test_file_without_cnn_proj_uses_the_identity(tmp_path):
+    """bilm-tf writes no CNN_proj when sum(filters) == projection_dim."""
+    options = copy.deepcopy(OPTIONS)
+    options["char_cnn"]["filters"] = [[1, 2], [2, 4]]  # 6 == projection_dim
+    options_path, weights_path, _ = write_model(tmp_path, options, with_proj=False)
+    config = load_options(options_path)
+    params = load_weights(config, weights_path)
+    np.testing.assert_array_equal(params["encoder"]["W_proj"], np.eye(6))
+    model = bilm_from_config(config.model, vocab_size=1)
+    embedder = ElmoEmbedder(model, params, max_chars=50)
+    words = ["<S>", "</S>", "cat", "naïve"]
+    reference = ReferenceBiLM.from_files(options_path, weights_path)
+    np.testing.assert_allclose(
+        embedder.token_embeddings(words), [reference.token_embedding(w) for w in words], rtol=1e-5, atol=1e-6
+    )

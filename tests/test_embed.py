@@ -1,0 +1,254 @@
+"""ELMo representations vs an independent NumPy reference; statefulness, padding, bad input, CLI."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+import h5py
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from elmo_jax.data import corpus
+from elmo_jax.embed import embedder_from_bilm_files, main
+from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, restore_checkpoint, save_options, save_weights
+from elmo_jax.model.bilm import bilm_from_config
+from elmo_jax.training import optim, parallel
+from elmo_jax.training.checkpoint import Checkpointer
+from elmo_jax.training.state import TrainState, init_params
+from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
+from tests.training.helpers import tiny_config, write_corpus
+
+RTOL, ATOL = 1e-5, 1e-6
+BATCH = 3
+
+
+def options(skip: bool) -> dict:
+    return {
+        "lstm": {"dim": 12, "projection_dim": 6, "n_layers": 3 if skip else 2, "cell_clip": 3, "proj_clip": 3,
+                 "use_skip_connections": skip},
+        "char_cnn": {"activation": "relu", "embedding": {"dim": 4}, "filters": [[1, 4], [2, 6], [3, 8]],
+                     "max_characters_per_token": 50, "n_characters": 262, "n_highway": 2},
+    }
+
+
+# 8 lines -> batches of 3, 3, 2: an empty line, a token over 48 bytes, non-ASCII, one line long enough
+# for the next length bucket.
+LINES = [
+    "the cat sat on the mat",
+    "",
+    "a",
+    "x" * 60 + " tail",
+    "naïve café 中文 é",
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen",
+    "the cat",
+    "end of the story .",
+]
+SENTENCES = [line.split() for line in LINES]
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["skip", "noskip"])
+def bilm(request, tmp_path_factory):
+    """(options path, weights path, NumPy reference) of a random biLM written with h5py."""
+    directory = tmp_path_factory.mktemp("skip" if request.param else "noskip")
+    opts = options(request.param)
+    options_path, weights_path = str(directory / "options.json"), str(directory / "weights.hdf5")
+    write_bilm_files(opts, random_bilm_weights(opts, seed=1), options_path, weights_path)
+    return options_path, weights_path, ReferenceBiLM.from_files(options_path, weights_path)
+
+
+@pytest.fixture(scope="module")
+def skip_bilm(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("model")
+    opts = options(True)
+    options_path, weights_path = str(directory / "options.json"), str(directory / "weights.hdf5")
+    write_bilm_files(opts, random_bilm_weights(opts, seed=2), options_path, weights_path)
+    return options_path, weights_path, ReferenceBiLM.from_files(options_path, weights_path)
+
+
+def read_output(path) -> dict[str, np.ndarray]:
+    with h5py.File(path, "r") as f:
+        return {name: f[name][...] for name in f}
+
+
+def assert_matches(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape and g.dtype == np.float32, i
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL, err_msg=f"sentence {i}")
+
+
+def test_cli_matches_numpy_reference(bilm, tmp_path):
+    options_path, weights_path, reference = bilm
+    (tmp_path / "in.txt").write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    rc = main(["--options", options_path, "--weights", weights_path, "--input", str(tmp_path / "in.txt"),
+               "--output", str(tmp_path / "out.hdf5"), "--batch_size", str(BATCH)])
+    assert rc == 0
+    out = read_output(tmp_path / "out.hdf5")
+    assert sorted(out, key=int) == [str(i) for i in range(len(LINES))]
+    assert_matches([out[str(i)] for i in range(len(LINES))], reference.embed_batches(SENTENCES, BATCH))
+    n_layers = reference.n_layers + 1
+    assert out["1"].shape == (n_layers, 0, 12)  # the empty line
+    assert out["5"].shape == (n_layers, 15, 12)
+
+
+def test_stateless_matches_reference(skip_bilm):
+    options_path, weights_path, reference = skip_bilm
+    embedder = embedder_from_bilm_files(options_path, weights_path, batch_size=BATCH, stateful=False)
+    got = list(embedder.embed_sentences(SENTENCES))
+    assert_matches(got, reference.embed_batches(SENTENCES, BATCH, stateful=False))
+    # The states matter: the stateful run differs from the second batch on.
+    stateful = reference.embed_batches(SENTENCES, BATCH, stateful=True)
+    assert not np.allclose(got[6], stateful[6], atol=1e-3)
+
+
+def test_short_batch_leaves_other_rows_states_untouched(skip_bilm):
+    options_path, weights_path, reference = skip_bilm
+    embedder = embedder_from_bilm_files(options_path, weights_path, batch_size=BATCH)
+    s = SENTENCES
+    got = embedder.embed_batch(s[0:3]) + embedder.embed_batch([s[3]]) + embedder.embed_batch(s[5:8])
+    # An empty sentence leaves its row untouched, so the reference of a short batch pads it with [].
+    want = reference.embed_batches(s[0:3] + [s[3], [], []] + s[5:8], BATCH)
+    assert_matches(got, want[:4] + want[6:])
+
+
+def test_empty_line_leaves_its_row_state_untouched(skip_bilm):
+    options_path, weights_path, _ = skip_bilm
+    s = SENTENCES
+    with_empty = embedder_from_bilm_files(options_path, weights_path, batch_size=BATCH)
+    with_empty.embed_batch(s[5:8])
+    empty_out = with_empty.embed_batch([[], s[0], s[2]])[0]
+    after_empty = with_empty.embed_batch([s[6], s[7], s[3]])
+    direct = embedder_from_bilm_files(options_path, weights_path, batch_size=BATCH)
+    direct.embed_batch(s[5:8])
+    direct_out = direct.embed_batch([s[6], s[7], s[3]])
+    assert empty_out.shape == (4, 0, 12) and empty_out.dtype == np.float32
+    np.testing.assert_array_equal(after_empty[0], direct_out[0])  # row 0 skipped the empty line
+    assert not np.allclose(after_empty[1], direct_out[1], atol=1e-3)  # row 1 moved on
+
+
+def test_padding_never_changes_a_real_token(skip_bilm):
+    options_path, weights_path, _ = skip_bilm
+    embedder = embedder_from_bilm_files(options_path, weights_path, batch_size=BATCH, stateful=False)
+    s = SENTENCES[0]
+    alone = embedder.embed_batch([s])[0]
+    other_rows = embedder.embed_batch([s, SENTENCES[6], SENTENCES[2]])[0]
+    last_row = embedder.embed_batch([SENTENCES[2], SENTENCES[7], s])[2]
+    longer_bucket = embedder.embed_batch([s, SENTENCES[5]])[0]  # padded to 32 steps instead of 16
+    np.testing.assert_array_equal(alone, other_rows)
+    np.testing.assert_array_equal(alone, last_row)
+    np.testing.assert_allclose(alone, longer_bucket, rtol=1e-6, atol=1e-7)
+
+
+def test_tokens_are_truncated_to_48_bytes(skip_bilm):
+    options_path, weights_path, _ = skip_bilm
+    embedder = embedder_from_bilm_files(options_path, weights_path, batch_size=BATCH, stateful=False)
+    long, cut, shorter = embedder.embed_batch([["x" * 60], ["x" * 48], ["x" * 47]])
+    np.testing.assert_array_equal(long, cut)
+    assert not np.allclose(long, shorter)
+
+
+def test_invalid_utf8_is_replaced_with_a_warning(skip_bilm, tmp_path, caplog):
+    options_path, weights_path, _ = skip_bilm
+    (tmp_path / "bad.txt").write_bytes(b"the cat\ncaf\xe9 au lait\n\xff\n")
+    (tmp_path / "good.txt").write_text("the cat\ncaf\ufffd au lait\n\ufffd\n", encoding="utf-8")
+    common = ["--options", options_path, "--weights", weights_path, "--batch_size", str(BATCH)]
+    with caplog.at_level(logging.WARNING):
+        assert main(common + ["--input", str(tmp_path / "bad.txt"), "--output", str(tmp_path / "bad.hdf5")]) == 0
+    assert "bad.txt:2: invalid UTF-8 replaced by U+FFFD" in caplog.text
+    assert main(common + ["--input", str(tmp_path / "good.txt"), "--output", str(tmp_path / "good.hdf5")]) == 0
+    bad, good = read_output(tmp_path / "bad.hdf5"), read_output(tmp_path / "good.hdf5")
+    assert sorted(bad) == ["0", "1", "2"]
+    for name in good:
+        np.testing.assert_array_equal(bad[name], good[name])
+
+
+def test_token_embeddings_mode(skip_bilm, tmp_path):
+    options_path, weights_path, reference = skip_bilm
+    words = ["<S>", "</S>", "<UNK>", "the", "naïve", "x" * 60]
+    (tmp_path / "vocab.txt").write_text("".join(f"{w}\t{i}\n" for i, w in enumerate(words)), encoding="utf-8")
+    rc = main(["--options", options_path, "--weights", weights_path, "--token_embeddings", str(tmp_path / "vocab.txt"),
+               "--output", str(tmp_path / "tokens.hdf5")])
+    assert rc == 0
+    out = read_output(tmp_path / "tokens.hdf5")
+    assert list(out) == ["embedding"] and out["embedding"].shape == (len(words), 6)
+    np.testing.assert_allclose(out["embedding"], [reference.token_embedding(w) for w in words], rtol=RTOL, atol=ATOL)
+
+
+def test_cli_errors(skip_bilm, tmp_path, capsys):
+    options_path, weights_path, _ = skip_bilm
+    out = str(tmp_path / "out.hdf5")
+    model = ["--options", options_path, "--weights", weights_path]
+    assert main(model + ["--input", str(tmp_path / "no.txt"), "--output", out]) == 1
+    assert "no.txt: input file not found" in capsys.readouterr().err
+    assert not os.path.exists(out)
+    (tmp_path / "in.txt").write_text("a b\n")
+    no_weights = ["--options", options_path, "--weights", str(tmp_path / "no.hdf5")]
+    assert main(no_weights + ["--input", str(tmp_path / "in.txt"), "--output", out]) == 1
+    assert "no.hdf5: weight file not found" in capsys.readouterr().err
+    (tmp_path / "vocab.txt").write_text("a\n\nb\n")
+    assert main(model + ["--token_embeddings", str(tmp_path / "vocab.txt"), "--output", out]) == 1
+    assert "vocab.txt:2: empty token" in capsys.readouterr().err
+    for argv in (
+        ["--workdir", str(tmp_path), "--options", options_path, "--input", "x", "--output", out],
+        ["--options", options_path, "--input", "x", "--output", out],
+        ["--workdir", str(tmp_path), "--input", "x", "--token_embeddings", "v", "--output", out],
+    ):
+        with pytest.raises(SystemExit):
+            main(argv)
+
+
+def make_workdir(tmp_path) -> str:
+    """A workdir as `train_and_evaluate` leaves it (config.json, vocab.txt, orbax checkpoint).
+
+    The params are random rather than trained: training even two steps costs about a minute of
+    CPU compilation, and any params exercise the same checkpoint -> hdf5 path.
+    """
+    files = write_corpus(str(tmp_path / "corpus"), 12, seed=0)
+    config = tiny_config(**{"data.source": "text", "data.train_files": files, "data.eval_files": files})
+    workdir = str(tmp_path / "workdir")
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+        json.dump(config.to_dict(), f)
+    vocab = corpus.load_or_build_vocab(config.data, workdir)
+    model = bilm_from_config(config.model, len(vocab))
+    shapes = jax.eval_shape(lambda: init_params(model, jax.random.key(0), config.data.max_chars_per_token))
+    rng = np.random.default_rng(0)
+    params = jax.tree.map(lambda s: jnp.asarray(rng.normal(0.0, 0.5, s.shape), s.dtype), shapes)
+    tx, _ = optim.make_optimizer(config.train, config.train.num_steps)
+    state = TrainState(
+        step=jnp.asarray(2, jnp.int32), params=params, opt_state=tx.init(params),
+        lstm_state=model.initial_state(config.train.batch_size), rng=jax.random.key_data(jax.random.key(0)), tx=tx,
+    )
+    checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"))
+    checkpointer.save(2, parallel.place_state(state, parallel.make_mesh()), {})
+    checkpointer.close()
+    return workdir
+
+
+def test_checkpoint_to_hdf5_to_embeddings_is_identical(tmp_path):
+    workdir = make_workdir(tmp_path)
+    config, params = restore_checkpoint(workdir)
+    options_path, weights_path = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
+    save_options(config, options_path)
+    save_weights(params, config, weights_path)
+    loaded = load_weights(load_options(options_path), weights_path)
+    for path, leaf in jax.tree_util.tree_leaves_with_path(loaded):
+        want = params
+        for key in path:
+            want = want[key.key]
+        want = np.asarray(want)[1:] if path[-1].key == "char_embed" else np.asarray(want)
+        assert (leaf[1:] if path[-1].key == "char_embed" else leaf).tobytes() == want.tobytes(), path
+
+    (tmp_path / "in.txt").write_text("the cat sat\n\nthe dog ran past the old barn\na\n")
+    common = ["--input", str(tmp_path / "in.txt"), "--batch_size", "2"]
+    assert main(["--workdir", workdir, "--output", str(tmp_path / "ckpt.hdf5")] + common) == 0
+    model = ["--options", options_path, "--weights", weights_path]
+    assert main(model + ["--output", str(tmp_path / "file.hdf5")] + common) == 0
+    from_checkpoint, from_file = read_output(tmp_path / "ckpt.hdf5"), read_output(tmp_path / "file.hdf5")
+    assert sorted(from_checkpoint) == ["0", "1", "2", "3"] == sorted(from_file)
+    for name in from_file:
+        np.testing.assert_array_equal(from_checkpoint[name], from_file[name])
