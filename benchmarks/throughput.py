@@ -1,0 +1,125 @@
+"""Training throughput and model FLOP utilisation on synthetic data.
+
+  python benchmarks/throughput.py --config=configs/elmo_small.py [--config.x=y] [--steps=20]
+
+Runs the real train step (jit(shard_map) over all devices) on Zipf-distributed synthetic batches
+(no data files needed), measures a large matmul on the same devices in the same run, and prints,
+as its last line, one JSON object:
+  {"config", "devices", "tokens_per_sec", "step_ms_median", "flops_per_token",
+   "achieved_gflops", "matmul_peak_gflops", "mfu"}
+tokens = global batch x unroll steps per step; flops_per_token = elmo_jax.model.flops (analytic
+forward + backward matmul/conv FLOPs for both directions); mfu = achieved / matmul peak, the
+peak measured in the model's compute dtype.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import app, flags
+from ml_collections import config_flags
+
+from elmo_jax.model.bilm import DTYPES, bilm_from_config
+from elmo_jax.model.flops import train_flops_per_token
+from elmo_jax.training import optim, parallel
+from elmo_jax.training.state import create_train_state
+from elmo_jax.training.step import make_train_step
+
+FLAGS = flags.FLAGS
+config_flags.DEFINE_config_file("config", None, "Model/training config.", lock_config=True)
+flags.DEFINE_integer("steps", 20, "Timed steps (after 2 warm-up steps).")
+flags.DEFINE_integer("vocab_size", 0, "Vocabulary size (default: 793471, the 1B Word Benchmark's; "
+                     "10002 for the demo config).")
+flags.mark_flags_as_required(["config"])
+
+
+def zipf_batch(rng: np.random.Generator, vocab_size: int, batch: int, steps: int, chars: int) -> dict:
+    """Token ids with a Zipf(1.1) rank distribution; char ids of random words."""
+    def ids() -> np.ndarray:
+        return np.minimum(rng.zipf(1.1, (batch, steps)) - 1, vocab_size - 1).astype(np.int32)
+
+    out = {}
+    for direction in ("forward", "backward"):
+        char_ids = np.full((batch, steps, chars), 261, np.int32)
+        lengths = rng.integers(2, min(12, chars - 2), (batch, steps))
+        char_ids[..., 0] = 259
+        for k in range(1, chars - 1):
+            char_ids[..., k] = np.where(k <= lengths, rng.integers(98, 124, (batch, steps)), char_ids[..., k])
+        char_ids[np.arange(batch)[:, None], np.arange(steps)[None, :], lengths + 1] = 260
+        out[direction] = {"token_ids": ids(), "targets": ids(), "char_ids": char_ids, "mask": np.ones((batch, steps), bool)}
+    return out
+
+
+def median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def matmul_peak_gflops(mesh: jax.sharding.Mesh, dtype: jnp.dtype, n: int = 2048) -> float:
+    """FLOP/s of a large square matmul on every device at once (the achievable dense peak)."""
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+    a = jax.device_put(jnp.ones((mesh.size * n, n), dtype), sharding)
+    b = jnp.ones((n, n), dtype)
+    f = jax.jit(lambda a, b: jnp.matmul(a, b, preferred_element_type=jnp.float32))
+    jax.block_until_ready(f(a, b))
+    return 2.0 * mesh.size * n**3 / median_time(lambda: f(a, b), 7) / 1e9
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    config = FLAGS.config
+    vocab_size = FLAGS.vocab_size or 793471
+    mesh = parallel.make_mesh()
+    batch, steps = config.train.batch_size, config.train.unroll_steps
+    parallel.check_batch_size(batch, mesh, "train.batch_size")
+    chars = config.data.max_chars_per_token
+    model = bilm_from_config(config.model, vocab_size)
+    tx, _ = optim.make_optimizer(config.train, 1_000_000)
+    state = parallel.place_state(create_train_state(model, tx, config.seed, batch, chars), mesh)
+    train_step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
+    rng = np.random.default_rng(0)
+    batches = [parallel.shard_batch(zipf_batch(rng, vocab_size, batch, steps, chars), mesh) for _ in range(4)]
+
+    for i in range(2):  # Compile and warm up.
+        state, metrics = train_step(state, batches[i % 4])
+    jax.block_until_ready(metrics)
+    times = []
+    for i in range(FLAGS.steps):
+        start = time.perf_counter()
+        state, metrics = train_step(state, batches[i % 4])
+        jax.block_until_ready(metrics)
+        times.append(time.perf_counter() - start)
+    step_s = float(np.median(times))
+    tokens_per_step = batch * steps
+    flops_per_token = train_flops_per_token(config.model, vocab_size, chars)
+    achieved = flops_per_token * tokens_per_step / step_s / 1e9
+    peak = matmul_peak_gflops(mesh, DTYPES[config.model.dtype])
+    print(json.dumps({
+        "config": config_flags.get_config_filename(FLAGS["config"]),
+        "devices": f"{mesh.size} x {jax.devices()[0].device_kind}",
+        "dtype": config.model.dtype,
+        "global_batch": [batch, steps],
+        "vocab_size": vocab_size,
+        "tokens_per_sec": round(tokens_per_step / step_s, 1),
+        "step_ms_median": round(1000 * step_s, 2),
+        "flops_per_token": flops_per_token,
+        "achieved_gflops": round(achieved, 2),
+        "matmul_peak_gflops": round(peak, 2),
+        "mfu": round(achieved / peak, 4),
+    }))
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,31 @@
+"""Analytic model FLOPs of the biLM (matmuls and convolutions; elementwise work not counted).
+
+A multiply-add counts as 2 FLOPs. Training FLOPs = 3 x forward (the backward pass costs twice
+the forward pass). A "token" is one position of the global batch, which the model processes in
+both directions.
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+
+def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: int, max_chars: int) -> dict[str, int]:
+    """Forward FLOPs for one token in one direction, by component."""
+    p, d = model.lstm.projection_dim, model.lstm.dim
+    parts = {}
+    if model.token_encoder == "char_cnn":
+        cnn = model.char_cnn
+        n_filters = sum(n for _, n in cnn.filters)
+        parts["char_cnn"] = sum(2 * w * cnn.embed_dim * n * (max_chars - w + 1) for w, n in cnn.filters)
+        parts["highway"] = cnn.n_highway * 2 * (2 * n_filters * n_filters)
+        parts["token_projection"] = 2 * n_filters * p
+    parts["lstm"] = model.lstm.n_layers * (2 * (p + p) * 4 * d + 2 * d * p)
+    softmax_rows = model.softmax.n_negative_samples + 1 if model.softmax.sampled else vocab_size
+    parts["softmax"] = 2 * p * softmax_rows
+    return parts
+
+
+def train_flops_per_token(model: ml_collections.ConfigDict, vocab_size: int, max_chars: int) -> int:
+    """Training FLOPs per token: 2 directions x 3 (forward + backward pass)."""
+    return 6 * sum(forward_flops_per_direction(model, vocab_size, max_chars).values())

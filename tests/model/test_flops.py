@@ -1,0 +1,21 @@
+"""Analytic FLOP counts, checked by hand for a small model."""
+
+from elmo_jax.model.flops import forward_flops_per_direction, train_flops_per_token
+from tests.training.helpers import tiny_config
+
+
+def test_flops_by_hand():
+    config = tiny_config()
+    m = config.model  # filters [[1,4],[2,8],[3,8]], embed 4, 1 highway, LSTM 16/8 x 2, 16 negatives.
+    chars = 12
+    parts = forward_flops_per_direction(m, vocab_size=100, max_chars=chars)
+    assert parts["char_cnn"] == 2 * 4 * (1 * 4 * 12 + 2 * 8 * 11 + 3 * 8 * 10)
+    assert parts["highway"] == 1 * 2 * 2 * 20 * 20
+    assert parts["token_projection"] == 2 * 20 * 8
+    assert parts["lstm"] == 2 * (2 * 16 * 64 + 2 * 16 * 8)
+    assert parts["softmax"] == 2 * 8 * 17
+    assert train_flops_per_token(m, 100, chars) == 6 * sum(parts.values())
+    m.softmax.sampled = False
+    m.token_encoder = "word"
+    parts = forward_flops_per_direction(m, vocab_size=100, max_chars=chars)
+    assert set(parts) == {"lstm", "softmax"} and parts["softmax"] == 2 * 8 * 100

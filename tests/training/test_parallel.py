@@ -1,0 +1,34 @@
+"""Data parallelism: 8 simulated devices give the 1-device result for the same global batch."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from elmo_jax.training import parallel
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "parallel_run.py")
+
+
+def _run(n_devices: int, out: str) -> dict:
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
+    subprocess.run([sys.executable, SCRIPT, str(n_devices), out], check=True, env=env, timeout=600)
+    return dict(np.load(out))
+
+
+def test_eight_devices_match_one_device(tmp_path):
+    one = _run(1, str(tmp_path / "one.npz"))
+    eight = _run(8, str(tmp_path / "eight.npz"))
+    assert one.keys() == eight.keys()
+    np.testing.assert_allclose(eight["losses"], one["losses"], rtol=1e-5)
+    for key in one:
+        np.testing.assert_allclose(eight[key], one[key], rtol=1e-5, atol=1e-7, err_msg=key)
+
+
+def test_batch_size_must_divide_by_device_count():
+    mesh = parallel.make_mesh()
+    with pytest.raises(ValueError, match="train.batch_size=3 must be divisible"):
+        parallel.check_batch_size(3, type("M", (), {"size": 2})(), "train.batch_size")
+    parallel.check_batch_size(4, mesh, "train.batch_size")
