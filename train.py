@@ -9,6 +9,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from elmo_jax.training.loop import train_and_evaluate
+from elmo_jax.training.parallel import initialize_distributed
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "Path to a config file (configs/*.py).", lock_config=True)
@@ -20,6 +21,7 @@ def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     logging.set_verbosity(logging.INFO)
+    initialize_distributed(FLAGS.config.distributed)
     train_and_evaluate(FLAGS.config, FLAGS.workdir)
 
 

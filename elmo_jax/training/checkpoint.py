@@ -8,10 +8,12 @@ one is complete.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 from elmo_jax.training.state import TrainState
@@ -24,6 +26,34 @@ class CheckpointError(RuntimeError):
 def abstract_like(tree: Any) -> Any:
     """Shape/dtype/sharding skeleton of a pytree of arrays (the restore target)."""
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None)), tree)
+
+
+def gather_process_states(local_state: dict | None) -> dict:
+    """Every process's data-iterator state, as `{'processes': [state_0, state_1, ...]}`.
+
+    Each process reads its own part of the data, so each has its own position; orbax writes the
+    JSON item from process 0, hence the all-gather (JSON bytes, padded to a common length).
+    """
+    if jax.process_count() == 1:
+        return {"processes": [local_state]}
+    from jax.experimental import multihost_utils
+
+    encoded = np.frombuffer(json.dumps(local_state).encode(), dtype=np.uint8)
+    length = int(np.max(multihost_utils.process_allgather(np.array([encoded.size]))))
+    padded = np.zeros(length, np.uint8)
+    padded[: encoded.size] = encoded
+    gathered = np.asarray(multihost_utils.process_allgather(padded)).reshape(jax.process_count(), length)
+    return {"processes": [json.loads(row.tobytes().rstrip(b"\0")) for row in gathered]}
+
+
+def local_process_state(saved: dict) -> dict | None:
+    """This process's entry of a `gather_process_states` record."""
+    states = saved.get("processes", [])
+    if len(states) != jax.process_count():
+        raise CheckpointError(
+            f"checkpoint holds data positions for {len(states)} processes, this run has {jax.process_count()}"
+        )
+    return states[jax.process_index()]
 
 
 class Checkpointer:

@@ -24,7 +24,7 @@ from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation import Evaluator, format_table
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.training import optim, parallel
-from elmo_jax.training.checkpoint import Checkpointer
+from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
 from elmo_jax.training.metrics_writer import MetricsWriter, write_json_atomic
 from elmo_jax.training.state import TrainState, create_train_state
 from elmo_jax.training.step import make_train_step
@@ -99,7 +99,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
 
     checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"), keep=config.train.keep_checkpoints)
     if checkpointer.latest_step() is not None:
-        state, data_state, restored_step = checkpointer.restore(state)
+        state, saved_data, restored_step = checkpointer.restore(state)
+        data_state = local_process_state(saved_data)
         if data_state:
             batcher.load_state_dict(data_state)
         logging.info("resumed from step %d", restored_step)
@@ -146,7 +147,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
                 bar.set_postfix(loss=f"{summary['train_loss']:.3f}", tok_s=f"{record['tokens_per_sec']:.0f}")
                 window, window_start = [], time.perf_counter()
             if step % config.train.checkpoint_every_steps == 0 and step < num_steps:
-                checkpointer.save(step, state, batches.state_dict())
+                checkpointer.save(step, state, gather_process_states(batches.state_dict()))
             if config.eval.every_steps and step % config.eval.every_steps == 0 and step < num_steps:
                 result = _evaluate(evaluator, state, config, step, workdir, config.eval.max_tokens)
                 writer.write({"step": step, **{f"eval_{k}": v for k, v in result.items()}})
@@ -154,7 +155,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
         bar.close()
         batches.close()
     if step > start_step or checkpointer.latest_step() is None:
-        checkpointer.save(step, state, batches.state_dict())
+        checkpointer.save(step, state, gather_process_states(batches.state_dict()))
     checkpointer.close()
     result = _evaluate(evaluator, state, config, step, workdir, 0)
     writer.write({"step": step, **{f"eval_{k}": v for k, v in result.items()}})

@@ -17,6 +17,22 @@ from elmo_jax.training.state import TrainState
 from elmo_jax.training.step import AXIS
 
 
+def initialize_distributed(distributed: Any) -> None:
+    """`jax.distributed.initialize()` from `config.distributed` (no-op unless enabled).
+
+    Unset fields are auto-detected by JAX (SLURM, Open MPI, Cloud TPU); CPU processes exchange
+    collectives through gloo.
+    """
+    if not distributed.enabled:
+        return
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")  # Affects the CPU backend only.
+    jax.distributed.initialize(
+        coordinator_address=distributed.coordinator_address or None,
+        num_processes=distributed.num_processes or None,
+        process_id=distributed.process_id if distributed.process_id >= 0 else None,
+    )
+
+
 def make_mesh(devices: list[Any] | None = None) -> jax.sharding.Mesh:
     """A 1-D mesh named 'data' over `devices` (default: all devices of all processes)."""
     devices = devices if devices is not None else jax.devices()

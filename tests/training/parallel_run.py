@@ -1,7 +1,10 @@
-"""Trains the tiny config for a few steps on the first N devices and saves losses and params.
+"""Trains the tiny config for a few steps and saves losses and params.
 
 Run as a subprocess (the device count must be fixed before JAX starts):
   XLA_FLAGS=--xla_force_host_platform_device_count=8 python tests/training/parallel_run.py N OUT.npz
+      (on the first N devices of one process)
+  python tests/training/parallel_run.py --process I --processes P --port PORT OUT.npz
+      (process I of P, one CPU device each, jax.distributed over localhost)
 """
 
 import os
@@ -21,17 +24,21 @@ from tests.training.helpers import random_batch, tiny_config
 VOCAB, STEPS = 50, 20
 
 
-def run(n_devices: int) -> dict[str, np.ndarray]:
+def run(n_devices: int | None) -> dict[str, np.ndarray]:
+    """n_devices: use the first N devices; None: all devices of all processes."""
     config = tiny_config(**{"model.dropout": 0.0, "train.batch_size": 8})
     model = bilm_from_config(config.model, VOCAB)
     tx, _ = optim.make_optimizer(config.train, STEPS)
-    mesh = parallel.make_mesh(jax.devices()[:n_devices])
+    mesh = parallel.make_mesh(jax.devices()[:n_devices] if n_devices else None)
+    rows = 8 // jax.process_count()
+    local = slice(jax.process_index() * rows, (jax.process_index() + 1) * rows)
     state = parallel.place_state(create_train_state(model, tx, 0, 8, config.data.max_chars_per_token), mesh)
     step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
     rng = np.random.default_rng(0)
     losses = []
     for i in range(STEPS):
         batch = random_batch(rng, VOCAB, 8, config.train.unroll_steps, config.data.max_chars_per_token, mask_tail=i % 3)
+        batch = jax.tree.map(lambda x: x[local], batch)  # This process's rows of the global batch.
         state, metrics = step(state, parallel.shard_batch(batch, mesh))
         losses.append(float(metrics["train_loss"]))
     flat = {jax.tree_util.keystr(k): np.asarray(v) for k, v in jax.tree_util.tree_leaves_with_path(jax.device_get(state.params))}
@@ -39,6 +46,15 @@ def run(n_devices: int) -> dict[str, np.ndarray]:
 
 
 if __name__ == "__main__":
-    n, out = int(sys.argv[1]), sys.argv[2]
-    assert len(jax.devices()) >= n, jax.devices()
-    np.savez(out, **run(n))
+    if sys.argv[1] == "--process":
+        process, processes, port, out = int(sys.argv[2]), int(sys.argv[4]), sys.argv[6], sys.argv[7]
+        distributed = tiny_config().distributed
+        distributed.update(enabled=True, coordinator_address=f"localhost:{port}", num_processes=processes, process_id=process)
+        parallel.initialize_distributed(distributed)
+        result = run(None)
+        if process == 0:
+            np.savez(out, **result)
+    else:
+        n, out = int(sys.argv[1]), sys.argv[2]
+        assert len(jax.devices()) >= n, jax.devices()
+        np.savez(out, **run(n))

@@ -1,6 +1,7 @@
 """Data parallelism: 8 simulated devices give the 1-device result for the same global batch."""
 
 import os
+import socket
 import subprocess
 import sys
 
@@ -18,13 +19,39 @@ def _run(n_devices: int, out: str) -> dict:
     return dict(np.load(out))
 
 
-def test_eight_devices_match_one_device(tmp_path):
-    one = _run(1, str(tmp_path / "one.npz"))
+@pytest.fixture(scope="module")
+def one(tmp_path_factory) -> dict:
+    """The reference: the whole global batch on one device."""
+    return _run(1, str(tmp_path_factory.mktemp("one") / "one.npz"))
+
+
+def test_eight_devices_match_one_device(one, tmp_path):
     eight = _run(8, str(tmp_path / "eight.npz"))
     assert one.keys() == eight.keys()
     np.testing.assert_allclose(eight["losses"], one["losses"], rtol=1e-5)
     for key in one:
         np.testing.assert_allclose(eight[key], one[key], rtol=1e-5, atol=1e-7, err_msg=key)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_match_one_process(one, tmp_path):
+    """jax.distributed on localhost (gloo CPU collectives): each process feeds its half."""
+    out, port = str(tmp_path / "two.npz"), str(_free_port())
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    procs = [
+        subprocess.Popen([sys.executable, SCRIPT, "--process", str(i), "--processes", "2", "--port", port, out], env=env)
+        for i in range(2)
+    ]
+    assert [p.wait(timeout=600) for p in procs] == [0, 0]
+    two = dict(np.load(out))
+    np.testing.assert_allclose(two["losses"], one["losses"], rtol=1e-5)
+    for key in one:
+        np.testing.assert_allclose(two[key], one[key], rtol=1e-5, atol=1e-7, err_msg=key)
 
 
 def test_batch_size_must_divide_by_device_count():
