@@ -23,9 +23,10 @@ def get_config():
     t = config.train
     t.batch_size = 64
     t.unroll_steps = 20
-    t.num_steps = 1400
+    t.num_steps = 1800
     t.optimizer.name = "adam"
     t.optimizer.learning_rate = 6e-3
+    t.optimizer.b2 = 0.99
     t.optimizer.schedule = "cosine"
     t.optimizer.warmup_steps = 100
     t.clip_norm = 5.0

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from elmo_jax.data.chars import N_CHARACTERS
+from elmo_jax.model.precision import conv1d_valid, matmul
 
 ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}
 
@@ -29,18 +30,6 @@ def uniform_symmetric(limit: float) -> nn.initializers.Initializer:
         return jax.random.uniform(key, shape, dtype, -limit, limit)
 
     return init
-
-
-def conv1d_valid(x: jax.Array, kernel: jax.Array) -> jax.Array:
-    """Valid 1-D convolution (cross-correlation, as TF's conv2d).
-
-    x: [N, C, d], kernel: [w, d, n] -> [N, C - w + 1, n]. XLA's convolution is used rather
-    than an unfolded matmul: on CPU its backward pass is several times faster.
-    """
-    return jax.lax.conv_general_dilated(
-        x, kernel, window_strides=(1,), padding="VALID", dimension_numbers=("NWC", "WIO", "NWC"),
-        preferred_element_type=jnp.float32,
-    )
 
 
 class Highway(nn.Module):
@@ -59,9 +48,8 @@ class Highway(nn.Module):
             b_carry = self.param(f"b_carry_{k}", nn.initializers.constant(-2.0), (dim,))
             w_transform = self.param(f"W_transform_{k}", init, (dim, dim))
             b_transform = self.param(f"b_transform_{k}", nn.initializers.zeros, (dim,))
-            xc = x.astype(self.dtype)
-            gate = jax.nn.sigmoid((xc @ w_carry.astype(self.dtype)).astype(jnp.float32) + b_carry)
-            transformed = jax.nn.relu((xc @ w_transform.astype(self.dtype)).astype(jnp.float32) + b_transform)
+            gate = jax.nn.sigmoid(matmul("...i,io->...o", x, w_carry, self.dtype) + b_carry)
+            transformed = jax.nn.relu(matmul("...i,io->...o", x, w_transform, self.dtype) + b_transform)
             x = gate * transformed + (1.0 - gate) * x
         return x
 
@@ -87,7 +75,7 @@ class CharCNNEncoder(nn.Module):
         # Row 0 is "no token": fixed at zero, so it never receives a gradient.
         table = table * (jnp.arange(N_CHARACTERS) != 0)[:, None].astype(table.dtype)
         lead_shape, n_chars = char_ids.shape[:-1], char_ids.shape[-1]
-        x = jnp.take(table, char_ids.reshape(-1, n_chars), axis=0).astype(self.dtype)  # [N, C, d]
+        x = jnp.take(table, char_ids.reshape(-1, n_chars), axis=0)  # [N, C, d]
         pooled = []
         for i, (width, channels) in enumerate(self.filters):
             if self.activation == "relu":
@@ -96,14 +84,14 @@ class CharCNNEncoder(nn.Module):
                 init = _normal(np.sqrt(1.0 / (width * self.embed_dim)))
             kernel = self.param(f"W_cnn_{i}", init, (width, self.embed_dim, channels))
             bias = self.param(f"b_cnn_{i}", nn.initializers.zeros, (channels,))
-            conv = conv1d_valid(x, kernel.astype(self.dtype))  # [N, C - w + 1, n]
-            pooled.append(act(jnp.max(conv, axis=1).astype(jnp.float32) + bias))
+            conv = conv1d_valid(x, kernel, self.dtype)  # [N, C - w + 1, n]
+            pooled.append(act(jnp.max(conv, axis=1) + bias))
         h = jnp.concatenate(pooled, axis=-1)  # [N, F]
         h = Highway(self.n_highway, self.dtype, name="highway")(h)
         n_filters = h.shape[-1]
         w_proj = self.param("W_proj", _normal(np.sqrt(1.0 / n_filters)), (n_filters, self.output_dim))
         b_proj = self.param("b_proj", nn.initializers.zeros, (self.output_dim,))
-        out = (h.astype(self.dtype) @ w_proj.astype(self.dtype)).astype(jnp.float32) + b_proj
+        out = matmul("ni,io->no", h, w_proj, self.dtype) + b_proj
         return out.reshape(*lead_shape, self.output_dim)
 
 

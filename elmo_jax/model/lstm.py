@@ -1,4 +1,4 @@
-"""LSTM with projection and clipping (TF `LSTMCell` semantics), both directions in one scan.
+"""LSTM with projection and clipping (TF `LSTMCell` semantics), both directions in one time loop.
 
 Per direction d and time step:
   z = x W_input + h W_hidden + b           gates in order i, j, f, o
@@ -6,7 +6,7 @@ Per direction d and time step:
   h = (sigmoid(o) tanh(c)) W_proj,             h clipped to +-proj_clip
 The forward and backward stacks have separate weights stored stacked on a leading axis of size 2,
 so each time step is one batched matmul for both directions; the input half of the matmul is
-hoisted out of the time loop.
+hoisted out of the time loop, which is `lstm_recurrence` (with a hand-written reverse pass).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 
 from elmo_jax.model.char_cnn import uniform_symmetric
-
-FORGET_BIAS = 1.0
+from elmo_jax.model.lstm_recurrence import FORGET_BIAS, lstm_recurrence
+from elmo_jax.model.precision import matmul
 
 
 class LSTMState(NamedTuple):
@@ -43,26 +43,26 @@ def lstm_cell(
     xw: `[2, B, 4*dim]` input contribution (x W_input + b); w_hidden: `[2, P, 4*dim]`;
     w_proj: `[2, dim, P]`. Returns the new state.
     """
-    z = xw + jnp.einsum(
-        "dbp,dpg->dbg", state.h.astype(dtype), w_hidden.astype(dtype), preferred_element_type=jnp.float32
-    )
+    z = xw + matmul("dbp,dpg->dbg", state.h, w_hidden, dtype)
     i, j, f, o = jnp.split(z, 4, axis=-1)
     c = jax.nn.sigmoid(f + FORGET_BIAS) * state.c + jax.nn.sigmoid(i) * jnp.tanh(j)
     if cell_clip:
         c = jnp.clip(c, -cell_clip, cell_clip)
-    h = jnp.einsum(
-        "dbk,dkp->dbp",
-        (jax.nn.sigmoid(o) * jnp.tanh(c)).astype(dtype),
-        w_proj.astype(dtype),
-        preferred_element_type=jnp.float32,
-    )
+    h = matmul("dbk,dkp->dbp", jax.nn.sigmoid(o) * jnp.tanh(c), w_proj, dtype)
     if proj_clip:
         h = jnp.clip(h, -proj_clip, proj_clip)
     return LSTMState(c, h)
 
 
 class BiLSTMLayer(nn.Module):
-    """One LSTM-with-projection layer for both directions, run over time with `lax.scan`."""
+    """One LSTM-with-projection layer for both directions, run over time by `lstm_recurrence`.
+
+    The recurrence's hand-written reverse pass keeps O(T * B * dim) residuals (activated gates,
+    previous c, sigmoid(o) tanh(c) and the pre-clip h per step). With `remat`, the whole layer
+    (input matmul and recurrence) is wrapped in `jax.checkpoint`: only its inputs are kept and its
+    forward pass is recomputed in the backward pass, trading one extra forward pass for those
+    residuals. `dtype` is the dtype of the matmul operands (state and gate math stay float32).
+    """
 
     dim: int
     projection_dim: int
@@ -85,21 +85,21 @@ class BiLSTMLayer(nn.Module):
         bias = self.param("B", nn.initializers.zeros, (2, gates))
         w_proj = self.param("W_P", init, (2, self.dim, self.projection_dim))
 
-        xw = jnp.einsum(
-            "dbti,dig->tdbg", x.astype(self.dtype), w_input.astype(self.dtype), preferred_element_type=jnp.float32
-        ) + bias[:, None, :]
-        mask_t = jnp.moveaxis(mask, 2, 0)[..., None]  # [T, 2, B, 1]
-
-        def step(carry: LSTMState, inputs: tuple[jax.Array, jax.Array]) -> tuple[LSTMState, jax.Array]:
-            xw_t, m_t = inputs
-            new = lstm_cell(xw_t, carry, w_hidden, w_proj, self.cell_clip, self.proj_clip, self.dtype)
-            new = LSTMState(jnp.where(m_t, new.c, carry.c), jnp.where(m_t, new.h, carry.h))
-            return new, new.h
+        def run(x, w_input, bias, w_hidden, w_proj, mask, c0, h0):
+            n_dir, n_batch, n_steps, _ = x.shape
+            # A [2, B*T, in] operand: the dot that computes dW_input then needs no transpose of
+            # d xw (XLA:CPU copies the whole [2, B, T, 4*dim] cotangent for the 4-D einsum).
+            xw = matmul("dni,dig->dng", x.reshape(n_dir, n_batch * n_steps, -1), w_input, self.dtype)
+            # Time stays on axis 2 (no [2, B, T] <-> [T, 2, B] transposes); the bias is added
+            # inside the loop (no extra pass over xw).
+            return lstm_recurrence(
+                xw.reshape(n_dir, n_batch, n_steps, -1), w_hidden, w_proj, mask[..., None], c0, h0,
+                self.cell_clip, self.proj_clip, self.dtype, time_axis=2, bias=bias,
+            )
 
         if self.remat:
-            step = jax.checkpoint(step)
-        final, hs = jax.lax.scan(step, state, (xw, mask_t))
-        outputs = jnp.moveaxis(hs, 0, 2)  # [2, B, T, P]
+            run = jax.checkpoint(run)
+        outputs, (c_final, h_final) = run(x, w_input, bias, w_hidden, w_proj, mask, state.c, state.h)
         if self.residual:
             outputs = outputs + x
-        return outputs, final
+        return outputs, LSTMState(c_final, h_final)

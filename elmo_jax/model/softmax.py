@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from elmo_jax.model.precision import matmul
+
 _NEG_INF = -1e30  # Finite "minus infinity": keeps gradients NaN-free.
 
 
@@ -100,11 +102,9 @@ def sampled_softmax_nll(
     sampled_log_expected: `[K]`, target_log_expected: `[N]`. Only the K sampled rows and the
     N target rows of `w` are gathered.
     """
-    hidden_c = hidden.astype(dtype)
     w_true = jnp.take(w, targets, axis=0)
     true_logit = jnp.sum(hidden * w_true, axis=-1) + jnp.take(b, targets) - target_log_expected
-    w_sampled = jnp.take(w, sampled_ids, axis=0).astype(dtype)
-    sampled_logits = jnp.einsum("np,kp->nk", hidden_c, w_sampled, preferred_element_type=jnp.float32)
+    sampled_logits = matmul("np,kp->nk", hidden, jnp.take(w, sampled_ids, axis=0), dtype)
     sampled_logits = sampled_logits + jnp.take(b, sampled_ids) - sampled_log_expected
     hits = targets[:, None] == sampled_ids[None, :]
     sampled_logits = jnp.where(hits, _NEG_INF, sampled_logits)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.model.char_cnn import CharCNNEncoder, Highway, WordEncoder, conv1d_valid
+from elmo_jax.model.char_cnn import CharCNNEncoder, Highway, WordEncoder
+from elmo_jax.model.precision import conv1d_valid
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -119,7 +120,7 @@ def test_conv1d_valid_matches_numpy_loop(width: int) -> None:
     rng = np.random.default_rng(width)
     x = rng.normal(size=(5, N_CHARS, 3)).astype(np.float32)
     kernel = rng.normal(size=(width, 3, 4)).astype(np.float32)
-    out = conv1d_valid(jnp.asarray(x), jnp.asarray(kernel))
+    out = conv1d_valid(jnp.asarray(x), jnp.asarray(kernel), jnp.float32)
     assert out.shape == (5, N_CHARS - width + 1, 4)
     ref = np_conv1d_valid(x.astype(np.float64), kernel.astype(np.float64))
     np.testing.assert_allclose(out, ref, rtol=RTOL, atol=ATOL)

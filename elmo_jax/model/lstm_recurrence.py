@@ -1,0 +1,223 @@
+"""The LSTM-with-projection recurrence over time, with a hand-written reverse pass (`jax.custom_vjp`).
+
+Per direction d and time step t (both directions batched on a leading axis of 2):
+  z  = xw_t + h W_hidden                       gates in order i, j, f, o
+  c' = sigmoid(f + 1) c + sigmoid(i) tanh(j),  c_new = clip(c', cell_clip)
+  m  = sigmoid(o) tanh(c_new)
+  h' = m W_proj,                               h_new = clip(h', proj_clip)
+  (c, h) <- (c_new, h_new) where mask_t else (c, h);   output_t = h.
+
+Plain autodiff of the time loop accumulates dW_hidden and dW_proj with small per-step matmuls
+inside the reverse loop and keeps more residuals than needed. Here the reverse loop does only the
+truly sequential work (the dz W_hidden^T and dh' W_proj^T matmuls and the gate algebra) and emits
+dz_t and dh'_t per step; the weight gradients are then one large matmul each over all steps, and
+d xw is the stacked dz.
+
+Residuals kept for the backward pass, per step: the four activated gates (written over xw), the
+previous c, m and, with proj_clip, the pre-clip h'; c' and tanh(c_new) are recomputed from them
+and the previous h is read from the outputs. That is O(T * B * dim): 6 * dim floats per row and
+step (+ P with proj_clip) besides the outputs.
+
+Time can be the leading axis (`time_axis=0`: `[T, 2, B, .]`) or the third one (`time_axis=2`:
+`[2, B, T, .]`, the layout of `BiLSTMLayer`'s inputs and outputs). The loops read and write one
+time slice per step either way; with `time_axis=2` the layer needs no `[2, B, T] <-> [T, 2, B]`
+copies of xw, the outputs or dz (on CPU those cost ~15% of a layer's gradient).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from elmo_jax.model.precision import matmul
+
+FORGET_BIAS = 1.0
+
+
+def _clip(x: jax.Array, clip: float | None) -> jax.Array:
+    return x if clip is None else jnp.clip(x, -clip, clip)
+
+
+def _clip_grad(x: jax.Array, clip: float) -> jax.Array:
+    """d clip(x) / dx as jnp.clip's: 1 strictly inside, 0 outside, 1/2 on the boundary."""
+    a = jnp.abs(x)
+    return jnp.where(a < clip, 1.0, jnp.where(a == clip, 0.5, 0.0)).astype(x.dtype)
+
+
+def _read(x: jax.Array, t: jax.Array, axis: int) -> jax.Array:
+    return jax.lax.dynamic_index_in_dim(x, t, axis, keepdims=False)
+
+
+def _write(buf: jax.Array, value: jax.Array, t: jax.Array, axis: int) -> jax.Array:
+    return jax.lax.dynamic_update_index_in_dim(buf, value, t, axis)
+
+
+def _stacked(step_shape: tuple[int, ...], n_steps: int, axis: int) -> jax.Array:
+    """A float32 buffer for `n_steps` per-step values of shape `step_shape`, time on `axis`."""
+    shape = list(step_shape)
+    shape.insert(axis, n_steps)
+    return jnp.zeros(shape, jnp.float32)
+
+
+def _forward(xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, save: bool):
+    """The time loop: returns the final (c, h), the outputs and (with `save`) the residuals.
+
+    The residuals are the activated gates [sigmoid(i), tanh(j), sigmoid(f + 1), sigmoid(o)],
+    written over xw step by step (XLA updates the buffer in place when xw is not needed
+    afterwards, as in BiLSTMLayer: no new [.., 4*dim] buffer), the previous c, m = sigmoid(o)
+    tanh(c_new) and, with proj_clip, the pre-clip h'.
+    """
+    n_steps = xw.shape[axis]
+    w_hidden, w_proj = w_hidden.astype(dtype), w_proj.astype(dtype)
+    bias = bias[:, None, :]
+    hs = _stacked(h0.shape, n_steps, axis)
+    res = ()
+    if save:  # gates (over xw), c_prev, m [, h']
+        res = (xw, _stacked(c0.shape, n_steps, axis), _stacked(c0.shape, n_steps, axis))
+        res += (_stacked(h0.shape, n_steps, axis),) if proj_clip is not None else ()
+
+    def body(t, carry):
+        c, h, hs, res = carry
+        m_t = _read(mask, t, axis)
+        z = (_read(res[0] if save else xw, t, axis) + bias) + matmul("dbp,dpg->dbg", h, w_hidden, dtype)
+        i, j, f, o = jnp.split(z, 4, axis=-1)
+        sig_i, tanh_j, sig_f, sig_o = (
+            jax.nn.sigmoid(i), jnp.tanh(j), jax.nn.sigmoid(f + FORGET_BIAS), jax.nn.sigmoid(o)
+        )
+        c_clip = _clip(sig_f * c + sig_i * tanh_j, cell_clip)
+        m = sig_o * jnp.tanh(c_clip)
+        h_raw = matmul("dbk,dkp->dbp", m, w_proj, dtype)
+        c_new = jnp.where(m_t, c_clip, c)
+        h_new = jnp.where(m_t, _clip(h_raw, proj_clip), h)
+        if save:
+            values = (jnp.concatenate([sig_i, tanh_j, sig_f, sig_o], axis=-1), c, m)
+            values += (h_raw,) if proj_clip is not None else ()
+            res = tuple(_write(buf, v, t, axis) for buf, v in zip(res, values))
+        return c_new, h_new, _write(hs, h_new, t, axis), res
+
+    c_t, h_t, hs, res = jax.lax.fori_loop(0, n_steps, body, (c0, h0, hs, res))
+    return (c_t, h_t), hs, res
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2, 3))
+def _recurrence(cell_clip, proj_clip, dtype, axis, xw, bias, w_hidden, w_proj, mask, c0, h0):
+    final, hs, _ = _forward(
+        xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, save=False
+    )
+    return hs, final
+
+
+def _recurrence_fwd(cell_clip, proj_clip, dtype, axis, xw, bias, w_hidden, w_proj, mask, c0, h0):
+    final, hs, res = _forward(
+        xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, save=True
+    )
+    return (hs, final), (w_hidden, w_proj, mask, h0, hs, res)
+
+
+def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, residuals, cotangents):
+    w_hidden, w_proj, mask, h0, hs, (gates_all, c_prev_all, m_all, *h_raw_all) = residuals
+    d_hs, (d_ct, d_ht) = cotangents
+    n_steps = hs.shape[axis]
+    w_hidden_c, w_proj_c = w_hidden.astype(dtype), w_proj.astype(dtype)
+    dh_raw_all = _stacked(d_ht.shape, n_steps, axis)
+
+    # dz_t is written over the gates of step t (no new [.., 4*dim] buffer). So that XLA can do that
+    # in place, every read of the buffer must come after the step's write: the gates of step t - 1
+    # are read at the end of step t and carried (otherwise XLA:CPU copies the buffer every step).
+    def body(k, carry):
+        dc, dh, gates, dz_all, dh_raw_all = carry
+        t = n_steps - 1 - k
+        sig_i, tanh_j, sig_f, sig_o = jnp.split(gates, 4, axis=-1)
+        c_prev = _read(c_prev_all, t, axis)
+        c_raw = sig_f * c_prev + sig_i * tanh_j
+        tanh_c = jnp.tanh(_clip(c_raw, cell_clip))
+        m_t = _read(mask, t, axis)
+        dh = dh + _read(d_hs, t, axis)
+        # Where the mask is 0 the state passed through unchanged: its cotangent goes straight back,
+        # and the step itself gets none (dz = 0, dh' = 0).
+        dh_raw = jnp.where(m_t, dh, 0.0)
+        if proj_clip is not None:
+            dh_raw = dh_raw * _clip_grad(_read(h_raw_all[0], t, axis), proj_clip)
+        d_m = matmul("dbp,dkp->dbk", dh_raw, w_proj_c, dtype)
+        dc_raw = jnp.where(m_t, dc, 0.0) + d_m * sig_o * (1.0 - tanh_c * tanh_c)
+        if cell_clip is not None:
+            dc_raw = dc_raw * _clip_grad(c_raw, cell_clip)
+        dz = jnp.concatenate(
+            [
+                dc_raw * tanh_j * sig_i * (1.0 - sig_i),
+                dc_raw * sig_i * (1.0 - tanh_j * tanh_j),
+                dc_raw * c_prev * sig_f * (1.0 - sig_f),
+                d_m * tanh_c * sig_o * (1.0 - sig_o),
+            ],
+            axis=-1,
+        )
+        dc_prev = jnp.where(m_t, dc_raw * sig_f, dc)
+        dh_prev = jnp.where(m_t, matmul("dbg,dpg->dbp", dz, w_hidden_c, dtype), dh)
+        dz_all = _write(dz_all, dz, t, axis)
+        gates = _read(dz_all, jnp.maximum(t - 1, 0), axis)  # (a dummy read at t = 0)
+        return dc_prev, dh_prev, gates, dz_all, _write(dh_raw_all, dh_raw, t, axis)
+
+    gates_last = _read(gates_all, n_steps - 1, axis)
+    dc0, dh0, _, dz, dh_raw = jax.lax.fori_loop(
+        0, n_steps, body, (d_ct, d_ht, gates_last, gates_all, dh_raw_all)
+    )
+
+    # The weight gradients: one matmul each over all steps (and both directions batched).
+    steps = "tdb" if axis == 0 else "dbt"
+    h_prev = jnp.concatenate(
+        [jnp.expand_dims(h0, axis), jax.lax.slice_in_dim(hs, 0, n_steps - 1, axis=axis)], axis=axis
+    )
+    d_w_hidden = matmul(f"{steps}p,{steps}g->dpg", h_prev, dz, dtype)
+    d_w_proj = matmul(f"{steps}k,{steps}p->dkp", m_all, dh_raw, dtype)
+    d_bias = jnp.sum(dz, axis=(0, 2) if axis == 0 else (1, 2))
+    return (
+        dz, d_bias, d_w_hidden.astype(w_hidden.dtype), d_w_proj.astype(w_proj.dtype), None, dc0, dh0
+    )
+
+
+_recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
+
+
+def lstm_recurrence(
+    xw: jax.Array,
+    w_hidden: jax.Array,
+    w_proj: jax.Array,
+    mask: jax.Array,
+    c0: jax.Array,
+    h0: jax.Array,
+    cell_clip: float | None,
+    proj_clip: float | None,
+    dtype: jnp.dtype = jnp.float32,
+    time_axis: int = 0,
+    bias: jax.Array | None = None,
+) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+    """Runs the LSTM-with-projection over time for both directions.
+
+    With `time_axis=0`: xw `[T, 2, B, 4*dim]` float32 input contribution (x W_input + b, hoisted
+    out of the loop), mask `[T, 2, B, 1]` (state frozen where 0), outputs hs `[T, 2, B, P]`.
+    With `time_axis=2` the same with time third: `[2, B, T, .]`.
+    w_hidden: `[2, P, 4*dim]`; w_proj: `[2, dim, P]`; c0 `[2, B, dim]`, h0 `[2, B, P]`: the initial
+    state. cell_clip / proj_clip: static; None or 0 for no clipping. Matmul operands are cast to
+    `dtype` (state and gate math stay float32). bias: optional `[2, 4*dim]` added to xw inside the
+    loop (saves a pass over xw when xw = x W_input comes straight from a matmul).
+
+    Returns hs (the state h after each step: at a masked step, the frozen previous h) and the final
+    state (c, h). Reverse-mode differentiable in xw, bias, the weights and the initial state
+    through a hand-written VJP (`jax.custom_vjp`: no forward mode); the mask gets no cotangent.
+    """
+    if time_axis not in (0, 2):
+        raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
+    cell_clip = float(cell_clip) if cell_clip else None
+    proj_clip = float(proj_clip) if proj_clip else None
+    mask = jnp.asarray(mask).astype(bool)
+    xw, c0, h0 = (jnp.asarray(a, jnp.float32) for a in (xw, c0, h0))
+    if xw.shape[time_axis] == 0:  # no steps: nothing to run (the loops below assume one)
+        hs_shape = list(h0.shape)
+        hs_shape.insert(time_axis, 0)
+        return jnp.zeros(hs_shape, jnp.float32), (c0, h0)
+    bias = jnp.zeros((2, xw.shape[-1]), jnp.float32) if bias is None else jnp.asarray(bias, jnp.float32)
+    return _recurrence(
+        cell_clip, proj_clip, jnp.dtype(dtype), time_axis, xw, bias, w_hidden, w_proj, mask, c0, h0
+    )

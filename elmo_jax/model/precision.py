@@ -1,0 +1,37 @@
+"""Mixed precision: matmul operands in the compute dtype, results in float32."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def matmul(spec: str, a: jax.Array, b: jax.Array, dtype: jnp.dtype) -> jax.Array:
+    """float32 `einsum(spec, a, b)` with the operands cast to `dtype`.
+
+    For float32 this is a plain float32 dot. For other dtypes the dot is computed in `dtype` and
+    the result cast to float32: XLA:CPU's DotThunk does not run bf16 x bf16 -> f32 dots
+    ("Unsupported element type for DotThunk::Execute: BF16 x BF16 = F32"), while on GPU/TPU XLA
+    still accumulates a bf16 dot in float32 (the result is rounded to bf16 before the cast).
+    """
+    dtype = jnp.dtype(dtype)
+    if dtype == jnp.float32:
+        return jnp.einsum(spec, a.astype(jnp.float32), b.astype(jnp.float32), preferred_element_type=jnp.float32)
+    return jnp.einsum(spec, a.astype(dtype), b.astype(dtype)).astype(jnp.float32)
+
+
+def conv1d_valid(x: jax.Array, kernel: jax.Array, dtype: jnp.dtype) -> jax.Array:
+    """Valid 1-D convolution (cross-correlation, as TF's conv2d) in `dtype`, float32 result.
+
+    x: [N, C, d], kernel: [w, d, n] -> [N, C - w + 1, n]. XLA's convolution is used rather
+    than an unfolded matmul: on CPU its backward pass is several times faster.
+    """
+    dims = ("NWC", "WIO", "NWC")
+    dtype = jnp.dtype(dtype)
+    if dtype == jnp.float32:
+        return jax.lax.conv_general_dilated(
+            x.astype(jnp.float32), kernel.astype(jnp.float32), (1,), "VALID", dimension_numbers=dims,
+            preferred_element_type=jnp.float32,
+        )
+    out = jax.lax.conv_general_dilated(x.astype(dtype), kernel.astype(dtype), (1,), "VALID", dimension_numbers=dims)
+    return out.astype(jnp.float32)
