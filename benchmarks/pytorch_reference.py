@@ -78,8 +78,7 @@ from absl import app, flags
 from ml_collections import config_flags
 
 # Reuses throughput.py's flags (--config, --steps, --vocab_size) and its synthetic batches.
-from benchmarks.throughput import zipf_batch
-from elmo_jax.model.flops import train_flops_per_token
+from benchmarks.throughput import throughput_record, zipf_batch
 from elmo_jax.model.softmax import unique_sampling_tries
 
 FLAGS = flags.FLAGS
@@ -807,23 +806,12 @@ def main(argv: list[str]) -> None:
         start = time.perf_counter()
         metrics = trainer.step(batches[i % 4])
         times.append(time.perf_counter() - start)
-    step_s = float(np.median(times))
-    tokens_per_step = batch * steps
-    flops_per_token = train_flops_per_token(config.model, vocab_size, chars)
-    achieved = flops_per_token * tokens_per_step / step_s / 1e9
-    peak = matmul_peak_gflops()
+    record = throughput_record(
+        config, config_flags.get_config_filename(FLAGS["config"]), vocab_size, times,
+        devices=f"1 x cpu ({torch.get_num_threads()} threads)", peak_gflops=matmul_peak_gflops(),
+    )
     print(json.dumps({
-        "config": config_flags.get_config_filename(FLAGS["config"]),
-        "devices": f"1 x cpu ({torch.get_num_threads()} threads)",
-        "dtype": config.model.dtype,
-        "global_batch": [batch, steps],
-        "vocab_size": vocab_size,
-        "tokens_per_sec": round(tokens_per_step / step_s, 1),
-        "step_ms_median": round(1000 * step_s, 2),
-        "flops_per_token": flops_per_token,
-        "achieved_gflops": round(achieved, 2),
-        "matmul_peak_gflops": round(peak, 2),
-        "mfu": round(achieved / peak, 4),
+        **record,
         "framework": f"pytorch {torch.__version__}",
         "mode": "compile" if FLAGS.compile else "eager",
         "lstm": lstm_impl,

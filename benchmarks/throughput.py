@@ -77,6 +77,30 @@ def matmul_peak_gflops(mesh: jax.sharding.Mesh, dtype: jnp.dtype, n: int = 2048)
     return 2.0 * mesh.size * n**3 / median_time(lambda: f(a, b), 7) / 1e9
 
 
+def throughput_record(
+    config, config_name: str, vocab_size: int, step_times: list[float], devices: str, peak_gflops: float
+) -> dict:
+    """The benchmark's JSON record from the timed steps (shared with the PyTorch reference)."""
+    batch, steps = config.train.batch_size, config.train.unroll_steps
+    step_s = float(np.median(step_times))
+    tokens_per_step = batch * steps
+    flops_per_token = train_flops_per_token(config.model, vocab_size, config.data.max_chars_per_token)
+    achieved = flops_per_token * tokens_per_step / step_s / 1e9
+    return {
+        "config": config_name,
+        "devices": devices,
+        "dtype": config.model.dtype,
+        "global_batch": [batch, steps],
+        "vocab_size": vocab_size,
+        "tokens_per_sec": round(tokens_per_step / step_s, 1),
+        "step_ms_median": round(1000 * step_s, 2),
+        "flops_per_token": flops_per_token,
+        "achieved_gflops": round(achieved, 2),
+        "matmul_peak_gflops": round(peak_gflops, 2),
+        "mfu": round(achieved / peak_gflops, 4),
+    }
+
+
 def main(argv: list[str]) -> None:
     del argv
     config = FLAGS.config
@@ -101,25 +125,12 @@ def main(argv: list[str]) -> None:
         state, metrics = train_step(state, batches[i % 4])
         jax.block_until_ready(metrics)
         times.append(time.perf_counter() - start)
-    step_s = float(np.median(times))
-    tokens_per_step = batch * steps
-    flops_per_token = train_flops_per_token(config.model, vocab_size, chars)
-    achieved = flops_per_token * tokens_per_step / step_s / 1e9
-    peak = matmul_peak_gflops(mesh, DTYPES[config.model.dtype])
-    print(json.dumps({
-        "config": config_flags.get_config_filename(FLAGS["config"]),
-        "devices": f"{mesh.size} x {jax.devices()[0].device_kind}",
-        "dtype": config.model.dtype,
-        "global_batch": [batch, steps],
-        "vocab_size": vocab_size,
-        "tokens_per_sec": round(tokens_per_step / step_s, 1),
-        "step_ms_median": round(1000 * step_s, 2),
-        "flops_per_token": flops_per_token,
-        "achieved_gflops": round(achieved, 2),
-        "matmul_peak_gflops": round(peak, 2),
-        "mfu": round(achieved / peak, 4),
-    }))
-
+    record = throughput_record(
+        config, config_flags.get_config_filename(FLAGS["config"]), vocab_size, times,
+        devices=f"{mesh.size} x {jax.devices()[0].device_kind}",
+        peak_gflops=matmul_peak_gflops(mesh, DTYPES[config.model.dtype]),
+    )
+    print(json.dumps(record))
 
 if __name__ == "__main__":
     app.run(main)
