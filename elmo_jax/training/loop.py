@@ -88,7 +88,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
     model = setup_model(config, vocab)
     num_steps, num_epochs = planned_steps(config)
     state = initial_train_state(config, model, mesh, num_steps)
-    _, schedule = optim.make_optimizer(config.train, num_steps)
+    schedule = optim.make_schedule(config.train.optimizer, num_steps)  # For logging the learning rate.
     n_params = sum(x.size for x in jax.tree.leaves(state.params))
     logging.info("vocabulary %d words, %d parameters, %d devices", len(vocab), n_params, mesh.size)
 
