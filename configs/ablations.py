@@ -9,6 +9,7 @@ itself. Each changes exactly the keys shown below; anything else can still be ov
 """
 
 from configs import demo
+from configs.overrides import apply_overrides
 
 PRESETS = {
     "baseline": {},
@@ -32,12 +33,5 @@ def get_config(preset: str = "baseline"):
     if preset not in PRESETS:
         raise ValueError(f"unknown ablation {preset!r}; choose one of {', '.join(PRESETS)}")
     config = demo.get_config()
-    for key, value in PRESETS[preset].items():
-        node = config
-        *parents, leaf = key.split(".")
-        for name in parents:
-            node = node[name]
-        if leaf not in node:
-            raise KeyError(f"ablation {preset!r} sets unknown key {key!r}")
-        node[leaf] = value
+    apply_overrides(config, PRESETS[preset], f"ablation {preset!r}")
     return config

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from configs import default as default_config
+from configs.overrides import apply_overrides
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
@@ -197,12 +198,7 @@ def small_model_config(**overrides: Any) -> Any:
     config.lstm.dim, config.lstm.projection_dim, config.lstm.n_layers = DIM, P, N_LAYERS
     config.lstm.cell_clip, config.lstm.proj_clip = CELL_CLIP, PROJ_CLIP
     config.dropout = DROPOUT
-    for key, value in overrides.items():
-        target = config
-        *path, last = key.split(".")
-        for part in path:
-            target = target[part]
-        target[last] = value
+    apply_overrides(config, overrides)
     return config
 
 

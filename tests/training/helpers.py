@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from configs.overrides import apply_overrides
 from configs.tests import tiny
 
 WORDS = "the cat sat on a mat while dogs ran past old red barns near quiet hills".split()
@@ -14,12 +15,7 @@ WORDS = "the cat sat on a mat while dogs ran past old red barns near quiet hills
 def tiny_config(**overrides):
     """configs/tests/tiny.py with dotted-key overrides, e.g. {'model.dropout': 0.0}."""
     config = tiny.get_config()
-    for key, value in overrides.items():
-        node = config
-        *parents, leaf = key.split(".")
-        for p in parents:
-            node = node[p]
-        node[leaf] = value
+    apply_overrides(config, overrides)
     return config
 
 
