@@ -2,13 +2,16 @@
 
 Layout: `WORKDIR/checkpoints/<step>/{state,data}`. orbax writes each checkpoint to a temporary
 directory and renames it when complete, so a killed run leaves at worst an unfinished temporary
-directory, never a checkpoint that looks valid; old checkpoints are deleted only after a newer
-one is complete.
+directory (removed when the next run starts), never a checkpoint that looks valid; old
+checkpoints are deleted only after a newer one is complete, and a failed write leaves them
+untouched. A checkpoint that cannot be read (truncated or corrupt files) is reported and the
+next older one is used; the unreadable one is moved aside to `<step>.unreadable`, never deleted.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
@@ -18,9 +21,15 @@ import orbax.checkpoint as ocp
 
 from elmo_jax.training.state import TrainState
 
+UNREADABLE_SUFFIX = ".unreadable"
+
 
 class CheckpointError(RuntimeError):
-    """A checkpoint that is missing or does not fit the configured model."""
+    """A checkpoint that is missing, unreadable, cannot be written, or does not fit the model."""
+
+
+class _Unreadable(Exception):
+    """A checkpoint whose files cannot be read or decoded (internal: triggers the fallback)."""
 
 
 def abstract_like(tree: Any) -> Any:
@@ -56,15 +65,66 @@ def local_process_state(saved: dict) -> dict | None:
     return states[jax.process_index()]
 
 
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {_first_line(error)}"
+
+
+def _all_processes(ok: bool) -> bool:
+    """True when `ok` holds on every process (processes may read different files of a checkpoint)."""
+    if jax.process_count() == 1:
+        return ok
+    from jax.experimental import multihost_utils
+
+    return bool(np.all(multihost_utils.process_allgather(np.array(ok))))
+
+
+def _leaf_specs(tree: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """{'params.lstm.W': (shape, dtype)} of the leaves of a tree of arrays or array metadata."""
+    def name(path: tuple) -> str:
+        return ".".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
+
+    return {name(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in jax.tree_util.tree_flatten_with_path(tree)[0]}
+
+
+def describe_mismatch(saved: Any, target: Any) -> str | None:
+    """The first difference between a checkpoint's array metadata and `target`, or None."""
+    have = _leaf_specs(saved)
+    want = _leaf_specs(ocp.tree.serialize_tree(abstract_like(target), keep_empty_nodes=True))
+    params_first = lambda key: (not key.startswith("params."), key)  # The most telling difference.
+    missing = sorted(want.keys() - have.keys(), key=params_first)
+    extra = sorted(have.keys() - want.keys(), key=params_first)
+    if missing:
+        return f"the configured model/optimizer has {missing[0]}, the checkpoint does not"
+    if extra:
+        return f"the checkpoint has {extra[0]}, the configured model/optimizer does not"
+    for key in sorted(want, key=params_first):
+        if have[key] != want[key]:
+            (saved_shape, saved_dtype), (shape, dtype) = have[key], want[key]
+            return f"{key}: checkpoint {saved_shape} {saved_dtype}, configured {shape} {dtype}"
+    return None
+
+
 class Checkpointer:
     """Saves and restores `(TrainState, data_state)` under `directory`."""
 
     def __init__(self, directory: str, keep: int = 3, read_only: bool = False):
         self.directory = os.path.abspath(directory)
+        self.read_only = read_only
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=keep, create=not read_only, read_only=read_only, enable_async_checkpointing=True
+            max_to_keep=keep,
+            create=not read_only,
+            read_only=read_only,
+            enable_async_checkpointing=True,
+            cleanup_tmp_directories=not read_only,  # Unfinished saves of a killed run.
         )
-        self.manager = ocp.CheckpointManager(self.directory, options=options, item_names=("state", "data"))
+        handlers = {"state": ocp.StandardCheckpointHandler(), "data": ocp.JsonCheckpointHandler()}
+        self.manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=handlers)
+        self._pending: int | None = None  # Step of the save in flight.
 
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
@@ -72,23 +132,80 @@ class Checkpointer:
     def all_steps(self) -> list[int]:
         return list(self.manager.all_steps())
 
-    def save(self, step: int, state: TrainState, data_state: dict | None, force: bool = True) -> None:
-        """Starts an (asynchronous) save; `wait()` blocks until it is on disk."""
-        self.manager.save(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(state), data=ocp.args.JsonSave(data_state or {})
-            ),
-            force=force,
+    def save(self, step: int, state: TrainState, data_state: dict | None) -> None:
+        """Starts an asynchronous save once the previous one is on disk; `wait()` blocks until done.
+
+        Raises CheckpointError if this or the previous save cannot be written (the checkpoints
+        already on disk are untouched).
+        """
+        self.wait()
+        try:
+            self.manager.save(
+                step,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(state), data=ocp.args.JsonSave(data_state or {})
+                ),
+                force=True,
+            )
+        except (OSError, ValueError, RuntimeError) as e:
+            raise self._write_error(step, e) from e
+        self._pending = step
+
+    def wait(self) -> None:
+        """Blocks until the save in flight is on disk; CheckpointError if it failed."""
+        step, self._pending = self._pending, None
+        try:
+            self.manager.wait_until_finished()
+        except (OSError, ValueError, RuntimeError) as e:
+            raise self._write_error(step, e) from e
+
+    def _write_error(self, step: int | None, error: BaseException) -> CheckpointError:
+        return CheckpointError(
+            f"{self.directory}/{step}: could not write the checkpoint ({_first_line(error)}); "
+            "the checkpoints already saved are untouched"
         )
 
     def restore(self, target: TrainState, step: int | None = None) -> tuple[TrainState, dict, int]:
-        """Restores into the structure, shapes and shardings of `target` (latest step by default)."""
-        step = self.latest_step() if step is None else step
-        if step is None:
+        """(state, data state, step) restored into the structure, shapes and shardings of `target`.
+
+        Without `step`, the latest readable checkpoint: an unreadable one is reported and the next
+        older one tried; unless read-only, the unreadable ones are then moved aside (to
+        `<step>.unreadable`) so that the run can save those steps again. A checkpoint that does not
+        fit `target` is a configuration error, raised at once.
+        """
+        steps = sorted(self.all_steps(), reverse=True)
+        if not steps:
             raise CheckpointError(f"{self.directory}: no checkpoint found")
-        if step not in self.all_steps():
-            raise CheckpointError(f"{self.directory}: no checkpoint for step {step} (have {self.all_steps()})")
+        if step is not None:
+            if step not in steps:
+                raise CheckpointError(f"{self.directory}: no checkpoint for step {step} (have {sorted(steps)})")
+            steps = [step]
+        unreadable: list[str] = []
+        for candidate in steps:
+            try:
+                restored, error = self._restore_step(candidate, target), None
+            except _Unreadable as e:
+                restored, error = None, str(e)
+            if _all_processes(error is None):
+                self._set_aside(steps[: len(unreadable)])
+                return (*restored, candidate)
+            error = error or "unreadable on another process"
+            unreadable.append(f"step {candidate}: {error}")
+            logging.warning("%s/%d: unreadable checkpoint (%s)", self.directory, candidate, error)
+        raise CheckpointError(f"{self.directory}: no readable checkpoint ({'; '.join(unreadable)})")
+
+    def _restore_step(self, step: int, target: TrainState) -> tuple[TrainState, dict]:
+        try:
+            saved = self.manager.item_metadata(step).state
+        except Exception as e:  # orbax and tensorstore report unreadable files as many types.
+            raise _Unreadable(_describe(e)) from e
+        if saved is None:
+            raise _Unreadable("no state metadata")
+        mismatch = describe_mismatch(saved, target)
+        if mismatch:
+            raise CheckpointError(
+                f"{self.directory}/{step}: checkpoint does not match the configured model/optimizer ({mismatch})"
+            )
         try:
             restored = self.manager.restore(
                 step,
@@ -96,16 +213,32 @@ class Checkpointer:
                     state=ocp.args.StandardRestore(abstract_like(target)), data=ocp.args.JsonRestore()
                 ),
             )
-        except (ValueError, KeyError, TypeError) as e:
-            first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise CheckpointError(
-                f"{self.directory}/{step}: checkpoint does not match the configured model/optimizer ({first_line})"
-            ) from e
-        return restored.state, dict(restored.data or {}), step
+        except Exception as e:  # Shapes matched: what fails now is reading or decoding the files.
+            raise _Unreadable(_describe(e)) from e
+        return restored.state, dict(restored.data or {})
 
-    def wait(self) -> None:
-        self.manager.wait_until_finished()
+    def _set_aside(self, steps: list[int]) -> None:
+        """Renames unreadable step directories to `<step>.unreadable[.N]` (kept for inspection)."""
+        if not steps or self.read_only:
+            return
+        if jax.process_index() == 0:
+            for step in steps:
+                source = os.path.join(self.directory, str(step))
+                dest, n = source + UNREADABLE_SUFFIX, 0
+                while os.path.exists(dest):
+                    n += 1
+                    dest = f"{source}{UNREADABLE_SUFFIX}.{n}"
+                os.rename(source, dest)
+                logging.warning("moved the unreadable checkpoint %s to %s", source, dest)
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices("elmo_jax:checkpoint_set_aside")
+        self.manager.reload()
 
     def close(self) -> None:
-        self.manager.wait_until_finished()
-        self.manager.close()
+        """Waits for the save in flight (CheckpointError if it failed) and releases the manager."""
+        try:
+            self.wait()
+        finally:
+            self.manager.close()

@@ -1,0 +1,152 @@
+"""Checkpoints: unreadable ones fall back to the previous, failed writes keep what was saved."""
+
+import errno
+import glob
+import logging
+import os
+import shutil
+
+import jax.numpy as jnp
+import numpy as np
+import optax
+import orbax.checkpoint as ocp
+import pytest
+
+from elmo_jax.training.checkpoint import CheckpointError, Checkpointer
+from elmo_jax.training.state import TrainState
+
+
+def _state(value: float, size: int = 3) -> TrainState:
+    """A small TrainState whose arrays all hold `value`."""
+    tx = optax.adagrad(0.1)
+    params = {"w": jnp.full((size,), value), "b": jnp.full((2, size), value)}
+    return TrainState(
+        step=jnp.asarray(int(value), jnp.int32),
+        params=params,
+        opt_state=tx.init(params),
+        lstm_state=[],
+        rng=jnp.zeros((2,), jnp.uint32),
+        tx=tx,
+    )
+
+
+def _save(directory, steps, keep=3):
+    checkpointer = Checkpointer(directory, keep=keep)
+    for step in steps:
+        checkpointer.save(step, _state(float(step)), {"position": step})
+    checkpointer.close()
+
+
+def _files(path):
+    return [f for f in glob.glob(os.path.join(path, "**"), recursive=True) if os.path.isfile(f)]
+
+
+def _truncate_all(step_dir):
+    for f in _files(step_dir):
+        os.truncate(f, os.path.getsize(f) // 2)
+
+
+def _truncate_array_data(step_dir):
+    for f in _files(os.path.join(step_dir, "state")):
+        if f"{os.sep}d{os.sep}" in f:
+            os.truncate(f, os.path.getsize(f) // 2)
+
+
+def _truncate_array_metadata(step_dir):
+    os.truncate(os.path.join(step_dir, "state", "_METADATA"), 10)
+
+
+def _remove_data_position(step_dir):
+    shutil.rmtree(os.path.join(step_dir, "data"))
+
+
+@pytest.mark.parametrize(
+    "corrupt", [_truncate_all, _truncate_array_data, _truncate_array_metadata, _remove_data_position]
+)
+def test_unreadable_latest_is_reported_set_aside_and_previous_restored(tmp_path, caplog, corrupt):
+    directory = str(tmp_path / "checkpoints")
+    _save(directory, [1, 2], keep=2)
+    corrupt(os.path.join(directory, "2"))
+    checkpointer = Checkpointer(directory, keep=2)
+    with caplog.at_level(logging.WARNING):
+        state, data, step = checkpointer.restore(_state(0.0))
+    assert step == 1 and data == {"position": 1}
+    np.testing.assert_array_equal(state.params["w"], np.full(3, 1.0))
+    assert f"{directory}/2: unreadable checkpoint" in caplog.text
+    # Kept for inspection under another name, out of the way of the resumed run's saves.
+    assert sorted(os.listdir(directory)) == ["1", "2.unreadable"]
+    assert checkpointer.all_steps() == [1]
+    checkpointer.save(2, _state(2.0), {"position": 2})
+    checkpointer.save(3, _state(3.0), {"position": 3})
+    checkpointer.close()
+    # max_to_keep=2 deleted step 1 only once 2 and 3 were complete; the unreadable copy stays.
+    assert sorted(os.listdir(directory)) == ["2", "2.unreadable", "3"]
+    assert Checkpointer(directory).restore(_state(0.0))[2] == 3
+
+
+def test_read_only_falls_back_without_moving_anything(tmp_path):
+    directory = str(tmp_path / "checkpoints")
+    _save(directory, [1, 2])
+    _truncate_all(os.path.join(directory, "2"))
+    assert Checkpointer(directory, read_only=True).restore(_state(0.0))[2] == 1
+    assert sorted(os.listdir(directory)) == ["1", "2"]
+
+
+def test_no_readable_checkpoint_or_unreadable_requested_step_is_an_error(tmp_path):
+    directory = str(tmp_path / "checkpoints")
+    _save(directory, [1, 2])
+    _truncate_all(os.path.join(directory, "2"))
+    with pytest.raises(CheckpointError, match=r"no readable checkpoint \(step 2: .*\)"):
+        Checkpointer(directory, read_only=True).restore(_state(0.0), step=2)
+    _truncate_all(os.path.join(directory, "1"))
+    with pytest.raises(CheckpointError, match=r"no readable checkpoint \(step 2: .*; step 1: .*\)"):
+        Checkpointer(directory, read_only=True).restore(_state(0.0))
+    with pytest.raises(CheckpointError, match="no checkpoint found"):
+        Checkpointer(str(tmp_path / "empty"), read_only=True).restore(_state(0.0))
+
+
+def test_checkpoint_of_another_model_is_an_error_not_a_fallback(tmp_path):
+    directory = str(tmp_path / "checkpoints")
+    _save(directory, [1, 2])
+    expected = r"/2: checkpoint does not match the configured model/optimizer \(params\.b: checkpoint \(2, 3\) float32, configured \(2, 4\) float32\)"
+    with pytest.raises(CheckpointError, match=expected):
+        Checkpointer(directory).restore(_state(0.0, size=4))
+    other_optimizer = _state(0.0).replace(opt_state=optax.sgd(0.1, momentum=0.9).init(_state(0.0).params))
+    with pytest.raises(CheckpointError, match="configured model/optimizer has opt_state"):
+        Checkpointer(directory).restore(other_optimizer)
+    assert sorted(os.listdir(directory)) == ["1", "2"]
+
+
+def test_unfinished_save_of_a_killed_run_is_ignored_and_removed(tmp_path):
+    directory = str(tmp_path / "checkpoints")
+    _save(directory, [1, 2])
+    # What a run killed while writing step 3 leaves: orbax's temporary directory, half written.
+    shutil.copytree(os.path.join(directory, "2"), os.path.join(directory, "3.orbax-checkpoint-tmp"))
+    _truncate_all(os.path.join(directory, "3.orbax-checkpoint-tmp"))
+    checkpointer = Checkpointer(directory)
+    assert checkpointer.restore(_state(0.0))[2] == 2
+    checkpointer.save(3, _state(3.0), {"position": 3})
+    checkpointer.close()
+    assert sorted(os.listdir(directory)) == ["1", "2", "3"]
+    assert Checkpointer(directory).restore(_state(0.0))[1] == {"position": 3}
+
+
+def test_failed_write_is_an_error_and_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    """A full disk while writing step 2, with keep=1: step 1 must survive and restore."""
+    directory = str(tmp_path / "checkpoints")
+    checkpointer = Checkpointer(directory, keep=1)
+    checkpointer.save(1, _state(1.0), {"position": 1})
+
+    async def disk_full(self, item, path):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(ocp.JsonCheckpointHandler, "_save_fn", disk_full)  # Writes the data position.
+    checkpointer.save(2, _state(2.0), {"position": 2})
+    with pytest.raises(CheckpointError, match=r"/2: could not write the checkpoint \(.*No space left on device.*\)"):
+        checkpointer.wait()
+    checkpointer.close()  # The failure was reported once.
+    monkeypatch.undo()
+    assert sorted(os.listdir(directory))[0] == "1" and "2" not in os.listdir(directory)
+    state, data, step = Checkpointer(directory, read_only=True).restore(_state(0.0))
+    assert (step, data) == (1, {"position": 1})
+    np.testing.assert_array_equal(state.params["w"], np.full(3, 1.0))
