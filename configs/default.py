@@ -69,6 +69,7 @@ def get_config() -> ml_collections.ConfigDict:
     opt.schedule = "constant"  # 'constant' | 'cosine' | 'linear' (decay to 0 at the last step).
     opt.warmup_steps = 0  # Linear warmup from 0 to learning_rate.
     train.clip_norm = 10.0  # Clip gradients to this global norm (0 = no clipping).
+    train.nonfinite_policy = "stop"  # NaN/inf loss or gradient norm: 'stop' the run | 'skip' the update.
     train.log_every_steps = 50  # Steps between metrics.jsonl lines.
     train.checkpoint_every_steps = 1000  # Steps between checkpoints (and one at the end).
     train.keep_checkpoints = 3  # Most recent checkpoints kept.

@@ -21,6 +21,7 @@ from elmo_jax.training.state import TrainState
 
 AXIS = "data"
 Batch = dict[str, dict[str, jax.Array]]
+NONFINITE_POLICIES = ("stop", "skip")
 
 
 def stack_directions(batch: Batch) -> dict[str, jax.Array]:
@@ -51,7 +52,17 @@ class SampledSoftmaxLoss:
 
 
 def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[[TrainState, Batch], tuple[TrainState, dict]]:
-    """The per-device train step `(state, batch) -> (state, metrics)`; run under shard_map."""
+    """The per-device train step `(state, batch) -> (state, metrics)`; run under shard_map.
+
+    metrics['nonfinite'] is 1.0 when the loss or the gradient norm is NaN or infinite; with
+    `train.nonfinite_policy='skip'` such a step leaves params, optimizer and LSTM states unchanged
+    (the step counter still advances, so the next step sees new data and negatives).
+    """
+    if config.train.nonfinite_policy not in NONFINITE_POLICIES:
+        raise ValueError(
+            f"train.nonfinite_policy must be one of {NONFINITE_POLICIES}, got {config.train.nonfinite_policy!r}"
+        )
+    skip_nonfinite = config.train.nonfinite_policy == "skip"
     softmax_config = config.model.softmax
     sampled_loss = SampledSoftmaxLoss(softmax_config, model.vocab_size, model.dtype) if softmax_config.sampled else None
     stateful = config.train.stateful
@@ -87,19 +98,22 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
         direction_nll = jax.lax.psum(direction_nll, AXIS)
         updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
-        new_state = state.replace(
-            step=state.step + 1,
-            params=params,
-            opt_state=opt_state,
-            lstm_state=jax.lax.stop_gradient(new_state),
-        )
         grad_norm = jnp.sqrt(sum(jnp.sum(g * g) for g in jax.tree.leaves(grads)))
+        finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)  # Equal on every device (psum-ed).
+        updated = (params, opt_state, jax.lax.stop_gradient(new_state))
+        if skip_nonfinite:
+            kept = (state.params, state.opt_state, state.lstm_state)
+            updated = jax.tree.map(lambda new, old: jnp.where(finite, new, old), updated, kept)
+        new_state = state.replace(
+            step=state.step + 1, params=updated[0], opt_state=updated[1], lstm_state=updated[2]
+        )
         metrics = {
             "train_loss": loss,
             "train_forward_loss": direction_nll[0],
             "train_backward_loss": direction_nll[1],
             "grad_norm": grad_norm,
             "tokens": global_count.sum() / 2,
+            "nonfinite": 1.0 - finite.astype(jnp.float32),
         }
         return new_state, metrics
 

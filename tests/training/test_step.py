@@ -85,3 +85,64 @@ def test_sampled_softmax_step_fits_a_fixed_batch():
     assert all(np.isfinite(losses))
     # Sampled losses are noisy (new negatives each step): compare averages.
     assert np.mean(losses[-5:]) < 0.6 * np.mean(losses[:5])
+
+
+@pytest.fixture(scope="module")
+def policy_steps():
+    """One compiled full-softmax step per `train.nonfinite_policy`, with its initial state on the host."""
+    steps = {}
+    for policy in ("stop", "skip"):
+        config, _, state, step, mesh = _setup(**{"model.softmax.sampled": False, "train.nonfinite_policy": policy})
+        steps[policy] = config, jax.device_get(state), step, mesh
+    return steps
+
+
+def _poison_chars(batch):
+    """An out-of-range char id: its embedding lookup fills NaN, so the loss is NaN."""
+    batch["forward"]["char_ids"][0, 0, 0] = 10**6
+    return batch
+
+
+def _overflow_gradients(state):
+    """A huge softmax: the loss stays finite (~1e18), the squared gradient norm overflows."""
+    params = jax.tree.map(np.copy, state.params)
+    params["softmax"]["W"] = params["softmax"]["W"] * 1e22
+    return state.replace(params=params)
+
+
+def _leaves(state):
+    return jax.tree.leaves(jax.device_get((state.params, state.opt_state, state.lstm_state)))
+
+
+@pytest.mark.parametrize("fault", ["nan_loss", "gradient_overflow"])
+@pytest.mark.parametrize("policy", ["stop", "skip"])
+def test_nonfinite_step_is_flagged_and_skipped_under_skip_policy(policy_steps, policy, fault):
+    config, state, step, mesh = policy_steps[policy]
+    batch = random_batch(np.random.default_rng(3), VOCAB, 4, 5, config.data.max_chars_per_token)
+    if fault == "nan_loss":
+        batch = _poison_chars(batch)
+    else:
+        state = _overflow_gradients(state)
+    before = _leaves(state)
+    new_state, metrics = step(parallel.place_state(state, mesh), parallel.shard_batch(batch, mesh))
+    loss, grad_norm = float(metrics["train_loss"]), float(metrics["grad_norm"])
+    assert (np.isnan(loss) if fault == "nan_loss" else np.isfinite(loss) and np.isinf(grad_norm))
+    assert float(metrics["nonfinite"]) == 1.0
+    assert int(new_state.step) == 1
+    unchanged = all(np.array_equal(a, b) for a, b in zip(before, _leaves(new_state)))
+    assert unchanged == (policy == "skip")
+
+
+def test_skip_policy_applies_finite_updates(policy_steps):
+    config, state, step, mesh = policy_steps["skip"]
+    batch = random_batch(np.random.default_rng(4), VOCAB, 4, 5, config.data.max_chars_per_token)
+    new_state, metrics = step(parallel.place_state(state, mesh), parallel.shard_batch(batch, mesh))
+    assert float(metrics["nonfinite"]) == 0.0
+    after = jax.tree.leaves(jax.device_get(new_state.params))
+    assert not any(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.params), after))
+
+
+def test_unknown_nonfinite_policy_is_an_error_naming_the_key():
+    config = tiny_config(**{"train.nonfinite_policy": "ignore"})
+    with pytest.raises(ValueError, match="train.nonfinite_policy"):
+        make_train_step(bilm_from_config(config.model, VOCAB), config)
