@@ -2,13 +2,19 @@
 
   python train.py --config=configs/demo.py --workdir=runs/demo [--config.model.lstm.dim=1024]
 
-Rerunning the same command resumes from the latest checkpoint in WORKDIR.
+Rerunning the same command resumes from the latest checkpoint in WORKDIR. Exit status: 0 when
+training and the final evaluation are done; 143 after SIGTERM (a checkpoint was saved: rerun to
+resume); 1 with a one-line `error: ...` on stderr for bad input, an unusable workdir or
+checkpoint, or a non-finite loss.
 """
+
+import sys
 
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from elmo_jax.training.loop import train_and_evaluate
+from elmo_jax.training import preemption
+from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
 from elmo_jax.training.parallel import initialize_distributed
 
 FLAGS = flags.FLAGS
@@ -22,7 +28,14 @@ def main(argv: list[str]) -> None:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     logging.set_verbosity(logging.INFO)
     initialize_distributed(FLAGS.config.distributed)
-    train_and_evaluate(FLAGS.config, FLAGS.workdir)
+    try:
+        train_and_evaluate(FLAGS.config, FLAGS.workdir)
+    except preemption.TrainingPreempted as e:
+        print(e, file=sys.stderr)
+        sys.exit(preemption.EXIT_CODE)
+    except (ValueError, RuntimeError, OSError, NonFiniteLossError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

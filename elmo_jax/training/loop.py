@@ -1,8 +1,12 @@
 """The training loop: `train_and_evaluate(config, workdir)`.
 
-Builds the vocabulary, model, optimizer and mesh; resumes from the latest checkpoint (state and
-data position) if there is one; trains with periodic logging, checkpoints and evaluation; then
-evaluates full-softmax perplexity on the configured split.
+Builds the vocabulary, model, optimizer and mesh; resumes from the latest readable checkpoint
+(state and data position) if there is one; trains with periodic logging, checkpoints and
+evaluation; then evaluates full-softmax perplexity on the configured split.
+
+Reliability: a checkpoint is never written from a state reached through a non-finite step
+(`train.nonfinite_policy='stop'` raises NonFiniteLossError, 'skip' skips the update); on SIGTERM
+the run finishes its step, checkpoints and raises TrainingPreempted.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import logging
 import math
 import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import ml_collections
@@ -20,18 +24,24 @@ from tqdm import tqdm
 
 from elmo_jax.data import corpus
 from elmo_jax.data.batching import BiLMBatcher, Prefetcher
+from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation import Evaluator, format_table
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.training import optim, parallel
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
 from elmo_jax.training.metrics_writer import MetricsWriter, write_json_atomic
+from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
 from elmo_jax.training.state import TrainState, create_train_state
 from elmo_jax.training.step import make_train_step
 
 
 class NonFiniteLossError(FloatingPointError):
-    """Training produced a NaN or infinite loss."""
+    """Training produced a NaN or infinite loss or gradient norm (`train.nonfinite_policy='stop'`)."""
+
+
+class WorkdirError(OSError):
+    """The workdir cannot be created or written."""
 
 
 def planned_steps(config: ml_collections.ConfigDict) -> tuple[int, int | None]:
@@ -63,113 +73,190 @@ def initial_train_state(
     return parallel.place_state(state, mesh)
 
 
-def _save_config(config: ml_collections.ConfigDict, workdir: str) -> None:
-    path = os.path.join(workdir, "config.json")
-    write_json_atomic(path, config.to_dict())
+def _prepare_workdir(config: ml_collections.ConfigDict, workdir: str) -> None:
+    """Creates `workdir` and writes `config.json`: fails at once if the workdir is not writable."""
+    try:
+        os.makedirs(workdir, exist_ok=True)
+        if jax.process_index() == 0:
+            write_json_atomic(os.path.join(workdir, "config.json"), config.to_dict())
+    except OSError as e:
+        raise WorkdirError(f"{workdir}: cannot write to the workdir ({e})") from e
 
 
-def _summarise(window: list[dict[str, Any]]) -> dict[str, float]:
-    fetched = jax.device_get(window)
-    return {k: float(np.mean([m[k] for m in fetched])) for k in fetched[0]}
+Window = list[tuple[int, dict[str, Any]]]  # (step, that step's metrics on the device).
+
+
+def _raise_if_nonfinite(window: Window, checkpoint_dir: str) -> None:
+    for step, metrics in jax.device_get(window):
+        if metrics["nonfinite"]:
+            raise NonFiniteLossError(
+                f"non-finite training loss or gradient norm at step {step} (loss {metrics['train_loss']}, "
+                f"gradient norm {metrics['grad_norm']}); the last good checkpoint is kept in {checkpoint_dir} "
+                "(train.nonfinite_policy='skip' skips such updates instead)"
+            )
+
+
+def _summarise(window: Window) -> dict[str, float]:
+    """Means over the steps whose update was applied, and the number of skipped steps."""
+    fetched = [metrics for _, metrics in jax.device_get(window)]
+    applied = [m for m in fetched if not m["nonfinite"]]
+    keys = [k for k in fetched[0] if k != "nonfinite"]
+    summary = {k: float(np.mean([m[k] for m in applied])) if applied else math.nan for k in keys}
+    summary["skipped_steps"] = len(fetched) - len(applied)
+    return summary
+
+
+class _Run:
+    """One training run's moving parts: state, data position, metrics window, checkpoints."""
+
+    def __init__(
+        self,
+        config: ml_collections.ConfigDict,
+        workdir: str,
+        state: TrainState,
+        batcher: BiLMBatcher,
+        checkpointer: Checkpointer,
+        schedule: Any,
+        evaluator: Evaluator,
+        eval_sentences: list[list[str]],
+    ):
+        self.config, self.workdir, self.state, self.batcher = config, workdir, state, batcher
+        self.checkpointer, self.schedule = checkpointer, schedule
+        self.evaluator, self.eval_sentences = evaluator, eval_sentences
+        self.batches = Prefetcher(batcher, size=config.data.prefetch_batches)
+        self.writer = MetricsWriter(workdir)
+        self.step = self.saved_step = int(jax.device_get(state.step))
+        self.window: Window = []
+        self.window_start = time.perf_counter()
+        self.check_finite = config.train.nonfinite_policy == "stop"
+
+    def train(self, train_step: Callable, mesh: jax.sharding.Mesh, num_steps: int, preemption: PreemptionWatcher) -> None:
+        """Steps until `num_steps` or the end of the data, logging, checkpointing and evaluating."""
+        train = self.config.train
+        is_main = jax.process_index() == 0
+        bar = tqdm(total=num_steps, initial=self.step, desc="train", unit="step", disable=not is_main)
+        try:
+            while True:
+                if preemption.reached(self.step):
+                    self._stop_for_preemption()
+                if self.step >= num_steps:
+                    break
+                batch = next(self.batches, None)  # Fetch only when a step will use it: the data state stays exact.
+                if batch is None:
+                    break
+                self.state, metrics = train_step(self.state, parallel.shard_batch(batch, mesh))
+                self.step += 1
+                self.window.append((self.step, metrics))
+                bar.update(1)
+                if self.step % train.log_every_steps == 0 or self.step == num_steps:
+                    record = self.log()
+                    bar.set_postfix(loss=f"{record['train_loss']:.3f}", tok_s=f"{record['tokens_per_sec']:.0f}")
+                if self.step % train.checkpoint_every_steps == 0 and self.step < num_steps:
+                    self.save()
+                every = self.config.eval.every_steps
+                if every and self.step % every == 0 and self.step < num_steps:
+                    self.evaluate(self.config.eval.max_tokens)
+        finally:
+            bar.close()
+            self.batches.close()
+        if self.window:  # The data ran out between two log steps.
+            self.log()
+
+    def log(self) -> dict[str, Any]:
+        """Writes one metrics record for the steps since the previous one."""
+        if self.check_finite:
+            _raise_if_nonfinite(self.window, self.checkpointer.directory)
+        summary = _summarise(self.window)
+        elapsed = time.perf_counter() - self.window_start
+        train = self.config.train
+        record = {
+            "step": self.step,
+            "epoch": round(self.batcher.epochs_at(self.batches.state_dict()), 4),
+            **summary,
+            "train_perplexity": math.exp(min(summary["train_loss"], 80.0)),
+            "softmax": "sampled" if self.config.model.softmax.sampled else "full",
+            "tokens_per_sec": len(self.window) * train.batch_size * train.unroll_steps / elapsed,
+            "learning_rate": float(self.schedule(self.step - 1)),
+        }
+        self.writer.write(record)
+        self.window, self.window_start = [], time.perf_counter()
+        return record
+
+    def save(self) -> None:
+        """Starts saving state and data position; never from a state reached through a non-finite step."""
+        if self.check_finite:
+            _raise_if_nonfinite(self.window, self.checkpointer.directory)
+        self.checkpointer.save(self.step, self.state, gather_process_states(self.batches.state_dict()))
+        self.saved_step = self.step
+
+    def _stop_for_preemption(self) -> None:
+        if self.window:
+            self.log()
+        if self.saved_step != self.step:
+            self.save()
+        self.checkpointer.wait()
+        message = (
+            f"stopped by SIGTERM at step {self.step}; checkpoint {self.checkpointer.directory}/{self.step} "
+            "is saved, rerun the same command to resume"
+        )
+        logging.warning(message)
+        raise TrainingPreempted(message)
+
+    def evaluate(self, max_tokens: int) -> dict[str, float]:
+        """Perplexity of the current parameters on the evaluation split (eval JSON and a metrics record)."""
+        split = self.config.data.eval_split
+        result = {"step": self.step, **self.evaluator(self.state.params, self.eval_sentences, max_tokens=max_tokens)}
+        if jax.process_index() == 0:
+            write_json_atomic(os.path.join(self.workdir, f"eval_{split}_{self.step}.json"), result)
+        self.writer.write({"step": self.step, **{f"eval_{k}": v for k, v in result.items()}})
+        return result
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
-    """Trains (or resumes) in `workdir`, then returns the final evaluation result."""
-    os.makedirs(workdir, exist_ok=True)
-    is_main = jax.process_index() == 0
-    if is_main:
-        _save_config(config, workdir)
+    """Trains (or resumes) in `workdir`, then returns the final evaluation result.
+
+    Raises TrainingPreempted after checkpointing when SIGTERM arrives (call from the main thread).
+    """
+    _prepare_workdir(config, workdir)
     mesh = parallel.make_mesh()
     parallel.check_batch_size(config.train.batch_size, mesh, "train.batch_size")
     if config.train.batch_size % jax.process_count():
         raise ValueError(f"train.batch_size={config.train.batch_size} must divide by the process count")
 
-    vocab = corpus.load_or_build_vocab(config.data, workdir)
-    model = setup_model(config, vocab)
-    num_steps, num_epochs = planned_steps(config)
-    state = initial_train_state(config, model, mesh, num_steps)
-    schedule = optim.make_schedule(config.train.optimizer, num_steps)  # For logging the learning rate.
-    n_params = sum(x.size for x in jax.tree.leaves(state.params))
-    logging.info("vocabulary %d words, %d parameters, %d devices", len(vocab), n_params, mesh.size)
+    with PreemptionWatcher() as preemption:
+        vocab = corpus.load_or_build_vocab(config.data, workdir)
+        eval_sentences = corpus.eval_sentences(config.data, config.data.eval_split)  # Read once per run.
+        if not eval_sentences:
+            raise DataError(f"the evaluation split {config.data.eval_split!r} has no sentences")
+        model = setup_model(config, vocab)
+        num_steps, num_epochs = planned_steps(config)
+        state = initial_train_state(config, model, mesh, num_steps)
+        n_params = sum(x.size for x in jax.tree.leaves(state.params))
+        logging.info("vocabulary %d words, %d parameters, %d devices", len(vocab), n_params, mesh.size)
 
-    local_batch = config.train.batch_size // jax.process_count()
-    max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
-    source = corpus.train_source(config.data, config.seed, num_epochs, jax.process_index(), jax.process_count())
-    batcher = BiLMBatcher(source, vocab, local_batch, config.train.unroll_steps, max_chars)
+        local_batch = config.train.batch_size // jax.process_count()
+        max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
+        source = corpus.train_source(config.data, config.seed, num_epochs, jax.process_index(), jax.process_count())
+        batcher = BiLMBatcher(source, vocab, local_batch, config.train.unroll_steps, max_chars)
 
-    checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"), keep=config.train.keep_checkpoints)
-    if checkpointer.latest_step() is not None:
-        state, saved_data, restored_step = checkpointer.restore(state)
-        data_state = local_process_state(saved_data)
-        if data_state:
-            batcher.load_state_dict(data_state)
-        logging.info("resumed from step %d", restored_step)
-    start_step = int(jax.device_get(state.step))
-
-    train_step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
-    evaluator = Evaluator(model, vocab, config, mesh)
-    writer = MetricsWriter(workdir)
-    tokens_per_step = config.train.batch_size * config.train.unroll_steps
-    softmax_kind = "sampled" if config.model.softmax.sampled else "full"
-
-    batches = Prefetcher(batcher, size=config.data.prefetch_batches)
-    window: list[dict[str, Any]] = []
-    window_start = time.perf_counter()
-    step = start_step
-    bar = tqdm(total=num_steps, initial=start_step, desc="train", unit="step", disable=not is_main)
-    try:
-        while step < num_steps:
-            batch = next(batches, None)  # Fetch only when a step will use it: the data state stays exact.
-            if batch is None:
-                break
-            state, metrics = train_step(state, parallel.shard_batch(batch, mesh))
-            step += 1
-            window.append(metrics)
-            bar.update(1)
-            if step % config.train.log_every_steps == 0 or step == num_steps:
-                summary = _summarise(window)
-                elapsed = time.perf_counter() - window_start
-                if not math.isfinite(summary["train_loss"]):
-                    raise NonFiniteLossError(
-                        f"non-finite training loss at step {step}; the last good checkpoint is kept in "
-                        f"{checkpointer.directory}"
-                    )
-                record = {
-                    "step": step,
-                    "epoch": round(batcher.epochs_at(batches.state_dict()), 4),
-                    **summary,
-                    "train_perplexity": math.exp(min(summary["train_loss"], 80.0)),
-                    "softmax": softmax_kind,
-                    "tokens_per_sec": len(window) * tokens_per_step / elapsed,
-                    "learning_rate": float(schedule(step - 1)),
-                }
-                writer.write(record)
-                bar.set_postfix(loss=f"{summary['train_loss']:.3f}", tok_s=f"{record['tokens_per_sec']:.0f}")
-                window, window_start = [], time.perf_counter()
-            if step % config.train.checkpoint_every_steps == 0 and step < num_steps:
-                checkpointer.save(step, state, gather_process_states(batches.state_dict()))
-            if config.eval.every_steps and step % config.eval.every_steps == 0 and step < num_steps:
-                result = _evaluate(evaluator, state, config, step, workdir, config.eval.max_tokens)
-                writer.write({"step": step, **{f"eval_{k}": v for k, v in result.items()}})
-    finally:
-        bar.close()
-        batches.close()
-    if step > start_step or checkpointer.latest_step() is None:
-        checkpointer.save(step, state, gather_process_states(batches.state_dict()))
-    checkpointer.close()
-    result = _evaluate(evaluator, state, config, step, workdir, 0)
-    writer.write({"step": step, **{f"eval_{k}": v for k, v in result.items()}})
-    if is_main:
-        print(format_table(result, f"{config.data.eval_split} @ step {step}"), flush=True)
-    return result
-
-
-def _evaluate(
-    evaluator: Evaluator, state: TrainState, config: ml_collections.ConfigDict, step: int, workdir: str, max_tokens: int
-) -> dict[str, float]:
-    split = config.data.eval_split
-    sentences = corpus.eval_sentences(config.data, split)
-    result = {"step": step, **evaluator(state.params, sentences, max_tokens=max_tokens)}
+        checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"), keep=config.train.keep_checkpoints)
+        try:
+            if checkpointer.latest_step() is not None:
+                state, saved_data, restored_step = checkpointer.restore(state)
+                data_state = local_process_state(saved_data)
+                if data_state:
+                    batcher.load_state_dict(data_state)
+                logging.info("resumed from step %d", restored_step)
+            train_step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
+            schedule = optim.make_schedule(config.train.optimizer, num_steps)  # For logging the learning rate.
+            evaluator = Evaluator(model, vocab, config, mesh)
+            run = _Run(config, workdir, state, batcher, checkpointer, schedule, evaluator, eval_sentences)
+            run.train(train_step, mesh, num_steps, preemption)
+            if run.step != run.saved_step or checkpointer.latest_step() is None:
+                run.save()
+        finally:
+            checkpointer.close()
+    result = run.evaluate(max_tokens=0)
     if jax.process_index() == 0:
-        write_json_atomic(os.path.join(workdir, f"eval_{split}_{step}.json"), result)
+        print(format_table(result, f"{config.data.eval_split} @ step {run.step}"), flush=True)
     return result

@@ -1,11 +1,14 @@
 """End to end: train a tiny biLM in a workdir, log, checkpoint, resume exactly, evaluate."""
 
 import json
+import math
 import os
 
 import pytest
 
-from elmo_jax.training.loop import train_and_evaluate
+from elmo_jax.data import corpus
+from elmo_jax.training import parallel
+from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
 from tests.training.helpers import tiny_config, write_corpus
 
 
@@ -22,17 +25,22 @@ def _metrics(workdir):
         return [json.loads(line) for line in f]
 
 
-def test_train_writes_metrics_config_checkpoints_and_eval(tmp_path):
+def test_train_writes_metrics_config_checkpoints_and_eval(tmp_path, monkeypatch):
     workdir = str(tmp_path / "run")
-    config = _text_config(tmp_path)
+    config = _text_config(tmp_path, **{"eval.every_steps": 5})
+    reads = []
+    read_eval_sentences = corpus.eval_sentences
+    monkeypatch.setattr(corpus, "eval_sentences", lambda *args: reads.append(args) or read_eval_sentences(*args))
     result = train_and_evaluate(config, workdir)
     records = [r for r in _metrics(workdir) if "train_loss" in r]
     assert [r["step"] for r in records] == [5, 10]
-    for key in ("train_loss", "train_perplexity", "tokens_per_sec", "learning_rate", "epoch"):
+    for key in ("train_loss", "train_perplexity", "tokens_per_sec", "learning_rate", "epoch", "skipped_steps"):
         assert key in records[0]
     assert records[0]["softmax"] == "sampled"
     assert json.load(open(os.path.join(workdir, "config.json")))["model"]["lstm"]["dim"] == 16
     assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["10", "5"]
+    assert os.path.exists(os.path.join(workdir, "eval_valid_5.json"))
+    assert len(reads) == 1  # Evaluated at steps 5 and 10 from one read of the split.
     saved = json.load(open(os.path.join(workdir, "eval_valid_10.json")))
     for key in ("step", "tokens", "forward_perplexity", "backward_perplexity", "perplexity", "oov_rate"):
         assert key in saved
@@ -73,3 +81,40 @@ def test_word_encoder_full_softmax_adam_run(tmp_path):
     )
     result = train_and_evaluate(config, str(tmp_path / "run"))
     assert result["perplexity"] < 40  # Vocabulary of 18 words + specials: chance is ~21.
+
+
+def _poison_training_batch(monkeypatch, at_step):
+    """Training batch `at_step` (1-based) gets an out-of-range char id: a NaN loss and NaN gradients."""
+    calls = []
+    shard_batch = parallel.shard_batch
+
+    def poisoned(batch, mesh):
+        calls.append(None)
+        if len(calls) == at_step:
+            batch["forward"]["char_ids"][0, 0, 0] = 10**6
+        return shard_batch(batch, mesh)
+
+    monkeypatch.setattr(parallel, "shard_batch", poisoned)
+
+
+def test_stop_policy_raises_and_never_checkpoints_a_nonfinite_state(tmp_path, monkeypatch):
+    # Step 4 is non-finite; it is checkpointed before being logged at step 5.
+    config = _text_config(tmp_path, **{"train.checkpoint_every_steps": 2, "train.nonfinite_policy": "stop"})
+    _poison_training_batch(monkeypatch, at_step=4)
+    workdir = str(tmp_path / "run")
+    with pytest.raises(NonFiniteLossError, match=r"at step 4 .*last good checkpoint is kept in .*/checkpoints"):
+        train_and_evaluate(config, workdir)
+    assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["2"]
+    assert not os.path.exists(os.path.join(workdir, "metrics.jsonl"))
+
+
+def test_skip_policy_skips_the_update_and_counts_it(tmp_path, monkeypatch):
+    config = _text_config(tmp_path, **{"train.nonfinite_policy": "skip"})
+    _poison_training_batch(monkeypatch, at_step=4)
+    workdir = str(tmp_path / "run")
+    result = train_and_evaluate(config, workdir)
+    records = [r for r in _metrics(workdir) if "train_loss" in r]
+    assert [(r["step"], r["skipped_steps"]) for r in records] == [(5, 1), (10, 0)]
+    assert all(math.isfinite(r[k]) for r in records for k in ("train_loss", "grad_norm"))  # Means of applied steps.
+    assert math.isfinite(result["perplexity"])
+
