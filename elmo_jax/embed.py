@@ -43,7 +43,7 @@ import ml_collections
 import numpy as np
 
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, CharIdCache, word_to_char_ids
-from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, restore_checkpoint, write_atomic
+from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, write_atomic
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
 
@@ -163,6 +163,8 @@ def embedder_from_workdir(
     workdir: str, step: int | None = None, batch_size: int = 1, stateful: bool = True
 ) -> ElmoEmbedder:
     """An embedder for an elmo-jax training checkpoint, computing in float32 whatever model.dtype is."""
+    from elmo_jax.evaluation_job import restore_checkpoint  # Imported here: only this path needs orbax.
+
     config, params = restore_checkpoint(workdir, step)
     model_config = ml_collections.ConfigDict(config.model.to_dict())
     model_config.dtype, model_config.dropout = "float32", 0.0

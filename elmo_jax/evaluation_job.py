@@ -1,7 +1,8 @@
-"""Evaluate a checkpoint from a training workdir (the body of `evaluate.py`)."""
+"""Restore and evaluate a checkpoint from a training workdir (the body of `evaluate.py`)."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import jax
@@ -37,6 +38,17 @@ def restore_model(config: ml_collections.ConfigDict, workdir: str, step: int | N
     state, _, step = checkpointer.restore(target, step)
     checkpointer.close()
     return model, state.params, vocab, step, mesh
+
+
+def restore_checkpoint(workdir: str, step: int | None = None) -> tuple[ml_collections.ConfigDict, dict]:
+    """(config, host params) of a training workdir, with the config it was trained with (config.json)."""
+    config_path = os.path.join(workdir, "config.json")
+    if not os.path.exists(config_path):
+        raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
+    with open(config_path, encoding="utf-8") as f:
+        config = ml_collections.ConfigDict(json.load(f))
+    params = restore_model(config, workdir, step)[1]
+    return config, jax.device_get(params)
 
 
 def evaluate_checkpoint(

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 
 import h5py
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from elmo_jax.data import corpus
 from elmo_jax.embed import embedder_from_bilm_files, main
-from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, restore_checkpoint, save_options, save_weights
-from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training import optim, parallel
-from elmo_jax.training.checkpoint import Checkpointer
-from elmo_jax.training.state import TrainState, init_params
+from elmo_jax.evaluation_job import restore_checkpoint
+from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, save_options, save_weights
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
-from tests.training.helpers import tiny_config, write_corpus
+from tests.training.helpers import make_checkpoint_workdir
 
 RTOL, ATOL = 1e-5, 1e-6
 BATCH = 3
@@ -201,36 +195,8 @@ def test_cli_errors(skip_bilm, tmp_path, capsys):
             main(argv)
 
 
-def make_workdir(tmp_path) -> str:
-    """A workdir as `train_and_evaluate` leaves it (config.json, vocab.txt, orbax checkpoint).
-
-    The params are random rather than trained: training even two steps costs about a minute of
-    CPU compilation, and any params exercise the same checkpoint -> hdf5 path.
-    """
-    files = write_corpus(str(tmp_path / "corpus"), 12, seed=0)
-    config = tiny_config(**{"data.source": "text", "data.train_files": files, "data.eval_files": files})
-    workdir = str(tmp_path / "workdir")
-    os.makedirs(workdir)
-    with open(os.path.join(workdir, "config.json"), "w") as f:
-        json.dump(config.to_dict(), f)
-    vocab = corpus.load_or_build_vocab(config.data, workdir)
-    model = bilm_from_config(config.model, len(vocab))
-    shapes = jax.eval_shape(lambda: init_params(model, jax.random.key(0), config.data.max_chars_per_token))
-    rng = np.random.default_rng(0)
-    params = jax.tree.map(lambda s: jnp.asarray(rng.normal(0.0, 0.5, s.shape), s.dtype), shapes)
-    tx, _ = optim.make_optimizer(config.train, config.train.num_steps)
-    state = TrainState(
-        step=jnp.asarray(2, jnp.int32), params=params, opt_state=tx.init(params),
-        lstm_state=model.initial_state(config.train.batch_size), rng=jax.random.key_data(jax.random.key(0)), tx=tx,
-    )
-    checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"))
-    checkpointer.save(2, parallel.place_state(state, parallel.make_mesh()), {})
-    checkpointer.close()
-    return workdir
-
-
 def test_checkpoint_to_hdf5_to_embeddings_is_identical(tmp_path):
-    workdir = make_workdir(tmp_path)
+    workdir = make_checkpoint_workdir(tmp_path)
     config, params = restore_checkpoint(workdir)
     options_path, weights_path = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
     save_options(config, options_path)

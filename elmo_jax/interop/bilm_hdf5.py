@@ -34,7 +34,6 @@ import sys
 from typing import Any, Callable, Mapping, Sequence
 
 import h5py
-import jax
 import ml_collections
 import numpy as np
 
@@ -393,22 +392,11 @@ def save_weights(params: Mapping, config: ml_collections.ConfigDict, path: str) 
 # ----------------------------------------------------------------------------- checkpoints
 
 
-def restore_checkpoint(workdir: str, step: int | None = None) -> tuple[ml_collections.ConfigDict, dict]:
-    """(config, host params) of an elmo-jax training workdir (latest checkpoint, or `step`)."""
-    config_path = os.path.join(workdir, "config.json")
-    if not os.path.exists(config_path):
-        raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
-    with open(config_path, encoding="utf-8") as f:
-        config = ml_collections.ConfigDict(json.load(f))
-    # Imported here: reading and writing weight files needs neither orbax nor the training code.
-    from elmo_jax.evaluation_job import restore_model
-
-    params = restore_model(config, workdir, step)[1]
-    return config, jax.device_get(params)
-
-
 def export_checkpoint(workdir: str, options_path: str, weights_path: str, step: int | None = None) -> None:
     """Writes `options.json` and the hdf5 weights of an elmo-jax training checkpoint."""
+    # Imported here: reading and writing weight files needs neither orbax nor the training code.
+    from elmo_jax.evaluation_job import restore_checkpoint
+
     config, params = restore_checkpoint(workdir, step)
     options_dict(config)  # Fail before writing anything for a word-input model.
     save_weights(params, config, weights_path)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from configs.overrides import apply_overrides
 from configs.tests import tiny
+from elmo_jax.data import corpus
+from elmo_jax.model.bilm import bilm_from_config
+from elmo_jax.training import optim, parallel
+from elmo_jax.training.checkpoint import Checkpointer
+from elmo_jax.training.state import TrainState, init_params
 
 WORDS = "the cat sat on a mat while dogs ran past old red barns near quiet hills".split()
 
@@ -44,3 +52,31 @@ def write_corpus(directory: str, n_sentences: int, seed: int, n_files: int = 2) 
             for _ in range(n_sentences // n_files):
                 out.write(" ".join(rng.choice(WORDS, rng.integers(2, 9))) + "\n")
     return os.path.join(directory, "part-*.txt")
+
+
+def make_checkpoint_workdir(tmp_path) -> str:
+    """A workdir as `train_and_evaluate` leaves it (config.json, vocab.txt, orbax checkpoint).
+
+    The params are random rather than trained: training even two steps costs about a minute of
+    CPU compilation, and any params exercise the same checkpoint -> hdf5 path.
+    """
+    files = write_corpus(str(tmp_path / "corpus"), 12, seed=0)
+    config = tiny_config(**{"data.source": "text", "data.train_files": files, "data.eval_files": files})
+    workdir = str(tmp_path / "workdir")
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+        json.dump(config.to_dict(), f)
+    vocab = corpus.load_or_build_vocab(config.data, workdir)
+    model = bilm_from_config(config.model, len(vocab))
+    shapes = jax.eval_shape(lambda: init_params(model, jax.random.key(0), config.data.max_chars_per_token))
+    rng = np.random.default_rng(0)
+    params = jax.tree.map(lambda s: jnp.asarray(rng.normal(0.0, 0.5, s.shape), s.dtype), shapes)
+    tx, _ = optim.make_optimizer(config.train, config.train.num_steps)
+    state = TrainState(
+        step=jnp.asarray(2, jnp.int32), params=params, opt_state=tx.init(params),
+        lstm_state=model.initial_state(config.train.batch_size), rng=jax.random.key_data(jax.random.key(0)), tx=tx,
+    )
+    checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"))
+    checkpointer.save(2, parallel.place_state(state, parallel.make_mesh()), {})
+    checkpointer.close()
+    return workdir
