@@ -19,11 +19,17 @@ def _jsonable(value: Any) -> Any:
 
 
 def write_json_atomic(path: str, obj: Any) -> None:
+    """Writes a temporary file and renames it: `path` is either the old file or the complete new one."""
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)  # A failed write (full disk) leaves nothing behind.
+        raise
 
 
 class MetricsWriter:

@@ -1,0 +1,125 @@
+"""train.py end to end in subprocesses: kill -9 and SIGTERM mid-run, then resume exactly; bad workdir."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.entry_points import last_line, run_script, script_command, script_env
+from tests.training.helpers import write_corpus
+
+NUM_STEPS = 30
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """(train.py flags without --workdir, compilation cache, reference workdir: an uninterrupted run)."""
+    root = tmp_path_factory.mktemp("train_script")
+    flags = [
+        "--config=configs/tests/tiny.py",
+        "--config.data.source=text",
+        f"--config.data.train_files={write_corpus(str(root / 'train'), 60, seed=0)}",
+        f"--config.data.eval_files={write_corpus(str(root / 'valid'), 10, seed=1, n_files=1)}",
+        f"--config.train.num_steps={NUM_STEPS}",
+        "--config.train.log_every_steps=1",
+        "--config.train.checkpoint_every_steps=3",
+    ]
+    cache, reference = str(root / "jax_cache"), str(root / "reference")
+    done = run_script("train.py", *flags, f"--workdir={reference}", compile_cache=cache)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return flags, cache, reference
+
+
+def _losses(workdir: str) -> dict[int, float]:
+    """Training loss per step; a step logged again by a resumed run takes its later value."""
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        return {r["step"]: r["train_loss"] for r in map(json.loads, f) if "train_loss" in r}
+
+
+def _steps(workdir: str) -> list[int]:
+    directory = os.path.join(workdir, "checkpoints")
+    return sorted(int(name) for name in os.listdir(directory) if name.isdigit()) if os.path.isdir(directory) else []
+
+
+def _start(setup, workdir: str) -> subprocess.Popen:
+    flags, cache, _ = setup
+    command = script_command("train.py", *flags, f"--workdir={workdir}")
+    return subprocess.Popen(command, env=script_env(cache), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_checkpoint(process: subprocess.Popen, workdir: str, step: int) -> None:
+    deadline = time.monotonic() + 300
+    while not any(s >= step for s in _steps(workdir)):
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def _resume(setup, workdir: str) -> None:
+    flags, cache, _ = setup
+    done = run_script("train.py", *flags, f"--workdir={workdir}", compile_cache=cache)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_killed_run_resumes_from_latest_checkpoint_and_reproduces_losses(setup, tmp_path):
+    workdir = str(tmp_path / "run")
+    process = _start(setup, workdir)
+    _wait_for_checkpoint(process, workdir, 6)
+    process.kill()  # SIGKILL: no handler runs; an asynchronous save may be half written.
+    process.communicate()
+    interrupted_at = _steps(workdir)[-1]
+    assert interrupted_at < NUM_STEPS
+    _resume(setup, workdir)
+    expected = _losses(setup[2])
+    assert sorted(expected) == list(range(1, NUM_STEPS + 1))
+    assert _losses(workdir) == expected  # Exactly: same state, same data, same compiled step.
+    assert _steps(workdir)[-1] == NUM_STEPS
+
+
+def test_sigterm_checkpoints_exits_143_and_resumes_exactly(setup, tmp_path):
+    workdir = str(tmp_path / "run")
+    process = _start(setup, workdir)
+    _wait_for_checkpoint(process, workdir, 3)
+    logged_at_signal = max(_losses(workdir))
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 143, stderr[-3000:]
+    stopped_at = max(_losses(workdir))
+    assert logged_at_signal <= stopped_at <= logged_at_signal + 2 < NUM_STEPS  # Within the current step.
+    assert last_line(stderr) == (
+        f"stopped by SIGTERM at step {stopped_at}; checkpoint {workdir}/checkpoints/{stopped_at} is saved, "
+        "rerun the same command to resume"
+    )
+    assert _steps(workdir)[-1] == stopped_at
+    assert not os.path.exists(os.path.join(workdir, f"eval_valid_{stopped_at}.json"))
+    _resume(setup, workdir)
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        logged = [r["step"] for r in map(json.loads, f) if "train_loss" in r]
+    assert logged == list(range(1, NUM_STEPS + 1))  # Every step once: nothing lost, nothing redone.
+    assert _losses(workdir) == _losses(setup[2])
+
+
+def _make_unwritable(workdir: str):
+    """A workdir that cannot be written: read-only, or for root (whom permissions do not stop) a
+    file-size limit of 0 bytes, so that every write fails as on a full disk."""
+    os.makedirs(workdir)
+    if os.geteuid() != 0:
+        os.chmod(workdir, 0o500)
+        return None
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))
+
+
+def test_unwritable_workdir_is_a_one_line_error(setup, tmp_path):
+    flags, cache, _ = setup
+    workdir = str(tmp_path / "run")
+    limit = _make_unwritable(workdir)
+    done = run_script("train.py", *flags, f"--workdir={workdir}", compile_cache=cache, preexec_fn=limit)
+    assert done.returncode == 1
+    assert last_line(done.stderr).startswith(f"error: {workdir}: cannot write to the workdir ([Errno ")
+    assert os.listdir(workdir) == []
