@@ -120,9 +120,10 @@ def test_checkpoint_of_another_model_is_an_error_not_a_fallback(tmp_path):
 def test_unfinished_save_of_a_killed_run_is_ignored_and_removed(tmp_path):
     directory = str(tmp_path / "checkpoints")
     _save(directory, [1, 2])
-    # What a run killed while writing step 3 leaves: orbax's temporary directory, half written.
-    shutil.copytree(os.path.join(directory, "2"), os.path.join(directory, "3.orbax-checkpoint-tmp"))
-    _truncate_all(os.path.join(directory, "3.orbax-checkpoint-tmp"))
+    # What a run killed while writing steps 3 and 9 leaves: orbax's temporary directories, half written.
+    for step in (3, 9):
+        shutil.copytree(os.path.join(directory, "2"), os.path.join(directory, f"{step}.orbax-checkpoint-tmp"))
+        _truncate_all(os.path.join(directory, f"{step}.orbax-checkpoint-tmp"))
     checkpointer = Checkpointer(directory)
     assert checkpointer.restore(_state(0.0))[2] == 2
     checkpointer.save(3, _state(3.0), {"position": 3})
