@@ -36,10 +36,15 @@ def setup(tmp_path_factory):
     return flags, cache, reference
 
 
+def _records(workdir: str) -> list[dict]:
+    """The training records of metrics.jsonl (complete lines: the run may be writing the next one)."""
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        return [r for r in (json.loads(line) for line in f if line.endswith("\n")) if "train_loss" in r]
+
+
 def _losses(workdir: str) -> dict[int, float]:
     """Training loss per step; a step logged again by a resumed run takes its later value."""
-    with open(os.path.join(workdir, "metrics.jsonl")) as f:
-        return {r["step"]: r["train_loss"] for r in map(json.loads, f) if "train_loss" in r}
+    return {r["step"]: r["train_loss"] for r in _records(workdir)}
 
 
 def _steps(workdir: str) -> list[int]:
@@ -99,9 +104,7 @@ def test_sigterm_checkpoints_exits_143_and_resumes_exactly(setup, tmp_path):
     assert _steps(workdir)[-1] == stopped_at
     assert not os.path.exists(os.path.join(workdir, f"eval_valid_{stopped_at}.json"))
     _resume(setup, workdir)
-    with open(os.path.join(workdir, "metrics.jsonl")) as f:
-        logged = [r["step"] for r in map(json.loads, f) if "train_loss" in r]
-    assert logged == list(range(1, NUM_STEPS + 1))  # Every step once: nothing lost, nothing redone.
+    assert [r["step"] for r in _records(workdir)] == list(range(1, NUM_STEPS + 1))  # Every step once: nothing lost, nothing redone.
     assert _losses(workdir) == _losses(setup[2])
 
 
