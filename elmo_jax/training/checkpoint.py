@@ -191,7 +191,8 @@ class Checkpointer:
                 return (*restored, candidate)
             error = error or "unreadable on another process"
             unreadable.append(f"step {candidate}: {error}")
-            logging.warning("%s/%d: unreadable checkpoint (%s)", self.directory, candidate, error)
+            fallback = "; trying the previous one" if candidate != steps[-1] else ""
+            logging.warning("%s/%d: unreadable checkpoint (%s)%s", self.directory, candidate, error, fallback)
         raise CheckpointError(f"{self.directory}: no readable checkpoint ({'; '.join(unreadable)})")
 
     def _restore_step(self, step: int, target: TrainState) -> tuple[TrainState, dict]:
