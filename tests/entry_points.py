@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,10 +26,11 @@ def script_env(compile_cache: str) -> dict[str, str]:
     return env
 
 
-def run_script(script: str, *args: str, compile_cache: str, **kwargs) -> subprocess.CompletedProcess:
+def run_script(script: str, *args: str, compile_cache: str, prefix: Sequence[str] = ()) -> subprocess.CompletedProcess:
+    """Runs the script to completion; `prefix` wraps the command (e.g. a shell setting limits)."""
     return subprocess.run(
-        script_command(script, *args), env=script_env(compile_cache), capture_output=True, text=True,
-        timeout=600, cwd=ROOT, **kwargs,
+        [*prefix, *script_command(script, *args)], env=script_env(compile_cache), capture_output=True, text=True,
+        timeout=600, cwd=ROOT,
     )
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import subprocess
 import time
@@ -108,21 +107,21 @@ def test_sigterm_checkpoints_exits_143_and_resumes_exactly(setup, tmp_path):
     assert _losses(workdir) == _losses(setup[2])
 
 
-def _make_unwritable(workdir: str):
+def _make_unwritable(workdir: str) -> list[str]:
     """A workdir that cannot be written: read-only, or for root (whom permissions do not stop) a
-    file-size limit of 0 bytes, so that every write fails as on a full disk."""
+    file-size limit of 0 bytes set by the returned command prefix, so every write fails as on a full disk."""
     os.makedirs(workdir)
     if os.geteuid() != 0:
         os.chmod(workdir, 0o500)
-        return None
-    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))
+        return []
+    return ["bash", "-c", 'ulimit -f 0 && exec "$@"', "bash"]
 
 
 def test_unwritable_workdir_is_a_one_line_error(setup, tmp_path):
     flags, cache, _ = setup
     workdir = str(tmp_path / "run")
-    limit = _make_unwritable(workdir)
-    done = run_script("train.py", *flags, f"--workdir={workdir}", compile_cache=cache, preexec_fn=limit)
-    assert done.returncode == 1
+    prefix = _make_unwritable(workdir)
+    done = run_script("train.py", *flags, f"--workdir={workdir}", compile_cache=cache, prefix=prefix)
+    assert done.returncode == 1, done.stderr[-3000:]
     assert last_line(done.stderr).startswith(f"error: {workdir}: cannot write to the workdir ([Errno ")
     assert os.listdir(workdir) == []
