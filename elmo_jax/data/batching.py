@@ -17,32 +17,24 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, CharIdCache
+from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, CharIdTable
 from elmo_jax.data.vocab import Vocabulary
 
 Batch = dict[str, dict[str, np.ndarray]]
 
 
-class _EncodedSentence:
-    """A sentence's input/target ids (and char ids) for both directions, built once."""
+# Per position of a sentence `w1..wn` (n + 1 positions), the index into `[<S>, w1..wn, </S>]`
+# (length L = n + 2) of: forward input, forward target, backward input, backward target; and into
+# `[<S>, w1..wn, </S>]`'s char-table rows, stored after the ids, of both directions' inputs.
+# Each is `sign * position + offset`: offsets are 0, 1, L - 1, L - 2, L, 2L - 1.
+_SIGNS = np.array([1, 1, -1, -1, 1, -1])[:, None]
+_MAX_CACHED_PATTERN = 1024
 
-    __slots__ = ("words", "fwd_in", "fwd_tgt", "bwd_in", "bwd_tgt", "fwd_chars", "bwd_chars")
 
-    def __init__(self, words: list[str], vocab: Vocabulary, chars: CharIdCache | None):
-        ids = vocab.encode(words)
-        rev = ids[::-1]
-        self.words = words
-        self.fwd_in = np.concatenate([[vocab.bos_id], ids]).astype(np.int32)
-        self.fwd_tgt = np.concatenate([ids, [vocab.eos_id]]).astype(np.int32)
-        self.bwd_in = np.concatenate([[vocab.eos_id], rev]).astype(np.int32)
-        self.bwd_tgt = np.concatenate([rev, [vocab.bos_id]]).astype(np.int32)
-        if chars is not None:
-            word_chars = chars.encode(words)
-            self.fwd_chars = np.concatenate([chars(BOS_TOKEN)[None], word_chars])
-            self.bwd_chars = np.concatenate([chars(EOS_TOKEN)[None], word_chars[::-1]])
-
-    def __len__(self) -> int:
-        return len(self.fwd_in)
+def _pattern(n: int, fields: int) -> np.ndarray:
+    length = n + 2
+    offsets = np.array([0, 1, length - 1, length - 2, length, 2 * length - 1])[:fields, None]
+    return _SIGNS[:fields] * np.arange(n + 1) + offsets
 
 
 class BiLMBatcher:
@@ -51,6 +43,10 @@ class BiLMBatcher:
     Each batch is `{'forward'|'backward': {'token_ids' [B,T] int32, 'char_ids' [B,T,C] int32
     (char encoder only), 'targets' [B,T] int32, 'mask' [B,T] bool}}`.
     `state_dict()` captures the source position and every row's partial sentence.
+
+    Speed: each sentence is encoded once into one `[F, n + 1]` array (ids of both directions and
+    char-table rows, one fancy index), a row's window is one slice copy per sentence piece, and
+    the char ids of the whole batch are one gather from a per-word table (`CharIdTable`).
     """
 
     def __init__(
@@ -65,64 +61,85 @@ class BiLMBatcher:
         self.vocab = vocab
         self.batch_size = batch_size
         self.unroll_steps = unroll_steps
-        self.chars = CharIdCache(max_chars) if max_chars else None
-        self._rows: list[_EncodedSentence | None] = [None] * batch_size
+        self.chars = CharIdTable(vocab.words, vocab.unk_id, max_chars) if max_chars else None
+        self._fields = 4 if self.chars is None else 6
+        self._patterns: dict[int, np.ndarray] = {}
+        self._words: list[list[str] | None] = [None] * batch_size
+        self._encoded: list[np.ndarray | None] = [None] * batch_size
         self._offsets = [0] * batch_size
         self._exhausted = False
+        if self.chars is not None:
+            self._bos_row, self._eos_row = self.chars.rows([BOS_TOKEN, EOS_TOKEN], vocab.encode([BOS_TOKEN, EOS_TOKEN]))
 
     def __iter__(self) -> Iterator[Batch]:
         return self
 
-    def _next_sentence(self) -> _EncodedSentence | None:
-        if self._exhausted:
-            return None
-        try:
-            return _EncodedSentence(next(self.source), self.vocab, self.chars)
-        except StopIteration:
-            self._exhausted = True
-            return None
+    def _encode(self, words: list[str]) -> np.ndarray:
+        """`[F, n + 1]` int32: forward input/target ids, backward input/target ids and (char
+        encoder) the char-table rows of the forward and backward inputs, per position."""
+        n = len(words)
+        length = n + 2
+        ids = self.vocab.encode(words)
+        buf = np.empty(length if self.chars is None else 2 * length, np.int32)
+        buf[0], buf[1 : n + 1], buf[n + 1] = self.vocab.bos_id, ids, self.vocab.eos_id
+        if self.chars is not None:
+            buf[length], buf[length + 1 : 2 * length - 1], buf[-1] = (
+                self._bos_row, self.chars.rows(words, ids), self._eos_row
+            )
+        pattern = self._patterns.get(n)
+        if pattern is None:
+            pattern = _pattern(n, self._fields)
+            if n <= _MAX_CACHED_PATTERN:
+                self._patterns[n] = pattern
+        return buf[pattern]
+
+    def _next_sentence(self, row: int) -> np.ndarray | None:
+        words = None
+        if not self._exhausted:
+            try:
+                words = next(self.source)
+            except StopIteration:
+                self._exhausted = True
+        self._words[row] = words
+        self._encoded[row] = None if words is None else self._encode(words)
+        return self._encoded[row]
+
+    def _forget_other_words(self) -> None:
+        """Bounds the char table's out-of-vocabulary rows; re-encodes the rows' live sentences."""
+        self.chars.forget_other_words()
+        for r, words in enumerate(self._words):
+            if words is not None:
+                self._encoded[r] = self._encode(words)
 
     def __next__(self) -> Batch:
         B, T = self.batch_size, self.unroll_steps
+        if self.chars is not None and self.chars.other_words_full:
+            self._forget_other_words()
+        grid = np.zeros((self._fields, B, T), np.int32)
+        lengths = np.zeros((B, 1), np.int64)
+        for r in range(B):
+            encoded, k, pos = self._encoded[r], self._offsets[r], 0
+            while pos < T:
+                if encoded is None or k >= encoded.shape[1]:
+                    encoded, k = self._next_sentence(r), 0
+                    if encoded is None:
+                        break
+                n = min(encoded.shape[1] - k, T - pos)
+                grid[:, r, pos : pos + n] = encoded[:, k : k + n]
+                k += n
+                pos += n
+            self._offsets[r] = k
+            lengths[r] = pos
+        if not lengths.any():
+            raise StopIteration
+        mask = np.arange(T) < lengths
         out = {
-            d: {
-                "token_ids": np.zeros((B, T), np.int32),
-                "targets": np.zeros((B, T), np.int32),
-                "mask": np.zeros((B, T), bool),
-            }
-            for d in ("forward", "backward")
+            "forward": {"token_ids": grid[0], "targets": grid[1], "mask": mask},
+            "backward": {"token_ids": grid[2], "targets": grid[3], "mask": mask.copy()},
         }
         if self.chars is not None:
-            for d in out:
-                out[d]["char_ids"] = np.zeros((B, T, self.chars.max_chars), np.int32)
-        fwd, bwd = out["forward"], out["backward"]
-        any_token = False
-        for r in range(B):
-            pos = 0
-            while pos < T:
-                sent = self._rows[r]
-                if sent is None or self._offsets[r] >= len(sent):
-                    sent = self._rows[r] = self._next_sentence()
-                    self._offsets[r] = 0
-                    if sent is None:
-                        break
-                k = self._offsets[r]
-                n = min(len(sent) - k, T - pos)
-                s, e = slice(pos, pos + n), slice(k, k + n)
-                fwd["token_ids"][r, s] = sent.fwd_in[e]
-                fwd["targets"][r, s] = sent.fwd_tgt[e]
-                bwd["token_ids"][r, s] = sent.bwd_in[e]
-                bwd["targets"][r, s] = sent.bwd_tgt[e]
-                if self.chars is not None:
-                    fwd["char_ids"][r, s] = sent.fwd_chars[e]
-                    bwd["char_ids"][r, s] = sent.bwd_chars[e]
-                fwd["mask"][r, s] = True
-                bwd["mask"][r, s] = True
-                self._offsets[r] = k + n
-                pos += n
-                any_token = True
-        if not any_token:
-            raise StopIteration
+            out["forward"]["char_ids"] = self.chars.lookup(grid[4])
+            out["backward"]["char_ids"] = self.chars.lookup(grid[5])
         return out
 
     def epochs_at(self, state: dict) -> float:
@@ -132,8 +149,9 @@ class BiLMBatcher:
     def state_dict(self) -> dict:
         """JSON-serialisable position: source state plus each row's unfinished sentence."""
         rows = []
-        for sent, k in zip(self._rows, self._offsets):
-            rows.append(None if sent is None or k >= len(sent) else {"words": sent.words, "offset": k})
+        for words, encoded, k in zip(self._words, self._encoded, self._offsets):
+            live = encoded is not None and k < encoded.shape[1]
+            rows.append({"words": words, "offset": k} if live else None)
         return {"source": self.source.state_dict(), "rows": rows, "exhausted": self._exhausted}
 
     def load_state_dict(self, state: dict) -> None:
@@ -145,9 +163,10 @@ class BiLMBatcher:
         self._exhausted = bool(state.get("exhausted", False))
         for r, row in enumerate(state["rows"]):
             if row is None:
-                self._rows[r], self._offsets[r] = None, 0
+                self._words[r], self._encoded[r], self._offsets[r] = None, None, 0
             else:
-                self._rows[r] = _EncodedSentence(list(row["words"]), self.vocab, self.chars)
+                self._words[r] = list(row["words"])
+                self._encoded[r] = self._encode(self._words[r])
                 self._offsets[r] = int(row["offset"])
 
 

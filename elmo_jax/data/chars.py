@@ -7,6 +7,8 @@ token" (the padding row of the character embedding).
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 BOS_CHAR = 256
@@ -69,3 +71,67 @@ class CharIdCache:
         if not words:
             return np.zeros((0, self.max_chars), dtype=np.int32)
         return np.stack([self(w) for w in words])
+
+
+class CharIdTable:
+    """Character ids as rows of tables, so that a whole batch's char ids are one gather.
+
+    Row 0 is "no token" (all zeros, for padding). Row `id + 1` holds vocabulary word `id`,
+    encoded on first use. Words outside the vocabulary (which map to `<UNK>` but keep their own
+    characters) get rows after those, memoised in a dict; `forget_other_words()` empties it, and
+    `other_words_full` says when it holds `max_other_words`, so memory stays bounded on corpora
+    with endless rare words. Rows are stored as uint16; the vocabulary table is allocated zeroed,
+    so its memory becomes resident only as words are seen.
+    """
+
+    def __init__(self, vocab_words: Sequence[str], unk_id: int, max_chars: int = 50, max_other_words: int = 200_000):
+        self.max_chars = max_chars
+        self.max_other_words = max_other_words
+        self._vocab_words = vocab_words
+        self._unk_id = unk_id
+        self._unk_word = vocab_words[unk_id]
+        self._vocab = np.zeros((len(vocab_words) + 1, max_chars), np.uint16)
+        self._filled = np.zeros(len(vocab_words) + 1, bool)
+        self._filled[0] = True
+        self._other_index: dict[str, int] = {}
+        self._other = np.zeros((1024, max_chars), np.uint16)
+
+    @property
+    def other_words_full(self) -> bool:
+        return len(self._other_index) >= self.max_other_words
+
+    def forget_other_words(self) -> None:
+        """Frees the rows of out-of-vocabulary words; rows returned earlier for them become invalid."""
+        self._other_index.clear()
+
+    def rows(self, words: Sequence[str], word_ids: np.ndarray) -> np.ndarray:
+        """Table rows of `words` (whose vocabulary ids are `word_ids`), `[n]` int32."""
+        rows = word_ids + 1
+        new = rows[~self._filled[rows]]
+        for row in np.unique(new):
+            self._vocab[row] = word_to_char_ids(self._vocab_words[row - 1], self.max_chars)
+        self._filled[new] = True
+        for i in np.flatnonzero(word_ids == self._unk_id):
+            word = words[i]
+            if word != self._unk_word:
+                rows[i] = self._other_row(word)
+        return rows
+
+    def _other_row(self, word: str) -> int:
+        index = self._other_index.get(word)
+        if index is None:
+            index = len(self._other_index)
+            if index == len(self._other):
+                self._other = np.concatenate([self._other, np.zeros_like(self._other)])
+            self._other[index] = word_to_char_ids(word, self.max_chars)
+            self._other_index[word] = index
+        return len(self._vocab) + index
+
+    def lookup(self, rows: np.ndarray) -> np.ndarray:
+        """Character ids of table rows: `[...]` -> `[..., max_chars]` int32."""
+        n_vocab = len(self._vocab)
+        out = self._vocab[np.minimum(rows, n_vocab - 1)].astype(np.int32)
+        other = rows >= n_vocab
+        if other.any():
+            out[other] = self._other[rows[other] - n_vocab]
+        return out
