@@ -144,7 +144,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
                     "learning_rate": float(schedule(step - 1)),
                 }
                 writer.write(record)
-                bar.set_postfix(loss=f"{summary['train_loss']:.3f}", tok_s=f"{record['tokens_per_sec']:.0f}")
+                bar.set_postfix(
+                    epoch=f"{record['epoch']:.2f}", loss=f"{summary['train_loss']:.3f}", tok_s=f"{record['tokens_per_sec']:.0f}"
+                )
                 window, window_start = [], time.perf_counter()
             if step % config.train.checkpoint_every_steps == 0 and step < num_steps:
                 checkpointer.save(step, state, gather_process_states(batches.state_dict()))
