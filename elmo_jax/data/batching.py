@@ -11,8 +11,9 @@ would hold no real token, so every target is produced exactly once.
 
 from __future__ import annotations
 
-import threading
+import itertools
 import queue
+import threading
 from typing import Any, Iterator
 
 import numpy as np
@@ -23,18 +24,10 @@ from elmo_jax.data.vocab import Vocabulary
 Batch = dict[str, dict[str, np.ndarray]]
 
 
-# Per position of a sentence `w1..wn` (n + 1 positions), the index into `[<S>, w1..wn, </S>]`
-# (length L = n + 2) of: forward input, forward target, backward input, backward target; and into
-# `[<S>, w1..wn, </S>]`'s char-table rows, stored after the ids, of both directions' inputs.
-# Each is `sign * position + offset`: offsets are 0, 1, L - 1, L - 2, L, 2L - 1.
-_SIGNS = np.array([1, 1, -1, -1, 1, -1])[:, None]
-_MAX_CACHED_PATTERN = 1024
-
-
-def _pattern(n: int, fields: int) -> np.ndarray:
-    length = n + 2
-    offsets = np.array([0, 1, length - 1, length - 2, length, 2 * length - 1])[:fields, None]
-    return _SIGNS[:fields] * np.arange(n + 1) + offsets
+def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For consecutive segments of `lengths`: (segment of each element, index within it)."""
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    return owner, np.arange(len(owner)) - (np.cumsum(lengths) - lengths)[owner]
 
 
 class BiLMBatcher:
@@ -44,9 +37,9 @@ class BiLMBatcher:
     (char encoder only), 'targets' [B,T] int32, 'mask' [B,T] bool}}`.
     `state_dict()` captures the source position and every row's partial sentence.
 
-    Speed: each sentence is encoded once into one `[F, n + 1]` array (ids of both directions and
-    char-table rows, one fancy index), a row's window is one slice copy per sentence piece, and
-    the char ids of the whole batch are one gather from a per-word table (`CharIdTable`).
+    Speed: per batch, Python only hands sentences to rows; the sentences are encoded together
+    (one vocabulary lookup pass, array indexing for both directions), the batch is one gather
+    from them, and its char ids one gather from a per-word table (`CharIdTable`).
     """
 
     def __init__(
@@ -63,76 +56,103 @@ class BiLMBatcher:
         self.unroll_steps = unroll_steps
         self.chars = CharIdTable(vocab.words, vocab.unk_id, max_chars) if max_chars else None
         self._fields = 4 if self.chars is None else 6
-        self._patterns: dict[int, np.ndarray] = {}
-        self._words: list[list[str] | None] = [None] * batch_size
-        self._encoded: list[np.ndarray | None] = [None] * batch_size
-        self._offsets = [0] * batch_size
-        self._exhausted = False
         if self.chars is not None:
             self._bos_row, self._eos_row = self.chars.rows([BOS_TOKEN, EOS_TOKEN], vocab.encode([BOS_TOKEN, EOS_TOKEN]))
+        self._words: list[list[str] | None] = [None] * batch_size  # Each row's current sentence,
+        self._remaining = [0] * batch_size  # how many of its positions are still to come,
+        self._carried = np.zeros((self._fields, 0), np.int32)  # and those positions, row after row.
+        self._exhausted = False
 
     def __iter__(self) -> Iterator[Batch]:
         return self
 
-    def _encode(self, words: list[str]) -> np.ndarray:
-        """`[F, n + 1]` int32: forward input/target ids, backward input/target ids and (char
-        encoder) the char-table rows of the forward and backward inputs, per position."""
-        n = len(words)
-        length = n + 2
+    def _encode(self, sentences: list[list[str]]) -> np.ndarray:
+        """`[F, sum(n + 1)]` int32, the positions of the sentences one after another: forward
+        input/target ids, backward input/target ids and (char encoder) the char-table rows of the
+        forward and backward inputs."""
+        lengths = np.fromiter(map(len, sentences), np.int64, len(sentences))
+        words = list(itertools.chain.from_iterable(sentences))
         ids = self.vocab.encode(words)
-        buf = np.empty(length if self.chars is None else 2 * length, np.int32)
-        buf[0], buf[1 : n + 1], buf[n + 1] = self.vocab.bos_id, ids, self.vocab.eos_id
+        # Each sentence as `<S> w1 .. wn </S>` in one array; position p of a sentence reads its
+        # forward input at `first + p` and its backward input at `last - p`.
+        first = np.cumsum(lengths + 2) - (lengths + 2)
+        last = first + lengths + 1
+        inner = np.arange(len(words)) + np.repeat(2 * np.arange(len(sentences)) + 1, lengths)
+        extended = np.empty(int(last[-1]) + 1 if len(sentences) else 0, np.int32)
+        extended[first], extended[last], extended[inner] = self.vocab.bos_id, self.vocab.eos_id, ids
+        owner, p = _segments(lengths + 1)
+        forward, backward = first[owner] + p, last[owner] - p
+        out = np.empty((self._fields, len(p)), np.int32)
+        out[0], out[1], out[2], out[3] = (
+            extended[forward], extended[forward + 1], extended[backward], extended[backward - 1]
+        )
         if self.chars is not None:
-            buf[length], buf[length + 1 : 2 * length - 1], buf[-1] = (
-                self._bos_row, self.chars.rows(words, ids), self._eos_row
-            )
-        pattern = self._patterns.get(n)
-        if pattern is None:
-            pattern = _pattern(n, self._fields)
-            if n <= _MAX_CACHED_PATTERN:
-                self._patterns[n] = pattern
-        return buf[pattern]
+            extended[first], extended[last], extended[inner] = self._bos_row, self._eos_row, self.chars.rows(words, ids)
+            out[4], out[5] = extended[forward], extended[backward]
+        return out
 
-    def _next_sentence(self, row: int) -> np.ndarray | None:
-        words = None
+    def _next_sentence(self) -> list[str] | None:
         if not self._exhausted:
             try:
-                words = next(self.source)
+                return next(self.source)
             except StopIteration:
                 self._exhausted = True
-        self._words[row] = words
-        self._encoded[row] = None if words is None else self._encode(words)
-        return self._encoded[row]
+        return None
+
+    def _set_rows(self, offsets: list[int]) -> None:
+        """Re-encodes the rows' current sentences from `offsets` (positions already batched)."""
+        live = [r for r in range(self.batch_size) if self._words[r] is not None and offsets[r] <= len(self._words[r])]
+        self._remaining = [0] * self.batch_size
+        encoded = self._encode([self._words[r] for r in live])
+        lengths = np.array([len(self._words[r]) + 1 for r in live], np.int64)
+        starts = np.cumsum(lengths) - lengths
+        keep = [np.arange(start + offsets[r], start + n) for r, start, n in zip(live, starts, lengths)]
+        for r, k in zip(live, keep):
+            self._remaining[r] = len(k)
+        self._carried = encoded[:, np.concatenate(keep)] if keep else encoded
 
     def _forget_other_words(self) -> None:
         """Bounds the char table's out-of-vocabulary rows; re-encodes the rows' live sentences."""
         self.chars.forget_other_words()
-        for r, words in enumerate(self._words):
-            if words is not None:
-                self._encoded[r] = self._encode(words)
+        offsets = [len(w) + 1 - k if w is not None else 0 for w, k in zip(self._words, self._remaining)]
+        self._set_rows(offsets)
 
     def __next__(self) -> Batch:
         B, T = self.batch_size, self.unroll_steps
         if self.chars is not None and self.chars.other_words_full:
             self._forget_other_words()
-        grid = np.zeros((self._fields, B, T), np.int32)
-        lengths = np.zeros((B, 1), np.int64)
+        # Hand out sentences: row after row, each takes new ones until it has T positions.
+        pulled: list[list[str]] = []
+        totals = list(self._remaining)
         for r in range(B):
-            encoded, k, pos = self._encoded[r], self._offsets[r], 0
-            while pos < T:
-                if encoded is None or k >= encoded.shape[1]:
-                    encoded, k = self._next_sentence(r), 0
-                    if encoded is None:
-                        break
-                n = min(encoded.shape[1] - k, T - pos)
-                grid[:, r, pos : pos + n] = encoded[:, k : k + n]
-                k += n
-                pos += n
-            self._offsets[r] = k
-            lengths[r] = pos
-        if not lengths.any():
+            while totals[r] < T:
+                words = self._next_sentence()
+                if words is None:
+                    break
+                pulled.append(words)
+                self._words[r] = words
+                totals[r] += len(words) + 1
+        total = np.array(totals, np.int64)
+        if not total.any():
             raise StopIteration
-        mask = np.arange(T) < lengths
+        # Row r's stream: its carried positions, then those of the sentences it took; a last
+        # all-zero column pads rows that ran out.
+        remaining = np.array(self._remaining, np.int64)
+        source = np.concatenate([self._carried, self._encode(pulled), np.zeros((self._fields, 1), np.int32)], axis=1)
+        carried_start = np.cumsum(remaining) - remaining
+        new = total - remaining
+        new_start = self._carried.shape[1] + np.cumsum(new) - new
+
+        def stream_index(row: np.ndarray, t: np.ndarray) -> np.ndarray:
+            return np.where(t < remaining[row], carried_start[row] + t, new_start[row] + t - remaining[row])
+
+        rows, t = np.arange(B)[:, None], np.arange(T)[None, :]
+        mask = t < total[:, None]
+        grid = source[:, np.where(mask, stream_index(rows, t), source.shape[1] - 1)]
+        left = np.maximum(total - T, 0)
+        owner, j = _segments(left)
+        self._carried = source[:, stream_index(owner, T + j)]
+        self._remaining = left.tolist()
         out = {
             "forward": {"token_ids": grid[0], "targets": grid[1], "mask": mask},
             "backward": {"token_ids": grid[2], "targets": grid[3], "mask": mask.copy()},
@@ -148,10 +168,10 @@ class BiLMBatcher:
 
     def state_dict(self) -> dict:
         """JSON-serialisable position: source state plus each row's unfinished sentence."""
-        rows = []
-        for words, encoded, k in zip(self._words, self._encoded, self._offsets):
-            live = encoded is not None and k < encoded.shape[1]
-            rows.append({"words": words, "offset": k} if live else None)
+        rows = [
+            {"words": words, "offset": len(words) + 1 - k} if k else None
+            for words, k in zip(self._words, self._remaining)
+        ]
         return {"source": self.source.state_dict(), "rows": rows, "exhausted": self._exhausted}
 
     def load_state_dict(self, state: dict) -> None:
@@ -161,13 +181,8 @@ class BiLMBatcher:
             )
         self.source.load_state_dict(state["source"])
         self._exhausted = bool(state.get("exhausted", False))
-        for r, row in enumerate(state["rows"]):
-            if row is None:
-                self._words[r], self._encoded[r], self._offsets[r] = None, None, 0
-            else:
-                self._words[r] = list(row["words"])
-                self._encoded[r] = self._encode(self._words[r])
-                self._offsets[r] = int(row["offset"])
+        self._words = [None if row is None else list(row["words"]) for row in state["rows"]]
+        self._set_rows([0 if row is None else int(row["offset"]) for row in state["rows"]])
 
 
 class Prefetcher:

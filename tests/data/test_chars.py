@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.data import chars
-from elmo_jax.data.chars import CharIdCache, CharIdTable, word_to_char_ids
+from elmo_jax.data.chars import CharIdCache, CharIdTable, word_to_char_ids, words_to_char_ids
 
 # Shifted (+1) ids, written out by hand rather than taken from the module.
 BOS = 257  # 256 + 1
@@ -169,3 +169,20 @@ def test_table_forgets_other_words_when_full():
     many = [f"w{i}" for i in range(3000)]
     rows = table.rows(many, np.full(3000, 2, np.int32))
     np.testing.assert_array_equal(table.lookup(rows)[2999], word_to_char_ids("w2999", 10))
+
+
+def test_words_to_char_ids_many_at_once():
+    words = ["cat", "<S>", "", "é€😀", "x" * 60, "</S>", "A", "a\ud800b", "<UNK>"]
+    got = words_to_char_ids(words, 10)
+    assert got.shape == (len(words), 10) and got.dtype == np.int32
+    # Written out by hand for a few, so that no word's bytes leak into its neighbours.
+    np.testing.assert_array_equal(got[0], _expected([BOW, 100, 98, 117, EOW], 10))
+    np.testing.assert_array_equal(got[1], _expected([BOW, BOS, EOW], 10))
+    np.testing.assert_array_equal(got[2], _expected([BOW, EOW], 10))
+    np.testing.assert_array_equal(got[4], [BOW] + [ord("x") + 1] * 8 + [EOW])
+    np.testing.assert_array_equal(got[5], _expected([BOW, EOS, EOW], 10))
+    np.testing.assert_array_equal(got[6], _expected([BOW, 66, EOW], 10))
+    np.testing.assert_array_equal(got[7], _expected([BOW, 98, 99, EOW], 10))  # Lone surrogate dropped.
+    for i, w in enumerate(words):
+        np.testing.assert_array_equal(got[i], word_to_char_ids(w, 10))
+    assert words_to_char_ids([], 7).shape == (0, 7)
