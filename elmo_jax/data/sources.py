@@ -270,8 +270,8 @@ class TextFileSource:
     seeds its permutation) and how many of its sentences were handed out. Restoring re-reads that
     one block (at most `shuffle_buffer` sentences) from its start, instead of storing up to
     `shuffle_buffer` sentences in every checkpoint. Within a block the order is uniformly
-    random; a sentence moves at most one block from its place in the file order, and the file
-    order itself changes every pass.
+    random; a sentence moves fewer than `shuffle_buffer` places from its place in the file
+    order, and the file order itself changes every pass.
     """
 
     def __init__(
