@@ -26,7 +26,9 @@ def get_config() -> ml_collections.ConfigDict:
     data.vocab_min_count = 1  # When building: drop words seen fewer times.
     data.vocab_max_size = 0  # When building: keep the most frequent words (0 = all).
     data.max_chars_per_token = 50  # Characters per token, BOW/EOW included (bilm-tf: 50).
-    data.shuffle = True  # Reshuffle the training sentences (ptb) or files (text) every epoch.
+    data.shuffle = True  # Reshuffle the training sentences (ptb) or files and sentences (text) every epoch.
+    data.shuffle_buffer = 10000  # source='text': sentences shuffled within blocks of this many (0 = files only).
+    data.max_sentence_tokens = 1000  # source='text': longer training lines are split into pieces (0 = no limit).
     data.prefetch_batches = 4  # Batches prepared ahead on a background thread.
     data.eval_split = "valid"  # Split evaluated during and after training ('valid' | 'test').
 

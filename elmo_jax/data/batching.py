@@ -11,38 +11,23 @@ would hold no real token, so every target is produced exactly once.
 
 from __future__ import annotations
 
-import threading
+import itertools
 import queue
+import threading
 from typing import Any, Iterator
 
 import numpy as np
 
-from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, CharIdCache
+from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, CharIdTable
 from elmo_jax.data.vocab import Vocabulary
 
 Batch = dict[str, dict[str, np.ndarray]]
 
 
-class _EncodedSentence:
-    """A sentence's input/target ids (and char ids) for both directions, built once."""
-
-    __slots__ = ("words", "fwd_in", "fwd_tgt", "bwd_in", "bwd_tgt", "fwd_chars", "bwd_chars")
-
-    def __init__(self, words: list[str], vocab: Vocabulary, chars: CharIdCache | None):
-        ids = vocab.encode(words)
-        rev = ids[::-1]
-        self.words = words
-        self.fwd_in = np.concatenate([[vocab.bos_id], ids]).astype(np.int32)
-        self.fwd_tgt = np.concatenate([ids, [vocab.eos_id]]).astype(np.int32)
-        self.bwd_in = np.concatenate([[vocab.eos_id], rev]).astype(np.int32)
-        self.bwd_tgt = np.concatenate([rev, [vocab.bos_id]]).astype(np.int32)
-        if chars is not None:
-            word_chars = chars.encode(words)
-            self.fwd_chars = np.concatenate([chars(BOS_TOKEN)[None], word_chars])
-            self.bwd_chars = np.concatenate([chars(EOS_TOKEN)[None], word_chars[::-1]])
-
-    def __len__(self) -> int:
-        return len(self.fwd_in)
+def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For consecutive segments of `lengths`: (segment of each element, index within it)."""
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    return owner, np.arange(len(owner)) - (np.cumsum(lengths) - lengths)[owner]
 
 
 class BiLMBatcher:
@@ -51,6 +36,10 @@ class BiLMBatcher:
     Each batch is `{'forward'|'backward': {'token_ids' [B,T] int32, 'char_ids' [B,T,C] int32
     (char encoder only), 'targets' [B,T] int32, 'mask' [B,T] bool}}`.
     `state_dict()` captures the source position and every row's partial sentence.
+
+    Speed: per batch, Python only hands sentences to rows; the sentences are encoded together
+    (one vocabulary lookup pass, array indexing for both directions), the batch is one gather
+    from them, and its char ids one gather from a per-word table (`CharIdTable`).
     """
 
     def __init__(
@@ -65,64 +54,112 @@ class BiLMBatcher:
         self.vocab = vocab
         self.batch_size = batch_size
         self.unroll_steps = unroll_steps
-        self.chars = CharIdCache(max_chars) if max_chars else None
-        self._rows: list[_EncodedSentence | None] = [None] * batch_size
-        self._offsets = [0] * batch_size
+        self.chars = CharIdTable(vocab.words, vocab.unk_id, max_chars) if max_chars else None
+        self._fields = 4 if self.chars is None else 6
+        if self.chars is not None:
+            self._bos_row, self._eos_row = self.chars.rows([BOS_TOKEN, EOS_TOKEN], vocab.encode([BOS_TOKEN, EOS_TOKEN]))
+        self._words: list[list[str] | None] = [None] * batch_size  # Each row's current sentence,
+        self._remaining = [0] * batch_size  # how many of its positions are still to come,
+        self._carried = np.zeros((self._fields, 0), np.int32)  # and those positions, row after row.
         self._exhausted = False
 
     def __iter__(self) -> Iterator[Batch]:
         return self
 
-    def _next_sentence(self) -> _EncodedSentence | None:
-        if self._exhausted:
-            return None
-        try:
-            return _EncodedSentence(next(self.source), self.vocab, self.chars)
-        except StopIteration:
-            self._exhausted = True
-            return None
+    def _encode(self, sentences: list[list[str]]) -> np.ndarray:
+        """`[F, sum(n + 1)]` int32, the positions of the sentences one after another: forward
+        input/target ids, backward input/target ids and (char encoder) the char-table rows of the
+        forward and backward inputs."""
+        lengths = np.fromiter(map(len, sentences), np.int64, len(sentences))
+        words = list(itertools.chain.from_iterable(sentences))
+        ids = self.vocab.encode(words)
+        # Each sentence as `<S> w1 .. wn </S>` in one array; position p of a sentence reads its
+        # forward input at `first + p` and its backward input at `last - p`.
+        first = np.cumsum(lengths + 2) - (lengths + 2)
+        last = first + lengths + 1
+        inner = np.arange(len(words)) + np.repeat(2 * np.arange(len(sentences)) + 1, lengths)
+        extended = np.empty(int(last[-1]) + 1 if len(sentences) else 0, np.int32)
+        extended[first], extended[last], extended[inner] = self.vocab.bos_id, self.vocab.eos_id, ids
+        owner, p = _segments(lengths + 1)
+        forward, backward = first[owner] + p, last[owner] - p
+        out = np.empty((self._fields, len(p)), np.int32)
+        out[0], out[1], out[2], out[3] = (
+            extended[forward], extended[forward + 1], extended[backward], extended[backward - 1]
+        )
+        if self.chars is not None:
+            extended[first], extended[last], extended[inner] = self._bos_row, self._eos_row, self.chars.rows(words, ids)
+            out[4], out[5] = extended[forward], extended[backward]
+        return out
+
+    def _next_sentence(self) -> list[str] | None:
+        if not self._exhausted:
+            try:
+                return next(self.source)
+            except StopIteration:
+                self._exhausted = True
+        return None
+
+    def _set_rows(self, offsets: list[int]) -> None:
+        """Re-encodes the rows' current sentences from `offsets` (positions already batched)."""
+        live = [r for r in range(self.batch_size) if self._words[r] is not None and offsets[r] <= len(self._words[r])]
+        self._remaining = [0] * self.batch_size
+        encoded = self._encode([self._words[r] for r in live])
+        lengths = np.array([len(self._words[r]) + 1 for r in live], np.int64)
+        starts = np.cumsum(lengths) - lengths
+        keep = [np.arange(start + offsets[r], start + n) for r, start, n in zip(live, starts, lengths)]
+        for r, k in zip(live, keep):
+            self._remaining[r] = len(k)
+        self._carried = encoded[:, np.concatenate(keep)] if keep else encoded
+
+    def _forget_other_words(self) -> None:
+        """Bounds the char table's out-of-vocabulary rows; re-encodes the rows' live sentences."""
+        self.chars.forget_other_words()
+        offsets = [len(w) + 1 - k if w is not None else 0 for w, k in zip(self._words, self._remaining)]
+        self._set_rows(offsets)
 
     def __next__(self) -> Batch:
         B, T = self.batch_size, self.unroll_steps
+        if self.chars is not None and self.chars.other_words_full:
+            self._forget_other_words()
+        # Hand out sentences: row after row, each takes new ones until it has T positions.
+        pulled: list[list[str]] = []
+        totals = list(self._remaining)
+        for r in range(B):
+            while totals[r] < T:
+                words = self._next_sentence()
+                if words is None:
+                    break
+                pulled.append(words)
+                self._words[r] = words
+                totals[r] += len(words) + 1
+        total = np.array(totals, np.int64)
+        if not total.any():
+            raise StopIteration
+        # Row r's stream: its carried positions, then those of the sentences it took; a last
+        # all-zero column pads rows that ran out.
+        remaining = np.array(self._remaining, np.int64)
+        source = np.concatenate([self._carried, self._encode(pulled), np.zeros((self._fields, 1), np.int32)], axis=1)
+        carried_start = np.cumsum(remaining) - remaining
+        new = total - remaining
+        new_start = self._carried.shape[1] + np.cumsum(new) - new
+
+        def stream_index(row: np.ndarray, t: np.ndarray) -> np.ndarray:
+            return np.where(t < remaining[row], carried_start[row] + t, new_start[row] + t - remaining[row])
+
+        rows, t = np.arange(B)[:, None], np.arange(T)[None, :]
+        mask = t < total[:, None]
+        grid = source[:, np.where(mask, stream_index(rows, t), source.shape[1] - 1)]
+        left = np.maximum(total - T, 0)
+        owner, j = _segments(left)
+        self._carried = source[:, stream_index(owner, T + j)]
+        self._remaining = left.tolist()
         out = {
-            d: {
-                "token_ids": np.zeros((B, T), np.int32),
-                "targets": np.zeros((B, T), np.int32),
-                "mask": np.zeros((B, T), bool),
-            }
-            for d in ("forward", "backward")
+            "forward": {"token_ids": grid[0], "targets": grid[1], "mask": mask},
+            "backward": {"token_ids": grid[2], "targets": grid[3], "mask": mask.copy()},
         }
         if self.chars is not None:
-            for d in out:
-                out[d]["char_ids"] = np.zeros((B, T, self.chars.max_chars), np.int32)
-        fwd, bwd = out["forward"], out["backward"]
-        any_token = False
-        for r in range(B):
-            pos = 0
-            while pos < T:
-                sent = self._rows[r]
-                if sent is None or self._offsets[r] >= len(sent):
-                    sent = self._rows[r] = self._next_sentence()
-                    self._offsets[r] = 0
-                    if sent is None:
-                        break
-                k = self._offsets[r]
-                n = min(len(sent) - k, T - pos)
-                s, e = slice(pos, pos + n), slice(k, k + n)
-                fwd["token_ids"][r, s] = sent.fwd_in[e]
-                fwd["targets"][r, s] = sent.fwd_tgt[e]
-                bwd["token_ids"][r, s] = sent.bwd_in[e]
-                bwd["targets"][r, s] = sent.bwd_tgt[e]
-                if self.chars is not None:
-                    fwd["char_ids"][r, s] = sent.fwd_chars[e]
-                    bwd["char_ids"][r, s] = sent.bwd_chars[e]
-                fwd["mask"][r, s] = True
-                bwd["mask"][r, s] = True
-                self._offsets[r] = k + n
-                pos += n
-                any_token = True
-        if not any_token:
-            raise StopIteration
+            out["forward"]["char_ids"] = self.chars.lookup(grid[4])
+            out["backward"]["char_ids"] = self.chars.lookup(grid[5])
         return out
 
     def epochs_at(self, state: dict) -> float:
@@ -131,9 +168,10 @@ class BiLMBatcher:
 
     def state_dict(self) -> dict:
         """JSON-serialisable position: source state plus each row's unfinished sentence."""
-        rows = []
-        for sent, k in zip(self._rows, self._offsets):
-            rows.append(None if sent is None or k >= len(sent) else {"words": sent.words, "offset": k})
+        rows = [
+            {"words": words, "offset": len(words) + 1 - k} if k else None
+            for words, k in zip(self._words, self._remaining)
+        ]
         return {"source": self.source.state_dict(), "rows": rows, "exhausted": self._exhausted}
 
     def load_state_dict(self, state: dict) -> None:
@@ -143,12 +181,8 @@ class BiLMBatcher:
             )
         self.source.load_state_dict(state["source"])
         self._exhausted = bool(state.get("exhausted", False))
-        for r, row in enumerate(state["rows"]):
-            if row is None:
-                self._rows[r], self._offsets[r] = None, 0
-            else:
-                self._rows[r] = _EncodedSentence(list(row["words"]), self.vocab, self.chars)
-                self._offsets[r] = int(row["offset"])
+        self._words = [None if row is None else list(row["words"]) for row in state["rows"]]
+        self._set_rows([0 if row is None else int(row["offset"]) for row in state["rows"]])
 
 
 class Prefetcher:

@@ -7,6 +7,8 @@ token" (the padding row of the character embedding).
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 BOS_CHAR = 256
@@ -23,9 +25,10 @@ UNK_TOKEN = "<UNK>"
 
 
 def _special(char: int, max_chars: int) -> np.ndarray:
+    """Unshifted ids of `<S>` / `</S>`."""
     ids = np.full(max_chars, PAD_CHAR, dtype=np.int32)
     ids[0], ids[1], ids[2] = BOW_CHAR, char, EOW_CHAR
-    return ids + ID_SHIFT
+    return ids
 
 
 def word_to_char_ids(word: str, max_chars: int = 50) -> np.ndarray:
@@ -34,17 +37,26 @@ def word_to_char_ids(word: str, max_chars: int = 50) -> np.ndarray:
     UTF-8 bytes beyond `max_chars - 2` are truncated (as bilm-tf). Characters that cannot be
     encoded (lone surrogates) are dropped, as bilm-tf and AllenNLP do.
     """
+    return words_to_char_ids([word], max_chars)[0]
+
+
+def words_to_char_ids(words: Sequence[str], max_chars: int = 50) -> np.ndarray:
+    """`word_to_char_ids` of many words at once (vectorised), `[len(words), max_chars]` int32."""
     if max_chars < 3:
         raise ValueError(f"max_chars must be >= 3, got {max_chars}")
-    if word == BOS_TOKEN:
-        return _special(BOS_CHAR, max_chars)
-    if word == EOS_TOKEN:
-        return _special(EOS_CHAR, max_chars)
-    data = word.encode("utf-8", errors="ignore")[: max_chars - 2]
-    ids = np.full(max_chars, PAD_CHAR, dtype=np.int32)
-    ids[0] = BOW_CHAR
-    ids[1 : 1 + len(data)] = np.frombuffer(data, dtype=np.uint8)
-    ids[1 + len(data)] = EOW_CHAR
+    data = [w.encode("utf-8", errors="ignore")[: max_chars - 2] for w in words]
+    n = len(data)
+    lengths = np.fromiter(map(len, data), np.int64, n)
+    ids = np.full((n, max_chars), PAD_CHAR, np.int32)
+    ids[:, 0] = BOW_CHAR
+    flat = np.frombuffer(b"".join(data), np.uint8)
+    rows = np.repeat(np.arange(n), lengths)
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    ids[rows, np.arange(flat.size) - starts + 1] = flat
+    ids[np.arange(n), lengths + 1] = EOW_CHAR
+    for i, word in enumerate(words):
+        if word == BOS_TOKEN or word == EOS_TOKEN:
+            ids[i] = _special(BOS_CHAR if word == BOS_TOKEN else EOS_CHAR, max_chars)
     return ids + ID_SHIFT
 
 
@@ -69,3 +81,75 @@ class CharIdCache:
         if not words:
             return np.zeros((0, self.max_chars), dtype=np.int32)
         return np.stack([self(w) for w in words])
+
+
+class CharIdTable:
+    """Character ids as rows of tables, so that a whole batch's char ids are one gather.
+
+    Row 0 is "no token" (all zeros, for padding); row `id + 1` holds vocabulary word `id`,
+    encoded when first seen (the table is allocated zeroed, so only rows written take memory:
+    100 bytes a word at 50 characters). Words outside the vocabulary (which map to `<UNK>` but
+    keep their own characters) get rows after those, memoised in a dict; `forget_other_words()`
+    empties it and `other_words_full` says when it holds `max_other_words`, so memory stays
+    bounded on corpora with endless rare words.
+    """
+
+    def __init__(self, vocab_words: Sequence[str], unk_id: int, max_chars: int = 50, max_other_words: int = 200_000):
+        self.max_chars = max_chars
+        self.max_other_words = max_other_words
+        self._vocab_words = vocab_words
+        self._unk_id = unk_id
+        self._unk_word = vocab_words[unk_id]
+        self._vocab = np.zeros((len(vocab_words) + 1, max_chars), np.uint16)
+        self._encoded = np.zeros(len(vocab_words) + 1, bool)
+        self._encoded[0] = True
+        self._other_index: dict[str, int] = {}
+        self._other = np.zeros((1024, max_chars), np.uint16)
+
+    @property
+    def other_words_full(self) -> bool:
+        return len(self._other_index) >= self.max_other_words
+
+    def forget_other_words(self) -> None:
+        """Frees the rows of out-of-vocabulary words; rows returned earlier for them become invalid."""
+        self._other_index.clear()
+
+    def rows(self, words: Sequence[str], word_ids: np.ndarray) -> np.ndarray:
+        """Table rows of `words` (whose vocabulary ids are `word_ids`), `[n]` int32."""
+        rows = word_ids + 1
+        new = np.unique(rows[~self._encoded[rows]])
+        if new.size:
+            self._vocab[new] = words_to_char_ids([self._vocab_words[r - 1] for r in new.tolist()], self.max_chars)
+            self._encoded[new] = True
+        unknown = (word_ids == self._unk_id).nonzero()[0]
+        if unknown.size:
+            self._other_rows(words, unknown, rows)
+        return rows
+
+    def _other_rows(self, words: Sequence[str], positions: np.ndarray, rows: np.ndarray) -> None:
+        """Sets `rows` at `positions` (words mapped to `<UNK>`) to their out-of-vocabulary rows."""
+        index, first, unk_word = self._other_index, len(self._vocab), self._unk_word
+        added: list[str] = []
+        for i in positions.tolist():
+            word = words[i]
+            if word == unk_word:
+                continue
+            k = index.get(word)
+            if k is None:
+                k = index[word] = len(index)
+                added.append(word)
+            rows[i] = first + k
+        if added:
+            end = len(index)
+            while end > len(self._other):
+                self._other = np.concatenate([self._other, np.zeros_like(self._other)])
+            self._other[end - len(added) : end] = words_to_char_ids(added, self.max_chars)
+
+    def lookup(self, rows: np.ndarray) -> np.ndarray:
+        """Character ids of table rows: `[...]` -> `[..., max_chars]` int32."""
+        n_vocab = len(self._vocab)
+        out = self._vocab[np.minimum(rows, n_vocab - 1)].astype(np.int32)
+        other = rows >= n_vocab
+        if other.any():
+            out[other] = self._other[rows[other] - n_vocab]
+        return out

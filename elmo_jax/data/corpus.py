@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob as globlib
 import logging
 import os
 
@@ -20,6 +21,14 @@ def _check_source(data: ml_collections.ConfigDict) -> None:
         raise sources.DataError("data.source='text' needs data.train_files (a glob of text files)")
 
 
+def _files(data: ml_collections.ConfigDict, key: str) -> list[str]:
+    """The files matched by config key `data.<key>`, as glob patterns matching exactly themselves."""
+    try:
+        return [globlib.escape(path) for path in sources.expand_globs(data[key])]
+    except sources.DataError as e:
+        raise sources.DataError(f"data.{key}: {e}") from None
+
+
 def train_source(
     data: ml_collections.ConfigDict,
     seed: int,
@@ -27,23 +36,44 @@ def train_source(
     process_index: int = 0,
     process_count: int = 1,
 ) -> sources.InMemorySource | sources.TextFileSource:
-    """The training sentence stream of this process (processes read disjoint parts)."""
+    """The training sentence stream of this process; processes read disjoint parts.
+
+    Text files are dealt out whole (file i goes to process i mod P); with fewer files than
+    processes every process reads every file but keeps only its lines (line j of a file goes to
+    process j mod P). Either way the parts are disjoint and together are the whole corpus.
+    With several processes the stream is endless whatever `num_epochs`: the parts differ in size,
+    and a process that ran out before the planned step count would leave the others waiting.
+    """
     _check_source(data)
+    if process_count > 1:
+        num_epochs = None
     if data.source == "ptb":
         sentences = sources.ptb_sentences("train")[process_index::process_count]
         return sources.InMemorySource(sentences, shuffle=data.shuffle, seed=seed, num_epochs=num_epochs)
-    files = sources.expand_globs(data.train_files)[process_index::process_count]
-    if not files:
-        raise sources.DataError(f"data.train_files has fewer files ({process_index}) than processes ({process_count})")
-    return sources.TextFileSource(files, shuffle=data.shuffle, seed=seed, num_epochs=num_epochs)
+    files = _files(data, "train_files")
+    if len(files) >= process_count:
+        files, line_shard = files[process_index::process_count], (0, 1)
+    else:
+        line_shard = (process_index, process_count)
+    return sources.TextFileSource(
+        files,
+        shuffle=data.shuffle,
+        seed=seed,
+        num_epochs=num_epochs,
+        shuffle_buffer=data.shuffle_buffer,
+        max_sentence_tokens=data.max_sentence_tokens,
+        line_shard=line_shard,
+    )
 
 
 def training_sentences(data: ml_collections.ConfigDict):
-    """One ordered pass over all training sentences (for vocabulary building and counting)."""
+    """One ordered, streamed pass over all training sentences (for vocabulary building and counting)."""
     _check_source(data)
     if data.source == "ptb":
         return sources.ptb_sentences("train")
-    return sources.TextFileSource(data.train_files, shuffle=False, num_epochs=1)
+    return sources.TextFileSource(
+        _files(data, "train_files"), shuffle=False, num_epochs=1, max_sentence_tokens=data.max_sentence_tokens
+    )
 
 
 def eval_sentences(data: ml_collections.ConfigDict, split: str, eval_files: str = "") -> list[list[str]]:
@@ -55,7 +85,7 @@ def eval_sentences(data: ml_collections.ConfigDict, split: str, eval_files: str 
         return sources.ptb_sentences(split)
     if not data.eval_files:
         raise sources.DataError("data.source='text' needs data.eval_files (or --eval_files) to evaluate")
-    return sources.read_sentences(data.eval_files)
+    return sources.read_sentences(_files(data, "eval_files"))
 
 
 def load_or_build_vocab(data: ml_collections.ConfigDict, workdir: str | None = None) -> Vocabulary:

@@ -6,11 +6,14 @@ the position of the next sentence, so a training run restarts exactly where it s
 
 from __future__ import annotations
 
+import collections
 import glob as globlib
 import gzip
 import io
 import logging
 import os
+import sys
+import zlib
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -18,6 +21,8 @@ import numpy as np
 from elmo_jax.data.chars import UNK_TOKEN
 
 PTB_SPLITS = ("train", "valid", "test")
+# A longer line is an error rather than a memory hazard (a file without line breaks).
+MAX_LINE_BYTES = 1 << 22
 
 
 class DataError(ValueError):
@@ -93,28 +98,180 @@ def ptb_sentences(split: str) -> list[list[str]]:
 
 
 def expand_globs(patterns: str | Sequence[str]) -> list[str]:
-    """Sorted files matching comma-separated glob patterns; an empty match is an error."""
+    """Sorted files matching comma-separated glob patterns; a pattern matching no file is an error."""
     if isinstance(patterns, str):
         patterns = [p for p in patterns.split(",") if p.strip()]
     files: list[str] = []
     for pattern in patterns:
-        matched = sorted(globlib.glob(os.path.expanduser(pattern.strip())))
+        matched = sorted(p for p in globlib.glob(os.path.expanduser(pattern.strip())) if os.path.isfile(p))
         if not matched:
             raise DataError(f"no file matches {pattern!r}")
         files.extend(matched)
     return files
 
 
-def _open_text(path: str) -> io.BufferedIOBase:
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+class _Issues:
+    """Counts bad input per pass and warns once per file and kind."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        self._warned: set[tuple[str, str]] = set()
+
+    def report(self, kind: str, path: str, message: str) -> None:
+        self.counts[kind] += 1
+        if (kind, path) not in self._warned:
+            self._warned.add((kind, path))
+            logging.warning("%s", message)
+
+
+class _FileSequenceReader:
+    """Sentences of a sequence of text files, read line by line from a resumable position.
+
+    A position is `[file, offset, line, taken]`: index into `paths`, byte offset (uncompressed)
+    of the start of a line, that line's 0-based number in its file, and how many of its tokens
+    were already read (non-zero only inside a line split by `max_tokens`).
+    """
+
+    def __init__(
+        self, paths: list[str], max_tokens: int, line_shard: tuple[int, int], max_line_bytes: int, issues: _Issues
+    ):
+        self._paths = paths
+        self._max_tokens = max_tokens or sys.maxsize
+        self._shard, self._stride = line_shard
+        self._max_line_bytes = max_line_bytes
+        self._issues = issues
+        self._handle: io.BufferedIOBase | None = None
+        self._file, self._offset, self._line = 0, 0, 0
+        self._pending: list[str] | None = None  # Tokens of a long line being split.
+        self._pending_start = 0
+        self._taken = 0  # Tokens of `_pending` already read.
+        self._skip = 0  # Tokens to drop from the first line read after `seek` (resuming a split line).
+
+    def position(self) -> list[int]:
+        if self._pending is not None:
+            return [self._file, self._pending_start, self._line - 1, self._taken]
+        return [self._file, self._offset, self._line, self._skip]
+
+    def seek(self, position: Sequence[int]) -> None:
+        self.close()
+        self._file, self._offset, self._line, self._skip = (int(x) for x in position)
+        self._pending = None
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def _open(self) -> io.BufferedIOBase:
+        path = self._paths[self._file]
+        try:
+            handle = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb", buffering=1 << 20)
+            if self._offset:
+                handle.seek(self._offset)
+        except (OSError, EOFError, zlib.error) as e:
+            raise DataError(f"{path}: cannot read ({e})") from e
+        return handle
+
+    def _next_line(self) -> bytes | None:
+        """The next raw line (at most max_line_bytes + 1 bytes) of the file sequence, or None."""
+        while True:
+            if self._handle is None:
+                if self._file >= len(self._paths):
+                    return None
+                self._handle = self._open()
+            try:
+                raw = self._handle.readline(self._max_line_bytes + 1)
+            except (OSError, EOFError, zlib.error) as e:
+                path = self._paths[self._file]
+                raise DataError(f"{path}:{self._line + 1}: cannot read ({e})") from e
+            if raw:
+                return raw
+            if self._offset == 0:
+                path = self._paths[self._file]
+                self._issues.report("empty files skipped", path, f"{path}: empty file, skipped")
+            self.close()
+            self._file, self._offset, self._line = self._file + 1, 0, 0
+
+    def read(self) -> list[str] | None:
+        """The next sentence (non-empty list of tokens), or None after the last file."""
+        limit = self._max_tokens
+        while True:
+            if self._pending is not None:
+                words = self._pending[self._taken : self._taken + limit]
+                self._taken += limit
+                if self._taken >= len(self._pending):
+                    self._pending = None
+                if words:
+                    return words
+                continue
+            raw = self._next_line()
+            if raw is None:
+                return None
+            start, line = self._offset, self._line
+            self._offset += len(raw)
+            self._line += 1
+            if self._stride > 1 and line % self._stride != self._shard:
+                continue
+            if len(raw) > self._max_line_bytes and not raw.endswith(b"\n"):
+                raise DataError(
+                    f"{self._paths[self._file]}:{line + 1}: line longer than {self._max_line_bytes} bytes "
+                    "(text files hold one sentence per line)"
+                )
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = raw.decode("utf-8", errors="replace")
+                path = self._paths[self._file]
+                self._issues.report(
+                    "lines with invalid UTF-8 (replaced by U+FFFD)",
+                    path,
+                    f"{path}:{line + 1}: invalid UTF-8 replaced by U+FFFD (later ones in this file are only counted)",
+                )
+            words = text.split()
+            skip, self._skip = self._skip, 0
+            if len(words) > limit:
+                path = self._paths[self._file]
+                self._issues.report(
+                    "lines split (data.max_sentence_tokens)",
+                    path,
+                    f"{path}:{line + 1}: {len(words)} tokens, split into sentences of at most {limit} "
+                    "(data.max_sentence_tokens; later ones in this file are only counted)",
+                )
+                self._pending, self._pending_start, self._taken = words, start, skip
+                continue
+            if words:
+                return words
+
+
+def _content_size(path: str) -> int:
+    """Uncompressed size of a file (for gzip, the size stored in its trailer, modulo 4 GiB)."""
+    if not path.endswith(".gz"):
+        return os.path.getsize(path)
+    with open(path, "rb") as f:
+        if f.seek(0, os.SEEK_END) < 18:  # Smaller than a gzip header and trailer.
+            return 0
+        f.seek(-4, os.SEEK_END)
+        return int.from_bytes(f.read(4), "little")
 
 
 class TextFileSource:
     """One sentence per line from UTF-8 text files (optionally gzip), streamed line by line.
 
-    Files are visited in a seed-determined order that changes every epoch; blank lines are
-    skipped; undecodable bytes are replaced (and reported once per file). The state is the file
-    position, so restoring never rereads a file from the start.
+    Each pass visits the files in a seed-determined order that changes every pass (`shuffle`),
+    and shuffles sentences within consecutive blocks of `shuffle_buffer` sentences. Blank lines
+    are skipped; empty files are skipped with a warning; invalid UTF-8 is replaced by U+FFFD and
+    lines of more than `max_sentence_tokens` tokens are split into sentences of at most that many
+    (each counted, and warned about once per file); a line over `max_line_bytes` is an error.
+    `line_shard=(k, n)` keeps only the lines whose number within their file is k mod n (how
+    processes split a corpus of fewer files than processes).
+
+    The shuffle works on blocks rather than a sliding buffer so that the iterator's state stays
+    small and exact: the position where the current block starts, the block's number (which
+    seeds its permutation) and how many of its sentences were handed out. Restoring re-reads that
+    one block (at most `shuffle_buffer` sentences) from its start, instead of storing up to
+    `shuffle_buffer` sentences in every checkpoint. Within a block the order is uniformly
+    random; a sentence moves fewer than `shuffle_buffer` places from its place in the file
+    order, and the file order itself changes every pass.
     """
 
     def __init__(
@@ -123,75 +280,142 @@ class TextFileSource:
         shuffle: bool = True,
         seed: int = 0,
         num_epochs: int | None = 1,
+        shuffle_buffer: int = 0,
+        max_sentence_tokens: int = 0,
+        line_shard: tuple[int, int] = (0, 1),
+        max_line_bytes: int = MAX_LINE_BYTES,
     ):
         self.files = expand_globs(patterns)
         self.shuffle = shuffle
         self.seed = seed
         self.num_epochs = num_epochs
-        self.epoch = 0
-        self.file_index = 0
-        self.offset = 0
-        self._handle: io.BufferedIOBase | None = None
-        self._warned: set[str] = set()
-        self._order = _epoch_order(len(self.files), seed, 0, shuffle)
+        self.block_size = max(shuffle_buffer, 1) if shuffle else 1
+        self.max_sentence_tokens = max_sentence_tokens
+        self.line_shard = (int(line_shard[0]), int(line_shard[1]))
+        if not 0 <= self.line_shard[0] < self.line_shard[1]:
+            raise ValueError(f"line_shard must be (k, n) with 0 <= k < n, got {line_shard}")
+        self.max_line_bytes = max_line_bytes
+        self.issues = _Issues()
+        self._sizes: np.ndarray | None = None  # On-disk and uncompressed sizes, for epochs_at.
         self._yielded_any = False
+        self._reader: _FileSequenceReader | None = None
+        self._start_epoch(0)
+
+    def _start_epoch(self, epoch: int) -> None:
+        if self._reader is not None:
+            self._reader.close()
+        self.epoch = epoch
+        order = _epoch_order(len(self.files), self.seed, epoch, self.shuffle)
+        self._reader = _FileSequenceReader(
+            [self.files[i] for i in order], self.max_sentence_tokens, self.line_shard, self.max_line_bytes, self.issues
+        )
+        self.issues.counts.clear()
+        self._block: list[list[str]] = []
+        self._permutation: np.ndarray | None = None
+        self._block_start = self._block_end = self._reader.position()
+        self._block_number = self._next_block = 0
+        self._taken = 0
+
+    def _read_block(self) -> bool:
+        """Reads the next block of sentences; False at the end of the pass."""
+        start = self._reader.position()
+        block: list[list[str]] = []
+        read = self._reader.read
+        while len(block) < self.block_size:
+            sentence = read()
+            if sentence is None:
+                break
+            block.append(sentence)
+        if not block:
+            return False
+        self._block, self._block_start, self._block_end = block, start, self._reader.position()
+        self._block_number, self._next_block = self._next_block, self._next_block + 1
+        self._permutation = None
+        if self.block_size > 1:
+            rng = np.random.default_rng([self.seed, self.epoch, 1, self._block_number])
+            self._permutation = rng.permutation(len(block))
+        self._taken = 0
+        self._yielded_any = True
+        return True
+
+    def _end_epoch(self) -> None:
+        if not self._yielded_any:
+            shard = "" if self.line_shard[1] == 1 else f" (lines {self.line_shard[0]}::{self.line_shard[1]})"
+            raise DataError(f"no sentences in {', '.join(self.files)}{shard}")
+        if self.issues.counts:
+            summary = ", ".join(f"{n} {kind}" for kind, n in sorted(self.issues.counts.items()))
+            logging.warning("pass %d over %d text files: %s", self.epoch + 1, len(self.files), summary)
+        if self.num_epochs is not None and self.epoch + 1 >= self.num_epochs:
+            self.issues.counts.clear()
+            raise StopIteration
+        self._start_epoch(self.epoch + 1)
 
     def __iter__(self) -> Iterator[list[str]]:
         return self
 
-    def _current_path(self) -> str:
-        return self.files[self._order[self.file_index]]
-
     def __next__(self) -> list[str]:
-        while True:
-            if self.file_index >= len(self.files):
-                if not self._yielded_any and self.epoch == 0:
-                    raise DataError(f"no sentences in {', '.join(self.files)}")
-                if self.num_epochs is not None and self.epoch + 1 >= self.num_epochs:
-                    raise StopIteration
-                self.epoch += 1
-                self.file_index = 0
-                self._order = _epoch_order(len(self.files), self.seed, self.epoch, self.shuffle)
-            path = self._current_path()
-            if self._handle is None:
-                self._handle = _open_text(path)
-                if self.offset:
-                    self._handle.seek(self.offset)
-            raw = self._handle.readline()
-            if not raw:
-                self._handle.close()
-                self._handle = None
-                self.file_index += 1
-                self.offset = 0
-                continue
-            self.offset += len(raw)
-            text = raw.decode("utf-8", errors="replace")
-            if "\ufffd" in text and path not in self._warned and b"\xef\xbf\xbd" not in raw:
-                self._warned.add(path)
-                logging.warning("%s: invalid UTF-8 replaced (first at byte offset %d)", path, self.offset - len(raw))
-            words = text.split()
-            if words:
-                self._yielded_any = True
-                return words
-
-    def epochs_at(self, state: dict) -> float:
-        """Fractional number of passes (counted in files) at position `state`."""
-        return state["epoch"] + state["file_index"] / len(self.files)
+        while self._taken >= len(self._block):
+            if not self._read_block():
+                self._end_epoch()
+        i = self._taken if self._permutation is None else self._permutation[self._taken]
+        self._taken += 1
+        return self._block[i]
 
     def state_dict(self) -> dict:
-        return {"epoch": self.epoch, "file_index": self.file_index, "offset": self.offset}
+        """JSON-serialisable position: pass, current block (number, start, end, size) and how many
+        of its sentences were handed out."""
+        if self._taken >= len(self._block):  # Between blocks: nothing to re-read on restore.
+            here = self._reader.position()
+            block, start, end, size = self._next_block, here, here, 0
+        else:
+            block, start, end, size = self._block_number, self._block_start, self._block_end, len(self._block)
+        return {
+            "files": len(self.files),
+            "epoch": self.epoch,
+            "block": block,
+            "start": list(start),
+            "end": list(end),
+            "size": size,
+            "taken": self._taken if size else 0,
+        }
 
     def load_state_dict(self, state: dict) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-        self.epoch = int(state["epoch"])
-        self.file_index = int(state["file_index"])
-        self.offset = int(state["offset"])
+        if int(state["files"]) != len(self.files):
+            raise DataError(
+                f"the saved data position is for {state['files']} training files, the patterns now match "
+                f"{len(self.files)}"
+            )
+        self._start_epoch(int(state["epoch"]))
+        self._reader.seek(state["start"])
+        self._next_block = int(state["block"])
+        taken = int(state["taken"])
+        if taken:
+            if not self._read_block() or len(self._block) != int(state["size"]) or taken > len(self._block):
+                raise DataError("the saved data position does not match the training files (were they changed?)")
+            self._taken = taken
         self._yielded_any = True
-        self._order = _epoch_order(len(self.files), self.seed, self.epoch, self.shuffle)
+
+    def epochs_at(self, state: dict) -> float:
+        """Passes over the data at position `state`, fractional by bytes (files weighted by size)."""
+        order = _epoch_order(len(self.files), self.seed, int(state["epoch"]), self.shuffle)
+        start, end = self._fraction(order, state["start"]), self._fraction(order, state["end"])
+        size = int(state["size"])
+        within = start + (end - start) * int(state["taken"]) / size if size else start
+        return int(state["epoch"]) + within
+
+    def _fraction(self, order: np.ndarray, position: Sequence[int]) -> float:
+        if self._sizes is None:
+            self._sizes = np.array([[os.path.getsize(p), _content_size(p)] for p in self.files], dtype=np.float64)
+        disk = self._sizes[order, 0]
+        total = disk.sum()
+        file, offset = int(position[0]), int(position[1])
+        if file >= len(order) or total == 0:
+            return 1.0
+        content = self._sizes[order[file], 1]
+        part = min(1.0, offset / content) if content else 0.0
+        return float((disk[:file].sum() + disk[file] * part) / total)
 
 
 def read_sentences(patterns: str | Sequence[str]) -> list[list[str]]:
-    """All sentences of text files, in file order (for vocabulary building and evaluation)."""
+    """All sentences of text files, in file order (for evaluation)."""
     return list(TextFileSource(patterns, shuffle=False, num_epochs=1))

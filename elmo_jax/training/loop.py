@@ -150,7 +150,10 @@ class _Run:
                 bar.update(1)
                 if self.step % train.log_every_steps == 0 or self.step == num_steps:
                     record = self.log()
-                    bar.set_postfix(loss=f"{record['train_loss']:.3f}", tok_s=f"{record['tokens_per_sec']:.0f}")
+                    bar.set_postfix(
+                        epoch=f"{record['epoch']:.2f}", loss=f"{record['train_loss']:.3f}",
+                        tok_s=f"{record['tokens_per_sec']:.0f}",
+                    )
                 if self.step % train.checkpoint_every_steps == 0 and self.step < num_steps:
                     self.save()
                 every = self.config.eval.every_steps

@@ -280,6 +280,65 @@ def test_state_dict_resumes_with_text_source(tmp_path):
         assert all(_batches_equal(a, b) for a, b in zip(tail, full[stop:]))
 
 
+def _write_shards(root, n_files=3, lines_per_file=40, seed=0):
+    """Shards of random sentences over VOCAB's words plus out-of-vocabulary words."""
+    rng = np.random.default_rng(seed)
+    words = VOCAB.words[3:] + ["oovA", "oovB", "naïveOOV"]
+    for f in range(n_files):
+        lines = [" ".join(rng.choice(words, rng.integers(1, 12))) for _ in range(lines_per_file)]
+        (root / f"shard-{f}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(root / "shard-*.txt")
+
+
+def test_resumes_exactly_on_sharded_text_with_shuffle_buffer(tmp_path):
+    """Interrupted anywhere (mid-shard, mid-block, mid-sentence), a resumed batcher yields
+    exactly the batches of an uninterrupted one, over several passes."""
+    pattern = _write_shards(tmp_path)
+    B, T = 3, 7
+    make = lambda: BiLMBatcher(
+        TextFileSource(pattern, shuffle=True, seed=5, num_epochs=2, shuffle_buffer=16, max_sentence_tokens=6),
+        VOCAB, B, T,
+    )
+    full = list(make())
+    want = reference_batches(
+        list(TextFileSource(pattern, shuffle=True, seed=5, num_epochs=2, shuffle_buffer=16, max_sentence_tokens=6)),
+        VOCAB, B, T,
+    )
+    assert len(full) == len(want) > 40
+    for g, w in zip(full, want):
+        assert_batch_equal(g, w)
+    for stop in range(0, len(full) + 1, 3):
+        batcher = make()
+        head = list(itertools.islice(batcher, stop))
+        state = _state_round_trip(batcher.state_dict())
+        fresh = make()
+        fresh.load_state_dict(state)
+        tail = list(fresh)
+        assert len(head) + len(tail) == len(full), stop
+        assert all(_batches_equal(a, b) for a, b in zip(head + tail, full)), stop
+
+
+def test_epochs_at_with_shuffle_buffer(tmp_path):
+    pattern = _write_shards(tmp_path)
+    batcher = BiLMBatcher(TextFileSource(pattern, shuffle=True, seed=1, num_epochs=3, shuffle_buffer=10), VOCAB, 2, 5)
+    epochs = [batcher.epochs_at(batcher.state_dict()) for _ in batcher]
+    assert all(b >= a for a, b in zip(epochs, epochs[1:]))
+    assert epochs[len(epochs) // 3] == pytest.approx(1.0, abs=0.1)
+    assert epochs[-1] == pytest.approx(3.0)
+
+
+def test_char_ids_stay_exact_when_out_of_vocabulary_rows_are_recycled():
+    sentences = [[f"rare{i}", "the", f"rare{i + 1}", "cat"] for i in range(30)]
+    batcher = BiLMBatcher(InMemorySource(sentences, shuffle=False), VOCAB, 2, 3)
+    batcher.chars.max_other_words = 3
+    got = list(batcher)
+    want = reference_batches(sentences, VOCAB, 2, 3)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_batch_equal(g, w)
+    assert len(batcher.chars._other_index) <= 3 + 2 * 3  # Bounded: the limit plus one batch's words.
+
+
 def test_load_state_dict_wrong_batch_size():
     batcher = BiLMBatcher(_source(), VOCAB, 3, 4)
     next(batcher)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.data import chars
-from elmo_jax.data.chars import CharIdCache, word_to_char_ids
+from elmo_jax.data.chars import CharIdCache, CharIdTable, word_to_char_ids, words_to_char_ids
 
 # Shifted (+1) ids, written out by hand rather than taken from the module.
 BOS = 257  # 256 + 1
@@ -133,3 +133,56 @@ def test_cache_max_entries_bounded_but_correct():
         np.testing.assert_array_equal(cache(w), word_to_char_ids(w))
     assert len(cache._cache) == 2
     np.testing.assert_array_equal(cache("d"), word_to_char_ids("d"))
+
+
+TABLE_VOCAB = ["<S>", "</S>", "<UNK>", "the", "cat", "naïve"]
+
+
+def test_table_rows_and_lookup_match_word_to_char_ids():
+    table = CharIdTable(TABLE_VOCAB, unk_id=2, max_chars=12)
+    words = ["the", "<S>", "dog", "</S>", "<UNK>", "naïve", "dog", "zebra" * 4]
+    ids = np.array([TABLE_VOCAB.index(w) if w in TABLE_VOCAB else 2 for w in words], np.int32)
+    rows = table.rows(words, ids)
+    assert rows.dtype == np.int32
+    # Vocabulary words use row id + 1 (the literal <UNK> included); unknown words get rows after.
+    np.testing.assert_array_equal(rows[[0, 1, 3, 4, 5]], ids[[0, 1, 3, 4, 5]] + 1)
+    assert rows[2] == rows[6] == 7 and rows[7] == 8
+    got = table.lookup(np.stack([rows, np.zeros_like(rows)]))
+    assert got.shape == (2, len(words), 12) and got.dtype == np.int32
+    for i, w in enumerate(words):
+        np.testing.assert_array_equal(got[0, i], word_to_char_ids(w, 12))
+    assert not got[1].any()  # Row 0: "no token".
+
+
+def test_table_forgets_other_words_when_full():
+    table = CharIdTable(TABLE_VOCAB, unk_id=2, max_chars=10, max_other_words=2)
+    rows = table.rows(["a", "b"], np.array([2, 2], np.int32))
+    assert table.other_words_full
+    table.forget_other_words()
+    assert not table.other_words_full
+    rows = table.rows(["c", "the", "d"], np.array([2, 3, 2], np.int32))
+    np.testing.assert_array_equal(rows, [7, 4, 8])  # Recycled rows.
+    got = table.lookup(rows)
+    for i, w in enumerate(["c", "the", "d"]):
+        np.testing.assert_array_equal(got[i], word_to_char_ids(w, 10))
+    # Beyond its first capacity the out-of-vocabulary table grows.
+    many = [f"w{i}" for i in range(3000)]
+    rows = table.rows(many, np.full(3000, 2, np.int32))
+    np.testing.assert_array_equal(table.lookup(rows)[2999], word_to_char_ids("w2999", 10))
+
+
+def test_words_to_char_ids_many_at_once():
+    words = ["cat", "<S>", "", "é€😀", "x" * 60, "</S>", "A", "a\ud800b", "<UNK>"]
+    got = words_to_char_ids(words, 10)
+    assert got.shape == (len(words), 10) and got.dtype == np.int32
+    # Written out by hand for a few, so that no word's bytes leak into its neighbours.
+    np.testing.assert_array_equal(got[0], _expected([BOW, 100, 98, 117, EOW], 10))
+    np.testing.assert_array_equal(got[1], _expected([BOW, BOS, EOW], 10))
+    np.testing.assert_array_equal(got[2], _expected([BOW, EOW], 10))
+    np.testing.assert_array_equal(got[4], [BOW] + [ord("x") + 1] * 8 + [EOW])
+    np.testing.assert_array_equal(got[5], _expected([BOW, EOS, EOW], 10))
+    np.testing.assert_array_equal(got[6], _expected([BOW, 66, EOW], 10))
+    np.testing.assert_array_equal(got[7], _expected([BOW, 98, 99, EOW], 10))  # Lone surrogate dropped.
+    for i, w in enumerate(words):
+        np.testing.assert_array_equal(got[i], word_to_char_ids(w, 10))
+    assert words_to_char_ids([], 7).shape == (0, 7)

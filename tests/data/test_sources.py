@@ -174,8 +174,8 @@ def test_text_source_resume_mid_file_uses_offset(text_files):
     src = TextFileSource(str(root / "*"), shuffle=False, num_epochs=1)
     assert _take(src, 4) == expected[:4]
     state = src.state_dict()
-    # Mid gzip file: file index 1 (b.txt.gz), past "gz one\n" (7 uncompressed bytes).
-    assert state == {"epoch": 0, "file_index": 1, "offset": 7}
+    # Mid gzip file: file index 1 (b.txt.gz), past "gz one\n" (7 uncompressed bytes, line 1).
+    assert state == {"files": 4, "epoch": 0, "block": 4, "start": [1, 7, 1, 0], "end": [1, 7, 1, 0], "size": 0, "taken": 0}
     fresh = TextFileSource(str(root / "*"), shuffle=False, num_epochs=1)
     fresh.load_state_dict(state)
     assert list(fresh) == expected[4:]
@@ -183,7 +183,7 @@ def test_text_source_resume_mid_file_uses_offset(text_files):
     src = TextFileSource(str(root / "*"), shuffle=False, num_epochs=1)
     _take(src, 2)
     state = src.state_dict()
-    assert state["file_index"] == 0 and state["offset"] == len(b"the cat sat\n\n  on   the mat  \n")
+    assert state["start"] == [0, len(b"the cat sat\n\n  on   the mat  \n"), 3, 0]
     fresh = TextFileSource(str(root / "*"), shuffle=False, num_epochs=1)
     fresh.load_state_dict(state)
     assert list(fresh) == expected[2:]
@@ -244,3 +244,234 @@ def test_ptb_test_split():
 def test_ptb_bad_split():
     with pytest.raises(DataError, match="dev"):
         ptb_sentences("dev")
+
+
+# ---------------------------------------------------------------- text files: shuffle buffer
+
+
+def _write_shards(root, n_files=4, lines_per_file=23, blank_every=5):
+    """Shards of unique numbered sentences `s<file>_<line> ...`, with some blank lines."""
+    expected = []
+    for f in range(n_files):
+        lines = []
+        for i in range(lines_per_file):
+            words = [f"s{f}_{i}"] + [f"w{(f * 7 + i * 3 + k) % 11}" for k in range(1 + (f + i) % 5)]
+            lines.append(" ".join(words))
+            expected.append(words)
+            if i % blank_every == 0:
+                lines.append("")
+        (root / f"shard-{f}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(root / "shard-*.txt"), expected
+
+
+def _key(sentence):
+    return " ".join(sentence)
+
+
+def test_shuffle_buffer_permutes_within_blocks_of_the_file_stream(tmp_path):
+    pattern, expected = _write_shards(tmp_path)
+    n, K = len(expected), 10
+    files_only = list(TextFileSource(pattern, shuffle=True, seed=4, num_epochs=3, shuffle_buffer=0))
+    buffered = list(TextFileSource(pattern, shuffle=True, seed=4, num_epochs=3, shuffle_buffer=K))
+    assert len(buffered) == len(files_only) == 3 * n
+    for e in range(3):
+        plain, mixed = files_only[e * n:(e + 1) * n], buffered[e * n:(e + 1) * n]
+        assert sorted(map(_key, mixed)) == sorted(map(_key, expected))
+        assert mixed != plain  # Sentences really move...
+        for b in range(0, n, K):  # ...but only within consecutive blocks of K of the file stream.
+            assert sorted(map(_key, mixed[b:b + K])) == sorted(map(_key, plain[b:b + K]))
+    epochs = [tuple(map(_key, buffered[e * n:(e + 1) * n])) for e in range(3)]
+    assert len(set(epochs)) == 3
+    again = list(TextFileSource(pattern, shuffle=True, seed=4, num_epochs=3, shuffle_buffer=K))
+    assert again == buffered
+    other_seed = list(TextFileSource(pattern, shuffle=True, seed=5, num_epochs=3, shuffle_buffer=K))
+    assert other_seed != buffered
+
+
+def test_shuffle_off_ignores_buffer(tmp_path):
+    pattern, expected = _write_shards(tmp_path)
+    assert list(TextFileSource(pattern, shuffle=False, shuffle_buffer=50)) == expected
+
+
+@pytest.mark.parametrize("K", [1, 7, 40, 1000])
+def test_shuffle_buffer_resumes_exactly_everywhere(tmp_path, K):
+    pattern, expected = _write_shards(tmp_path)
+    make = lambda: TextFileSource(pattern, shuffle=True, seed=9, num_epochs=2, shuffle_buffer=K, max_sentence_tokens=3)
+    full = list(make())
+    assert len(full) > 2 * len(expected)  # Some lines were split into pieces of 3 tokens.
+    stops = range(len(full) + 1) if K in (7, 40) else range(0, len(full) + 1, 11)
+    for stop in stops:
+        src = make()
+        head = _take(src, stop)
+        state = json.loads(json.dumps(src.state_dict()))
+        fresh = make()
+        fresh.load_state_dict(state)
+        assert head + list(fresh) == full, f"resume after {stop} sentences"
+        # The original continues identically after taking its state.
+        assert head + list(src) == full
+
+
+def test_state_is_small_and_restore_rereads_one_block(tmp_path):
+    pattern, expected = _write_shards(tmp_path)
+    src = TextFileSource(pattern, shuffle=True, seed=1, num_epochs=1, shuffle_buffer=30)
+    _take(src, 45)  # Mid second block.
+    state = src.state_dict()
+    assert state["size"] == 30 and state["taken"] == 15 and state["block"] == 1
+    assert len(json.dumps(state)) < 200
+    fresh = TextFileSource(pattern, shuffle=True, seed=1, num_epochs=1, shuffle_buffer=30)
+    fresh.load_state_dict(state)
+    assert fresh.state_dict() == state
+
+
+def test_restore_against_changed_files_is_an_error(tmp_path):
+    pattern, _ = _write_shards(tmp_path)
+    src = TextFileSource(pattern, shuffle=True, seed=1, shuffle_buffer=30)
+    _take(src, 10)
+    state = src.state_dict()
+    (tmp_path / "shard-4.txt").write_text("new file\n")
+    with pytest.raises(DataError, match="5"):
+        TextFileSource(pattern, shuffle=True, seed=1, shuffle_buffer=30).load_state_dict(state)
+    (tmp_path / "shard-4.txt").unlink()
+    for f in range(4):
+        (tmp_path / f"shard-{f}.txt").write_text("short\n")
+    with pytest.raises(DataError, match="does not match"):
+        TextFileSource(pattern, shuffle=True, seed=1, shuffle_buffer=30).load_state_dict(state)
+
+
+def test_epochs_at_counts_bytes_through_blocks(tmp_path):
+    pattern, expected = _write_shards(tmp_path, n_files=3, lines_per_file=40)
+    src = TextFileSource(pattern, shuffle=True, seed=2, num_epochs=2, shuffle_buffer=16)
+    assert src.epochs_at(src.state_dict()) == 0.0
+    seen = []
+    for _ in src:
+        seen.append(src.epochs_at(json.loads(json.dumps(src.state_dict()))))
+    assert all(b >= a for a, b in zip(seen, seen[1:]))
+    n = len(expected)
+    assert seen[n - 1] == pytest.approx(1.0) and seen[-1] == pytest.approx(2.0)
+    # Fractional by bytes: a third of the way (equal-sized files, uniform lines), roughly.
+    assert seen[n // 3] == pytest.approx(1 / 3, abs=0.08)
+    assert seen[n + n // 2] == pytest.approx(1.5, abs=0.08)
+
+
+def test_epochs_at_inside_gzip_file(tmp_path):
+    with gzip.open(tmp_path / "a.txt.gz", "wb") as f:
+        f.write(b"".join(b"word%03d more words here\n" % i for i in range(100)))
+    src = TextFileSource(str(tmp_path / "a.txt.gz"), shuffle=False)
+    _take(src, 25)
+    assert src.epochs_at(src.state_dict()) == pytest.approx(0.25)
+
+
+# ---------------------------------------------------------------- text files: bad input
+
+
+def test_empty_files_skipped_with_one_warning_each(tmp_path, caplog):
+    (tmp_path / "a.txt").write_text("one two\n")
+    (tmp_path / "b.txt").write_bytes(b"")
+    with gzip.open(tmp_path / "c.txt.gz", "wb"):
+        pass
+    with caplog.at_level(logging.WARNING):
+        out = list(TextFileSource(str(tmp_path / "*"), shuffle=True, num_epochs=3))
+    assert out == [["one", "two"]] * 3
+    messages = [r.getMessage() for r in caplog.records]
+    for name in ("b.txt", "c.txt.gz"):
+        assert sum(name in m and "empty file" in m for m in messages) == 1, messages
+    # Each pass ends with a one-line summary of what was skipped.
+    assert sum("2 empty files skipped" in m for m in messages) == 3
+
+
+def test_invalid_utf8_replaced_counted_and_warned_once_per_file(tmp_path, caplog):
+    (tmp_path / "a.txt").write_bytes(b"ok line\nbad \xff here\n\nalso \xc3 bad\nreal \xef\xbf\xbd char\n")
+    (tmp_path / "b.txt").write_bytes("fine \ufffd\n".encode())  # A real U+FFFD is valid UTF-8.
+    src = TextFileSource(str(tmp_path / "*.txt"), shuffle=False)
+    with caplog.at_level(logging.WARNING):
+        out = list(src)
+    assert out == [["ok", "line"], ["bad", "\ufffd", "here"], ["also", "\ufffd", "bad"], ["real", "\ufffd", "char"],
+                   ["fine", "\ufffd"]]
+    warnings = [r.getMessage() for r in caplog.records if "invalid UTF-8" in r.getMessage() and "pass 1" not in r.getMessage()]
+    assert len(warnings) == 1 and f"{tmp_path / 'a.txt'}:2:" in warnings[0]
+    assert any("2 lines with invalid UTF-8" in r.getMessage() for r in caplog.records)
+
+
+def test_long_lines_split_counted_and_warned_once_per_file(tmp_path, caplog):
+    long1 = [f"t{i}" for i in range(10)]
+    long2 = [f"u{i}" for i in range(7)]
+    (tmp_path / "a.txt").write_text(" ".join(long1) + "\nshort one\n" + " ".join(long2) + "\n")
+    with caplog.at_level(logging.WARNING):
+        out = list(TextFileSource(str(tmp_path / "a.txt"), shuffle=False, max_sentence_tokens=4))
+    assert out == [long1[:4], long1[4:8], long1[8:], ["short", "one"], long2[:4], long2[4:]]
+    warnings = [r.getMessage() for r in caplog.records if "split" in r.getMessage() and "a.txt:" in r.getMessage()]
+    assert len(warnings) == 1 and "a.txt:1:" in warnings[0] and "10 tokens" in warnings[0]
+    assert any("2 lines split" in r.getMessage() for r in caplog.records)
+    # No limit: lines stay whole.
+    assert list(TextFileSource(str(tmp_path / "a.txt"), shuffle=False))[0] == long1
+
+
+def test_line_over_byte_limit_is_an_error_naming_file_and_line(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"fine\n" + b"x " * 60 + b"\nmore\n")
+    with pytest.raises(DataError, match=r"a\.txt:2: line longer than 100 bytes"):
+        list(TextFileSource(str(tmp_path / "a.txt"), shuffle=False, max_line_bytes=100))
+    # A line of exactly the limit (newline excluded) is fine, with or without a final newline.
+    (tmp_path / "b.txt").write_bytes(b"y" * 100 + b"\n" + b"z" * 100)
+    assert list(TextFileSource(str(tmp_path / "b.txt"), max_line_bytes=100)) == [["y" * 100], ["z" * 100]]
+
+
+def test_corrupt_gzip_is_an_error_naming_the_file(tmp_path):
+    (tmp_path / "a.txt.gz").write_bytes(b"not gzip at all\n")
+    with pytest.raises(DataError, match=r"a\.txt\.gz"):
+        list(TextFileSource(str(tmp_path / "a.txt.gz")))
+
+
+def test_glob_matching_only_directories_is_an_error(tmp_path):
+    (tmp_path / "dir.txt").mkdir()
+    with pytest.raises(DataError, match="no file matches"):
+        TextFileSource(str(tmp_path / "*.txt"))
+
+
+# ---------------------------------------------------------------- text files: line shards
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_line_shards_partition_the_corpus(tmp_path, n):
+    pattern, expected = _write_shards(tmp_path, n_files=2)
+    parts = [list(TextFileSource(pattern, shuffle=True, seed=3, shuffle_buffer=8, line_shard=(k, n))) for k in range(n)]
+    keys = [set(map(_key, p)) for p in parts]
+    assert sum(len(p) for p in parts) == len(expected)
+    assert set().union(*keys) == set(map(_key, expected))
+    for i in range(n):
+        for j in range(i + 1, n):
+            assert not keys[i] & keys[j]
+
+
+def test_line_shard_resumes_exactly(tmp_path):
+    pattern, _ = _write_shards(tmp_path, n_files=2)
+    make = lambda: TextFileSource(pattern, shuffle=True, seed=3, num_epochs=2, shuffle_buffer=5, line_shard=(1, 3))
+    full = list(make())
+    for stop in range(0, len(full) + 1, 3):
+        src = make()
+        head = _take(src, stop)
+        fresh = make()
+        fresh.load_state_dict(json.loads(json.dumps(src.state_dict())))
+        assert head + list(fresh) == full
+
+
+def test_empty_line_shard_is_an_error_naming_the_shard(tmp_path):
+    (tmp_path / "a.txt").write_text("only line\n")
+    with pytest.raises(DataError, match=r"lines 1::2"):
+        next(TextFileSource(str(tmp_path / "a.txt"), line_shard=(1, 2)))
+
+
+# ---------------------------------------------------------------- text files: streaming
+
+
+def test_large_file_is_streamed_not_loaded(tmp_path):
+    import tracemalloc
+
+    line = b" ".join(b"%d" % i + b"x" * 45 for i in range(20)) + b"\n"
+    (tmp_path / "big.txt").write_bytes(line * 8000)  # 7.6 MB
+    src = TextFileSource(str(tmp_path / "big.txt"), shuffle=True, shuffle_buffer=100)
+    tracemalloc.start()
+    count = sum(1 for _ in src)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert count == 8000
+    assert peak < 3_000_000, peak  # The 1 MiB read buffer and one block of 100 sentences.

@@ -1,0 +1,106 @@
+"""The configured corpus: per-process training parts, key-named errors, sentence limits."""
+
+import collections
+
+import pytest
+
+from configs import default
+from elmo_jax.data import corpus
+from elmo_jax.data.sources import DataError
+
+
+def _text_config(pattern, **data):
+    config = default.get_config()
+    config.data.source = "text"
+    config.data.train_files = pattern
+    config.data.update(data)
+    return config
+
+
+def _write_corpus(root, n_files, lines_per_file=17):
+    """Files of unique sentences; returns (glob, every sentence as a string)."""
+    lines = []
+    for f in range(n_files):
+        text = [f"f{f} l{i} " + " ".join(["tok"] * (i % 4)) for i in range(lines_per_file)]
+        (root / f"part-{f:02d}.txt").write_text("\n".join(text) + "\n", encoding="utf-8")
+        lines += [" ".join(t.split()) for t in text]
+    return str(root / "part-*.txt"), lines
+
+
+@pytest.mark.parametrize(
+    "n_files,n_processes",
+    [(6, 2), (5, 3), (3, 3), (2, 3), (1, 4), (3, 5)],  # More, as many as, and fewer files than processes.
+)
+def test_process_parts_are_disjoint_and_cover_the_corpus(tmp_path, n_files, n_processes):
+    pattern, lines = _write_corpus(tmp_path, n_files)
+    data = _text_config(pattern, shuffle_buffer=8).data
+    parts = []
+    for p in range(n_processes):
+        src = corpus.train_source(data, seed=1, num_epochs=None, process_index=p, process_count=n_processes)
+        src.num_epochs = 1  # One pass over this process's part.
+        parts.append([" ".join(s) for s in src])
+    assert all(parts), "every process gets some sentences"
+    union = collections.Counter(s for part in parts for s in part)
+    assert union == collections.Counter(lines)  # Exactly the corpus: nothing lost, nothing twice.
+    for i in range(n_processes):
+        for j in range(i + 1, n_processes):
+            assert not set(parts[i]) & set(parts[j])
+    if n_files >= n_processes:  # Whole files per process.
+        for part in parts:
+            owners = {s.split()[0] for s in part}
+            assert all(sum(o in {s.split()[0] for s in other} for other in parts) == 1 for o in owners)
+
+
+def test_train_source_uses_the_data_config(tmp_path):
+    pattern, lines = _write_corpus(tmp_path, 3)
+    data = _text_config(pattern, shuffle_buffer=5, max_sentence_tokens=2).data
+    src = corpus.train_source(data, seed=0, num_epochs=1)
+    assert src.block_size == 5 and src.max_sentence_tokens == 2
+    assert all(len(s) <= 2 for s in src)
+    data.shuffle = False
+    assert corpus.train_source(data, seed=0, num_epochs=1).block_size == 1
+
+
+def test_training_sentences_stream_with_the_token_limit_and_eval_lines_stay_whole(tmp_path):
+    (tmp_path / "train.txt").write_text("a b c d e\nf\n")
+    (tmp_path / "valid.txt").write_text("a b c d e\n")
+    data = _text_config(str(tmp_path / "train.txt"), max_sentence_tokens=2, eval_files=str(tmp_path / "valid.txt")).data
+    sentences = corpus.training_sentences(data)
+    assert not isinstance(sentences, list)  # A stream, not a list in memory.
+    assert list(sentences) == [["a", "b"], ["c", "d"], ["e"], ["f"]]
+    assert corpus.count_positions(corpus.training_sentences(data)) == 3 + 3 + 2 + 2
+    assert corpus.eval_sentences(data, "valid") == [["a", "b", "c", "d", "e"]]
+
+
+def test_glob_matching_nothing_names_the_key_and_glob(tmp_path):
+    missing = str(tmp_path / "nope-*.txt")
+    data = _text_config(missing).data
+    for make in (lambda: corpus.train_source(data, 0, 1), lambda: corpus.training_sentences(data)):
+        with pytest.raises(DataError, match=r"data\.train_files: no file matches") as e:
+            make()
+        assert missing in str(e.value)
+    (tmp_path / "t.txt").write_text("x\n")
+    data = _text_config(str(tmp_path / "t.txt"), eval_files=missing).data
+    with pytest.raises(DataError, match=r"data\.eval_files: no file matches"):
+        corpus.eval_sentences(data, "valid")
+
+
+def test_file_names_with_glob_characters(tmp_path):
+    (tmp_path / "a[1].txt").write_text("one\n")
+    (tmp_path / "a1.txt").write_text("two\n")
+    data = _text_config(str(tmp_path / "a*.txt"), shuffle=False).data
+    assert sorted(map(tuple, corpus.train_source(data, 0, 1))) == [("one",), ("two",)]
+
+
+def test_several_processes_stream_endlessly(tmp_path):
+    # Parts differ in size (3 files over 2 processes): none may run out before the planned steps.
+    pattern, lines = _write_corpus(tmp_path, 3)
+    data = _text_config(pattern).data
+    for p in range(2):
+        src = corpus.train_source(data, seed=0, num_epochs=1, process_index=p, process_count=2)
+        assert len([s for _, s in zip(range(3 * len(lines)), src)]) == 3 * len(lines)
+    single = corpus.train_source(data, seed=0, num_epochs=1)
+    assert len(list(single)) == len(lines)
+    ptb = default.get_config().data
+    src = corpus.train_source(ptb, seed=0, num_epochs=1, process_index=1, process_count=2)
+    assert src.num_epochs is None
