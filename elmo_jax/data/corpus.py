@@ -8,9 +8,11 @@ import os
 import ml_collections
 
 from elmo_jax.data import sources
+from elmo_jax.data.tfds_source import TfdsSource
 from elmo_jax.data.vocab import Vocabulary
 
-SOURCES = ("ptb", "text")
+SOURCES = ("ptb", "text", "tfds")
+SPLITS = ("train", "valid", "test")
 
 
 def _check_source(data: ml_collections.ConfigDict) -> None:
@@ -18,6 +20,14 @@ def _check_source(data: ml_collections.ConfigDict) -> None:
         raise sources.DataError(f"data.source must be one of {SOURCES}, got {data.source!r}")
     if data.source == "text" and not data.train_files:
         raise sources.DataError("data.source='text' needs data.train_files (a glob of text files)")
+
+
+def _tfds(data: ml_collections.ConfigDict, split: str, **kwargs) -> TfdsSource:
+    """The TFDS split that stands for corpus split `split` ('train' | 'valid' | 'test')."""
+    if split not in SPLITS:
+        raise sources.DataError(f"unknown split {split!r} for data.source='tfds'; expected one of {SPLITS}")
+    tfds_split = data[f"tfds_{split}_split"]
+    return TfdsSource(data.tfds_name, tfds_split, data.tfds_data_dir, data.tfds_feature, **kwargs)
 
 
 def train_source(
@@ -32,6 +42,11 @@ def train_source(
     if data.source == "ptb":
         sentences = sources.ptb_sentences("train")[process_index::process_count]
         return sources.InMemorySource(sentences, shuffle=data.shuffle, seed=seed, num_epochs=num_epochs)
+    if data.source == "tfds":
+        return _tfds(
+            data, "train", shuffle=data.shuffle, seed=seed, num_epochs=num_epochs,
+            process_index=process_index, process_count=process_count,
+        )
     files = sources.expand_globs(data.train_files)[process_index::process_count]
     if not files:
         raise sources.DataError(f"data.train_files has fewer files ({process_index}) than processes ({process_count})")
@@ -43,6 +58,8 @@ def training_sentences(data: ml_collections.ConfigDict):
     _check_source(data)
     if data.source == "ptb":
         return sources.ptb_sentences("train")
+    if data.source == "tfds":
+        return _tfds(data, "train", shuffle=False)
     return sources.TextFileSource(data.train_files, shuffle=False, num_epochs=1)
 
 
@@ -53,6 +70,8 @@ def eval_sentences(data: ml_collections.ConfigDict, split: str, eval_files: str 
     _check_source(data)
     if data.source == "ptb":
         return sources.ptb_sentences(split)
+    if data.source == "tfds":
+        return list(_tfds(data, split, shuffle=False))
     if not data.eval_files:
         raise sources.DataError("data.source='text' needs data.eval_files (or --eval_files) to evaluate")
     return sources.read_sentences(data.eval_files)
