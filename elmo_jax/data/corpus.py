@@ -9,9 +9,11 @@ import os
 import ml_collections
 
 from elmo_jax.data import sources
+from elmo_jax.data.tfds_source import TfdsSource
 from elmo_jax.data.vocab import Vocabulary
 
-SOURCES = ("ptb", "text")
+SOURCES = ("ptb", "text", "tfds")
+SPLITS = ("train", "valid", "test")
 
 
 def _check_source(data: ml_collections.ConfigDict) -> None:
@@ -29,13 +31,21 @@ def _files(data: ml_collections.ConfigDict, key: str) -> list[str]:
         raise sources.DataError(f"data.{key}: {e}") from None
 
 
+def _tfds(data: ml_collections.ConfigDict, split: str, **kwargs) -> TfdsSource:
+    """The TFDS split that stands for corpus split `split` ('train' | 'valid' | 'test')."""
+    if split not in SPLITS:
+        raise sources.DataError(f"unknown split {split!r} for data.source='tfds'; expected one of {SPLITS}")
+    tfds_split = data[f"tfds_{split}_split"]
+    return TfdsSource(data.tfds_name, tfds_split, data.tfds_data_dir, data.tfds_feature, **kwargs)
+
+
 def train_source(
     data: ml_collections.ConfigDict,
     seed: int,
     num_epochs: int | None,
     process_index: int = 0,
     process_count: int = 1,
-) -> sources.InMemorySource | sources.TextFileSource:
+) -> sources.InMemorySource | sources.TextFileSource | TfdsSource:
     """The training sentence stream of this process; processes read disjoint parts.
 
     Text files are dealt out whole (file i goes to process i mod P); with fewer files than
@@ -50,6 +60,11 @@ def train_source(
     if data.source == "ptb":
         sentences = sources.ptb_sentences("train")[process_index::process_count]
         return sources.InMemorySource(sentences, shuffle=data.shuffle, seed=seed, num_epochs=num_epochs)
+    if data.source == "tfds":
+        return _tfds(
+            data, "train", shuffle=data.shuffle, seed=seed, num_epochs=num_epochs,
+            process_index=process_index, process_count=process_count,
+        )
     files = _files(data, "train_files")
     if len(files) >= process_count:
         files, line_shard = files[process_index::process_count], (0, 1)
@@ -71,6 +86,8 @@ def training_sentences(data: ml_collections.ConfigDict):
     _check_source(data)
     if data.source == "ptb":
         return sources.ptb_sentences("train")
+    if data.source == "tfds":
+        return _tfds(data, "train", shuffle=False)
     return sources.TextFileSource(
         _files(data, "train_files"), shuffle=False, num_epochs=1, max_sentence_tokens=data.max_sentence_tokens
     )
@@ -83,6 +100,8 @@ def eval_sentences(data: ml_collections.ConfigDict, split: str, eval_files: str 
     _check_source(data)
     if data.source == "ptb":
         return sources.ptb_sentences(split)
+    if data.source == "tfds":
+        return list(_tfds(data, split, shuffle=False))
     if not data.eval_files:
         raise sources.DataError("data.source='text' needs data.eval_files (or --eval_files) to evaluate")
     return sources.read_sentences(_files(data, "eval_files"))

@@ -65,9 +65,13 @@ class InMemorySource:
             self.epoch += 1
             self.index = 0
             self._order = _epoch_order(len(self.sentences), self.seed, self.epoch, self.shuffle)
-        sentence = self.sentences[self._order[self.index]]
+        sentence = self._sentence_at(self.index)
         self.index += 1
         return sentence
+
+    def _sentence_at(self, position: int) -> list[str]:
+        """The sentence at `position` of the current epoch's order (subclasses may read ahead)."""
+        return self.sentences[self._order[position]]
 
     def epochs_at(self, state: dict) -> float:
         """Fractional number of passes over the data at position `state`."""

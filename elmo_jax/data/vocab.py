@@ -2,7 +2,8 @@
 
 One token per line: `<S>`, `</S>`, `<UNK>` first, then words by descending training frequency
 (the sampled softmax's log-uniform sampler assumes this order). An optional second
-tab-separated column holds the count.
+tab-separated column holds the count. `python -m elmo_jax.data.vocab build|stats` builds one from
+text files of any size and reports OOV rates (elmo_jax/data/vocab_cli.py).
 """
 
 from __future__ import annotations
@@ -88,31 +89,57 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path: str) -> "Vocabulary":
-        """Reads a bilm-tf vocabulary file (`word` or `word<TAB>count` per line)."""
+        """Reads a bilm-tf vocabulary file (`word` or `word<TAB>count` per line, the same on every line)."""
         if not os.path.exists(path):
             raise VocabularyError(f"{path}: vocabulary file not found")
         words, counts = [], []
-        with open(path, encoding="utf-8", errors="strict") as f:
-            for line_no, line in enumerate(f, start=1):
-                fields = line.rstrip("\n").split("\t")
+        with open(path, "rb") as f:
+            for line_no, raw in enumerate(f, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise VocabularyError(f"{path}:{line_no}: not valid UTF-8") from None
+                fields = line.rstrip("\r\n").split("\t")
                 word = fields[0].strip()
                 if not word:
                     raise VocabularyError(f"{path}:{line_no}: empty token")
+                if len(word.split()) > 1:
+                    raise VocabularyError(f"{path}:{line_no}: token {word!r} contains whitespace")
+                if len(fields) > 2:
+                    raise VocabularyError(f"{path}:{line_no}: expected `word` or `word<TAB>count`: {line.strip()!r}")
+                has_count = len(fields) == 2
+                if line_no == 1:
+                    first_has_count = has_count
+                elif has_count != first_has_count:
+                    raise VocabularyError(f"{path}:{line_no}: {'a' if has_count else 'no'} count, unlike line 1")
                 words.append(word)
-                if len(fields) > 1:
+                if has_count:
                     try:
                         counts.append(int(fields[1]))
                     except ValueError:
-                        raise VocabularyError(f"{path}:{line_no}: count {fields[1]!r} is not an integer")
+                        raise VocabularyError(f"{path}:{line_no}: count {fields[1]!r} is not an integer") from None
         try:
-            return cls(words, counts if len(counts) == len(words) else None)
+            return cls(words, counts or None)
         except VocabularyError as e:
             raise VocabularyError(f"{path}: {e}") from None
 
-    def save(self, path: str) -> None:
-        """Writes the vocabulary (with counts when known) atomically."""
+    def save(self, path: str, with_counts: bool = True) -> None:
+        """Writes the vocabulary atomically: `word<TAB>count` lines when counts are known and
+        `with_counts`, else one word per line (exactly bilm-tf's format)."""
         tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            for i, word in enumerate(self.words):
-                f.write(f"{word}\t{self.counts[i]}\n" if self.counts is not None else f"{word}\n")
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                for i, word in enumerate(self.words):
+                    f.write(f"{word}\t{self.counts[i]}\n" if with_counts and self.counts is not None else f"{word}\n")
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+
+if __name__ == "__main__":  # python -m elmo_jax.data.vocab build|stats ... (elmo_jax/data/vocab_cli.py)
+    import sys
+
+    from elmo_jax.data.vocab_cli import main
+
+    sys.exit(main())

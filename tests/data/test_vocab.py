@@ -178,3 +178,45 @@ def test_is_frequency_sorted():
     # Special tokens are ignored wherever they are and whatever their counts.
     assert Vocabulary(["a", "<S>", "b", "</S>", "<UNK>"], [5, 100, 3, 0, 7]).is_frequency_sorted()
     assert not Vocabulary(["<S>", "</S>", "<UNK>", "a"]).is_frequency_sorted()
+
+
+@pytest.mark.parametrize(
+    "content, line, message",
+    [
+        (b"<S>\n</S>\n<UNK>\nca\xfft\n", 4, "not valid UTF-8"),
+        (b"<S>\n</S>\n<UNK>\nthe cat\n", 4, "token 'the cat' contains whitespace"),
+        (b"<S>\t0\n</S>\t0\n<UNK>\t0\nthe\t3\t1\n", 4, "expected `word` or `word<TAB>count`"),
+        (b"<S>\t0\n</S>\t0\n<UNK>\nthe\t3\n", 3, "no count, unlike line 1"),
+        (b"<S>\n</S>\t0\n<UNK>\n", 2, "a count, unlike line 1"),
+        (b"<S>\n\n</S>\n<UNK>\n", 2, "empty token"),
+    ],
+)
+def test_load_malformed_lines_name_file_and_line(tmp_path, content, line, message):
+    path = tmp_path / "v.txt"
+    path.write_bytes(content)
+    with pytest.raises(VocabularyError) as e:
+        Vocabulary.load(str(path))
+    assert str(e.value).startswith(f"{path}:{line}: {message}")
+
+
+def test_load_windows_line_endings(tmp_path):
+    path = tmp_path / "v.txt"
+    path.write_bytes(b"<S>\t0\r\n</S>\t0\r\n<UNK>\t0\r\nthe\t3\r\n")
+    vocab = Vocabulary.load(str(path))
+    assert vocab.words == ["<S>", "</S>", "<UNK>", "the"] and vocab.counts == [0, 0, 0, 3]
+
+
+def test_save_without_counts_and_failed_save_leaves_nothing(tmp_path, monkeypatch):
+    vocab = Vocabulary.build(SENTENCES)
+    path = tmp_path / "v.txt"
+    vocab.save(str(path), with_counts=False)
+    assert path.read_text(encoding="utf-8").split("\n")[:4] == ["<S>", "</S>", "<UNK>", "a"]
+
+    def fail(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        vocab.save(str(path))
+    assert os.listdir(tmp_path) == ["v.txt"]
+    assert path.read_text(encoding="utf-8").startswith("<S>\n")

@@ -4,12 +4,15 @@ import json
 import math
 import os
 
+import numpy as np
 import pytest
 
 from elmo_jax.data import corpus
+from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.training import parallel
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
-from tests.training.helpers import tiny_config, write_corpus
+from tests.data.tfds_helpers import prepare_text_dataset
+from tests.training.helpers import WORDS, tiny_config, write_corpus
 
 
 def _text_config(tmp_path, **overrides):
@@ -117,3 +120,30 @@ def test_skip_policy_skips_the_update_and_counts_it(tmp_path, monkeypatch):
     assert all(math.isfinite(r[k]) for r in records for k in ("train_loss", "grad_norm"))  # Means of applied steps.
     assert math.isfinite(result["perplexity"])
 
+
+def test_train_on_a_tfds_dataset(tmp_path):
+    rng = np.random.default_rng(0)
+    splits = {
+        split: [" ".join(rng.choice(WORDS, rng.integers(2, 9))) for _ in range(n)]
+        for split, n in [("train", 40), ("test", 6)]
+    }
+    data_dir = str(tmp_path / "tfds")
+    prepare_text_dataset(data_dir, splits, name="loop_text")
+    config = tiny_config(
+        **{
+            "data.source": "tfds",
+            "data.tfds_name": "loop_text",
+            "data.tfds_data_dir": data_dir,
+            "train.num_steps": 4,
+            "train.log_every_steps": 2,
+        }
+    )
+    workdir = str(tmp_path / "run")
+    result = train_and_evaluate(config, workdir)
+    losses = [r["train_loss"] for r in _metrics(workdir) if "train_loss" in r]
+    assert len(losses) == 2 and all(np.isfinite(losses))
+    # Evaluated on the TFDS test split, which data.tfds_valid_split names by default.
+    assert result["tokens"] == sum(len(s.split()) + 1 for s in splits["test"])
+    assert os.path.exists(os.path.join(workdir, "eval_valid_4.json"))
+    built = Vocabulary.load(os.path.join(workdir, "vocab.txt"))
+    assert built.words == Vocabulary.build(s.split() for s in splits["train"]).words

@@ -1,0 +1,172 @@
+"""`python -m elmo_jax.data.vocab build|stats`: order, limits, gzip input, statistics, errors."""
+
+import collections
+import gzip
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from elmo_jax.data import vocab_cli
+from elmo_jax.data.vocab import Vocabulary
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPECIALS = ["<S>", "</S>", "<UNK>"]
+
+# Counts: the 5, a 4, zeta/alpha/mid 2 each (a tie), cat/<UNK>/naïve 1 each; 5 sentences.
+PLAIN = "the a zeta\n\n  the  mid a\nalpha the\tcat\n"
+GZIPPED = "a the alpha <UNK>\nzeta mid naïve the a\n"
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    (tmp_path / "part-0.txt").write_text(PLAIN, encoding="utf-8")
+    with gzip.open(tmp_path / "part-1.txt.gz", "wt", encoding="utf-8") as f:
+        f.write(GZIPPED)
+    return str(tmp_path / "part-*")
+
+
+def _expected_counts():
+    return collections.Counter((PLAIN + GZIPPED).split())
+
+
+def _lines(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def test_build_orders_by_count_then_word_with_specials_first(corpus, tmp_path):
+    out = str(tmp_path / "vocab.txt")
+    assert vocab_cli.main(["build", "--input", corpus, "--output", out, "--quiet"]) == 0
+    counts = _expected_counts()
+    words = sorted((w for w in counts if w not in SPECIALS), key=lambda w: (-counts[w], w))
+    assert words[:6] == ["the", "a", "alpha", "mid", "zeta", "cat"]  # Ties in code-point order.
+    assert _lines(out) == [f"{w}\t{counts[w]}" for w in SPECIALS + words]
+    assert sorted(os.listdir(tmp_path)) == ["part-0.txt", "part-1.txt.gz", "vocab.txt"]  # No temporary file left.
+    assert Vocabulary.load(out).is_frequency_sorted()
+
+
+def test_build_min_count_and_max_size(corpus, tmp_path):
+    out = str(tmp_path / "vocab.txt")
+    vocab_cli.main(["build", "--input", corpus, "--output", out, "--min_count", "2", "--quiet"])
+    assert [line.split("\t")[0] for line in _lines(out)] == SPECIALS + ["the", "a", "alpha", "mid", "zeta"]
+    vocab_cli.main(["build", "--input", corpus, "--output", out, "--max_size", "6", "--quiet"])
+    assert [line.split("\t")[0] for line in _lines(out)] == SPECIALS + ["the", "a", "alpha"]
+    vocab_cli.main(["build", "--input", corpus, "--output", out, "--max_size", "3", "--quiet"])
+    assert [line.split("\t")[0] for line in _lines(out)] == SPECIALS
+
+
+def test_build_without_counts_is_plain_bilm_tf(corpus, tmp_path):
+    out = str(tmp_path / "vocab.txt")
+    vocab_cli.main(["build", "--input", corpus, "--output", out, "--nocounts", "--max_size", "5", "--quiet"])
+    assert _lines(out) == SPECIALS + ["the", "a"]
+
+
+def test_build_prints_coverage(corpus, tmp_path, capsys):
+    vocab_cli.main(["build", "--input", corpus, "--output", str(tmp_path / "v.txt"), "--max_size", "5", "--quiet"])
+    tokens = sum(_expected_counts().values())
+    assert capsys.readouterr().out.strip() == (
+        f"wrote 5 words to {tmp_path / 'v.txt'}: 2 of 8 types, covering {100 * 9 / tokens:.2f}% of {tokens} tokens"
+    )
+
+
+def test_stats_counts_and_oov_rates(corpus, tmp_path, capsys):
+    vocab = tmp_path / "small.txt"
+    vocab.write_text("<S>\n</S>\n<UNK>\nthe\nzeta\nunused\n", encoding="utf-8")
+    assert vocab_cli.main(["stats", "--input", corpus, "--vocab", str(vocab), "--quiet"]) == 0
+    rows = dict(re.split(r"\s{2,}", line, maxsplit=1) for line in capsys.readouterr().out.splitlines())
+    counts = _expected_counts()
+    lines = [line for line in (PLAIN + GZIPPED).split("\n") if line.strip()]
+    tokens = sum(counts.values())
+    oov = {w: c for w, c in counts.items() if w not in {"<S>", "</S>", "<UNK>", "the", "zeta"}}
+    assert int(rows["sentences"]) == len(lines) == 5
+    assert int(rows["tokens"]) == tokens == 18
+    assert int(rows["types"]) == len(counts) == 8
+    oov_tokens = sum(oov.values())
+    assert rows["OOV tokens"] == f"{100 * oov_tokens / tokens:.2f}% ({oov_tokens} of {tokens})"
+    assert rows["OOV types"] == f"{100 * len(oov) / len(counts):.2f}% ({len(oov)} of {len(counts)})"
+    assert oov_tokens == 10 and len(oov) == 5
+
+
+def test_progress_follows_bytes_read(tmp_path, monkeypatch):
+    path = tmp_path / "big.txt"
+    path.write_text("".join(f"w{i} x\n" for i in range(50)), encoding="utf-8")
+    seen = []
+
+    class Bar:
+        def __init__(self, total, **kwargs):
+            self.total, self.n = total, 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def update(self, k):
+            self.n += k
+            seen.append(self.n)
+
+    monkeypatch.setattr(vocab_cli, "tqdm", Bar)
+    monkeypatch.setattr(vocab_cli, "_PROGRESS_EVERY", 10)
+    counts = vocab_cli.count_words(str(path))
+    size = os.path.getsize(path)
+    assert counts.sentences == 50
+    assert seen == sorted(seen) and seen[-1] == size
+    assert 0 < seen[0] < size  # A plain file advances the bar while it is read.
+
+
+def test_glob_matching_nothing_is_an_error(tmp_path, capsys):
+    out = tmp_path / "vocab.txt"
+    assert vocab_cli.main(["build", "--input", str(tmp_path / "none-*.txt"), "--output", str(out), "--quiet"]) == 1
+    assert capsys.readouterr().err.strip() == f"error: no file matches {str(tmp_path / 'none-*.txt')!r}"
+    assert not out.exists()
+    assert vocab_cli.main(["stats", "--input", str(tmp_path / "none-*.txt"), "--quiet"]) == 1
+
+
+def test_bad_vocabulary_for_stats_is_an_error(corpus, tmp_path, capsys):
+    vocab = tmp_path / "bad.txt"
+    vocab.write_text("<S>\n</S>\n<UNK>\nthe\nthe\n", encoding="utf-8")
+    assert vocab_cli.main(["stats", "--input", corpus, "--vocab", str(vocab), "--quiet"]) == 1
+    assert f"error: {vocab}: duplicate token 'the' at lines 4 and 5" in capsys.readouterr().err
+
+
+def test_failed_write_keeps_the_previous_file(corpus, tmp_path, monkeypatch):
+    out = tmp_path / "vocab.txt"
+    out.write_text("previous\n", encoding="utf-8")
+
+    def fail(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", fail)
+    assert vocab_cli.main(["build", "--input", corpus, "--output", str(out), "--quiet"]) == 1
+    assert out.read_text(encoding="utf-8") == "previous\n"
+    assert sorted(os.listdir(tmp_path)) == ["part-0.txt", "part-1.txt.gz", "vocab.txt"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["build", "--input", "x"], "required: --output"),
+        (["build", "--input", "x", "--output", "v", "--min_count", "0"], "--min_count must be >= 1"),
+        (["build", "--input", "x", "--output", "v", "--max_size", "2"], "--max_size must be 0 or >= 3"),
+        (["stats"], "required: --input"),
+        ([], "required: command"),
+    ],
+)
+def test_usage_errors_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        vocab_cli.main(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_module_entry_point_in_a_subprocess(corpus, tmp_path):
+    out = tmp_path / "vocab.txt"
+    argv = ["build", "--input", corpus, "--output", str(out), "--min_count", "2"]
+    run = subprocess.run([sys.executable, "-m", "elmo_jax.data.vocab", *argv], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "reading: 100%" in run.stderr  # The progress bar.
+    assert [line.split("\t")[0] for line in _lines(out)] == SPECIALS + ["the", "a", "alpha", "mid", "zeta"]
