@@ -2,6 +2,7 @@
 data.source='tfds' (splits, process shards, vocabulary, counts)."""
 
 import collections
+import itertools
 
 import pytest
 
@@ -161,7 +162,10 @@ def test_train_source_shuffles_per_epoch_and_shards_by_process(data_dir):
     out = list(source)
     assert sorted(out[:17]) == sorted(out[17:]) == sorted(_tokenized(data_dir, "train"))
     assert out[:17] != out[17:]
-    shards = [list(corpus.train_source(data, seed=5, num_epochs=1, process_index=i, process_count=2)) for i in range(2)]
+    n = len(_tokenized(data_dir, "train"))
+    parts = [corpus.train_source(data, seed=5, num_epochs=1, process_index=i, process_count=2) for i in range(2)]
+    shards = [list(itertools.islice(part, len(part.sentences))) for part in parts]  # Endless with 2 processes.
+    assert n == sum(len(part.sentences) for part in parts)
     assert sorted(shards[0] + shards[1]) == sorted(_tokenized(data_dir, "train"))
     assert sorted(shards[0]) == sorted(_tokenized(data_dir, "train")[0::2])
     data.shuffle = False
