@@ -126,7 +126,7 @@ class _Run:
         self.batches = Prefetcher(batcher, size=config.data.prefetch_batches)
         self.step = self.saved_step = int(jax.device_get(state.step))
         run_info.record_start(workdir, self.step)
-        self.writer = MetricsWriter(workdir)
+        self.writer = MetricsWriter(workdir, self.step)
         self.window: Window = []
         self.window_start = time.perf_counter()
         self.check_finite = config.train.nonfinite_policy == "stop"

@@ -25,7 +25,7 @@ from elmo_jax.training.metrics_writer import write_json_atomic
 
 FILENAME = "run_info.json"
 # Distributions whose versions change results or performance.
-LIBRARIES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "ml-collections", "tensorboardX")
+LIBRARIES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "ml-collections")
 SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
