@@ -7,18 +7,9 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from elmo_jax.training.metrics_writer import MetricsWriter, write_json_atomic
-
-
-def tensorboard_scalars(logdir: str) -> dict[str, dict[int, float]]:
-    """{tag: {step: value}} as TensorBoard shows them (after purging restarted steps)."""
-    accumulator = EventAccumulator(logdir, size_guidance={"scalars": 0})  # 0: keep every point.
-    accumulator.Reload()
-    return {
-        tag: {e.step: e.value for e in accumulator.Scalars(tag)} for tag in accumulator.Tags()["scalars"]
-    }
+from tests.training.helpers import tensorboard_scalars
 
 
 def _lines(path):
