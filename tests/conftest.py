@@ -1,8 +1,35 @@
-"""Shared test setup: repository root on sys.path (for `configs`), 64-bit-free float32 JAX."""
+"""Shared test setup: repository root on sys.path (for `configs`), 64-bit-free float32 JAX, and
+one real tiny training run shared by the tests that read a workdir."""
 
+import contextlib
+import io
 import os
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+
+@pytest.fixture(scope="session")
+def tiny_training_run(tmp_path_factory):
+    """(workdir, stderr, final result) of a real 10-step run on a random corpus, evaluated at 5 and 10."""
+    from elmo_jax.training.loop import train_and_evaluate
+    from tests.training.helpers import tiny_config, write_corpus
+
+    root = tmp_path_factory.mktemp("tiny_run")
+    config = tiny_config(
+        **{
+            "data.source": "text",
+            "data.train_files": write_corpus(str(root / "train"), 60, seed=0),
+            "data.eval_files": write_corpus(str(root / "valid"), 10, seed=1, n_files=1),
+            "eval.every_steps": 5,
+        }
+    )
+    workdir = str(root / "run")
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):  # The progress bars.
+        result = train_and_evaluate(config, workdir)
+    return workdir, stderr.getvalue(), result

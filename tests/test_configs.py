@@ -1,14 +1,32 @@
-"""Every shipped config builds a model; ablation presets change what they say."""
+"""Every shipped config builds a model; ablation presets change what they say and train."""
 
 import importlib
 
 import jax
+import numpy as np
 import pytest
 
 from configs import ablations
+from configs.overrides import apply_overrides
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training.state import dummy_inputs
+from elmo_jax.training import optim, parallel
+from elmo_jax.training import state as state_lib
+from elmo_jax.training.state import create_train_state, dummy_inputs
+from elmo_jax.training.step import make_train_step
+from tests.training.helpers import random_batch
 
+# Shrinks a preset to seconds of compilation; none of these keys is one a preset changes.
+TINY_SHAPES = {
+    "data.max_chars_per_token": 12,
+    "model.char_cnn.embed_dim": 4,
+    "model.char_cnn.filters": [[1, 4], [2, 8]],
+    "model.lstm.dim": 16,
+    "model.lstm.projection_dim": 8,
+    "model.softmax.n_negative_samples": 16,
+    "model.softmax.chunk_size": 64,
+    "train.batch_size": 4,
+    "train.unroll_steps": 5,
+}
 CONFIGS = ["default", "demo", "elmo_small", "elmo_medium", "elmo_original", "tests.tiny"]
 
 
@@ -48,3 +66,39 @@ def test_ablation_presets(preset):
 def test_unknown_ablation_is_an_error():
     with pytest.raises(ValueError, match="unknown ablation 'no_such'"):
         ablations.get_config("no_such")
+
+
+_init_params = state_lib.init_params
+
+
+def _random_params(model, rng, max_chars):
+    """Random parameters of init's shapes, without compiling init (half of a tiny run's compile time)."""
+    shapes = jax.eval_shape(lambda: _init_params(model, rng, max_chars))
+    keys = jax.random.split(rng, len(jax.tree.leaves(shapes)))
+    leaves = [0.1 * jax.random.normal(k, s.shape, s.dtype) for k, s in zip(keys, jax.tree.leaves(shapes))]
+    return jax.tree.unflatten(jax.tree.structure(shapes), leaves)
+
+
+@pytest.mark.parametrize("preset", sorted(ablations.PRESETS))
+def test_ablation_preset_trains_two_steps(preset, monkeypatch):
+    monkeypatch.setattr(state_lib, "init_params", _random_params)
+    assert not set(TINY_SHAPES) & set(ablations.PRESETS[preset])
+    config = ablations.get_config(preset)
+    apply_overrides(config, TINY_SHAPES, "TINY_SHAPES")
+    vocab_size = 40
+    model = bilm_from_config(config.model, vocab_size)
+    tx, _ = optim.make_optimizer(config.train, config.train.num_steps)
+    mesh = parallel.make_mesh(jax.devices()[:1])
+    state = parallel.place_state(
+        create_train_state(model, tx, config.seed, config.train.batch_size, config.data.max_chars_per_token), mesh
+    )
+    initial = jax.device_get(state.params)
+    step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        batch = random_batch(rng, vocab_size, config.train.batch_size, config.train.unroll_steps, config.data.max_chars_per_token)
+        state, metrics = step(state, parallel.shard_batch(batch, mesh))
+        assert np.isfinite(float(metrics["train_loss"]))
+    assert int(state.step) == 2
+    changed = jax.tree.map(lambda a, b: not np.array_equal(a, b), initial, jax.device_get(state.params))
+    assert any(jax.tree.leaves(changed))

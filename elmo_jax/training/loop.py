@@ -28,7 +28,7 @@ from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation import Evaluator, format_table
 from elmo_jax.model.bilm import BiLM, bilm_from_config
-from elmo_jax.training import optim, parallel
+from elmo_jax.training import optim, parallel, run_info
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
 from elmo_jax.training.metrics_writer import MetricsWriter, write_json_atomic
 from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
@@ -124,8 +124,9 @@ class _Run:
         self.checkpointer, self.schedule = checkpointer, schedule
         self.evaluator, self.eval_sentences = evaluator, eval_sentences
         self.batches = Prefetcher(batcher, size=config.data.prefetch_batches)
-        self.writer = MetricsWriter(workdir)
         self.step = self.saved_step = int(jax.device_get(state.step))
+        run_info.record_start(workdir, self.step)
+        self.writer = MetricsWriter(workdir, self.step)
         self.window: Window = []
         self.window_start = time.perf_counter()
         self.check_finite = config.train.nonfinite_policy == "stop"

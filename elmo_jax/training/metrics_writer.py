@@ -1,21 +1,34 @@
-"""Run records in the workdir: `metrics.jsonl` (one JSON object per logged step), eval JSON."""
+"""Run records in the workdir: `metrics.jsonl` (one JSON object per logged step), TensorBoard
+event files holding the same numbers, eval JSON."""
 
 from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
+import socket
+import time
 from typing import Any
 
 import jax
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.summary.writer.record_writer import RecordWriter
+
+
+def _item(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
 
 
 def _jsonable(value: Any) -> Any:
-    if hasattr(value, "item"):
-        value = value.item()
+    value = _item(value)
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     return value
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def write_json_atomic(path: str, obj: Any) -> None:
@@ -32,12 +45,52 @@ def write_json_atomic(path: str, obj: Any) -> None:
         raise
 
 
-class MetricsWriter:
-    """Appends metric records to `WORKDIR/metrics.jsonl` (process 0 only)."""
+class ScalarEventFile:
+    """A TensorBoard event file of scalars, written synchronously: like metrics.jsonl, a record is
+    in the file when `write` returns (no writer thread, nothing lost if the process dies).
 
-    def __init__(self, workdir: str):
+    TensorBoard reads a directory's `events.out.tfevents.*` files in name order; the name starts
+    with the creation time in nanoseconds, so a resumed run's file sorts after the earlier ones.
+    """
+
+    def __init__(self, logdir: str, purge_step: int):
+        name = f"events.out.tfevents.{time.time_ns()}.{socket.gethostname()}.{os.getpid()}"
+        self.path = os.path.join(logdir, name)
+        # A session START at `purge_step` makes TensorBoard drop what earlier files hold at steps
+        # >= purge_step, so the steps a resumed run repeats show once, from this run. (The fast
+        # loader, `--load_fast`, only replaces repeated steps tag by tag.)
+        start = event_pb2.SessionLog(status=event_pb2.SessionLog.START)
+        self._append(
+            [
+                event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"),
+                event_pb2.Event(wall_time=time.time(), step=purge_step, session_log=start),
+            ],
+            mode="xb",
+        )
+
+    def write(self, step: int, scalars: dict[str, float]) -> None:
+        values = [summary_pb2.Summary.Value(tag=tag, simple_value=value) for tag, value in scalars.items()]
+        self._append([event_pb2.Event(wall_time=time.time(), step=step, summary=summary_pb2.Summary(value=values))])
+
+    def _append(self, events: list[event_pb2.Event], mode: str = "ab") -> None:
+        with open(self.path, mode) as f:
+            records = RecordWriter(f)
+            for event in events:
+                records.write(event.SerializeToString())
+
+
+class MetricsWriter:
+    """Appends metric records to `WORKDIR/metrics.jsonl`, and their numbers (every key but `step`,
+    under the same names) to a TensorBoard event file in WORKDIR, keyed by `step`. Process 0 only.
+
+    `start_step` is the step a run (re)starts from: TensorBoard then hides what an interrupted
+    earlier attempt logged after it.
+    """
+
+    def __init__(self, workdir: str, start_step: int = 0):
         self.path = os.path.join(workdir, "metrics.jsonl")
         self.enabled = jax.process_index() == 0
+        self.events = ScalarEventFile(workdir, purge_step=start_step + 1) if self.enabled else None
 
     def write(self, record: dict[str, Any]) -> None:
         if not self.enabled:
@@ -45,3 +98,5 @@ class MetricsWriter:
         with open(self.path, "a") as f:
             f.write(json.dumps({k: _jsonable(v) for k, v in record.items()}) + "\n")
             f.flush()
+        values = {k: _item(v) for k, v in record.items() if k != "step"}
+        self.events.write(int(record["step"]), {k: float(v) for k, v in values.items() if _is_scalar(v)})

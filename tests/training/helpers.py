@@ -8,6 +8,7 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from configs.overrides import apply_overrides
 from configs.tests import tiny
@@ -80,3 +81,10 @@ def make_checkpoint_workdir(tmp_path) -> str:
     checkpointer.save(2, parallel.place_state(state, parallel.make_mesh()), {})
     checkpointer.close()
     return workdir
+
+
+def tensorboard_scalars(logdir: str) -> dict[str, dict[int, float]]:
+    """{tag: {step: value}} as TensorBoard reads them from `logdir` (restarted steps purged)."""
+    accumulator = EventAccumulator(logdir, size_guidance={"scalars": 0})  # 0: keep every point.
+    accumulator.Reload()
+    return {tag: {e.step: e.value for e in accumulator.Scalars(tag)} for tag in accumulator.Tags()["scalars"]}

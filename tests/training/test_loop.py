@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.training import parallel
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
 from tests.data.tfds_helpers import prepare_text_dataset
-from tests.training.helpers import WORDS, tiny_config, write_corpus
+from tests.training.helpers import WORDS, tensorboard_scalars, tiny_config, write_corpus
 
 
 def _text_config(tmp_path, **overrides):
@@ -147,3 +148,20 @@ def test_train_on_a_tfds_dataset(tmp_path):
     assert os.path.exists(os.path.join(workdir, "eval_valid_4.json"))
     built = Vocabulary.load(os.path.join(workdir, "vocab.txt"))
     assert built.words == Vocabulary.build(s.split() for s in splits["train"]).words
+
+
+def test_run_records_its_start_tensorboard_scalars_and_progress(tiny_training_run):
+    workdir, stderr, result = tiny_training_run
+    starts = json.load(open(os.path.join(workdir, "run_info.json")))["starts"]
+    assert [s["step"] for s in starts] == [0]
+    expected = {}
+    for record in _metrics(workdir):
+        for key, value in record.items():
+            if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                expected.setdefault(key, {})[record["step"]] = pytest.approx(value, rel=1e-6)
+    assert {"train_loss", "tokens_per_sec", "eval_perplexity"} <= set(expected)
+    assert set(expected["eval_perplexity"]) == {5, 10}
+    assert tensorboard_scalars(workdir) == expected
+    # Training bar: steps of total, time left, loss and tokens/s; evaluation bar in tokens.
+    assert re.search(r"train: 100%.*\| 10/10 \[\d\d:\d\d<\d\d:\d\d, .*loss=\d+\.\d+, tok_s=\d+\]", stderr)
+    assert re.search(rf"eval: .*\| \d+/{result['tokens']} \[.*tok/s\]", stderr)

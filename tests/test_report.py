@@ -1,0 +1,136 @@
+"""python -m elmo_jax.report: the table of final metrics, the figure, and clear errors."""
+
+import json
+import os
+import re
+
+import pytest
+from PIL import Image
+
+from elmo_jax import report
+
+
+def make_run(root, name, records, batch_size=4, unroll_steps=5, eval_split="valid", text=None):
+    """A workdir with config.json and metrics.jsonl (the given records, or the raw `text`)."""
+    workdir = root / name
+    workdir.mkdir(parents=True)
+    config = {"train": {"batch_size": batch_size, "unroll_steps": unroll_steps}, "data": {"eval_split": eval_split}}
+    (workdir / "config.json").write_text(json.dumps(config))
+    if text is None:
+        text = "".join(json.dumps(r) + "\n" for r in records)
+    (workdir / "metrics.jsonl").write_text(text)
+    return str(workdir)
+
+
+def train(step, loss, speed):
+    return {"step": step, "train_loss": loss, "tokens_per_sec": speed, "softmax": "sampled"}
+
+
+def evaluation(step, fwd, bwd, ppl):
+    return {"step": step, "eval_step": step, "eval_forward_perplexity": fwd, "eval_backward_perplexity": bwd, "eval_perplexity": ppl}
+
+
+def table_rows(stdout):
+    lines = stdout.strip().splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    return [dict(zip(header, (c.strip() for c in line.strip("|").split("|")))) for line in lines[2:]]
+
+
+def assert_png(path):
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    with Image.open(path) as image:
+        image.verify()
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.size == (1200, 800)
+
+
+def test_table_and_figure_of_two_runs(tmp_path, capsys):
+    a = make_run(tmp_path, "a", [
+        train(10, 5.0, 100.0), evaluation(10, 200.0, 210.0, 205.0),
+        train(20, 4.5, 1000.0), train(30, 4.25, 1100.0), evaluation(30, 150.5, 152.25, 151.375),
+    ])
+    b = make_run(tmp_path, "b", [train(10, 6.0, 50.0), train(20, 5.5, 70.0)], batch_size=8, unroll_steps=10, eval_split="test")
+    output = str(tmp_path / "report.png")
+    assert report.main([a, b, "--output", output]) == 0
+    captured = capsys.readouterr()
+    assert table_rows(captured.out) == [
+        {"run": "a", "steps": "30", "tokens": "600", "train loss": "4.2500", "eval split": "valid",
+         "forward ppl": "150.50", "backward ppl": "152.25", "biLM ppl": "151.38", "tokens/s": "1,000"},
+        {"run": "b", "steps": "20", "tokens": "1,600", "train loss": "5.5000", "eval split": "test",
+         "forward ppl": "n/a", "backward ppl": "n/a", "biLM ppl": "n/a", "tokens/s": "60"},
+    ]
+    assert captured.err == f"wrote {output}\n"
+    assert_png(output)
+
+
+def test_a_resumed_run_keeps_the_records_of_its_latest_attempt(tmp_path):
+    records = [train(s, 10.0 - s, 1.0) for s in range(1, 9)]  # Killed after step 8, resumed from 5.
+    records += [train(s, 100.0 + s, 1.0) for s in range(6, 11)] + [evaluation(10, 3.0, 4.0, 3.5)]
+    run = report.load_run(make_run(tmp_path, "r", records))
+    assert [(r["step"], r["train_loss"]) for r in run.train] == [
+        (1, 9.0), (2, 8.0), (3, 7.0), (4, 6.0), (5, 5.0), (6, 106.0), (7, 107.0), (8, 108.0), (9, 109.0), (10, 110.0)
+    ]
+    assert report.summary(run)["train_loss"] == 110.0
+
+
+def test_non_finite_values_as_metrics_jsonl_writes_them(tmp_path):
+    run = report.load_run(make_run(tmp_path, "n", [train(1, "nan", 5.0)]))
+    assert report.markdown_table([run]).splitlines()[2].split("|")[4].strip() == "n/a"
+
+
+def test_runs_with_the_same_name_are_named_by_path(tmp_path, capsys):
+    dirs = [make_run(tmp_path / "x", "run", [train(1, 1.0, 1.0)]), make_run(tmp_path / "y", "run", [train(1, 1.0, 1.0)])]
+    assert report.main([*dirs, "--output", str(tmp_path / "r.png")]) == 0
+    assert [r["run"] for r in table_rows(capsys.readouterr().out)] == dirs
+
+
+def test_an_interrupted_last_line_is_skipped_with_a_warning(tmp_path, capsys):
+    run_dir = make_run(tmp_path, "k", None, text=json.dumps(train(1, 2.0, 3.0)) + '\n{"step": 2, "train_lo')
+    assert [r["step"] for r in report.load_run(run_dir).train] == [1]
+    assert "metrics.jsonl:2: incomplete last line ignored" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ('{"step": 1, "train_loss": 2.0}\n{"step": 2, "train_lo\n{"step": 3}\n', r"metrics.jsonl:2: malformed JSON"),
+        ('{"step": 1, "train_loss": 2.0}\n[1, 2]\n', r"metrics.jsonl:2: expected a JSON object with an integer 'step'"),
+        ('{"train_loss": 2.0}\n', r"metrics.jsonl:1: expected a JSON object with an integer 'step'"),
+        ('{"step": 1, "train_loss": "low"}\n', r"metrics.jsonl:1: train_loss is not a number: 'low'"),
+    ],
+)
+def test_a_bad_metrics_line_is_an_error_naming_file_and_line(tmp_path, capsys, text, message):
+    run_dir = make_run(tmp_path, "bad", None, text=text)
+    assert report.main([run_dir, "--output", str(tmp_path / "r.png")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {run_dir}{os.sep}metrics.jsonl:") and len(err.splitlines()) == 1
+    assert re.search(message, err)
+    assert not (tmp_path / "r.png").exists()
+
+
+def test_missing_files_are_one_line_errors(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert report.main([str(empty), "--output", str(tmp_path / "r.png")]) == 1
+    assert capsys.readouterr().err == f"error: {empty}: no metrics.jsonl (not a training workdir?)\n"
+    run_dir = make_run(tmp_path, "noconfig", [train(1, 1.0, 1.0)])
+    os.remove(os.path.join(run_dir, "config.json"))
+    assert report.main([run_dir]) == 1
+    assert capsys.readouterr().err == f"error: {run_dir}: no config.json (needed for tokens per step)\n"
+
+
+def test_report_of_a_real_training_run(tiny_training_run, tmp_path, capsys):
+    workdir, _, result = tiny_training_run
+    output = str(tmp_path / "real.png")
+    assert report.main([workdir, "--output", output]) == 0
+    (row,) = table_rows(capsys.readouterr().out)
+    last_train = [json.loads(line) for line in open(os.path.join(workdir, "metrics.jsonl")) if "train_loss" in line][-1]
+    assert row["steps"] == "10" and row["tokens"] == "200"  # 10 steps x 4 streams x 5 tokens.
+    assert row["train loss"] == f"{last_train['train_loss']:.4f}"
+    assert row["eval split"] == "valid"
+    assert row["forward ppl"] == f"{result['forward_perplexity']:.2f}"
+    assert row["backward ppl"] == f"{result['backward_perplexity']:.2f}"
+    assert row["biLM ppl"] == f"{result['perplexity']:.2f}"
+    assert [r["step"] for r in report.load_run(workdir).evals] == [5, 10]
+    assert_png(output)
