@@ -52,6 +52,7 @@ def get_config() -> ml_collections.ConfigDict:
     lstm.cell_clip = 3.0  # Clip the cell state to +-cell_clip (0 = no clipping).
     lstm.proj_clip = 3.0  # Clip the projected output to +-proj_clip (0 = no clipping).
     lstm.use_skip_connections = True  # Residual connection around layers 2..L.
+    lstm.unroll = 0  # Time steps per loop iteration (0 = automatic: all for bfloat16 on GPU/TPU, else 1).
     model.dropout = 0.1  # Dropout on each LSTM layer's input and on the softmax input.
     model.dtype = "float32"  # Compute dtype: 'float32' | 'bfloat16' (parameters stay float32).
     model.remat = False  # Recompute LSTM steps in the backward pass (saves memory on long unrolls).
@@ -76,6 +77,8 @@ def get_config() -> ml_collections.ConfigDict:
     opt.eps = 1e-8  # Adam.
     opt.schedule = "constant"  # 'constant' | 'cosine' | 'linear' (decay to 0 at the last step).
     opt.warmup_steps = 0  # Linear warmup from 0 to learning_rate.
+    train.softmax_row_updates = True  # Update only the softmax rows a step touches (sampled softmax
+    # with adagrad or sgd, where it is the same step as the dense update; ignored otherwise).
     train.clip_norm = 10.0  # Clip gradients to this global norm (0 = no clipping).
     train.nonfinite_policy = "stop"  # NaN/inf loss or gradient norm: 'stop' the run | 'skip' the update.
     train.log_every_steps = 50  # Steps between metrics.jsonl lines.

@@ -17,6 +17,7 @@ import optax
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.model import softmax as softmax_lib
+from elmo_jax.training import softmax_rows
 from elmo_jax.training.state import TrainState
 
 AXIS = "data"
@@ -29,26 +30,35 @@ def stack_directions(batch: Batch) -> dict[str, jax.Array]:
     return {k: jnp.stack([batch["forward"][k], batch["backward"][k]]) for k in batch["forward"]}
 
 
-class SampledSoftmaxLoss:
-    """Per-token sampled-softmax NLL with the negatives of one step, from `config.model.softmax`."""
+class NegativeSampler:
+    """The negatives of one step and the log expected counts, from `config.model.softmax`."""
 
-    def __init__(self, softmax_config: ml_collections.ConfigDict, vocab_size: int, dtype: Any):
+    def __init__(self, softmax_config: ml_collections.ConfigDict, vocab_size: int):
         self.vocab_size = vocab_size
         self.num_sampled = softmax_config.n_negative_samples
         self.unique = softmax_config.unique_samples
-        self.dtype = dtype
         self.num_tries = (
             softmax_lib.unique_sampling_tries(vocab_size, self.num_sampled) if self.unique else None
         )
 
-    def __call__(self, w: jax.Array, b: jax.Array, hidden: jax.Array, targets: jax.Array, rng: jax.Array) -> jax.Array:
+    def __call__(self, rng: jax.Array, targets: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """targets `[N]` -> (negative ids `[K]`, their log expected counts `[K]`, the targets' `[N]`)."""
         ids, log_expected = softmax_lib.sample_log_uniform(rng, self.vocab_size, self.num_sampled, self.unique, self.num_tries)
         p_target = softmax_lib.log_uniform_probs(targets, self.vocab_size)
         if self.unique:
             target_log_expected = jnp.log(-jnp.expm1(self.num_tries * jnp.log1p(-p_target)))
         else:
             target_log_expected = jnp.log(self.num_sampled * p_target)
-        return softmax_lib.sampled_softmax_nll(w, b, hidden, targets, ids, log_expected, target_log_expected, self.dtype)
+        return ids, log_expected, target_log_expected
+
+
+def uses_row_updates(config: ml_collections.ConfigDict) -> bool:
+    """Whether the train step updates only the touched softmax rows (see softmax_rows)."""
+    return (
+        config.train.softmax_row_updates
+        and config.model.softmax.sampled
+        and config.train.optimizer.name in softmax_rows.EXACT_FOR_OPTIMIZERS
+    )
 
 
 def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[[TrainState, Batch], tuple[TrainState, dict]]:
@@ -64,7 +74,8 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
         )
     skip_nonfinite = config.train.nonfinite_policy == "skip"
     softmax_config = config.model.softmax
-    sampled_loss = SampledSoftmaxLoss(softmax_config, model.vocab_size, model.dtype) if softmax_config.sampled else None
+    sampler = NegativeSampler(softmax_config, model.vocab_size) if softmax_config.sampled else None
+    row_updates = uses_row_updates(config)
     stateful = config.train.stateful
 
     def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
@@ -77,35 +88,55 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
             lstm_state = jax.tree.map(jnp.zeros_like, lstm_state)
         mask = inputs["mask"].astype(jnp.float32)  # [2, b, T]
         global_count = jnp.maximum(jax.lax.psum(mask.sum(axis=(1, 2)), AXIS), 1.0)  # [2]
+        targets = inputs["targets"].reshape(-1)
+        if sampler is not None:
+            sampled_ids, sampled_log_expected, target_log_expected = sampler(sample_rng, targets)
+        params, opt_state = state.params, state.opt_state
+        if row_updates:
+            # The rows of every device's targets and the shared negatives: the same on all devices.
+            all_targets = jax.lax.all_gather(targets, AXIS, tiled=True)
+            view = softmax_rows.RowView(
+                softmax_rows.touched_rows(jnp.concatenate([all_targets, sampled_ids]), model.vocab_size),
+                model.vocab_size,
+            )
+            params, opt_state = view.gather(params), view.gather(opt_state)
+            target_rows, sampled_rows = view.positions(targets), view.positions(sampled_ids)
+        elif sampler is not None:
+            target_rows, sampled_rows = targets, sampled_ids
 
         def loss_fn(params: Any) -> tuple[jax.Array, tuple[list[LSTMState], jax.Array]]:
             _, top, new_state = model.apply(
                 {"params": params}, inputs, lstm_state, train=True, rngs={"dropout": dropout_rng}
             )
-            w, b = params["softmax"]["W"], params["softmax"]["b"]
+            w, b = params["softmax"]["W"], params["softmax"]["b"]  # all rows, or the touched ones
             hidden = top.reshape(-1, top.shape[-1])
-            targets = inputs["targets"].reshape(-1)
-            if sampled_loss is not None:
-                nll = sampled_loss(w, b, hidden, targets, sample_rng)
+            if sampler is not None:
+                nll = softmax_lib.sampled_softmax_nll(
+                    w, b, hidden, target_rows, sampled_rows, sampled_log_expected, target_log_expected, model.dtype
+                )
             else:
                 nll = softmax_lib.full_softmax_nll(w, b, hidden, targets, softmax_config.chunk_size)
             direction_nll = (nll.reshape(mask.shape) * mask).sum(axis=(1, 2)) / global_count  # [2]
             return 0.5 * direction_nll.sum(), (new_state, direction_nll)
 
-        (loss, (new_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+        (loss, (new_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
         grads = jax.lax.psum(grads, AXIS)
         loss = jax.lax.psum(loss, AXIS)
         direction_nll = jax.lax.psum(direction_nll, AXIS)
-        updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
-        params = optax.apply_updates(state.params, updates)
+        updates, new_opt_state = state.tx.update(grads, opt_state, params)
+        new_params = optax.apply_updates(params, updates)
         grad_norm = jnp.sqrt(sum(jnp.sum(g * g) for g in jax.tree.leaves(grads)))
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)  # Equal on every device (psum-ed).
-        updated = (params, opt_state, jax.lax.stop_gradient(new_state))
+        updated = (new_params, new_opt_state, jax.lax.stop_gradient(new_state))
         if skip_nonfinite:
-            kept = (state.params, state.opt_state, state.lstm_state)
+            kept = (params, opt_state, state.lstm_state)
             updated = jax.tree.map(lambda new, old: jnp.where(finite, new, old), updated, kept)
+        new_params, new_opt_state, new_state = updated
+        if row_updates:
+            new_params = view.scatter(state.params, new_params)
+            new_opt_state = view.scatter(state.opt_state, new_opt_state)
         new_state = state.replace(
-            step=state.step + 1, params=updated[0], opt_state=updated[1], lstm_state=updated[2]
+            step=state.step + 1, params=new_params, opt_state=new_opt_state, lstm_state=new_state
         )
         metrics = {
             "train_loss": loss,
