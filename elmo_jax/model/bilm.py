@@ -45,6 +45,7 @@ class BiLM(nn.Module):
     dropout: float = 0.1
     remat: bool = False
     dtype: Any = jnp.float32
+    unroll: int = 0
 
     def setup(self) -> None:
         if self.token_encoder == "char_cnn":
@@ -60,7 +61,7 @@ class BiLM(nn.Module):
             BiLSTMLayer(
                 self.dim, self.projection_dim, self.cell_clip, self.proj_clip,
                 residual=self.use_skip_connections and i > 0, remat=self.remat, dtype=self.dtype,
-                name=f"lstm_{i}",
+                unroll=self.unroll, name=f"lstm_{i}",
             )
             for i in range(self.n_layers)
         ]
@@ -121,4 +122,5 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         dropout=model.dropout,
         remat=model.get("remat", False),
         dtype=DTYPES[model.dtype],
+        unroll=model.lstm.unroll,
     )

@@ -62,6 +62,7 @@ class BiLSTMLayer(nn.Module):
     (input matmul and recurrence) is wrapped in `jax.checkpoint`: only its inputs are kept and its
     forward pass is recomputed in the backward pass, trading one extra forward pass for those
     residuals. `dtype` is the dtype of the matmul operands (state and gate math stay float32).
+    `unroll`: time steps per loop iteration (0 = automatic; see `lstm_recurrence`).
     """
 
     dim: int
@@ -71,6 +72,7 @@ class BiLSTMLayer(nn.Module):
     residual: bool = False
     remat: bool = False
     dtype: jnp.dtype = jnp.float32
+    unroll: int = 0
 
     @nn.compact
     def __call__(self, x: jax.Array, mask: jax.Array, state: LSTMState) -> tuple[jax.Array, LSTMState]:
@@ -94,7 +96,7 @@ class BiLSTMLayer(nn.Module):
             # inside the loop (no extra pass over xw).
             return lstm_recurrence(
                 xw.reshape(n_dir, n_batch, n_steps, -1), w_hidden, w_proj, mask[..., None], c0, h0,
-                self.cell_clip, self.proj_clip, self.dtype, time_axis=2, bias=bias,
+                self.cell_clip, self.proj_clip, self.dtype, time_axis=2, bias=bias, unroll=self.unroll,
             )
 
         if self.remat:

@@ -61,7 +61,7 @@ def _stacked(step_shape: tuple[int, ...], n_steps: int, axis: int) -> jax.Array:
     return jnp.zeros(shape, jnp.float32)
 
 
-def _forward(xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, save: bool):
+def _forward(xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, unroll, save: bool):
     """The time loop: returns the final (c, h), the outputs and (with `save`) the residuals.
 
     The residuals are the activated gates [sigmoid(i), tanh(j), sigmoid(f + 1), sigmoid(o)],
@@ -97,26 +97,26 @@ def _forward(xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dty
             res = tuple(_write(buf, v, t, axis) for buf, v in zip(res, values))
         return c_new, h_new, _write(hs, h_new, t, axis), res
 
-    c_t, h_t, hs, res = jax.lax.fori_loop(0, n_steps, body, (c0, h0, hs, res))
+    c_t, h_t, hs, res = jax.lax.fori_loop(0, n_steps, body, (c0, h0, hs, res), unroll=unroll)
     return (c_t, h_t), hs, res
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2, 3))
-def _recurrence(cell_clip, proj_clip, dtype, axis, xw, bias, w_hidden, w_proj, mask, c0, h0):
+@partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2, 3, 4))
+def _recurrence(cell_clip, proj_clip, dtype, axis, unroll, xw, bias, w_hidden, w_proj, mask, c0, h0):
     final, hs, _ = _forward(
-        xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, save=False
+        xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, unroll, save=False
     )
     return hs, final
 
 
-def _recurrence_fwd(cell_clip, proj_clip, dtype, axis, xw, bias, w_hidden, w_proj, mask, c0, h0):
+def _recurrence_fwd(cell_clip, proj_clip, dtype, axis, unroll, xw, bias, w_hidden, w_proj, mask, c0, h0):
     final, hs, res = _forward(
-        xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, save=True
+        xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, unroll, save=True
     )
     return (hs, final), (w_hidden, w_proj, mask, h0, hs, res)
 
 
-def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, residuals, cotangents):
+def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotangents):
     w_hidden, w_proj, mask, h0, hs, (gates_all, c_prev_all, m_all, *h_raw_all) = residuals
     d_hs, (d_ct, d_ht) = cotangents
     n_steps = hs.shape[axis]
@@ -161,7 +161,7 @@ def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, residuals, cotangents):
 
     gates_last = _read(gates_all, n_steps - 1, axis)
     dc0, dh0, _, dz, dh_raw = jax.lax.fori_loop(
-        0, n_steps, body, (d_ct, d_ht, gates_last, gates_all, dh_raw_all)
+        0, n_steps, body, (d_ct, d_ht, gates_last, gates_all, dh_raw_all), unroll=unroll
     )
 
     # The weight gradients: one matmul each over all steps (and both directions batched).
@@ -180,6 +180,21 @@ def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, residuals, cotangents):
 _recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
 
 
+def _resolve_unroll(unroll: int, n_steps: int, dtype: jnp.dtype) -> int:
+    """0 (automatic): all steps for low-precision matmuls on GPU/TPU, else 1.
+
+    Measured on an H100 (elmo_original, batch 128 x 20): fully unrolled, the bfloat16 step went
+    from 17.8 to 15.7 ms and the float32 one from 26.6 to 33.4 ms; unrolling 5 steps was slower
+    than 1 for both; on CPU full unrolling doubled the demo's step.
+    """
+    if unroll < 0:
+        raise ValueError(f"model.lstm.unroll must be >= 0, got {unroll}")
+    if unroll == 0:
+        accelerator = jax.default_backend() != "cpu"
+        unroll = n_steps if accelerator and jnp.dtype(dtype) != jnp.float32 else 1
+    return max(1, min(int(unroll), n_steps))
+
+
 def lstm_recurrence(
     xw: jax.Array,
     w_hidden: jax.Array,
@@ -192,6 +207,7 @@ def lstm_recurrence(
     dtype: jnp.dtype = jnp.float32,
     time_axis: int = 0,
     bias: jax.Array | None = None,
+    unroll: int = 1,
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
     """Runs the LSTM-with-projection over time for both directions.
 
@@ -206,6 +222,8 @@ def lstm_recurrence(
     Returns hs (the state h after each step: at a masked step, the frozen previous h) and the final
     state (c, h). Reverse-mode differentiable in xw, bias, the weights and the initial state
     through a hand-written VJP (`jax.custom_vjp`: no forward mode); the mask gets no cotangent.
+    unroll: time steps per loop iteration, in both loops (`fori_loop`'s unroll); 0 = automatic:
+    all of them for bfloat16 on GPU/TPU, otherwise 1 (see `_resolve_unroll`).
     """
     if time_axis not in (0, 2):
         raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
@@ -218,6 +236,7 @@ def lstm_recurrence(
         hs_shape.insert(time_axis, 0)
         return jnp.zeros(hs_shape, jnp.float32), (c0, h0)
     bias = jnp.zeros((2, xw.shape[-1]), jnp.float32) if bias is None else jnp.asarray(bias, jnp.float32)
+    unroll = _resolve_unroll(unroll, xw.shape[time_axis], dtype)
     return _recurrence(
-        cell_clip, proj_clip, jnp.dtype(dtype), time_axis, xw, bias, w_hidden, w_proj, mask, c0, h0
+        cell_clip, proj_clip, jnp.dtype(dtype), time_axis, unroll, xw, bias, w_hidden, w_proj, mask, c0, h0
     )

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
-from elmo_jax.model.lstm_recurrence import lstm_recurrence
+from elmo_jax.model.lstm_recurrence import _resolve_unroll, lstm_recurrence
 
 RTOL, ATOL = 1e-5, 1e-6
 T, B, DIM, P = 7, 4, 5, 3
@@ -65,16 +65,16 @@ def to_time_axis_2(a: np.ndarray) -> np.ndarray:
     return np.moveaxis(np.asarray(a), 0, 2)
 
 
-CASES = {  # name: (cell_clip, proj_clip, time_axis, with_bias)
-    "clip": (0.5, 0.5, 0, False),
-    "noclip_time_axis_2_bias": (None, None, 2, True),
-    "cell_clip_only_time_axis_2": (0.5, None, 2, False),
+CASES = {  # name: (cell_clip, proj_clip, time_axis, with_bias, unroll)
+    "clip": (0.5, 0.5, 0, False, 1),
+    "noclip_time_axis_2_bias_unrolled": (None, None, 2, True, T),
+    "cell_clip_only_time_axis_2_unroll_3": (0.5, None, 2, False, 3),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_matches_autodiff_reference(case: str) -> None:
-    cell_clip, proj_clip, time_axis, with_bias = CASES[case]
+    cell_clip, proj_clip, time_axis, with_bias, unroll = CASES[case]
     xw, w_hidden, w_proj, mask, c0, h0 = make_inputs()
     d_hs, d_c, d_h = cotangents()
     bias = np.random.default_rng(2).normal(0.0, 0.5, (2, 4 * DIM)).astype(np.float32)
@@ -91,7 +91,9 @@ def test_matches_autodiff_reference(case: str) -> None:
             xw, m = jnp.moveaxis(xw, 0, 2), to_time_axis_2(mask)
         else:
             m = mask
-        hs, final = lstm_recurrence(xw, w_hidden, w_proj, m, c0, h0, cell_clip, proj_clip, time_axis=time_axis, **extra)
+        hs, final = lstm_recurrence(
+            xw, w_hidden, w_proj, m, c0, h0, cell_clip, proj_clip, time_axis=time_axis, unroll=unroll, **extra
+        )
         return ((jnp.moveaxis(hs, 2, 0) if time_axis == 2 else hs), final), ()
 
     def value_and_vjp(fn, args, cts):
@@ -122,6 +124,13 @@ def test_matches_autodiff_reference(case: str) -> None:
         if clip is not None:
             live = np.abs(np.asarray(raw))[np.broadcast_to(mask, raw.shape)]
             assert np.any(live > clip) and np.any(live < clip)
+
+
+def test_automatic_unroll_is_one_on_cpu_and_negative_unroll_is_an_error() -> None:
+    assert _resolve_unroll(0, T, jnp.bfloat16) == 1  # (the tests run on CPU)
+    assert _resolve_unroll(100, T, jnp.float32) == T
+    with pytest.raises(ValueError, match="model.lstm.unroll"):
+        _resolve_unroll(-1, T, jnp.float32)
 
 
 def test_clip_zero_means_no_clip_and_mask_dtype() -> None:
