@@ -10,9 +10,13 @@ def matmul(spec: str, a: jax.Array, b: jax.Array, dtype: jnp.dtype) -> jax.Array
     """float32 `einsum(spec, a, b)` with the operands cast to `dtype`.
 
     For float32 this is a plain float32 dot. For other dtypes the dot is computed in `dtype` and
-    the result cast to float32: XLA:CPU's DotThunk does not run bf16 x bf16 -> f32 dots
-    ("Unsupported element type for DotThunk::Execute: BF16 x BF16 = F32"), while on GPU/TPU XLA
-    still accumulates a bf16 dot in float32 (the result is rounded to bf16 before the cast).
+    the result cast to float32 (GPUs and TPUs accumulate in float32; the result is rounded to
+    `dtype` before the cast). The cast, rather than `preferred_element_type=float32`, keeps the
+    backward pass in `dtype` too: the cotangent is cast back to `dtype` before the transposed
+    dots, where a float32 cotangent would promote them to float32 (measured on an H100: the
+    highway and projection gradients ran as TF32 GEMMs, and with a float32 result XLA runs the
+    char convolutions in TF32 as well, 2x slower). XLA:CPU's DotThunk cannot run
+    bf16 x bf16 -> f32 dots at all ("Unsupported element type for DotThunk::Execute").
     """
     dtype = jnp.dtype(dtype)
     if dtype == jnp.float32:
