@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The accelerator rows of the README's performance table: benchmarks/throughput.py on the released
+# shapes, float32 and bfloat16, at several batch sizes. One JSON line per run is appended to
+# ${1:-throughput.jsonl} and each run's whole output to the same name with .log; extra arguments
+# are passed to every run (e.g. --steps=10).
+#
+#   bash benchmarks/accelerator_table.sh results.jsonl
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-throughput.jsonl}"
+log="${out%.jsonl}.log"
+shift || true
+runs=(
+  "configs/elmo_original.py --config.model.dtype=bfloat16 --config.train.batch_size=128"
+  "configs/elmo_original.py --config.model.dtype=float32 --config.train.batch_size=128"
+  "configs/elmo_original.py --config.model.dtype=bfloat16 --config.train.batch_size=512"
+  "configs/elmo_original.py --config.model.dtype=bfloat16 --config.train.batch_size=1024"
+  "configs/elmo_small.py --config.model.dtype=bfloat16 --config.train.batch_size=128"
+)
+for run in "${runs[@]}"; do
+  config=${run%% *}
+  echo "== ${run}" >&2
+  # shellcheck disable=SC2086  # the run's flags are meant to split
+  python3 benchmarks/throughput.py --config=${config} ${run#* } "$@" > "${log}.run" 2>&1
+  tail -n 1 "${log}.run" | tee -a "${out}"
+  { echo "== ${run}"; cat "${log}.run"; } >> "${log}" && rm "${log}.run"
+done
