@@ -52,10 +52,10 @@ def get_config() -> ml_collections.ConfigDict:
     lstm.cell_clip = 3.0  # Clip the cell state to +-cell_clip (0 = no clipping).
     lstm.proj_clip = 3.0  # Clip the projected output to +-proj_clip (0 = no clipping).
     lstm.use_skip_connections = True  # Residual connection around layers 2..L.
-    lstm.unroll = 0  # Time steps per loop iteration (0 = automatic: all for bfloat16 on GPU/TPU, else 1).
     model.dropout = 0.1  # Dropout on each LSTM layer's input and on the softmax input.
     model.dtype = "float32"  # Compute dtype: 'float32' | 'bfloat16' (parameters stay float32).
     model.remat = False  # Recompute LSTM steps in the backward pass (saves memory on long unrolls).
+    model.unroll = 0  # LSTM time steps per loop iteration (0 = automatic: all for bfloat16 on GPU/TPU, else 1).
     model.softmax = softmax = ml_collections.ConfigDict()
     softmax.sampled = True  # Sampled softmax in training (False: exact full softmax).
     softmax.n_negative_samples = 8192  # Candidates drawn per step for the sampled softmax.

@@ -122,5 +122,5 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         dropout=model.dropout,
         remat=model.get("remat", False),
         dtype=DTYPES[model.dtype],
-        unroll=model.lstm.unroll,
+        unroll=model.get("unroll", 0),
     )

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.model.precision import conv1d_valid, matmul
+from elmo_jax.model.precision import conv1d_valid, matmul, max_over_positions
 
 ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}
 
@@ -85,7 +85,7 @@ class CharCNNEncoder(nn.Module):
             kernel = self.param(f"W_cnn_{i}", init, (width, self.embed_dim, channels))
             bias = self.param(f"b_cnn_{i}", nn.initializers.zeros, (channels,))
             conv = conv1d_valid(x, kernel, self.dtype)  # [N, C - w + 1, n]
-            pooled.append(act(jnp.max(conv, axis=1) + bias))
+            pooled.append(act(max_over_positions(conv) + bias))
         h = jnp.concatenate(pooled, axis=-1)  # [N, F]
         h = Highway(self.n_highway, self.dtype, name="highway")(h)
         n_filters = h.shape[-1]

@@ -188,7 +188,7 @@ def _resolve_unroll(unroll: int, n_steps: int, dtype: jnp.dtype) -> int:
     than 1 for both; on CPU full unrolling doubled the demo's step.
     """
     if unroll < 0:
-        raise ValueError(f"model.lstm.unroll must be >= 0, got {unroll}")
+        raise ValueError(f"model.unroll must be >= 0, got {unroll}")
     if unroll == 0:
         accelerator = jax.default_backend() != "cpu"
         unroll = n_steps if accelerator and jnp.dtype(dtype) != jnp.float32 else 1

@@ -129,7 +129,7 @@ def test_matches_autodiff_reference(case: str) -> None:
 def test_automatic_unroll_is_one_on_cpu_and_negative_unroll_is_an_error() -> None:
     assert _resolve_unroll(0, T, jnp.bfloat16) == 1  # (the tests run on CPU)
     assert _resolve_unroll(100, T, jnp.float32) == T
-    with pytest.raises(ValueError, match="model.lstm.unroll"):
+    with pytest.raises(ValueError, match="model.unroll"):
         _resolve_unroll(-1, T, jnp.float32)
 
 
