@@ -40,7 +40,8 @@ flags.DEFINE_integer("steps", 20, "Timed steps (after 2 warm-up steps).")
 flags.DEFINE_integer("vocab_size", 0, "Vocabulary size (default: 793471, the 1B Word Benchmark's; "
                      "10002 for the demo config).")
 flags.DEFINE_string("trace_dir", "", "If set, also profile 5 steps into this directory "
-                    "(jax.profiler, with a Perfetto trace.json.gz).")
+                    "(jax.profiler, with a Perfetto trace.json.gz) and write the compiled step's HLO "
+                    "there (train_step.hlo.txt; see benchmarks/trace_summary.py).")
 flags.mark_flags_as_required(["config"])
 
 
@@ -135,6 +136,9 @@ def main(argv: list[str]) -> None:
         jax.block_until_ready(metrics)
         times.append(time.perf_counter() - start)
     if FLAGS.trace_dir:
+        os.makedirs(FLAGS.trace_dir, exist_ok=True)
+        with open(os.path.join(FLAGS.trace_dir, "train_step.hlo.txt"), "w") as f:
+            f.write(train_step.lower(state, batches[0]).compile().as_text())  # (cached compilation)
         with jax.profiler.trace(FLAGS.trace_dir, create_perfetto_trace=True):
             for i in range(5):
                 state, metrics = train_step(state, batches[i % 4])
