@@ -55,8 +55,13 @@ def max_over_positions(x: jax.Array) -> jax.Array:
 
 
 def _max_over_positions_fwd(x: jax.Array) -> tuple[jax.Array, tuple[jax.Array, int]]:
-    index = jnp.argmax(x, axis=1)
-    return jnp.take_along_axis(x, index[:, None, :], axis=1)[:, 0, :], (index, x.shape[1])
+    # Two single-output reductions (the max, then the first position holding it) rather than
+    # jnp.argmax's variadic (value, index) reduction, which XLA:CPU runs several times slower.
+    length = x.shape[1]
+    out = jnp.max(x, axis=1)
+    positions = jax.lax.broadcasted_iota(jnp.int32, (1, length, 1), 1)
+    index = jnp.min(jnp.where(x == out[:, None, :], positions, length), axis=1)
+    return out, (index, length)
 
 
 def _max_over_positions_bwd(residuals: tuple[jax.Array, int], g: jax.Array) -> tuple[jax.Array]:
