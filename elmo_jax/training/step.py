@@ -119,7 +119,7 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
             direction_nll = (nll.reshape(mask.shape) * mask).sum(axis=(1, 2)) / global_count  # [2]
             return 0.5 * direction_nll.sum(), (new_state, direction_nll)
 
-        (loss, (new_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        (loss, (new_lstm_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
         grads = jax.lax.psum(grads, AXIS)
         loss = jax.lax.psum(loss, AXIS)
         direction_nll = jax.lax.psum(direction_nll, AXIS)
@@ -127,16 +127,16 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
         new_params = optax.apply_updates(params, updates)
         grad_norm = jnp.sqrt(sum(jnp.sum(g * g) for g in jax.tree.leaves(grads)))
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)  # Equal on every device (psum-ed).
-        updated = (new_params, new_opt_state, jax.lax.stop_gradient(new_state))
+        updated = (new_params, new_opt_state, jax.lax.stop_gradient(new_lstm_state))
         if skip_nonfinite:
             kept = (params, opt_state, state.lstm_state)
             updated = jax.tree.map(lambda new, old: jnp.where(finite, new, old), updated, kept)
-        new_params, new_opt_state, new_state = updated
-        if row_updates:
+        new_params, new_opt_state, new_lstm_state = updated
+        if row_updates:  # Write the touched rows back into the full tables.
             new_params = view.scatter(state.params, new_params)
             new_opt_state = view.scatter(state.opt_state, new_opt_state)
         new_state = state.replace(
-            step=state.step + 1, params=new_params, opt_state=new_opt_state, lstm_state=new_state
+            step=state.step + 1, params=new_params, opt_state=new_opt_state, lstm_state=new_lstm_state
         )
         metrics = {
             "train_loss": loss,
