@@ -11,6 +11,7 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
+from elmo_jax import host_memory
 from elmo_jax.evaluation_job import evaluate_checkpoint
 
 FLAGS = flags.FLAGS
@@ -25,6 +26,7 @@ flags.mark_flags_as_required(["config", "workdir"])
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
     logging.set_verbosity(logging.WARNING)
     try:
         evaluate_checkpoint(FLAGS.config, FLAGS.workdir, FLAGS.split, FLAGS.eval_files, FLAGS.step)

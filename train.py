@@ -13,6 +13,7 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
+from elmo_jax import host_memory
 from elmo_jax.training import preemption
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
 from elmo_jax.training.parallel import initialize_distributed
@@ -26,6 +27,7 @@ flags.mark_flags_as_required(["config", "workdir"])
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
     logging.set_verbosity(logging.INFO)
     initialize_distributed(FLAGS.config.distributed)
     try:

@@ -37,8 +37,9 @@ What is optimised here (eager mode):
   * fused (single-kernel) torch optimizers where this torch build supports them on CPU, foreach
     global-norm clipping that rescales only when the norm exceeds the limit;
   * process tuning: torch.set_num_threads(os.cpu_count()), OMP_WAIT_POLICY=ACTIVE (set before
-    torch loads; on this VM a sleeping OpenMP thread takes milliseconds to wake), glibc mallopt
-    so freed activations are reused rather than page-faulted in again every step.
+    torch loads; on this VM a sleeping OpenMP thread takes milliseconds to wake), and the glibc
+    malloc tuning elmo-jax's entry points use (`elmo_jax.host_memory`), so freed activations are
+    reused rather than page-faulted in again every step.
 `--compile`: torch.compile (inductor, compiled in-process) of the encoder and the loss head
 ("regional"; with `--lstm=autograd` the LSTM cell step too, compiled once and called per step);
 `--compile_scope=full --lstm=autograd` compiles the whole forward pass (minutes of compilation).
@@ -79,6 +80,7 @@ from ml_collections import config_flags
 
 # Reuses throughput.py's flags (--config, --steps, --vocab_size) and its synthetic batches.
 from benchmarks.throughput import throughput_record, zipf_batch
+from elmo_jax import host_memory
 from elmo_jax.model.softmax import unique_sampling_tries
 
 FLAGS = flags.FLAGS
@@ -94,8 +96,8 @@ flags.DEFINE_enum("softmax_update", "dense", ["dense", "rows"],
                   "rows (Adagrad/SGD only).")
 flags.DEFINE_enum("conv", "unfold", ["conv1d", "unfold"], "Char CNN: unfold + matmul, or F.conv1d (oneDNN).")
 flags.DEFINE_boolean("malloc_tuning", True,
-                     "glibc mallopt: no mmap for large blocks, no trimming, so freed activations are "
-                     "reused instead of page-faulted in again every step (as jemalloc/tcmalloc would).")
+                     "elmo_jax.host_memory's glibc malloc tuning (as train.py): freed activations are "
+                     "reused instead of page-faulted in again every step.")
 flags.DEFINE_integer("threads", 0, "torch threads (0 = os.cpu_count()).")
 flags.DEFINE_integer("warmup", 2, "Untimed warm-up steps (compilation happens here).")
 flags.DEFINE_boolean("check", False, "Compare with elmo-jax on the given (tiny) config and exit.")
@@ -762,25 +764,9 @@ def run_check(config, vocab_size: int) -> None:
         raise SystemExit("check FAILED")
 
 
-# ----------------------------------------------------------------------------------------------
-
-
-def tune_malloc() -> bool:
-    """Keeps freed large blocks in glibc's heap (eager PyTorch on CPU allocates every activation
-    afresh; with mmap'd blocks each step page-faults them in again)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        m_trim_threshold, m_mmap_max = -1, -4
-        return bool(libc.mallopt(m_mmap_max, 0)) and bool(libc.mallopt(m_trim_threshold, 1 << 40))
-    except OSError:
-        return False
-
-
 def main(argv: list[str]) -> None:
     del argv
-    malloc_tuned = tune_malloc() if FLAGS.malloc_tuning else False
+    malloc_tuned = host_memory.reuse_freed_memory() if FLAGS.malloc_tuning else False
     torch.set_num_threads(FLAGS.threads or os.cpu_count())
     config = FLAGS.config
     if FLAGS.check:

@@ -27,6 +27,7 @@ import numpy as np
 from absl import app, flags
 from ml_collections import config_flags
 
+from elmo_jax import host_memory
 from elmo_jax.model.bilm import DTYPES, bilm_from_config
 from elmo_jax.model import precision
 from elmo_jax.model.flops import train_flops_per_token
@@ -113,6 +114,7 @@ def throughput_record(
 
 def main(argv: list[str]) -> None:
     del argv
+    host_memory.reuse_freed_memory()  # As train.py: before JAX starts its CPU backend.
     config = FLAGS.config
     vocab_size = FLAGS.vocab_size or 793471
     mesh = parallel.make_mesh()

@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
+from elmo_jax import host_memory
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, CharIdCache, word_to_char_ids
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, write_atomic
 from elmo_jax.model.bilm import BiLM, bilm_from_config
@@ -258,6 +259,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
+    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
     try:
         if args.workdir is not None:
             embedder = embedder_from_workdir(args.workdir, args.step, args.batch_size, not args.stateless)

@@ -1,5 +1,6 @@
-"""Shared test setup: repository root on sys.path (for `configs`), 64-bit-free float32 JAX, and
-one real tiny training run shared by the tests that read a workdir."""
+"""Shared test setup: repository root on sys.path (for `configs`), the host-memory tuning of the
+entry points (before JAX starts), and one real tiny training run shared by the tests that read a
+workdir."""
 
 import contextlib
 import io
@@ -11,6 +12,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+from elmo_jax import host_memory  # noqa: E402
+
+host_memory.reuse_freed_memory()
 
 
 @pytest.fixture(scope="session")
