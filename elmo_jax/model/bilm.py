@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import ml_collections
 
 from elmo_jax.model.char_cnn import CharCNNEncoder, WordEncoder
+from elmo_jax.model.conv_pool import resolve_grad_block
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.softmax import SoftmaxWeights
 
@@ -46,12 +47,13 @@ class BiLM(nn.Module):
     remat: bool = False
     dtype: Any = jnp.float32
     unroll: int = 0
+    conv_grad_block: int = 0  # Char CNN reverse pass (conv_pool.resolve_grad_block).
 
     def setup(self) -> None:
         if self.token_encoder == "char_cnn":
             self.encoder = CharCNNEncoder(
                 self.char_embed_dim, tuple(map(tuple, self.filters)), self.n_highway,
-                self.projection_dim, self.activation, self.dtype,
+                self.projection_dim, self.activation, self.dtype, resolve_grad_block(self.conv_grad_block),
             )
         elif self.token_encoder == "word":
             self.encoder = WordEncoder(self.vocab_size, self.projection_dim)
@@ -123,4 +125,5 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         remat=model.get("remat", False),
         dtype=DTYPES[model.dtype],
         unroll=model.get("unroll", 0),
+        conv_grad_block=model.get("conv_grad_block", 0),
     )

@@ -14,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.model.precision import conv1d_valid, matmul, max_over_positions
+from elmo_jax.model.conv_pool import conv_max_over_positions
+from elmo_jax.model.precision import matmul
 
 ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}
 
@@ -63,6 +64,7 @@ class CharCNNEncoder(nn.Module):
     output_dim: int
     activation: str = "relu"
     dtype: jnp.dtype = jnp.float32
+    grad_block: int | None = None  # Reverse pass of the convolutions (conv_pool.conv_max_over_positions).
 
     @nn.compact
     def __call__(self, char_ids: jax.Array) -> jax.Array:
@@ -76,16 +78,16 @@ class CharCNNEncoder(nn.Module):
         table = table * (jnp.arange(N_CHARACTERS) != 0)[:, None].astype(table.dtype)
         lead_shape, n_chars = char_ids.shape[:-1], char_ids.shape[-1]
         x = jnp.take(table, char_ids.reshape(-1, n_chars), axis=0)  # [N, C, d]
-        pooled = []
+        kernels, biases = [], []
         for i, (width, channels) in enumerate(self.filters):
             if self.activation == "relu":
                 init = uniform_symmetric(0.05)
             else:
                 init = _normal(np.sqrt(1.0 / (width * self.embed_dim)))
-            kernel = self.param(f"W_cnn_{i}", init, (width, self.embed_dim, channels))
-            bias = self.param(f"b_cnn_{i}", nn.initializers.zeros, (channels,))
-            conv = conv1d_valid(x, kernel, self.dtype)  # [N, C - w + 1, n]
-            pooled.append(act(max_over_positions(conv) + bias))
+            kernels.append(self.param(f"W_cnn_{i}", init, (width, self.embed_dim, channels)))
+            biases.append(self.param(f"b_cnn_{i}", nn.initializers.zeros, (channels,)))
+        pooled = conv_max_over_positions(x, kernels, self.dtype, self.grad_block)  # [N, n_i] each
+        pooled = [act(p + bias) for p, bias in zip(pooled, biases)]
         h = jnp.concatenate(pooled, axis=-1)  # [N, F]
         h = Highway(self.n_highway, self.dtype, name="highway")(h)
         n_filters = h.shape[-1]

@@ -27,8 +27,9 @@ def matmul(spec: str, a: jax.Array, b: jax.Array, dtype: jnp.dtype) -> jax.Array
 def conv1d_valid(x: jax.Array, kernel: jax.Array, dtype: jnp.dtype) -> jax.Array:
     """Valid 1-D convolution (cross-correlation, as TF's conv2d) in `dtype`, float32 result.
 
-    x: [N, C, d], kernel: [w, d, n] -> [N, C - w + 1, n]. XLA's convolution is used rather
-    than an unfolded matmul: on CPU its backward pass is several times faster.
+    x: [N, C, d], kernel: [w, d, n] -> [N, C - w + 1, n]. XLA's convolution rather than an
+    unfolded matmul: its forward pass is faster on CPU too (the char CNN computes the gradients
+    itself, see conv_pool).
     """
     dims = ("NWC", "WIO", "NWC")
     dtype = jnp.dtype(dtype)
@@ -39,35 +40,3 @@ def conv1d_valid(x: jax.Array, kernel: jax.Array, dtype: jnp.dtype) -> jax.Array
         )
     out = jax.lax.conv_general_dilated(x.astype(dtype), kernel.astype(dtype), (1,), "VALID", dimension_numbers=dims)
     return out.astype(jnp.float32)
-
-
-@jax.custom_vjp
-def max_over_positions(x: jax.Array) -> jax.Array:
-    """`jnp.max(x, axis=1)`: x `[N, L, n]` -> its max over L, `[N, n]` (char-CNN max pooling).
-
-    Its reverse pass keeps only the argmax `[N, n]` and routes the cotangent to it. Autodiff of
-    `jnp.max` instead keeps `x` and makes three passes over it (an equality mask, a count of ties,
-    a select): at elmo_small's shapes those passes took ~20% of the CPU train step. Where positions
-    tie, the whole cotangent goes to the first of them rather than being split; tied positions of
-    a char-CNN output are identical character windows, so the parameters' gradients are the same.
-    """
-    return jnp.max(x, axis=1)
-
-
-def _max_over_positions_fwd(x: jax.Array) -> tuple[jax.Array, tuple[jax.Array, int]]:
-    # Two single-output reductions (the max, then the first position holding it) rather than
-    # jnp.argmax's variadic (value, index) reduction, which XLA:CPU runs several times slower.
-    length = x.shape[1]
-    out = jnp.max(x, axis=1)
-    positions = jax.lax.broadcasted_iota(jnp.int32, (1, length, 1), 1)
-    index = jnp.min(jnp.where(x == out[:, None, :], positions, length), axis=1)
-    return out, (index, length)
-
-
-def _max_over_positions_bwd(residuals: tuple[jax.Array, int], g: jax.Array) -> tuple[jax.Array]:
-    index, length = residuals
-    positions = jax.lax.broadcasted_iota(index.dtype, (1, length, 1), 1)
-    return (jnp.where(positions == index[:, None, :], g[:, None, :], jnp.zeros((), g.dtype)),)
-
-
-max_over_positions.defvjp(_max_over_positions_fwd, _max_over_positions_bwd)

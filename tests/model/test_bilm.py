@@ -225,6 +225,26 @@ def test_bilm_from_config_conversions() -> None:
     assert model.filters == FILTERS and model.projection_dim == P
 
 
+def test_conv_grad_block_reaches_the_encoder_and_keeps_the_gradients() -> None:
+    """Blocked (3 tokens), whole-batch and automatic reverse passes of the char CNN agree."""
+    inputs, state = make_inputs(), random_state(1)
+    params = random_params(make_model(), seed=2)
+    grads = {}
+    for block in (3, -1, 0):
+        model = bilm_from_config(small_model_config(conv_grad_block=block), VOCAB)
+        assert model.conv_grad_block == block
+
+        def loss(p: Any) -> jax.Array:
+            layers, _, _ = model.apply({"params": p}, inputs, state)
+            return sum(jnp.sum(layer * jnp.cos(jnp.arange(layer.size).reshape(layer.shape))) for layer in layers)
+
+        grads[block] = jax.jit(jax.grad(loss))(params)
+    for block in (-1, 0):
+        for a, b in zip(jax.tree.leaves(grads[3]), jax.tree.leaves(grads[block])):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert np.abs(np.asarray(grads[3]["encoder"]["W_cnn_1"])).max() > 0
+
+
 def test_bilm_from_config_rejects_bad_dtype() -> None:
     with pytest.raises(ValueError, match="model.dtype"):
         bilm_from_config(small_model_config(dtype="float16"), VOCAB)

@@ -11,7 +11,7 @@ import pytest
 
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.model.char_cnn import CharCNNEncoder, Highway, WordEncoder
-from elmo_jax.model.precision import conv1d_valid, max_over_positions
+from elmo_jax.model.precision import conv1d_valid
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -124,22 +124,6 @@ def test_conv1d_valid_matches_numpy_loop(width: int) -> None:
     assert out.shape == (5, N_CHARS - width + 1, 4)
     ref = np_conv1d_valid(x.astype(np.float64), kernel.astype(np.float64))
     np.testing.assert_allclose(out, ref, rtol=RTOL, atol=ATOL)
-
-
-def test_max_over_positions_value_and_gradient_go_to_the_argmax() -> None:
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(3, 6, 4)).astype(np.float32)
-    x[1, [2, 4], 1] = 9.0  # a tie: the whole cotangent goes to the first position
-    g = rng.normal(size=(3, 4)).astype(np.float32)
-    out, vjp = jax.vjp(max_over_positions, jnp.asarray(x))
-    np.testing.assert_array_equal(out, x.max(axis=1))
-    (dx,) = vjp(jnp.asarray(g))
-    expected = np.zeros_like(x)
-    for n in range(3):
-        for c in range(4):
-            expected[n, np.argmax(x[n, :, c]), c] = g[n, c]
-    np.testing.assert_array_equal(dx, expected)
-    assert dx[1, 2, 1] == g[1, 1] and dx[1, 4, 1] == 0.0
 
 
 def test_highway_init_and_shapes() -> None:

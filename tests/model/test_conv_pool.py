@@ -1,0 +1,75 @@
+"""conv_max_over_positions vs NumPy loops: values, and gradients routed to the first argmax."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from elmo_jax.model.conv_pool import CPU_GRAD_BLOCK, conv_max_over_positions, resolve_grad_block
+from tests.model.test_char_cnn import np_conv1d_valid
+
+FILTERS = ((1, 3), (2, 4), (4, 5))
+N_TOKENS, N_CHARS, DIM = 7, 9, 3
+
+
+def np_conv_max_grads(x: np.ndarray, kernels: list[np.ndarray], cotangents: list[np.ndarray]):
+    """Gradients of sum_i <g_i, max_p conv(x, k_i)>: each g goes to the window at the first argmax."""
+    dx = np.zeros_like(x)
+    d_kernels = [np.zeros_like(k) for k in kernels]
+    for kernel, d_kernel, g in zip(kernels, d_kernels, cotangents):
+        width = kernel.shape[0]
+        first = np.argmax(np_conv1d_valid(x, kernel), axis=1)  # np.argmax: the first maximum
+        for n in range(x.shape[0]):
+            for c in range(kernel.shape[2]):
+                p = first[n, c]
+                d_kernel[:, :, c] += g[n, c] * x[n, p : p + width, :]
+                dx[n, p : p + width, :] += g[n, c] * kernel[:, :, c]
+    return dx, d_kernels
+
+
+def example(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(N_TOKENS, N_CHARS, DIM)).astype(np.float32)
+    x[2, 1:] = x[2, 0]  # All characters identical (as in padding): every window of token 2 ties.
+    kernels = [rng.normal(size=(w, DIM, n)).astype(np.float32) for w, n in FILTERS]
+    cotangents = [rng.normal(size=(N_TOKENS, n)).astype(np.float32) for _, n in FILTERS]
+    return x, kernels, cotangents
+
+
+@pytest.mark.parametrize("grad_block", [None, 1, 3, CPU_GRAD_BLOCK])
+def test_values_and_gradients_match_numpy(grad_block):
+    x, kernels, cotangents = example()
+    f = jax.jit(lambda x, k: conv_max_over_positions(x, k, jnp.float32, grad_block))
+    pooled, vjp = jax.vjp(f, jnp.asarray(x), [jnp.asarray(k) for k in kernels])
+    x64, k64 = x.astype(np.float64), [k.astype(np.float64) for k in kernels]
+    for out, kernel in zip(pooled, k64):
+        np.testing.assert_allclose(out, np_conv1d_valid(x64, kernel).max(axis=1), rtol=1e-5, atol=1e-5)
+    dx, d_kernels = vjp([jnp.asarray(g) for g in cotangents])
+    ref_dx, ref_d_kernels = np_conv_max_grads(x64, k64, [g.astype(np.float64) for g in cotangents])
+    np.testing.assert_allclose(dx, ref_dx, rtol=1e-5, atol=1e-5)
+    for d_kernel, ref in zip(d_kernels, ref_d_kernels):
+        np.testing.assert_allclose(d_kernel, ref, rtol=1e-5, atol=1e-5)
+    # Token 2's tied windows: all of the cotangent went to the first one (a split would reach its
+    # last character too).
+    assert np.abs(np.asarray(dx)[2, 0]).sum() > 0 and np.abs(np.asarray(dx)[2, -1]).sum() == 0.0
+
+
+def test_blocked_bfloat16_gradients_are_close_to_float32():
+    x, kernels, cotangents = example(1)
+    grads = {}
+    for dtype, block in ((jnp.float32, None), (jnp.bfloat16, 3)):
+        _, vjp = jax.vjp(lambda x, k: conv_max_over_positions(x, k, dtype, block), jnp.asarray(x), [jnp.asarray(k) for k in kernels])
+        grads[dtype] = vjp([jnp.asarray(g) for g in cotangents])
+    for a, b in zip(jax.tree.leaves(grads[jnp.float32]), jax.tree.leaves(grads[jnp.bfloat16])):
+        assert b.dtype == jnp.float32
+        np.testing.assert_allclose(b, a, rtol=0.05, atol=0.05 * float(jnp.max(jnp.abs(a))))
+
+
+def test_resolve_grad_block():
+    assert resolve_grad_block(0) == (CPU_GRAD_BLOCK if jax.default_backend() == "cpu" else None)
+    assert resolve_grad_block(-1) is None
+    assert resolve_grad_block(8) == 8
+    with pytest.raises(ValueError, match="model.conv_grad_block"):
+        resolve_grad_block(-2)
