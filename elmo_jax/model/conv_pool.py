@@ -13,7 +13,7 @@ except at one position per token and filter. Two ways, picked by `grad_block`:
 - `grad_block=None`: XLA's convolution gradients over the whole batch (the transposed
   convolutions autodiff would use). Fast on GPU/TPU.
 - `grad_block=b`: blocks of b tokens in a loop; per block and filter the cotangent `[b, L, n]`
-  is made in place and both gradients are plain matmuls over the unfolded character windows
+  is built and both gradients are plain matmuls over the unfolded character windows
   (`dW += unfold(x)^T dy`, `dx = fold(dy W^T)`). Each block's buffers stay in the CPU caches; the
   whole-batch version writes and rereads `[N, L, n]` buffers from memory (470 MB for elmo_small's
   2 x 32 x 20 tokens) and XLA:CPU's convolution gradients run far below its matmul speed.
