@@ -5,7 +5,7 @@ XLA:CPU allocates every large array (step outputs, the temporaries of a compiled
 fresh `mmap` and returns it to the kernel on `free`, whatever `M_MMAP_MAX` says (a non-main arena
 cannot grow past 64 MiB), so every step page-faults all of its large buffers in again: one fault
 per 4 KiB page, zero-filled by the kernel. At elmo_small's shapes on 2 CPU cores that was a
-quarter of the train step (measured: the step went from ~950 to ~750 ms).
+fifth of the train step (measured: the step went from about 970 to 770 ms, as in the README).
 
 `reuse_freed_memory()` makes all threads share the main arena, serves large requests from the heap
 instead of `mmap`, and keeps up to 2 GiB of free memory at the top of the heap: after the first
