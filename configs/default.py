@@ -53,6 +53,8 @@ def get_config() -> ml_collections.ConfigDict:
     lstm.proj_clip = 3.0  # Clip the projected output to +-proj_clip (0 = no clipping).
     lstm.use_skip_connections = True  # Residual connection around layers 2..L.
     model.dropout = 0.1  # Dropout on each LSTM layer's input and on the softmax input.
+    model.token_dropout = -1.0  # Dropout on the token embeddings, the first layer's input (-1 = model.dropout;
+    #                             Kim et al. 2016 leave it out: 0).
     model.dtype = "float32"  # Compute dtype: 'float32' | 'bfloat16' (parameters stay float32).
     model.remat = False  # Recompute LSTM steps in the backward pass (saves memory on long unrolls).
     model.unroll = 0  # LSTM time steps per loop iteration (0 = automatic: all for bfloat16 on GPU/TPU, else 1).
@@ -81,6 +83,8 @@ def get_config() -> ml_collections.ConfigDict:
     opt.warmup_steps = 0  # Linear warmup from 0 to learning_rate.
     train.softmax_row_updates = True  # Update only the softmax rows a step touches (sampled softmax
     # with adagrad or sgd, where it is the same step as the dense update; ignored otherwise).
+    train.loss_scale = 1.0  # Differentiate loss_scale x the mean loss (bilm-tf: unroll_steps; the logged
+    #                         loss is unscaled; clip_norm applies to the scaled gradients).
     train.clip_norm = 10.0  # Clip gradients to this global norm (0 = no clipping).
     train.nonfinite_policy = "stop"  # NaN/inf loss or gradient norm: 'stop' the run | 'skip' the update.
     train.log_every_steps = 50  # Steps between metrics.jsonl lines.

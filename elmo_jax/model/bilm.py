@@ -44,6 +44,7 @@ class BiLM(nn.Module):
     proj_clip: float | None = 3.0
     use_skip_connections: bool = True
     dropout: float = 0.1
+    token_dropout: float | None = None  # Dropout on the token embeddings (None = `dropout`).
     remat: bool = False
     dtype: Any = jnp.float32
     unroll: int = 0
@@ -69,6 +70,8 @@ class BiLM(nn.Module):
         ]
         self.softmax = SoftmaxWeights(self.vocab_size, self.projection_dim)
         self.drop = nn.Dropout(self.dropout)
+        token_rate = self.dropout if self.token_dropout is None else self.token_dropout
+        self.token_drop = nn.Dropout(token_rate)
 
     def initial_state(self, batch_size: int) -> list[LSTMState]:
         """Zero states for `batch_size` rows per direction."""
@@ -92,8 +95,9 @@ class BiLM(nn.Module):
     ) -> tuple[list[jax.Array], jax.Array, list[LSTMState]]:
         x = self.embed_tokens(inputs)
         layers, new_state = [x], []
-        for layer, layer_state in zip(self.layers, state):
-            x, final = layer(self.drop(x, deterministic=not train), inputs["mask"], layer_state)
+        for i, (layer, layer_state) in enumerate(zip(self.layers, state)):
+            drop = self.token_drop if i == 0 else self.drop
+            x, final = layer(drop(x, deterministic=not train), inputs["mask"], layer_state)
             layers.append(x)
             new_state.append(final)
         top = self.drop(x, deterministic=not train)
@@ -122,6 +126,7 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         proj_clip=model.lstm.proj_clip or None,
         use_skip_connections=model.lstm.use_skip_connections,
         dropout=model.dropout,
+        token_dropout=None if model.get("token_dropout", -1.0) < 0 else model.token_dropout,
         remat=model.get("remat", False),
         dtype=DTYPES[model.dtype],
         unroll=model.get("unroll", 0),

@@ -7,6 +7,8 @@ Per direction d and time step:
 The forward and backward stacks have separate weights stored stacked on a leading axis of size 2,
 so each time step is one batched matmul for both directions; the input half of the matmul is
 hoisted out of the time loop, which is `lstm_recurrence` (with a hand-written reverse pass).
+As in bilm-tf, a layer with projection_dim == dim has no projection (h = sigmoid(o) tanh(c), no
+`W_P`, proj_clip unused): the plain LSTM of Kim et al. and Zaremba et al.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def lstm_cell(
     xw: jax.Array,
     state: LSTMState,
     w_hidden: jax.Array,
-    w_proj: jax.Array,
+    w_proj: jax.Array | None,
     cell_clip: float | None,
     proj_clip: float | None,
     dtype: jnp.dtype = jnp.float32,
@@ -41,14 +43,17 @@ def lstm_cell(
     """One time step for both directions.
 
     xw: `[2, B, 4*dim]` input contribution (x W_input + b); w_hidden: `[2, P, 4*dim]`;
-    w_proj: `[2, dim, P]`. Returns the new state.
+    w_proj: `[2, dim, P]` or None (no projection, P = dim). Returns the new state.
     """
     z = xw + matmul("dbp,dpg->dbg", state.h, w_hidden, dtype)
     i, j, f, o = jnp.split(z, 4, axis=-1)
     c = jax.nn.sigmoid(f + FORGET_BIAS) * state.c + jax.nn.sigmoid(i) * jnp.tanh(j)
     if cell_clip:
         c = jnp.clip(c, -cell_clip, cell_clip)
-    h = matmul("dbk,dkp->dbp", jax.nn.sigmoid(o) * jnp.tanh(c), w_proj, dtype)
+    h = jax.nn.sigmoid(o) * jnp.tanh(c)
+    if w_proj is None:
+        return LSTMState(c, h)
+    h = matmul("dbk,dkp->dbp", h, w_proj, dtype)
     if proj_clip:
         h = jnp.clip(h, -proj_clip, proj_clip)
     return LSTMState(c, h)
@@ -74,6 +79,11 @@ class BiLSTMLayer(nn.Module):
     dtype: jnp.dtype = jnp.float32
     unroll: int = 0
 
+    @property
+    def projected(self) -> bool:
+        """Whether the layer has a projection W_P (bilm-tf: only when projection_dim != dim)."""
+        return self.projection_dim != self.dim
+
     @nn.compact
     def __call__(self, x: jax.Array, mask: jax.Array, state: LSTMState) -> tuple[jax.Array, LSTMState]:
         """x: `[2, B, T, in]`, mask: `[2, B, T]` (state frozen where 0).
@@ -85,7 +95,7 @@ class BiLSTMLayer(nn.Module):
         w_input = self.param("W_input", init, (2, d_in, gates))
         w_hidden = self.param("W_hidden", init, (2, self.projection_dim, gates))
         bias = self.param("B", nn.initializers.zeros, (2, gates))
-        w_proj = self.param("W_P", init, (2, self.dim, self.projection_dim))
+        w_proj = self.param("W_P", init, (2, self.dim, self.projection_dim)) if self.projected else None
 
         def run(x, w_input, bias, w_hidden, w_proj, mask, c0, h0):
             n_dir, n_batch, n_steps, _ = x.shape

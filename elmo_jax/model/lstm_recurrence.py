@@ -18,6 +18,9 @@ previous c, m and, with proj_clip, the pre-clip h'; c' and tanh(c_new) are recom
 and the previous h is read from the outputs. That is O(T * B * dim): 6 * dim floats per row and
 step (+ P with proj_clip) besides the outputs.
 
+Without a projection (`w_proj=None`, bilm-tf's cell when projection_dim == dim) h' = m, P = dim,
+proj_clip is ignored (as TF's LSTMCell without num_proj) and m is not kept.
+
 Time can be the leading axis (`time_axis=0`: `[T, 2, B, .]`) or the third one (`time_axis=2`:
 `[2, B, T, .]`, the layout of `BiLSTMLayer`'s inputs and outputs). The loops read and write one
 time slice per step either way; with `time_axis=2` the layer needs no `[2, B, T] <-> [T, 2, B]`
@@ -70,12 +73,15 @@ def _forward(xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dty
     tanh(c_new) and, with proj_clip, the pre-clip h'.
     """
     n_steps = xw.shape[axis]
-    w_hidden, w_proj = w_hidden.astype(dtype), w_proj.astype(dtype)
+    projected = w_proj is not None
+    w_hidden = w_hidden.astype(dtype)
+    w_proj = w_proj.astype(dtype) if projected else None
     bias = bias[:, None, :]
     hs = _stacked(h0.shape, n_steps, axis)
     res = ()
-    if save:  # gates (over xw), c_prev, m [, h']
-        res = (xw, _stacked(c0.shape, n_steps, axis), _stacked(c0.shape, n_steps, axis))
+    if save:  # gates (over xw), c_prev [, m] [, h']
+        res = (xw, _stacked(c0.shape, n_steps, axis))
+        res += (_stacked(c0.shape, n_steps, axis),) if projected else ()
         res += (_stacked(h0.shape, n_steps, axis),) if proj_clip is not None else ()
 
     def body(t, carry):
@@ -88,11 +94,12 @@ def _forward(xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dty
         )
         c_clip = _clip(sig_f * c + sig_i * tanh_j, cell_clip)
         m = sig_o * jnp.tanh(c_clip)
-        h_raw = matmul("dbk,dkp->dbp", m, w_proj, dtype)
+        h_raw = matmul("dbk,dkp->dbp", m, w_proj, dtype) if projected else m
         c_new = jnp.where(m_t, c_clip, c)
         h_new = jnp.where(m_t, _clip(h_raw, proj_clip), h)
         if save:
-            values = (jnp.concatenate([sig_i, tanh_j, sig_f, sig_o], axis=-1), c, m)
+            values = (jnp.concatenate([sig_i, tanh_j, sig_f, sig_o], axis=-1), c)
+            values += (m,) if projected else ()
             values += (h_raw,) if proj_clip is not None else ()
             res = tuple(_write(buf, v, t, axis) for buf, v in zip(res, values))
         return c_new, h_new, _write(hs, h_new, t, axis), res
@@ -117,10 +124,14 @@ def _recurrence_fwd(cell_clip, proj_clip, dtype, axis, unroll, xw, bias, w_hidde
 
 
 def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotangents):
-    w_hidden, w_proj, mask, h0, hs, (gates_all, c_prev_all, m_all, *h_raw_all) = residuals
+    w_hidden, w_proj, mask, h0, hs, (gates_all, c_prev_all, *rest) = residuals
+    projected = w_proj is not None
+    m_all = rest.pop(0) if projected else None
+    h_raw_all = rest
     d_hs, (d_ct, d_ht) = cotangents
     n_steps = hs.shape[axis]
-    w_hidden_c, w_proj_c = w_hidden.astype(dtype), w_proj.astype(dtype)
+    w_hidden_c = w_hidden.astype(dtype)
+    w_proj_c = w_proj.astype(dtype) if projected else None
     dh_raw_all = _stacked(d_ht.shape, n_steps, axis)
 
     # dz_t is written over the gates of step t (no new [.., 4*dim] buffer). So that XLA can do that
@@ -140,7 +151,7 @@ def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotang
         dh_raw = jnp.where(m_t, dh, 0.0)
         if proj_clip is not None:
             dh_raw = dh_raw * _clip_grad(_read(h_raw_all[0], t, axis), proj_clip)
-        d_m = matmul("dbp,dkp->dbk", dh_raw, w_proj_c, dtype)
+        d_m = matmul("dbp,dkp->dbk", dh_raw, w_proj_c, dtype) if projected else dh_raw
         dc_raw = jnp.where(m_t, dc, 0.0) + d_m * sig_o * (1.0 - tanh_c * tanh_c)
         if cell_clip is not None:
             dc_raw = dc_raw * _clip_grad(c_raw, cell_clip)
@@ -170,11 +181,11 @@ def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotang
         [jnp.expand_dims(h0, axis), jax.lax.slice_in_dim(hs, 0, n_steps - 1, axis=axis)], axis=axis
     )
     d_w_hidden = matmul(f"{steps}p,{steps}g->dpg", h_prev, dz, dtype)
-    d_w_proj = matmul(f"{steps}k,{steps}p->dkp", m_all, dh_raw, dtype)
-    d_bias = jnp.sum(dz, axis=(0, 2) if axis == 0 else (1, 2))
-    return (
-        dz, d_bias, d_w_hidden.astype(w_hidden.dtype), d_w_proj.astype(w_proj.dtype), None, dc0, dh0
+    d_w_proj = (
+        matmul(f"{steps}k,{steps}p->dkp", m_all, dh_raw, dtype).astype(w_proj.dtype) if projected else None
     )
+    d_bias = jnp.sum(dz, axis=(0, 2) if axis == 0 else (1, 2))
+    return dz, d_bias, d_w_hidden.astype(w_hidden.dtype), d_w_proj, None, dc0, dh0
 
 
 _recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
@@ -198,7 +209,7 @@ def _resolve_unroll(unroll: int, n_steps: int, dtype: jnp.dtype) -> int:
 def lstm_recurrence(
     xw: jax.Array,
     w_hidden: jax.Array,
-    w_proj: jax.Array,
+    w_proj: jax.Array | None,
     mask: jax.Array,
     c0: jax.Array,
     h0: jax.Array,
@@ -214,7 +225,7 @@ def lstm_recurrence(
     With `time_axis=0`: xw `[T, 2, B, 4*dim]` float32 input contribution (x W_input + b, hoisted
     out of the loop), mask `[T, 2, B, 1]` (state frozen where 0), outputs hs `[T, 2, B, P]`.
     With `time_axis=2` the same with time third: `[2, B, T, .]`.
-    w_hidden: `[2, P, 4*dim]`; w_proj: `[2, dim, P]`; c0 `[2, B, dim]`, h0 `[2, B, P]`: the initial
+    w_hidden: `[2, P, 4*dim]`; w_proj: `[2, dim, P]`, or None for no projection (P = dim); c0 `[2, B, dim]`, h0 `[2, B, P]`: the initial
     state. cell_clip / proj_clip: static; None or 0 for no clipping. Matmul operands are cast to
     `dtype` (state and gate math stay float32). bias: optional `[2, 4*dim]` added to xw inside the
     loop (saves a pass over xw when xw = x W_input comes straight from a matmul).
@@ -228,7 +239,7 @@ def lstm_recurrence(
     if time_axis not in (0, 2):
         raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
     cell_clip = float(cell_clip) if cell_clip else None
-    proj_clip = float(proj_clip) if proj_clip else None
+    proj_clip = float(proj_clip) if proj_clip and w_proj is not None else None
     mask = jnp.asarray(mask).astype(bool)
     xw, c0, h0 = (jnp.asarray(a, jnp.float32) for a in (xw, c0, h0))
     if xw.shape[time_axis] == 0:  # no steps: nothing to run (the loops below assume one)

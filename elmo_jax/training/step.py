@@ -77,6 +77,9 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
     sampler = NegativeSampler(softmax_config, model.vocab_size) if softmax_config.sampled else None
     row_updates = uses_row_updates(config)
     stateful = config.train.stateful
+    loss_scale = float(config.train.get("loss_scale", 1.0))
+    if not loss_scale > 0:
+        raise ValueError(f"train.loss_scale must be > 0, got {loss_scale}")
 
     def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
         inputs = stack_directions(batch)
@@ -117,11 +120,11 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
             else:
                 nll = softmax_lib.full_softmax_nll(w, b, hidden, targets, softmax_config.chunk_size)
             direction_nll = (nll.reshape(mask.shape) * mask).sum(axis=(1, 2)) / global_count  # [2]
-            return 0.5 * direction_nll.sum(), (new_state, direction_nll)
+            return loss_scale * 0.5 * direction_nll.sum(), (new_state, direction_nll)
 
-        (loss, (new_lstm_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        (scaled_loss, (new_lstm_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
         grads = jax.lax.psum(grads, AXIS)
-        loss = jax.lax.psum(loss, AXIS)
+        loss = jax.lax.psum(scaled_loss, AXIS) / loss_scale
         direction_nll = jax.lax.psum(direction_nll, AXIS)
         updates, new_opt_state = state.tx.update(grads, opt_state, params)
         new_params = optax.apply_updates(params, updates)
