@@ -117,12 +117,13 @@ def full_softmax_nll(
 ) -> jax.Array:
     """Exact per-token negative log-likelihood `[N]` over the whole vocabulary.
 
-    The vocabulary is processed in chunks of `chunk_size` rows, so peak memory is
-    `[N, chunk_size]` logits whatever the vocabulary size.
+    The vocabulary is processed in equal chunks of at most `chunk_size` rows, so peak memory is
+    `[N, chunk_size]` logits whatever the vocabulary size; the chunks are as even as possible, so
+    padding rows (wasted matmul work) number fewer than the chunks.
     """
     vocab_size, dim = w.shape
-    chunk_size = min(chunk_size, vocab_size)
-    n_chunks = -(-vocab_size // chunk_size)
+    n_chunks = -(-vocab_size // min(chunk_size, vocab_size))
+    chunk_size = -(-vocab_size // n_chunks)
     pad = n_chunks * chunk_size - vocab_size
     w_chunks = jnp.pad(w, ((0, pad), (0, 0))).reshape(n_chunks, chunk_size, dim)
     b_chunks = jnp.concatenate([b, jnp.full((pad,), _NEG_INF, b.dtype)]).reshape(n_chunks, chunk_size)
