@@ -80,7 +80,8 @@ def get_config() -> ml_collections.ConfigDict:
     opt.b2 = 0.999  # Adam.
     opt.eps = 1e-8  # Adam.
     opt.schedule = "constant"  # 'constant' | 'cosine' | 'linear' (decay to 0 at the last step).
-    opt.warmup_steps = 0  # Linear warmup from 0 to learning_rate.
+    opt.warmup_steps = 0  # Linear warmup from 0 to learning_rate (a cosine/linear run of at most this
+    #                       many steps warms up for num_steps // 10 instead, with a warning).
     train.softmax_row_updates = True  # Update only the softmax rows a step touches (sampled softmax
     # with adagrad or sgd, where it is the same step as the dense update; ignored otherwise).
     train.loss_scale = 1.0  # Differentiate loss_scale x the mean loss (bilm-tf: unroll_steps; the logged

@@ -27,7 +27,10 @@ TINY_SHAPES = {
     "train.batch_size": 4,
     "train.unroll_steps": 5,
 }
-CONFIGS = ["default", "demo", "elmo_small", "elmo_medium", "elmo_original", "tests.tiny"]
+CONFIGS = [
+    "default", "demo", "elmo_small", "elmo_medium", "elmo_original", "tests.tiny",
+    "ptb_char_small", "ptb_char_large", "ptb_word_small", "ptb_word_medium",
+]
 
 
 def _n_params(config, vocab_size=1000):
@@ -42,6 +45,25 @@ def _n_params(config, vocab_size=1000):
 def test_config_builds(name):
     config = importlib.import_module(f"configs.{name}").get_config()
     assert _n_params(config) > 0
+
+
+@pytest.mark.parametrize(
+    "name,millions",
+    # Kim et al. 2016, table 2 (rounded to the million); Zaremba et al. 2014's medium model.
+    [("ptb_char_small", 5), ("ptb_char_large", 19), ("ptb_word_small", 5), ("ptb_word_medium", 20)],
+)
+def test_ptb_configs_have_published_parameter_counts(name, millions):
+    """One direction of the biLM (the shared encoder and softmax, the forward LSTMs) is the
+    published unidirectional model, plus the token projection of the char models."""
+    config = importlib.import_module(f"configs.{name}").get_config()
+    model = bilm_from_config(config.model, 10002)
+    shapes = jax.eval_shape(
+        lambda: model.init(jax.random.key(0), dummy_inputs(model, 1, 1, config.data.max_chars_per_token), model.initial_state(1))
+    )["params"]
+    total = sum(x.size for x in jax.tree.leaves(shapes))
+    backward_lstm = sum(x.size // 2 for k, v in shapes.items() if k.startswith("lstm_") for x in jax.tree.leaves(v))
+    assert "W_P" not in shapes["lstm_0"]
+    assert abs((total - backward_lstm) / 1e6 - millions) < 0.5
 
 
 @pytest.mark.parametrize("name,millions", [("elmo_small", 13.6), ("elmo_medium", 28.0), ("elmo_original", 93.6)])

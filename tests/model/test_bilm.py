@@ -255,3 +255,36 @@ def test_bilm_rejects_bad_token_encoder() -> None:
     with pytest.raises(ValueError, match="token_encoder"):
         model = bilm_from_config(small_model_config(token_encoder="chars"), VOCAB)
         jax.eval_shape(model.init, jax.random.key(0), make_inputs(), model.initial_state(B))
+
+
+# ----------------------------------------------------------------------------- token dropout
+def _first_layer_input(model: BiLM, params: Any, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(token embeddings, the dropped-out input of the first LSTM layer) in a training pass."""
+    (layers, _, _), state = model.apply(
+        {"params": params}, make_inputs(), model.initial_state(B), train=True,
+        rngs={"dropout": jax.random.PRNGKey(seed)}, capture_intermediates=True,
+        mutable=["intermediates"],
+    )
+    dropped = state["intermediates"]["token_drop"]["__call__"][0]
+    return np.asarray(layers[0]), np.asarray(dropped)
+
+
+@pytest.mark.parametrize("token_dropout", [None, 0.0, 0.5])
+def test_token_dropout_rate_applies_to_the_first_layer_input_only(token_dropout: float | None) -> None:
+    model = make_model().clone(token_dropout=token_dropout)
+    params = model.init(jax.random.PRNGKey(0), make_inputs(), model.initial_state(B))["params"]
+    embeddings, dropped = _first_layer_input(model, params, seed=3)
+    rate = DROPOUT if token_dropout is None else token_dropout
+    if rate == 0.0:
+        np.testing.assert_array_equal(dropped, embeddings)
+    else:  # inverted dropout: every value is 0 or x / (1 - rate), and some of each
+        kept = dropped != 0
+        assert 0 < kept.mean() < 1
+        np.testing.assert_allclose(dropped[kept], embeddings[kept] / (1 - rate), rtol=1e-6)
+
+
+def test_token_dropout_config_key() -> None:
+    config = default_config.get_config()
+    assert bilm_from_config(config.model, VOCAB).token_dropout is None  # -1: same as model.dropout
+    config.model.token_dropout = 0.0
+    assert bilm_from_config(config.model, VOCAB).token_dropout == 0.0

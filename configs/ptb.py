@@ -1,0 +1,67 @@
+"""The Penn Treebank recipe shared by the configs/ptb_*.py reproductions.
+
+The models of Kim et al. 2016 ("Character-Aware Neural Language Models") and Zaremba et al. 2014
+("Recurrent Neural Network Regularization"), trained as biLMs on the bundled PTB (Mikolov's
+split, 10k vocabulary): LSTMs without projection, clipping or residual connections, dropout 0.5
+on the non-recurrent connections, parameters from U(-0.05, 0.05), full softmax.
+
+Their recipe, except batch and schedule: SGD with learning rate 1, windows of 35 steps, gradients
+of the loss summed over the window's steps (here also over both directions: `loss_scale` = 2 x 35),
+norm clipped to 5 per direction (5 sqrt(2) for the two). Batches of 32 rather than 20 streams
+(CPU throughput) and a cosine decay of the learning rate to 0 in place of halving it on a
+validation plateau. Validation perplexity is logged every 2 epochs; test is evaluated once, on
+the final checkpoint (`evaluate.py --split=test`).
+"""
+
+import ml_collections
+
+from configs import default
+
+TOKENS_PER_EPOCH = 929_589  # PTB train: 887,521 words + 42,068 sentence ends.
+
+
+def ptb_config(token_encoder: str, dim: int, num_epochs: int, token_dropout: float) -> ml_collections.ConfigDict:
+    """The shared recipe for a 2-layer LSTM of `dim` units without projection.
+
+    token_dropout: dropout on the token embeddings (Kim et al.: 0; Zaremba et al.: 0.5).
+    """
+    config = default.get_config()
+    config.data.source = "ptb"
+    config.data.eval_split = "valid"
+    config.data.max_chars_per_token = 21  # The longest PTB word has 19 characters.
+    m = config.model
+    m.token_encoder = token_encoder
+    m.lstm.dim = dim
+    m.lstm.projection_dim = dim  # = dim: no projection.
+    m.lstm.n_layers = 2
+    m.lstm.cell_clip = 0.0
+    m.lstm.proj_clip = 0.0
+    m.lstm.use_skip_connections = False
+    m.dropout = 0.5
+    m.token_dropout = token_dropout
+    m.softmax.sampled = False
+    m.softmax.chunk_size = 16384  # The whole 10k vocabulary in one chunk.
+    t = config.train
+    t.batch_size = 32
+    t.unroll_steps = 35
+    t.num_epochs = num_epochs
+    t.optimizer.name = "sgd"
+    t.optimizer.learning_rate = 1.0
+    t.optimizer.schedule = "cosine"
+    t.loss_scale = 2 * t.unroll_steps
+    t.clip_norm = 5.0 * 2**0.5
+    t.log_every_steps = 100
+    t.checkpoint_every_steps = 1000
+    config.eval.batch_size = 20
+    config.eval.unroll_steps = 35
+    config.eval.every_steps = 2 * TOKENS_PER_EPOCH // (t.batch_size * t.unroll_steps)
+    return config
+
+
+def kim_char_cnn(config: ml_collections.ConfigDict, filters: list[list[int]], n_highway: int) -> None:
+    """Kim et al.'s token encoder: character embeddings of 15, tanh convolutions, highway layers."""
+    cnn = config.model.char_cnn
+    cnn.embed_dim = 15
+    cnn.filters = filters
+    cnn.activation = "tanh"
+    cnn.n_highway = n_highway

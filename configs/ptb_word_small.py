@@ -1,0 +1,16 @@
+"""Kim et al. 2016 LSTM-Word-Small (published PTB test perplexity 97.6), trained as a biLM.
+
+  python train.py --config=configs/ptb_word_small.py --workdir=runs/ptb_word_small
+  python evaluate.py --config=configs/ptb_word_small.py --workdir=runs/ptb_word_small --split=test
+
+Word embeddings of 200, two LSTM layers of 200 units; dropout 0.5 between the layers and before
+the softmax, not on the embeddings. 20 epochs; the recipe is configs/ptb.py's.
+
+Result: see docs/reproductions.md.
+"""
+
+from configs import ptb
+
+
+def get_config():
+    return ptb.ptb_config("word", dim=200, num_epochs=20, token_dropout=0.0)
