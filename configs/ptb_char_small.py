@@ -6,7 +6,7 @@
 Character embeddings of 15, tanh convolutions of widths 1-6 with 25 x width filters (525), one
 highway layer, two LSTM layers of 300 units; dropout 0.5 between the layers and before the
 softmax, not on the token embeddings. As in every elmo-jax biLM the token embedding is projected
-to the LSTM size and the softmax is shared by the two directions. 16 epochs; the recipe is
+to the LSTM size and the softmax is shared by the two directions. 18 epochs; the recipe is
 configs/ptb.py's.
 
 Result: see docs/reproductions.md.
@@ -16,6 +16,6 @@ from configs import ptb
 
 
 def get_config():
-    config = ptb.ptb_config("char_cnn", dim=300, num_epochs=16, token_dropout=0.0)
+    config = ptb.ptb_config("char_cnn", dim=300, num_epochs=18, token_dropout=0.0)
     ptb.kim_char_cnn(config, [[w, 25 * w] for w in range(1, 7)], n_highway=1)
     return config
