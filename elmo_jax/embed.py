@@ -11,7 +11,8 @@ Input: one whitespace-tokenized sentence per line, UTF-8; invalid bytes are repl
 max_characters_per_token - 2 UTF-8 bytes (48 for released models) are truncated, as in bilm-tf.
 
 Output: one float32 dataset per input line, named by its 0-based line number, shape
-`(n_layers + 1, n_tokens, 2 * projection_dim)`: layer 0 = `[token embedding; token embedding]`,
+`(n_layers + 1, n_tokens, 2 * projection_dim)` (= 2 * dim for a biLM whose LSTM has no projection,
+projection_dim == dim): layer 0 = `[token embedding; token embedding]`,
 layer j = `[forward_j; backward_j]`, `<S>`/`</S>` removed. An empty line gives shape
 `(n_layers + 1, 0, 2 * projection_dim)` and leaves its row's LSTM states untouched (bilm-tf
 would run `<S> </S>` through them).

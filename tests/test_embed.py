@@ -10,9 +10,12 @@ import jax
 import numpy as np
 import pytest
 
-from elmo_jax.embed import embedder_from_bilm_files, main
+from configs.tests import no_projection
+from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files, main
 from elmo_jax.evaluation_job import restore_checkpoint
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, save_options, save_weights
+from elmo_jax.model.bilm import bilm_from_config
+from elmo_jax.training.state import init_params
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
 from tests.training.helpers import make_checkpoint_workdir
 
@@ -20,9 +23,10 @@ RTOL, ATOL = 1e-5, 1e-6
 BATCH = 3
 
 
-def options(skip: bool) -> dict:
+def options(skip: bool, dim: int = 12) -> dict:
+    """bilm-tf options; dim == projection_dim (6): LSTM layers without projection (no W_P_0)."""
     return {
-        "lstm": {"dim": 12, "projection_dim": 6, "n_layers": 3 if skip else 2, "cell_clip": 3, "proj_clip": 3,
+        "lstm": {"dim": dim, "projection_dim": 6, "n_layers": 3 if skip else 2, "cell_clip": 3, "proj_clip": 3,
                  "use_skip_connections": skip},
         "char_cnn": {"activation": "relu", "embedding": {"dim": 4}, "filters": [[1, 4], [2, 6], [3, 8]],
                      "max_characters_per_token": 50, "n_characters": 262, "n_highway": 2},
@@ -44,11 +48,11 @@ LINES = [
 SENTENCES = [line.split() for line in LINES]
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["skip", "noskip"])
+@pytest.fixture(scope="module", params=[(True, 12), (False, 12), (True, 6)], ids=["skip", "noskip", "noprojection"])
 def bilm(request, tmp_path_factory):
     """(options path, weights path, NumPy reference) of a random biLM written with h5py."""
-    directory = tmp_path_factory.mktemp("skip" if request.param else "noskip")
-    opts = options(request.param)
+    directory = tmp_path_factory.mktemp("model")
+    opts = options(*request.param)
     options_path, weights_path = str(directory / "options.json"), str(directory / "weights.hdf5")
     write_bilm_files(opts, random_bilm_weights(opts, seed=1), options_path, weights_path)
     return options_path, weights_path, ReferenceBiLM.from_files(options_path, weights_path)
@@ -218,3 +222,28 @@ def test_checkpoint_to_hdf5_to_embeddings_is_identical(tmp_path):
     assert sorted(from_checkpoint) == ["0", "1", "2", "3"] == sorted(from_file)
     for name in from_file:
         np.testing.assert_array_equal(from_checkpoint[name], from_file[name])
+
+
+def test_model_without_projection_embeds_2_dim_wide(tmp_path):
+    """configs/tests/no_projection.py (projection_dim == dim == 8): layers of 2 * dim, token embeddings of
+    dim, as the NumPy reference of its exported bilm-tf files."""
+    config = no_projection.get_config()
+    model = bilm_from_config(config.model, vocab_size=5)
+    chars = config.data.max_chars_per_token
+    shapes = jax.eval_shape(lambda: init_params(model, jax.random.key(0), chars))
+    rng = np.random.default_rng(3)
+    params = jax.tree.map(lambda s: rng.normal(0.0, 0.5, s.shape).astype(s.dtype), shapes)
+    assert "W_P" not in params["lstm_0"] and "W_P" not in params["lstm_1"]
+    options_path, weights_path = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
+    save_options(config, options_path)
+    save_weights(params, config, weights_path)
+    reference = ReferenceBiLM.from_files(options_path, weights_path)
+
+    embedder = ElmoEmbedder(model, params, chars, batch_size=BATCH)
+    got = list(embedder.embed_sentences(SENTENCES))
+    assert got[0].shape == (3, 6, 2 * 8) and got[1].shape == (3, 0, 2 * 8)
+    assert_matches(got, reference.embed_batches(SENTENCES, BATCH))
+    words = ["<S>", "the", "naïve"]
+    np.testing.assert_allclose(
+        embedder.token_embeddings(words), [reference.token_embedding(w) for w in words], rtol=RTOL, atol=ATOL
+    )

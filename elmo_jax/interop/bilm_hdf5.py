@@ -9,8 +9,17 @@ hdf5 datasets, float32, `x @ W` oriented (bilm-tf `dump_weights`; read by bilm-t
   CNN_proj/W_proj, CNN_proj/b_proj                (F, P), (P,)     bilm-tf omits them when F == P
   RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_0   (P + P, 4 D)     rows [input; previous h], gates i, j, f, o
   RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/B     (4 D,)           forget-gate +1 added at run time
-  RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_P_0 (D, P)
+  RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_P_0 (D, P)           only when P != D (see below)
   d = 0 forward, 1 backward. The softmax is not stored (as in bilm-tf).
+
+LSTM projection. bilm-tf gives its LSTMCell `num_proj` only when projection_dim < dim; with
+projection_dim == dim its cells have no projection (h = sigmoid(o) tanh(c), proj_clip unused) and
+its files no `W_P_0`. elmo-jax does the same (`BiLSTMLayer` has no `W_P` then), so such files load
+and export exactly, but AllenNLP's `Elmo` cannot read them (it always reads `W_P_0`). With
+projection_dim > dim bilm-tf builds no projection either, and then no usable biLM (its LSTM outputs
+would be dim wide, its token embeddings and softmax projection_dim wide); elmo-jax keeps a `W_P`
+(dim -> projection_dim), which it stores as `W_P_0` as AllenNLP reads it: such files are
+AllenNLP-only.
 
 elmo-jax shifts char ids by +1 (0 = no token), so its `char_embed` has 262 rows: row 0 (zeros, never
 used) followed by the file's 261. `n_characters` is 261 in bilm-tf training options and 262 in
@@ -194,8 +203,12 @@ def save_options(config: ml_collections.ConfigDict, path: str) -> None:
         logging.warning("%s: AllenNLP's Elmo only loads biLMs with use_skip_connections=true (bilm-tf loads any)", path)
     if n_filters == lstm["projection_dim"]:
         logging.warning("%s: bilm-tf skips CNN_proj when sum(filters) == projection_dim (AllenNLP applies it)", path)
-    if lstm["projection_dim"] >= lstm["dim"]:
-        logging.warning("%s: bilm-tf has no LSTM projection when projection_dim >= dim (AllenNLP applies W_P_0)", path)
+    if lstm["projection_dim"] == lstm["dim"]:
+        logging.warning(
+            "%s: no LSTM projection (W_P_0) when projection_dim == dim: bilm-tf loads it, AllenNLP cannot", path
+        )
+    elif lstm["projection_dim"] > lstm["dim"]:
+        logging.warning("%s: bilm-tf builds no biLM with projection_dim > dim (AllenNLP applies W_P_0)", path)
     write_atomic(path, lambda tmp: _write_json(tmp, options))
 
 
@@ -224,6 +237,11 @@ def _lstm_root(direction: int, layer: int) -> str:
     return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
 
 
+def has_lstm_projection(lstm: ml_collections.ConfigDict) -> bool:
+    """Whether the LSTM layers have a projection `W_P` (`BiLSTMLayer.projected`): projection_dim != dim."""
+    return lstm.projection_dim != lstm.dim
+
+
 def dataset_shapes(config: ml_collections.ConfigDict) -> dict[str, tuple[int, ...]]:
     """Every dataset of the weight file described by `config`, with its shape."""
     cnn, lstm = config.model.char_cnn, config.model.lstm
@@ -242,7 +260,8 @@ def dataset_shapes(config: ml_collections.ConfigDict) -> dict[str, tuple[int, ..
             root = _lstm_root(direction, layer)
             shapes[f"{root}/W_0"] = (p + p, gates)
             shapes[f"{root}/B"] = (gates,)
-            shapes[f"{root}/W_P_0"] = (lstm.dim, p)
+            if has_lstm_projection(lstm):
+                shapes[f"{root}/W_P_0"] = (lstm.dim, p)
     return shapes
 
 
@@ -268,17 +287,26 @@ def params_to_datasets(params: Mapping, config: ml_collections.ConfigDict) -> di
     out["CNN_proj/W_proj"] = _param(params, "encoder", "W_proj")
     out["CNN_proj/b_proj"] = _param(params, "encoder", "b_proj")
     for layer in range(lstm.n_layers):
-        w_input, w_hidden, bias, w_proj = (
-            _param(params, f"lstm_{layer}", name) for name in ("W_input", "W_hidden", "B", "W_P")
-        )
-        if not (w_input.ndim == w_hidden.ndim == w_proj.ndim == 3 and bias.ndim == 2
-                and w_input.shape[0] == w_hidden.shape[0] == 2 and w_input.shape[2] == w_hidden.shape[2]):
-            raise WeightFileError(f"params 'lstm_{layer}' do not have the biLM's stacked [2, ...] LSTM shapes")
-        for direction in (0, 1):
-            root = _lstm_root(direction, layer)
-            out[f"{root}/W_0"] = np.concatenate([w_input[direction], w_hidden[direction]], axis=0)
-            out[f"{root}/B"] = bias[direction]
-            out[f"{root}/W_P_0"] = w_proj[direction]
+        out.update(_lstm_datasets(params, layer, has_lstm_projection(lstm)))
+    return out
+
+
+def _lstm_datasets(params: Mapping, layer: int, projected: bool) -> dict[str, np.ndarray]:
+    """LSTM layer `layer`'s datasets for both directions (`W_P_0` only when `projected`)."""
+    names = ("W_input", "W_hidden", "B", "W_P") if projected else ("W_input", "W_hidden", "B")
+    if not projected and "W_P" in params.get(f"lstm_{layer}", {}):
+        raise WeightFileError(f"params have 'lstm_{layer}/W_P', but projection_dim == dim means no LSTM projection")
+    w_input, w_hidden, bias, *w_proj = (_param(params, f"lstm_{layer}", name) for name in names)
+    if not (all(w.ndim == 3 and w.shape[0] == 2 for w in (w_input, w_hidden, *w_proj)) and bias.ndim == 2
+            and w_input.shape[2] == w_hidden.shape[2]):
+        raise WeightFileError(f"params 'lstm_{layer}' do not have the biLM's stacked [2, ...] LSTM shapes")
+    out = {}
+    for direction in (0, 1):
+        root = _lstm_root(direction, layer)
+        out[f"{root}/W_0"] = np.concatenate([w_input[direction], w_hidden[direction]], axis=0)
+        out[f"{root}/B"] = bias[direction]
+        if projected:
+            out[f"{root}/W_P_0"] = w_proj[0][direction]
     return out
 
 
@@ -306,8 +334,9 @@ def datasets_to_params(data: Mapping[str, np.ndarray], config: ml_collections.Co
             "W_input": np.stack([data[f"{r}/W_0"][:p] for r in roots]),
             "W_hidden": np.stack([data[f"{r}/W_0"][p:] for r in roots]),
             "B": np.stack([data[f"{r}/B"] for r in roots]),
-            "W_P": np.stack([data[f"{r}/W_P_0"] for r in roots]),
         }
+        if has_lstm_projection(lstm):
+            params[f"lstm_{layer}"]["W_P"] = np.stack([data[f"{r}/W_P_0"] for r in roots])
     return params
 
 
@@ -322,6 +351,19 @@ def _dataset_names(f: h5py.File) -> list[str]:
     return names
 
 
+def _mismatch(name: str, shapes: Mapping[str, tuple[int, ...]], lstm: ml_collections.ConfigDict) -> str:
+    """Why dataset `name` is missing from, or unexpected in, a file whose options imply `shapes`."""
+    shape = shapes.get(name)
+    lstm_projection = name.endswith("/LSTMCell/W_P_0")
+    if shape is None and lstm_projection and not has_lstm_projection(lstm):
+        return f"projection_dim == dim == {lstm.dim}: no LSTM projection, as in bilm-tf"
+    if shape is None:
+        return "options/weights mismatch: check n_layers, filters, n_highway"
+    if lstm_projection:
+        return f"projection_dim {lstm.projection_dim} != dim {lstm.dim}: an LSTM projection of shape {shape}"
+    return f"the options imply shape {shape}"
+
+
 def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
     """Reads a bilm-tf/AllenNLP hdf5 weight file into elmo-jax Flax params (float32, no softmax).
 
@@ -329,7 +371,8 @@ def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
     exist with the shape the options imply, and the file may hold nothing else (a leftover layer
     or filter means the options do not describe the file); errors name the dataset. When
     sum(filters) == projection_dim and `CNN_proj` is absent (bilm-tf skips it then), the
-    projection is the identity.
+    projection is the identity. When projection_dim == dim the LSTM has no projection: the file
+    must have no `W_P_0` (as bilm-tf writes it) and the params get no `W_P`.
     """
     if config.model.token_encoder != "char_cnn":
         raise WeightFileError(
@@ -337,7 +380,7 @@ def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
         )
     if not os.path.exists(path):
         raise WeightFileError(f"{path}: weight file not found")
-    shapes = dataset_shapes(config)
+    shapes, lstm = dataset_shapes(config), config.model.lstm
     try:
         f = h5py.File(path, "r")
     except OSError as e:
@@ -346,11 +389,9 @@ def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
         present = _dataset_names(f)
         unexpected = [name for name in present if name not in shapes]
         if unexpected:
-            raise WeightFileError(
-                f"{path}: dataset '{unexpected[0]}' is not described by the options "
-                "(options/weights mismatch: check n_layers, filters, n_highway)"
-            )
-        p, n_filters = config.model.lstm.projection_dim, sum(n for _, n in config.model.char_cnn.filters)
+            why = _mismatch(unexpected[0], shapes, lstm)
+            raise WeightFileError(f"{path}: dataset '{unexpected[0]}' is not described by the options ({why})")
+        p, n_filters = lstm.projection_dim, sum(n for _, n in config.model.char_cnn.filters)
         data: dict[str, np.ndarray] = {}
         if n_filters == p and "CNN_proj/W_proj" not in present and "CNN_proj/b_proj" not in present:
             data["CNN_proj/W_proj"], data["CNN_proj/b_proj"] = np.eye(p, dtype=np.float32), np.zeros(p, np.float32)
@@ -358,7 +399,7 @@ def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
             if name in data:
                 continue
             if name not in present:
-                raise WeightFileError(f"{path}: missing dataset '{name}' (the options imply shape {shape})")
+                raise WeightFileError(f"{path}: missing dataset '{name}' ({_mismatch(name, shapes, lstm)})")
             dataset = f[name]
             if dataset.shape != shape:
                 raise WeightFileError(f"{path}: dataset '{name}' has shape {dataset.shape}, the options imply {shape}")

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs.tests import tiny
+from configs.tests import no_projection, tiny
 from elmo_jax.embed import ElmoEmbedder
 from elmo_jax.interop.bilm_hdf5 import (
     OptionsError, WeightFileError, load_options, load_weights, options_dict, save_options, save_weights,
@@ -97,7 +97,8 @@ def test_save_options_of_a_training_config(tmp_path):
     config = tiny.get_config()
     save_options(config, str(tmp_path / "o.json"))
     loaded = load_options(str(tmp_path / "o.json"))
-    assert loaded.model.lstm.to_dict() == config.model.lstm.to_dict()
+    # Training-only keys (e.g. lstm.initializer) have no options.json counterpart.
+    assert loaded.model.lstm.to_dict() == {key: config.model.lstm[key] for key in loaded.model.lstm}
     assert loaded.model.char_cnn.to_dict() == config.model.char_cnn.to_dict()
     assert loaded.data.max_chars_per_token == config.data.max_chars_per_token
 
@@ -141,10 +142,18 @@ def test_options_missing_or_invalid_file(tmp_path):
         load_options(str(tmp_path / "bad.json"))
 
 
-@pytest.mark.parametrize("n_highway", [2, 0])
-def test_loaded_params_have_the_model_param_tree(tmp_path, n_highway):
+def no_projection_options(proj_clip: float | None = 3) -> dict:
+    """OPTIONS with projection_dim == dim: bilm-tf's LSTMCell without num_proj (proj_clip unused)."""
+    options = copy.deepcopy(OPTIONS)
+    options["lstm"].update(dim=6, proj_clip=proj_clip)
+    return options
+
+
+@pytest.mark.parametrize("n_highway, dim", [(2, 12), (0, 12), (2, 6)], ids=["highway", "no_highway", "no_projection"])
+def test_loaded_params_have_the_model_param_tree(tmp_path, n_highway, dim):
     options = copy.deepcopy(OPTIONS)
     options["char_cnn"]["n_highway"] = n_highway
+    options["lstm"]["dim"] = dim
     options_path, weights_path, _ = write_model(tmp_path, options)
     config = load_options(options_path)
     params = load_weights(config, weights_path)
@@ -155,8 +164,9 @@ def test_loaded_params_have_the_model_param_tree(tmp_path, n_highway):
     assert jax.tree.map(lambda x: (x.shape, x.dtype), params) == jax.tree.map(lambda x: (x.shape, x.dtype), expected)
 
 
-def test_file_round_trip_is_bitwise(tmp_path):
-    options_path, weights_path, _ = write_model(tmp_path)
+@pytest.mark.parametrize("options", [OPTIONS, no_projection_options()], ids=["projection", "no_projection"])
+def test_file_round_trip_is_bitwise(tmp_path, options):
+    options_path, weights_path, _ = write_model(tmp_path, options)
     config = load_options(options_path)
     save_weights(load_weights(config, weights_path), config, str(tmp_path / "again.hdf5"))
     original, again = read_datasets(weights_path), read_datasets(tmp_path / "again.hdf5")
@@ -260,3 +270,102 @@ def test_file_without_cnn_proj_uses_the_identity(tmp_path):
     np.testing.assert_allclose(
         embedder.token_embeddings(words), [reference.token_embedding(w) for w in words], rtol=1e-5, atol=1e-6
     )
+
+
+# ----------------------------------------------------------------------------- LSTM projection
+
+
+def lstm_projection_datasets(path) -> list[str]:
+    return [name for name in read_datasets(path) if name.endswith("/LSTMCell/W_P_0")]
+
+
+def test_bilm_tf_file_without_w_p_0_matches_numpy_reference(tmp_path):
+    """projection_dim == dim: bilm-tf writes no W_P_0; h = sigmoid(o) tanh(c) and proj_clip is unused."""
+    options_path, weights_path, _ = write_model(tmp_path, no_projection_options(proj_clip=0.05), seed=3)
+    assert lstm_projection_datasets(weights_path) == []
+    config = load_options(options_path)
+    params = load_weights(config, weights_path)
+    assert all("W_P" not in params[f"lstm_{layer}"] for layer in range(2))
+    embedder = ElmoEmbedder(bilm_from_config(config.model, vocab_size=1), params, max_chars=50, batch_size=2)
+    sentences = [["the", "cat", "sat"], ["naïve", "café"], ["a"], ["end", "of", "story", "."]]
+    got = list(embedder.embed_sentences(sentences))
+    want = ReferenceBiLM.from_files(options_path, weights_path).embed_batches(sentences, batch_size=2)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape == (3, w.shape[1], 2 * 6)
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    assert max(np.abs(w[1]).max() for w in want) > 0.2  # layer 1 (no skip): proj_clip 0.05 was not applied
+
+
+def random_params(config, seed: int) -> dict:
+    """Random params (softmax included) of the biLM of an elmo-jax config."""
+    model = bilm_from_config(config.model, vocab_size=3)
+    chars = config.data.max_chars_per_token
+    inputs = {"char_ids": jnp.zeros((2, 1, 1, chars), jnp.int32), "mask": jnp.ones((2, 1, 1), bool)}
+    shapes = jax.eval_shape(lambda: model.init(jax.random.key(0), inputs, model.initial_state(1))["params"])
+    rng = np.random.default_rng(seed)
+    return jax.tree.map(lambda x: rng.normal(0.0, 0.5, x.shape).astype(x.dtype), shapes)
+
+
+@pytest.mark.parametrize("dim, warning", [(8, "bilm-tf loads it, AllenNLP cannot"), (6, "bilm-tf builds no biLM")],
+                         ids=["no_projection", "up_projection"])
+def test_export_import_round_trip_by_projection(tmp_path, caplog, dim, warning):
+    """projection_dim (8) == dim: no W_P / W_P_0 (bilm-tf); > dim: W_P_0 kept (AllenNLP's layout).
+    Either way params and embeddings come back identical."""
+    config = no_projection.get_config()
+    config.model.lstm.dim = dim
+    params = random_params(config, seed=4)
+    projected = dim != config.model.lstm.projection_dim
+    assert all(("W_P" in params[f"lstm_{layer}"]) == projected for layer in range(2))
+    options_path, weights_path = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
+    save_options(config, options_path)
+    save_weights(params, config, weights_path)
+    assert warning in caplog.text
+    assert json.loads((tmp_path / "options.json").read_text())["lstm"]["projection_dim"] == 8
+    assert len(lstm_projection_datasets(weights_path)) == (4 if projected else 0)
+
+    loaded_config = load_options(options_path)
+    loaded = load_weights(loaded_config, weights_path)
+    expected = {k: v.copy() for k, v in params.items() if k != "softmax"}
+    expected["encoder"] = dict(expected["encoder"], char_embed=params["encoder"]["char_embed"].copy())
+    expected["encoder"]["char_embed"][0] = 0.0  # the "no token" row is never used nor stored
+    assert jax.tree.structure(loaded) == jax.tree.structure(expected)
+    for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(expected)):
+        assert got.tobytes() == want.tobytes()
+
+    sentences = [["the", "cat"], ["a", "dog", "ran", "past"]]
+    original = ElmoEmbedder(bilm_from_config(config.model, 3), params, config.data.max_chars_per_token, 2)
+    again = ElmoEmbedder(bilm_from_config(loaded_config.model, 1), loaded, config.data.max_chars_per_token, 2)
+    for a, b in zip(original.embed_batch(sentences), again.embed_batch(sentences), strict=True):
+        assert a.shape == (3, a.shape[1], 16)
+        np.testing.assert_array_equal(a, b)
+
+
+def test_missing_w_p_0_when_projection_dim_differs_from_dim(tmp_path):
+    options_path, weights_path, _ = write_model(tmp_path)
+    name = "RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_P_0"
+    _rewrite(weights_path, name)
+    why = "projection_dim 6 != dim 12: an LSTM projection of shape (12, 6)"
+    message = f"{weights_path}: missing dataset '{name}' ({why})"
+    with pytest.raises(WeightFileError, match=re.escape(message) + "$"):
+        load_weights(load_options(options_path), weights_path)
+
+
+def test_w_p_0_when_projection_dim_equals_dim_is_an_error(tmp_path):
+    """A W_P_0 would be silently dropped (AllenNLP would apply it): refused."""
+    options_path, weights_path, _ = write_model(tmp_path, no_projection_options())
+    name = "RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_P_0"
+    with h5py.File(weights_path, "a") as f:
+        f.create_dataset(name, data=np.eye(6, dtype=np.float32))
+    message = f"{weights_path}: dataset '{name}' is not described by the options (projection_dim == dim == 6: no LSTM"
+    with pytest.raises(WeightFileError, match=re.escape(message)):
+        load_weights(load_options(options_path), weights_path)
+
+
+def test_save_weights_rejects_w_p_when_projection_dim_equals_dim(tmp_path):
+    options_path, weights_path, _ = write_model(tmp_path, no_projection_options())
+    config = load_options(options_path)
+    params = load_weights(config, weights_path)
+    params["lstm_1"]["W_P"] = np.zeros((2, 6, 6), np.float32)
+    with pytest.raises(WeightFileError, match="params have 'lstm_1/W_P', but projection_dim == dim"):
+        save_weights(params, config, str(tmp_path / "out.hdf5"))
+    assert not (tmp_path / "out.hdf5").exists()

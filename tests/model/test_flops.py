@@ -19,3 +19,13 @@ def test_flops_by_hand():
     m.token_encoder = "word"
     parts = forward_flops_per_direction(m, vocab_size=100, max_chars=chars)
     assert set(parts) == {"lstm", "softmax"} and parts["softmax"] == 2 * 8 * 100
+
+
+def test_no_projection_flops_when_projection_dim_equals_dim():
+    """bilm-tf (and BiLSTMLayer) have no W_P when projection_dim == dim: only [x, h] W per layer."""
+    config = tiny_config(**{"model.lstm.dim": 8})  # = projection_dim
+    parts = forward_flops_per_direction(config.model, vocab_size=100, max_chars=12)
+    assert parts["lstm"] == 2 * (2 * (8 + 8) * 32)
+    config.model.lstm.dim = 4  # projection_dim > dim: an (up-)projection W_P of 4 x 8
+    parts = forward_flops_per_direction(config.model, vocab_size=100, max_chars=12)
+    assert parts["lstm"] == 2 * (2 * (8 + 8) * 16 + 2 * 4 * 8)

@@ -30,18 +30,24 @@ def np_lstm_step(
     c: np.ndarray,
     h: np.ndarray,
     w_hidden: np.ndarray,
-    w_proj: np.ndarray,
+    w_proj: np.ndarray | None,
     cell_clip: float | None,
     proj_clip: float | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One direction, one step: z = xw + h Wh; gates i, j, f, o; forget bias 1; clips."""
+    """One direction, one step: z = xw + h Wh; gates i, j, f, o; forget bias 1; clips.
+
+    w_proj None: TF's LSTMCell without num_proj, h = sigmoid(o) tanh(c) and proj_clip unused.
+    """
     z = xw + h @ w_hidden
     n = w_hidden.shape[-1] // 4
     i, j, f, o = z[..., :n], z[..., n : 2 * n], z[..., 2 * n : 3 * n], z[..., 3 * n :]
     c = np_sigmoid(f + 1.0) * c + np_sigmoid(i) * np.tanh(j)
     if cell_clip is not None:
         c = np.clip(c, -cell_clip, cell_clip)
-    h = (np_sigmoid(o) * np.tanh(c)) @ w_proj
+    h = np_sigmoid(o) * np.tanh(c)
+    if w_proj is None:
+        return c, h
+    h = h @ w_proj
     if proj_clip is not None:
         h = np.clip(h, -proj_clip, proj_clip)
     return c, h
@@ -61,15 +67,17 @@ def np_bilstm(
 
     Direction d uses params[...][d]; both directions run over t = 0..T-1 (the backward stream
     arrives already reversed); where mask is 0 the state is left unchanged and re-emitted.
+    No "W_P" in params: no projection (P = DIM).
     """
     n_dir, n_batch, n_steps, _ = x.shape
-    outputs = np.zeros((n_dir, n_batch, n_steps, params["W_P"].shape[-1]))
+    outputs = np.zeros((n_dir, n_batch, n_steps, h0.shape[-1]))
     c_final, h_final = np.array(c0, np.float64), np.array(h0, np.float64)
     for d in range(n_dir):
         c, h = c_final[d], h_final[d]
         for t in range(n_steps):
             xw = x[d, :, t] @ params["W_input"][d] + params["B"][d]
-            c_new, h_new = np_lstm_step(xw, c, h, params["W_hidden"][d], params["W_P"][d], cell_clip, proj_clip)
+            w_proj = params["W_P"][d] if "W_P" in params else None
+            c_new, h_new = np_lstm_step(xw, c, h, params["W_hidden"][d], w_proj, cell_clip, proj_clip)
             keep = mask[d, :, t][:, None] != 0
             c, h = np.where(keep, c_new, c), np.where(keep, h_new, h)
             outputs[d, :, t] = h
@@ -327,3 +335,64 @@ def test_bilstm_gradients_match_finite_differences(plain_grads: tuple[tuple[jax.
     g_x = np.asarray(grads[1])
     np.testing.assert_array_equal(g_x[mask == 0], 0.0)
     assert np.all(np.abs(g_x[mask == 1]).sum(-1) > 0)
+
+
+# ----------------------------------------------------------------------------- without projection
+
+
+def test_lstm_cell_without_projection_matches_numpy_and_ignores_proj_clip() -> None:
+    """w_proj=None (projection_dim == dim): h = sigmoid(o) tanh(c), of DIM units, never clipped."""
+    xw, state, _, _ = cell_inputs(3)
+    rng = np.random.default_rng(4)
+    h = rng.normal(size=(2, B, DIM)).astype(np.float32)
+    w_hidden = rng.normal(0.0, 0.7, (2, DIM, 4 * DIM)).astype(np.float32)
+    args = (jnp.asarray(xw), LSTMState(jnp.asarray(state.c), jnp.asarray(h)), jnp.asarray(w_hidden), None, 0.5)
+    new, unclipped = lstm_cell(*args, 0.05), lstm_cell(*args, None)
+    assert new.h.shape == (2, B, DIM)
+    np.testing.assert_array_equal(new.h, unclipped.h)
+    for d in range(2):
+        c_ref, h_ref = np_lstm_step(
+            *(a[d].astype(np.float64) for a in (xw, state.c, h, w_hidden)), None, 0.5, 0.05
+        )
+        np.testing.assert_allclose(new.c[d], c_ref, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(new.h[d], h_ref, rtol=RTOL, atol=ATOL)
+    assert np.abs(np.asarray(new.h)).max() > 0.2  # proj_clip 0.05 would have bitten
+
+
+def no_projection_params(seed: int) -> dict[str, np.ndarray]:
+    """Random float32 parameters of BiLSTMLayer(DIM, DIM) with input size DIM (no W_P)."""
+    rng = np.random.default_rng(seed)
+    shapes = {"W_input": (2, DIM, 4 * DIM), "W_hidden": (2, DIM, 4 * DIM), "B": (2, 4 * DIM)}
+    return {k: rng.normal(0.0, 0.5, s).astype(np.float32) for k, s in shapes.items()}
+
+
+def test_bilstm_without_projection_has_no_w_p_and_matches_numpy() -> None:
+    """projection_dim == dim: no 'W_P' param; outputs [2, B, T, DIM] as the NumPy loop, masked steps
+    frozen, proj_clip ignored, the residual added; gradients flow to every parameter."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, B, T, DIM)).astype(np.float32)
+    _, mask, _ = layer_inputs()
+    state = LSTMState(*(rng.normal(0.0, 0.4, (2, B, DIM)).astype(np.float32) for _ in range(2)))
+    layer = BiLSTMLayer(DIM, DIM, cell_clip=0.5, proj_clip=0.05, residual=True)
+    assert not layer.projected and BiLSTMLayer(DIM, P).projected
+    shapes = jax.eval_shape(layer.init, jax.random.key(0), x, mask, state)["params"]
+    params = no_projection_params(6)
+    assert {k: v.shape for k, v in shapes.items()} == {k: v.shape for k, v in params.items()}
+
+    def loss(p: Any) -> tuple[jax.Array, tuple[jax.Array, LSTMState]]:
+        out, final = layer.apply({"params": p}, x, mask, state)
+        return jnp.sum(out**2) + jnp.sum(final.c), (out, final)
+
+    (_, (out, final)), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
+    ref_out, ref_c, ref_h = np_bilstm(*to_f64((x, mask, state.c, state.h, params)), 0.5, 0.05, residual=True)
+    assert out.shape == (2, B, T, DIM)
+    np.testing.assert_allclose(out, ref_out, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(final.c, ref_c, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(final.h, ref_h, rtol=RTOL, atol=ATOL)
+    assert np.abs(ref_h).max() > 0.2 and np.any(np.abs(ref_c) == 0.5)  # proj_clip ignored, cell_clip active
+    h_seq = np.asarray(out) - x
+    for d, b, t in zip(*np.nonzero(mask == 0)):
+        previous = state.h[d, b] if t == 0 else h_seq[d, b, t - 1]
+        np.testing.assert_allclose(h_seq[d, b, t], previous, rtol=0, atol=1e-6)
+    assert sorted(grads) == sorted(params)
+    assert all(np.abs(np.asarray(g)).max() > 1e-3 for g in grads.values())

@@ -1,4 +1,5 @@
-"""lstm_recurrence (hand-written VJP) vs plain autodiff of a reference lax.scan, plus a bf16 smoke test."""
+"""lstm_recurrence (hand-written VJP) vs plain autodiff of a reference lax.scan, plus a bf16 smoke test;
+without a projection (w_proj=None) also vs an independent NumPy loop and its finite differences."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ T, B, DIM, P = 7, 4, 5, 3
 
 
 def reference_recurrence(xw, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip):
-    """Time-major autodiff reference; also returns the pre-clip c' and h' (to check the clips bite)."""
+    """Time-major autodiff reference; also returns the pre-clip c' and h' (to check the clips bite).
+
+    w_proj None: no projection (h' = sigmoid(o) tanh(c)) and no proj_clip, as TF's LSTMCell without num_proj.
+    """
 
     def step(carry, inputs):
         c, h = carry
@@ -24,8 +28,10 @@ def reference_recurrence(xw, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_cli
         i, j, f, o = jnp.split(z, 4, axis=-1)
         c_raw = jax.nn.sigmoid(f + 1.0) * c + jax.nn.sigmoid(i) * jnp.tanh(j)
         c_new = c_raw if cell_clip is None else jnp.clip(c_raw, -cell_clip, cell_clip)
-        h_raw = jnp.einsum("dbk,dkp->dbp", jax.nn.sigmoid(o) * jnp.tanh(c_new), w_proj)
-        h_new = h_raw if proj_clip is None else jnp.clip(h_raw, -proj_clip, proj_clip)
+        h_raw = jax.nn.sigmoid(o) * jnp.tanh(c_new)
+        if w_proj is not None:
+            h_raw = jnp.einsum("dbk,dkp->dbp", h_raw, w_proj)
+        h_new = h_raw if proj_clip is None or w_proj is None else jnp.clip(h_raw, -proj_clip, proj_clip)
         c, h = jnp.where(m_t, c_new, c), jnp.where(m_t, h_new, h)
         return (c, h), (h, c_raw, h_raw)
 
@@ -33,12 +39,16 @@ def reference_recurrence(xw, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_cli
     return (hs, (c_t, h_t)), (c_raws, h_raws)
 
 
-def make_inputs(seed: int = 0) -> tuple[np.ndarray, ...]:
-    """xw [T, 2, B, 4 DIM], weights, a partial mask [T, 2, B, 1] and a nonzero initial state."""
+def make_inputs(seed: int = 0, projected: bool = True) -> tuple[np.ndarray | None, ...]:
+    """xw [T, 2, B, 4 DIM], weights, a partial mask [T, 2, B, 1] and a nonzero initial state.
+
+    Without projection w_proj is None and h has DIM (not P) units.
+    """
+    p = P if projected else DIM
     rng = np.random.default_rng(seed)
     xw = rng.normal(0.0, 1.5, (T, 2, B, 4 * DIM)).astype(np.float32)
-    w_hidden = rng.normal(0.0, 0.6, (2, P, 4 * DIM)).astype(np.float32)
-    w_proj = rng.normal(0.0, 0.8, (2, DIM, P)).astype(np.float32)
+    w_hidden = rng.normal(0.0, 0.6, (2, p, 4 * DIM)).astype(np.float32)
+    w_proj = rng.normal(0.0, 0.8, (2, DIM, P)).astype(np.float32) if projected else None
     mask = np.ones((T, 2, B, 1), bool)
     mask[4:, 0, 0] = False  # padded tail
     mask[2:4, 0, 1] = False  # hole in the middle
@@ -46,17 +56,17 @@ def make_inputs(seed: int = 0) -> tuple[np.ndarray, ...]:
     mask[5:, 1, 2] = False  # ... and a padded tail in the other direction
     mask[:, 1, 3] = False  # empty row
     c0 = rng.normal(0.0, 0.5, (2, B, DIM)).astype(np.float32)
-    h0 = rng.normal(0.0, 0.3, (2, B, P)).astype(np.float32)
+    h0 = rng.normal(0.0, 0.3, (2, B, p)).astype(np.float32)
     return xw, w_hidden, w_proj, mask, c0, h0
 
 
-def cotangents(seed: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Random cotangents for hs, the final c and the final h."""
+def cotangents(seed: int = 1, p: int = P) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random cotangents for hs, the final c and the final h (h of size p)."""
     rng = np.random.default_rng(seed)
     return (
-        rng.normal(size=(T, 2, B, P)).astype(np.float32),
+        rng.normal(size=(T, 2, B, p)).astype(np.float32),
         rng.normal(size=(2, B, DIM)).astype(np.float32),
-        rng.normal(size=(2, B, P)).astype(np.float32),
+        rng.normal(size=(2, B, p)).astype(np.float32),
     )
 
 
@@ -65,18 +75,20 @@ def to_time_axis_2(a: np.ndarray) -> np.ndarray:
     return np.moveaxis(np.asarray(a), 0, 2)
 
 
-CASES = {  # name: (cell_clip, proj_clip, time_axis, with_bias, unroll)
-    "clip": (0.5, 0.5, 0, False, 1),
-    "noclip_time_axis_2_bias_unrolled": (None, None, 2, True, T),
-    "cell_clip_only_time_axis_2_unroll_3": (0.5, None, 2, False, 3),
+CASES = {  # name: (cell_clip, proj_clip, time_axis, with_bias, unroll, projected)
+    "clip": (0.5, 0.5, 0, False, 1, True),
+    "noclip_time_axis_2_bias_unrolled": (None, None, 2, True, T, True),
+    "cell_clip_only_time_axis_2_unroll_3": (0.5, None, 2, False, 3, True),
+    "no_projection_clips": (0.5, 0.2, 0, False, 1, False),  # proj_clip is ignored
+    "no_projection_noclip_time_axis_2_bias_unroll_3": (None, None, 2, True, 3, False),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_matches_autodiff_reference(case: str) -> None:
-    cell_clip, proj_clip, time_axis, with_bias, unroll = CASES[case]
-    xw, w_hidden, w_proj, mask, c0, h0 = make_inputs()
-    d_hs, d_c, d_h = cotangents()
+    cell_clip, proj_clip, time_axis, with_bias, unroll, projected = CASES[case]
+    xw, w_hidden, w_proj, mask, c0, h0 = make_inputs(projected=projected)
+    d_hs, d_c, d_h = cotangents(p=h0.shape[-1])
     bias = np.random.default_rng(2).normal(0.0, 0.5, (2, 4 * DIM)).astype(np.float32)
 
     def reference(xw, w_hidden, w_proj, c0, h0, bias):
@@ -109,6 +121,9 @@ def test_matches_autodiff_reference(case: str) -> None:
     for name, a, b in zip(["hs", "c_T", "h_T"], jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(ref_out)):
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=name)
     for name, a, b in zip(["xw", "w_hidden", "w_proj", "c0", "h0", "bias"], grads, ref_grads):
+        if name == "w_proj" and not projected:
+            assert a is None and b is None
+            continue
         assert np.abs(np.asarray(b)).max() > 1e-2, name  # every gradient is nontrivial
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=name)
 
@@ -119,11 +134,94 @@ def test_matches_autodiff_reference(case: str) -> None:
         np.testing.assert_array_equal(hs[t, d, b], h0[d, b] if t == 0 else hs[t - 1, d, b])
     np.testing.assert_array_equal(out[1][0][1, 3], c0[1, 3])  # the empty row keeps its state
 
-    # Both sides of each clip are exercised (pre-clip values of the reference, on steps that count).
+    # Both sides of each clip are exercised (pre-clip values of the reference, on steps that count);
+    # without a projection proj_clip is ignored, but would bite.
     for clip, raw in ((cell_clip, c_raw), (proj_clip, h_raw)):
         if clip is not None:
             live = np.abs(np.asarray(raw))[np.broadcast_to(mask, raw.shape)]
             assert np.any(live > clip) and np.any(live < clip)
+    if not projected and proj_clip is not None:
+        assert np.abs(hs).max() > proj_clip  # ... and it is not applied
+
+
+def np_sigmoid(x: np.ndarray) -> np.ndarray:
+    """Logistic function."""
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def numpy_recurrence_no_projection(
+    xw: np.ndarray, w_hidden: np.ndarray, mask: np.ndarray, c0: np.ndarray, h0: np.ndarray, cell_clip: float | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Float64 time-major loop of TF's LSTMCell without num_proj: h = sigmoid(o) tanh(c), never clipped.
+
+    xw `[T, 2, B, 4 DIM]`, w_hidden `[2, DIM, 4 DIM]`, mask `[T, 2, B, 1]`, c0 / h0 `[2, B, DIM]`
+    -> hs `[T, 2, B, DIM]`, final c, final h; a masked step keeps (and re-emits) the state.
+    """
+    c, h = np.array(c0, np.float64), np.array(h0, np.float64)
+    hs = []
+    for xw_t, m_t in zip(np.asarray(xw, np.float64), mask):
+        z = xw_t + np.einsum("dbp,dpg->dbg", h, w_hidden)
+        i, j, f, o = np.split(z, 4, axis=-1)
+        c_new = np_sigmoid(f + 1.0) * c + np_sigmoid(i) * np.tanh(j)
+        if cell_clip is not None:
+            c_new = np.clip(c_new, -cell_clip, cell_clip)
+        c, h = np.where(m_t, c_new, c), np.where(m_t, np_sigmoid(o) * np.tanh(c_new), h)
+        hs.append(h)
+    return np.stack(hs), c, h
+
+
+@pytest.mark.parametrize("time_axis", [0, 2])
+def test_no_projection_matches_numpy_and_finite_differences(time_axis: int) -> None:
+    """w_proj=None: values vs the NumPy loop; the VJP vs float64 central differences of it
+    (directional, per argument); proj_clip is ignored; masked steps get no gradient."""
+    cell_clip, proj_clip = 0.5, 0.05  # proj_clip would bite everywhere if it were applied
+    xw, w_hidden, _, mask, c0, h0 = make_inputs(5, projected=False)
+    d_hs, d_c, d_h = cotangents(6, p=DIM)
+    bias = np.random.default_rng(7).normal(0.0, 0.5, (2, 4 * DIM)).astype(np.float32)
+
+    def custom(xw, w_hidden, c0, h0, bias):
+        """Time-major in and out; the bias goes through lstm_recurrence's `bias` argument."""
+        m = mask if time_axis == 0 else to_time_axis_2(mask)
+        xw = xw if time_axis == 0 else jnp.moveaxis(xw, 0, 2)
+        hs, final = lstm_recurrence(
+            xw, w_hidden, None, m, c0, h0, cell_clip, proj_clip, time_axis=time_axis, bias=bias, unroll=2
+        )
+        return (hs if time_axis == 0 else jnp.moveaxis(hs, 2, 0)), final
+
+    (hs, (c_t, h_t)), vjp = jax.vjp(custom, xw, w_hidden, c0, h0, bias)
+    grads = vjp((d_hs, (d_c, d_h)))
+
+    def reference(args: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        xw_, w_hidden_, c0_, h0_, bias_ = args
+        return numpy_recurrence_no_projection(xw_ + bias_[:, None, :], w_hidden_, mask, c0_, h0_, cell_clip)
+
+    primal = [np.asarray(a, np.float64) for a in (xw, w_hidden, c0, h0, bias)]
+    ref_hs, ref_c, ref_h = reference(primal)
+    for name, a, b in (("hs", hs, ref_hs), ("c_T", c_t, ref_c), ("h_T", h_t, ref_h)):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=name)
+    assert np.abs(ref_hs).max() > 10 * proj_clip and np.any(np.abs(ref_c) == cell_clip)
+
+    def loss(args: list[np.ndarray]) -> float:
+        out, c, h = reference(args)
+        return float(np.sum(out * d_hs) + np.sum(c * d_c) + np.sum(h * d_h))
+
+    rng, eps = np.random.default_rng(8), 1e-6
+    for k, name in enumerate(["xw", "w_hidden", "c0", "h0", "bias"]):
+        v = rng.normal(size=primal[k].shape)
+        plus = [a + eps * v if i == k else a for i, a in enumerate(primal)]
+        minus = [a - eps * v if i == k else a for i, a in enumerate(primal)]
+        fd = (loss(plus) - loss(minus)) / (2 * eps)
+        analytic = float(np.sum(np.asarray(grads[k], np.float64) * v))
+        assert abs(fd) > 1e-2, name  # a nontrivial direction
+        np.testing.assert_allclose(analytic, fd, rtol=1e-4, atol=1e-5, err_msg=name)
+
+    # Masked steps: no gradient into xw, and the output re-emits the frozen h.
+    np.testing.assert_array_equal(np.asarray(grads[0])[np.broadcast_to(~mask, xw.shape)], 0.0)
+    for t, d, b in zip(*np.nonzero(~mask[..., 0])):
+        np.testing.assert_array_equal(hs[t, d, b], h0[d, b] if t == 0 else hs[t - 1, d, b])
+    # Exactly the same as without proj_clip.
+    args = (xw + bias[:, None, :], w_hidden, None, mask, c0, h0, cell_clip)
+    np.testing.assert_array_equal(lstm_recurrence(*args, proj_clip)[0], lstm_recurrence(*args, None)[0])
 
 
 def test_automatic_unroll_is_one_on_cpu_and_negative_unroll_is_an_error() -> None:

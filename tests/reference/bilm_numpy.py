@@ -12,6 +12,9 @@ the bilm-tf layout for tests.
   proj:    x Wp + bp (identity when the file has no CNN_proj)
   LSTM:    z = [x, h] W_0 + B; i, j, f, o = split(z); c = sigmoid(f + 1) c + sigmoid(i) tanh(j),
            clip c; h = (sigmoid(o) tanh(c)) W_P_0, clip h; output h (+ x for layers >= 1 with skips)
+           bilm-tf builds its LSTMCell with num_proj only when projection_dim < dim: with
+           projection_dim == dim, h = sigmoid(o) tanh(c), there is no W_P_0 and proj_clip is unused
+           (TF's LSTMCell clips only a projection); projection_dim > dim is no bilm-tf biLM.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ class ReferenceBiLM:
         self.w = {k: np.asarray(v, np.float64) for k, v in weights.items()}
         lstm = options["lstm"]
         self.n_layers, self.dim, self.proj = lstm["n_layers"], lstm["dim"], lstm["projection_dim"]
+        if self.proj > self.dim:
+            raise ValueError("bilm-tf builds no biLM with projection_dim > dim")
+        self.projected = self.proj < self.dim  # bilm-tf: LSTMCell(dim, num_proj=projection_dim)
         self.cell_clip, self.proj_clip = lstm.get("cell_clip"), lstm.get("proj_clip")
         self.skip = lstm["use_skip_connections"]
         self.max_chars = options["char_cnn"]["max_characters_per_token"]
@@ -96,7 +102,7 @@ class ReferenceBiLM:
         outputs = []
         for layer in range(self.n_layers):
             root = f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell/"
-            w0, b, wp = self.w[root + "W_0"], self.w[root + "B"], self.w[root + "W_P_0"]
+            w0, b = self.w[root + "W_0"], self.w[root + "B"]
             c, h = state[(direction, layer)]
             ys = []
             for x in xs:
@@ -105,9 +111,11 @@ class ReferenceBiLM:
                 c = _sigmoid(f + 1.0) * c + _sigmoid(i) * np.tanh(j)
                 if self.cell_clip:
                     c = np.clip(c, -self.cell_clip, self.cell_clip)
-                h = (_sigmoid(o) * np.tanh(c)) @ wp
-                if self.proj_clip:
-                    h = np.clip(h, -self.proj_clip, self.proj_clip)
+                h = _sigmoid(o) * np.tanh(c)
+                if self.projected:
+                    h = h @ self.w[root + "W_P_0"]
+                    if self.proj_clip:
+                        h = np.clip(h, -self.proj_clip, self.proj_clip)
                 ys.append(h + x if self.skip and layer > 0 else h)
             state[(direction, layer)] = (c, h)
             xs = np.stack(ys)
@@ -138,7 +146,11 @@ class ReferenceBiLM:
 
 
 def random_bilm_weights(options: dict, seed: int, with_proj: bool = True) -> dict[str, np.ndarray]:
-    """Random float32 weights in the bilm-tf layout (dataset name -> array) for `options`."""
+    """Random float32 weights in the bilm-tf layout (dataset name -> array) for `options`.
+
+    `with_proj`: write `CNN_proj`. `W_P_0` is written unless projection_dim == dim (bilm-tf);
+    with projection_dim > dim that is AllenNLP's layout (no bilm-tf biLM has that shape).
+    """
     rng = np.random.default_rng(seed)
     cnn, lstm = options["char_cnn"], options["lstm"]
     d, p, dim = cnn["embedding"]["dim"], lstm["projection_dim"], lstm["dim"]
@@ -160,7 +172,8 @@ def random_bilm_weights(options: dict, seed: int, with_proj: bool = True) -> dic
         for layer in range(lstm["n_layers"]):
             root = f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell/"
             w[root + "W_0"], w[root + "B"] = normal(2 * p, 4 * dim), normal(4 * dim, scale=0.2)
-            w[root + "W_P_0"] = normal(dim, p)
+            if p != dim:
+                w[root + "W_P_0"] = normal(dim, p)
     return w
 
 
