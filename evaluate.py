@@ -9,13 +9,13 @@ Prints a table and writes WORKDIR/eval_<split>_<step>.json.
 import sys
 
 from absl import app, flags, logging
-from ml_collections import config_flags
 
 from elmo_jax import host_memory
+from elmo_jax.config_flags import define_config_flag
 from elmo_jax.evaluation_job import evaluate_checkpoint
 
 FLAGS = flags.FLAGS
-config_flags.DEFINE_config_file("config", None, "Path to the config the model was trained with.", lock_config=True)
+define_config_flag("Path to the config the model was trained with.")
 flags.DEFINE_string("workdir", None, "Training workdir holding checkpoints/ and vocab.txt.")
 flags.DEFINE_string("split", None, "Corpus split to evaluate ('valid' | 'test'); default data.eval_split.")
 flags.DEFINE_string("eval_files", "", "Evaluate these text files (globs) instead of a corpus split.")

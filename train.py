@@ -11,15 +11,15 @@ checkpoint, or a non-finite loss.
 import sys
 
 from absl import app, flags, logging
-from ml_collections import config_flags
 
 from elmo_jax import host_memory
+from elmo_jax.config_flags import define_config_flag
 from elmo_jax.training import preemption
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
 from elmo_jax.training.parallel import initialize_distributed
 
 FLAGS = flags.FLAGS
-config_flags.DEFINE_config_file("config", None, "Path to a config file (configs/*.py).", lock_config=True)
+define_config_flag("Path to a config file (configs/*.py).")
 flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics and evaluation results.")
 flags.mark_flags_as_required(["config", "workdir"])
 

@@ -37,13 +37,14 @@ import numpy as np
 from absl import app, flags
 from ml_collections import config_flags
 
+from elmo_jax.config_flags import define_config_flag
 from elmo_jax.data.batching import BiLMBatcher, Prefetcher
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 from elmo_jax.data.sources import TextFileSource
 from elmo_jax.data.vocab import Vocabulary
 
 FLAGS = flags.FLAGS
-config_flags.DEFINE_config_file("config", None, "Config (data.* and train.batch_size/unroll_steps).", lock_config=True)
+define_config_flag("Config (data.* and train.batch_size/unroll_steps).")
 flags.DEFINE_integer("batch_size", 0, "Streams per direction (default: the config's train.batch_size).")
 flags.DEFINE_integer("unroll_steps", 0, "Window length (default: the config's train.unroll_steps).")
 flags.DEFINE_float("seconds", 10.0, "Seconds per timed run (without --corpus_gb).")

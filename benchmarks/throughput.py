@@ -28,6 +28,7 @@ from absl import app, flags
 from ml_collections import config_flags
 
 from elmo_jax import host_memory
+from elmo_jax.config_flags import define_config_flag
 from elmo_jax.model.bilm import DTYPES, bilm_from_config
 from elmo_jax.model import precision
 from elmo_jax.model.flops import train_flops_per_token
@@ -36,7 +37,7 @@ from elmo_jax.training.state import create_train_state
 from elmo_jax.training.step import make_train_step
 
 FLAGS = flags.FLAGS
-config_flags.DEFINE_config_file("config", None, "Model/training config.", lock_config=True)
+define_config_flag("Model/training config.")
 flags.DEFINE_integer("steps", 20, "Timed steps (after 2 warm-up steps).")
 flags.DEFINE_integer("vocab_size", 0, "Vocabulary size (default: 793471, the 1B Word Benchmark's; "
                      "10002 for the demo config).")

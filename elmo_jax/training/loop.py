@@ -20,6 +20,7 @@ from typing import Any, Callable
 import jax
 import ml_collections
 import numpy as np
+import optax
 from tqdm import tqdm
 
 from elmo_jax.data import corpus
@@ -67,10 +68,11 @@ def setup_model(config: ml_collections.ConfigDict, vocab: Vocabulary) -> BiLM:
 
 def initial_train_state(
     config: ml_collections.ConfigDict, model: BiLM, mesh: jax.sharding.Mesh, num_steps: int
-) -> TrainState:
-    tx, _ = optim.make_optimizer(config.train, num_steps)
+) -> tuple[TrainState, optax.Schedule]:
+    """The placed initial state and the learning-rate schedule (for logging)."""
+    tx, schedule = optim.make_optimizer(config.train, num_steps)
     state = create_train_state(model, tx, config.seed, config.train.batch_size, config.data.max_chars_per_token)
-    return parallel.place_state(state, mesh)
+    return parallel.place_state(state, mesh), schedule
 
 
 def _prepare_workdir(config: ml_collections.ConfigDict, workdir: str) -> None:
@@ -234,7 +236,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
             raise DataError(f"the evaluation split {config.data.eval_split!r} has no sentences")
         model = setup_model(config, vocab)
         num_steps, num_epochs = planned_steps(config)
-        state = initial_train_state(config, model, mesh, num_steps)
+        state, schedule = initial_train_state(config, model, mesh, num_steps)
         n_params = sum(x.size for x in jax.tree.leaves(state.params))
         logging.info("vocabulary %d words, %d parameters, %d devices", len(vocab), n_params, mesh.size)
 
@@ -252,7 +254,6 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
                     batcher.load_state_dict(data_state)
                 logging.info("resumed from step %d", restored_step)
             train_step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
-            schedule = optim.make_schedule(config.train.optimizer, num_steps)  # For logging the learning rate.
             evaluator = Evaluator(model, vocab, config, mesh)
             run = _Run(config, workdir, state, batcher, checkpointer, schedule, evaluator, eval_sentences)
             run.train(train_step, mesh, num_steps, preemption)

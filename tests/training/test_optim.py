@@ -1,11 +1,13 @@
 """Optimizer and schedules from config, checked against hand-computed updates."""
 
+import logging
+
 import numpy as np
 import jax.numpy as jnp
 import optax
 import pytest
 
-from configs import default
+from configs import default, demo
 from elmo_jax.training import optim
 
 
@@ -60,6 +62,51 @@ def test_bad_optimizer_config_names_the_key(key, value, message):
         optim.make_optimizer(_train_config(**{key: value}), 10)
 
 
-def test_decaying_schedule_needs_steps_beyond_warmup():
-    with pytest.raises(ValueError, match="num_steps"):
-        optim.make_schedule(_train_config(schedule="cosine", warmup_steps=10).optimizer, 10)
+def _warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "linear"])
+def test_warmup_outlasting_a_decaying_run_is_clamped_to_a_tenth(schedule, caplog):
+    opt = _train_config(learning_rate=1.0, schedule=schedule, warmup_steps=100).optimizer
+    with caplog.at_level(logging.WARNING):
+        lr = optim.make_schedule(opt, 50)
+    assert _warnings(caplog) == [
+        f"train.optimizer.warmup_steps=100 >= the run's 50 steps: clamped to 5 (a tenth of the run) so the "
+        f"{schedule} schedule can decay"
+    ]
+    values = np.array([float(lr(step)) for step in range(51)])
+    assert values[0] == 0.0
+    assert values[5] == pytest.approx(1.0) and values.argmax() == 5
+    assert np.all(np.diff(values[5:]) < 0)
+    assert values[50] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_constant_schedule_warns_when_warmup_outlasts_the_run(caplog):
+    opt = _train_config(learning_rate=1.0, warmup_steps=20).optimizer
+    with caplog.at_level(logging.WARNING):
+        lr = optim.make_schedule(opt, 10)
+    assert _warnings(caplog) == [
+        "train.optimizer.warmup_steps=20 >= the run's 10 steps: the constant schedule never reaches its peak "
+        "learning rate 1"
+    ]
+    assert float(lr(9)) == pytest.approx(0.45)
+
+
+def test_warmup_within_the_run_is_kept_silently(caplog):
+    with caplog.at_level(logging.WARNING):
+        lr = optim.make_schedule(_train_config(learning_rate=1.0, schedule="cosine", warmup_steps=9).optimizer, 10)
+    assert _warnings(caplog) == []
+    assert float(lr(9)) == pytest.approx(1.0)
+
+
+def test_demo_config_builds_an_optimizer_for_five_steps():
+    """demo.py warms up for 100 steps: a 5-step run clamps it to 0 and decays from the peak."""
+    train = demo.get_config().train
+    train.num_steps = 5
+    tx, lr = optim.make_optimizer(train, train.num_steps)
+    params = {"w": jnp.ones(3)}
+    updates, _ = tx.update({"w": jnp.ones(3)}, tx.init(params), params)
+    assert np.all(np.isfinite(updates["w"])) and np.any(updates["w"] != 0)
+    assert float(lr(0)) == pytest.approx(train.optimizer.learning_rate)
+    assert float(lr(5)) == pytest.approx(0.0, abs=1e-9)
