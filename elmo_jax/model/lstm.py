@@ -13,6 +13,7 @@ As in bilm-tf, a layer with projection_dim == dim has no projection (h = sigmoid
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import flax.linen as nn
@@ -22,6 +23,8 @@ import jax.numpy as jnp
 from elmo_jax.model.char_cnn import uniform_symmetric
 from elmo_jax.model.lstm_recurrence import FORGET_BIAS, lstm_recurrence
 from elmo_jax.model.precision import matmul
+
+KERNEL_INITIALIZERS = ("uniform", "glorot_uniform")
 
 
 class LSTMState(NamedTuple):
@@ -59,6 +62,23 @@ def lstm_cell(
     return LSTMState(c, h)
 
 
+def kernel_limits(
+    initializer: str, d_in: int, dim: int, projection_dim: int, uniform_limit: float = 0.05
+) -> tuple[float, float]:
+    """Limits of the uniform initialisers of (W_input and W_hidden, W_P) for one direction.
+
+    'uniform': U(-uniform_limit, uniform_limit) for all three (Kim et al. 2016: 0.05). 'glorot_uniform': bilm-tf passes no
+    initializer to its `LSTMCell`s, so `tf.get_variable`'s default, Glorot uniform, applies to
+    TF's one kernel `[d_in + P, 4 dim]`, whose two halves are W_input and W_hidden: both get
+    sqrt(6 / (d_in + P + 4 dim)); W_P `[dim, P]` is its own variable, sqrt(6 / (dim + P)).
+    """
+    if initializer == "uniform":
+        return uniform_limit, uniform_limit
+    if initializer == "glorot_uniform":
+        return math.sqrt(6.0 / (d_in + projection_dim + 4 * dim)), math.sqrt(6.0 / (dim + projection_dim))
+    raise ValueError(f"model.lstm.initializer must be one of {KERNEL_INITIALIZERS}, got {initializer!r}")
+
+
 class BiLSTMLayer(nn.Module):
     """One LSTM-with-projection layer for both directions, run over time by `lstm_recurrence`.
 
@@ -68,6 +88,7 @@ class BiLSTMLayer(nn.Module):
     forward pass is recomputed in the backward pass, trading one extra forward pass for those
     residuals. `dtype` is the dtype of the matmul operands (state and gate math stay float32).
     `unroll`: time steps per loop iteration (0 = automatic; see `lstm_recurrence`).
+    `initializer`: of the kernels, 'uniform' | 'glorot_uniform' (see `kernel_limits`).
     """
 
     dim: int
@@ -78,6 +99,8 @@ class BiLSTMLayer(nn.Module):
     remat: bool = False
     dtype: jnp.dtype = jnp.float32
     unroll: int = 0
+    initializer: str = "uniform"
+    uniform_limit: float = 0.05  # Of the 'uniform' initializer.
 
     @property
     def projected(self) -> bool:
@@ -90,12 +113,16 @@ class BiLSTMLayer(nn.Module):
 
         Returns outputs `[2, B, T, P]` (plus the input when residual) and the final state.
         """
-        init = uniform_symmetric(0.05)
         d_in, gates = x.shape[-1], 4 * self.dim
-        w_input = self.param("W_input", init, (2, d_in, gates))
-        w_hidden = self.param("W_hidden", init, (2, self.projection_dim, gates))
+        kernel_limit, proj_limit = kernel_limits(
+            self.initializer, d_in, self.dim, self.projection_dim, self.uniform_limit
+        )
+        w_input = self.param("W_input", uniform_symmetric(kernel_limit), (2, d_in, gates))
+        w_hidden = self.param("W_hidden", uniform_symmetric(kernel_limit), (2, self.projection_dim, gates))
         bias = self.param("B", nn.initializers.zeros, (2, gates))
-        w_proj = self.param("W_P", init, (2, self.dim, self.projection_dim)) if self.projected else None
+        w_proj = None
+        if self.projected:
+            w_proj = self.param("W_P", uniform_symmetric(proj_limit), (2, self.dim, self.projection_dim))
 
         def run(x, w_input, bias, w_hidden, w_proj, mask, c0, h0):
             n_dir, n_batch, n_steps, _ = x.shape

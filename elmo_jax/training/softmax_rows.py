@@ -1,5 +1,6 @@
 """Row-sparse softmax updates: a step reads, differentiates and updates only the softmax rows it
-touches (the targets of the global batch and the sampled negatives), as bilm-tf's IndexedSlices.
+touches (the targets of the global batch and the negatives of every group of streams), as
+bilm-tf's IndexedSlices.
 
 With the sampled softmax every other row of the `[V, P]` table gets a zero gradient. For Adagrad
 and SGD a zero gradient leaves a row and its optimizer state unchanged, and it adds nothing to

@@ -2,7 +2,8 @@
 
 The per-device functions see their shard of the global batch; sums and token counts are
 `psum`-ed so the loss and gradients equal those of the global batch on one device, whatever the
-device count. Negative samples come from the replicated step RNG: one draw for the global batch.
+device count. Negative samples come from the replicated step RNG: by default one draw for the
+global batch; with `model.softmax.streams_per_draw` one per group of streams (bilm-tf's towers).
 """
 
 from __future__ import annotations
@@ -31,25 +32,101 @@ def stack_directions(batch: Batch) -> dict[str, jax.Array]:
 
 
 class NegativeSampler:
-    """The negatives of one step and the log expected counts, from `config.model.softmax`."""
+    """The negatives of one step and their log expected counts, from `config.model.softmax`.
 
-    def __init__(self, softmax_config: ml_collections.ConfigDict, vocab_size: int):
+    Candidates are drawn per negative set. bilm-tf draws n_negative_samples_batch candidates per
+    tower (128 streams on one GPU) and per direction (one `sampled_softmax_loss` call each):
+    `streams_per_draw` S < B splits the global batch of B streams into G = B / S consecutive
+    groups (the towers), and `negatives_per_direction` gives the two directions of a group draws
+    of their own. The default (S = 0, or S >= B) is one set for the whole global batch. Sets belong to the global
+    batch, not to devices, so the loss does not depend on the device count; every device draws
+    every set (the row-sparse update needs all their rows).
+    """
+
+    def __init__(self, softmax_config: ml_collections.ConfigDict, vocab_size: int, batch_size: int):
         self.vocab_size = vocab_size
         self.num_sampled = softmax_config.n_negative_samples
         self.unique = softmax_config.unique_samples
         self.num_tries = (
             softmax_lib.unique_sampling_tries(vocab_size, self.num_sampled) if self.unique else None
         )
+        self.groups = draw_groups(int(softmax_config.get("streams_per_draw", 0)), batch_size)
+        self.directions = 2 if softmax_config.get("negatives_per_direction", False) else 1
 
-    def __call__(self, rng: jax.Array, targets: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """targets `[N]` -> (negative ids `[K]`, their log expected counts `[K]`, the targets' `[N]`)."""
-        ids, log_expected = softmax_lib.sample_log_uniform(rng, self.vocab_size, self.num_sampled, self.unique, self.num_tries)
+    def draw(self, rng: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Every set's negative ids and their log expected counts, `[D, G, K]` each (D directions).
+
+        One set draws from `rng` itself (the draw of a single-set run is unchanged), several from
+        `fold_in(rng, set index)`: independent draws.
+        """
+        n_sets = self.directions * self.groups
+        keys = rng[None] if n_sets == 1 else jax.vmap(lambda i: jax.random.fold_in(rng, i))(jnp.arange(n_sets))
+
+        def sample(key: jax.Array) -> tuple[jax.Array, jax.Array]:
+            return softmax_lib.sample_log_uniform(key, self.vocab_size, self.num_sampled, self.unique, self.num_tries)
+
+        ids, log_expected = jax.vmap(sample)(keys)
+        shape = (self.directions, self.groups, self.num_sampled)
+        return ids.reshape(shape), log_expected.reshape(shape)
+
+    def target_log_expected(self, targets: jax.Array) -> jax.Array:
+        """The targets' (any shape) log expected counts in a set's draw."""
         p_target = softmax_lib.log_uniform_probs(targets, self.vocab_size)
         if self.unique:
-            target_log_expected = jnp.log(-jnp.expm1(self.num_tries * jnp.log1p(-p_target)))
-        else:
-            target_log_expected = jnp.log(self.num_sampled * p_target)
-        return ids, log_expected, target_log_expected
+            return jnp.log(-jnp.expm1(self.num_tries * jnp.log1p(-p_target)))
+        return jnp.log(self.num_sampled * p_target)
+
+
+def draw_groups(streams_per_draw: int, batch_size: int) -> int:
+    """The number G of groups of streams drawing their own negatives (1: one draw per step)."""
+    if streams_per_draw < 0:
+        raise ValueError(f"model.softmax.streams_per_draw must be >= 0, got {streams_per_draw}")
+    if streams_per_draw == 0 or streams_per_draw >= batch_size:
+        return 1
+    if batch_size % streams_per_draw:
+        raise ValueError(
+            f"train.batch_size={batch_size} must be a multiple of model.softmax.streams_per_draw={streams_per_draw}"
+        )
+    return batch_size // streams_per_draw
+
+
+class NegativeSetLayout:
+    """This device's tokens `[2, b, T, ...]` arranged by negative set, `[S, M, ...]`, and back.
+
+    Under shard_map the device holds rows d b .. (d + 1) b - 1 of the global batch: whole groups
+    `first` .. `first + n_local - 1` when G is a multiple of the device count, or part of group
+    `first` when the device count is a multiple of G (other splits would put part-groups on a
+    device). A set holds one direction of a group (S = 2 n_local) with negatives per direction,
+    else both directions of a group (S = n_local).
+    """
+
+    def __init__(self, sampler: NegativeSampler, local_rows: int):
+        n_devices, groups = jax.lax.axis_size(AXIS), sampler.groups
+        if groups % n_devices and n_devices % groups:
+            raise ValueError(
+                f"model.softmax.streams_per_draw gives {groups} groups of streams: that and the device "
+                f"count {n_devices} must divide one another"
+            )
+        self.n_local = max(groups // n_devices, 1)
+        self.first = jax.lax.axis_index(AXIS) * groups // n_devices
+        self.per_direction = sampler.directions == 2
+
+    def local_sets(self, x: jax.Array) -> jax.Array:
+        """Every set's `[D, G, K]` -> this device's sets `[S, K]`."""
+        return jax.lax.dynamic_slice_in_dim(x, self.first, self.n_local, axis=1).reshape(-1, x.shape[-1])
+
+    def to_sets(self, x: jax.Array) -> jax.Array:
+        """`[2, b, T, ...]` -> `[S, M, ...]`, each set's tokens contiguous."""
+        x = x.reshape(2, self.n_local, -1, *x.shape[3:])  # [2, L, b T / L, ...]
+        if self.per_direction:
+            return x.reshape(-1, *x.shape[2:])
+        return jnp.moveaxis(x, 0, 1).reshape(self.n_local, -1, *x.shape[3:])
+
+    def from_sets(self, y: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+        """`[S, M]` -> `shape` `[2, b, T]`: the inverse of `to_sets`."""
+        if self.per_direction:
+            return y.reshape(shape)
+        return jnp.moveaxis(y.reshape(self.n_local, 2, -1), 1, 0).reshape(shape)
 
 
 def uses_row_updates(config: ml_collections.ConfigDict) -> bool:
@@ -74,7 +151,9 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
         )
     skip_nonfinite = config.train.nonfinite_policy == "skip"
     softmax_config = config.model.softmax
-    sampler = NegativeSampler(softmax_config, model.vocab_size) if softmax_config.sampled else None
+    sampler = (
+        NegativeSampler(softmax_config, model.vocab_size, config.train.batch_size) if softmax_config.sampled else None
+    )
     row_updates = uses_row_updates(config)
     stateful = config.train.stateful
     loss_scale = float(config.train.get("loss_scale", 1.0))
@@ -91,15 +170,18 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
             lstm_state = jax.tree.map(jnp.zeros_like, lstm_state)
         mask = inputs["mask"].astype(jnp.float32)  # [2, b, T]
         global_count = jnp.maximum(jax.lax.psum(mask.sum(axis=(1, 2)), AXIS), 1.0)  # [2]
-        targets = inputs["targets"].reshape(-1)
+        targets = inputs["targets"]  # [2, b, T]
         if sampler is not None:
-            sampled_ids, sampled_log_expected, target_log_expected = sampler(sample_rng, targets)
+            layout = NegativeSetLayout(sampler, targets.shape[1])
+            all_ids, all_log_expected = sampler.draw(sample_rng)  # [D, G, K]: every device draws all sets
+            sampled_ids, sampled_log_expected = layout.local_sets(all_ids), layout.local_sets(all_log_expected)
+            target_log_expected = layout.to_sets(sampler.target_log_expected(targets))  # [S, M]
         params, opt_state = state.params, state.opt_state
         if row_updates:
-            # The rows of every device's targets and the shared negatives: the same on all devices.
-            all_targets = jax.lax.all_gather(targets, AXIS, tiled=True)
+            # The rows of every device's targets and of every set's negatives: the same on all devices.
+            all_targets = jax.lax.all_gather(targets.reshape(-1), AXIS, tiled=True)
             view = softmax_rows.RowView(
-                softmax_rows.touched_rows(jnp.concatenate([all_targets, sampled_ids]), model.vocab_size),
+                softmax_rows.touched_rows(jnp.concatenate([all_targets, all_ids.reshape(-1)]), model.vocab_size),
                 model.vocab_size,
             )
             params, opt_state = view.gather(params), view.gather(opt_state)
@@ -112,14 +194,19 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
                 {"params": params}, inputs, lstm_state, train=True, rngs={"dropout": dropout_rng}
             )
             w, b = params["softmax"]["W"], params["softmax"]["b"]  # all rows, or the touched ones
-            hidden = top.reshape(-1, top.shape[-1])
             if sampler is not None:
-                nll = softmax_lib.sampled_softmax_nll(
-                    w, b, hidden, target_rows, sampled_rows, sampled_log_expected, target_log_expected, model.dtype
+                nll = softmax_lib.grouped_sampled_softmax_nll(
+                    w, b, layout.to_sets(top), layout.to_sets(target_rows), sampled_rows, sampled_log_expected,
+                    target_log_expected, model.dtype,
                 )
+                nll = layout.from_sets(nll, mask.shape)
             else:
-                nll = softmax_lib.full_softmax_nll(w, b, hidden, targets, softmax_config.chunk_size)
-            direction_nll = (nll.reshape(mask.shape) * mask).sum(axis=(1, 2)) / global_count  # [2]
+                hidden = top.reshape(-1, top.shape[-1])
+                nll = softmax_lib.full_softmax_nll(w, b, hidden, targets.reshape(-1), softmax_config.chunk_size)
+                nll = nll.reshape(mask.shape)
+            # The mean over all tokens: bilm-tf's mean of tower means when the towers hold equal
+            # token counts, as its (always full) training batches do.
+            direction_nll = (nll * mask).sum(axis=(1, 2)) / global_count  # [2]
             return loss_scale * 0.5 * direction_nll.sum(), (new_state, direction_nll)
 
         (scaled_loss, (new_lstm_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)

@@ -12,6 +12,7 @@ import pytest
 from elmo_jax.model.softmax import (
     SoftmaxWeights,
     full_softmax_nll,
+    grouped_sampled_softmax_nll,
     log_uniform_probs,
     sample_log_uniform,
     sampled_softmax_nll,
@@ -240,6 +241,22 @@ def test_sampled_softmax_gradients_match_analytic() -> None:
     np.testing.assert_allclose(g_h, ref_h, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(g_w, ref_w, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(g_b, ref_b, rtol=RTOL, atol=ATOL)
+
+
+def test_grouped_sampled_softmax_uses_each_groups_own_candidates() -> None:
+    """Group g's tokens see only sampled[g]: the NumPy loss of each group with its candidates."""
+    w, b, h, targets = softmax_example(3)
+    sampled = np.array([[3, 0, 12, 5], [19, 1, 3, 8]], np.int32)  # [G=2, K=4]; hits in both groups
+    rng = np.random.default_rng(4)
+    sampled_log_q = rng.normal(-1.0, 0.5, sampled.shape).astype(np.float32)
+    target_log_q = rng.normal(-1.0, 0.5, targets.shape).astype(np.float32)
+    groups = lambda x: x.reshape(2, N // 2, *x.shape[1:])
+    h, targets, target_log_q = groups(h), groups(targets), groups(target_log_q)
+    nll = jax.jit(grouped_sampled_softmax_nll)(w, b, h, targets, sampled, sampled_log_q, target_log_q)
+    assert nll.shape == (2, N // 2)
+    for g in range(2):
+        ref = np_sampled_nll(*f64(w, b, h[g]), targets[g], sampled[g], *f64(sampled_log_q[g], target_log_q[g]))
+        np.testing.assert_allclose(nll[g], ref, rtol=RTOL, atol=ATOL)
 
 
 # ----------------------------------------------------------------------------- full softmax
