@@ -52,6 +52,10 @@ def get_config() -> ml_collections.ConfigDict:
     lstm.cell_clip = 3.0  # Clip the cell state to +-cell_clip (0 = no clipping).
     lstm.proj_clip = 3.0  # Clip the projected output to +-proj_clip (0 = no clipping).
     lstm.use_skip_connections = True  # Residual connection around layers 2..L.
+    lstm.initializer = "uniform"  # Kernels: 'uniform' U(-0.05, 0.05) | 'glorot_uniform' (bilm-tf: TF's default,
+    #                              limit sqrt(6 / (fan_in + fan_out)) of LSTMCell's kernel and projection).
+    model.init_range = 0.0  # > 0: every weight matrix and embedding from U(-init_range, init_range) (Kim et al.
+    #                         2016, Zaremba et al. 2014: 0.05); 0: bilm-tf's initializer of each (see docs/).
     model.dropout = 0.1  # Dropout on each LSTM layer's input and on the softmax input.
     model.token_dropout = -1.0  # Dropout on the token embeddings, the first layer's input (-1 = model.dropout;
     #                             Kim et al. 2016 leave it out: 0).
@@ -62,8 +66,15 @@ def get_config() -> ml_collections.ConfigDict:
     #                            16 on CPU, whole batch on GPU/TPU; -1 = whole batch). See model/conv_pool.py.
     model.softmax = softmax = ml_collections.ConfigDict()
     softmax.sampled = True  # Sampled softmax in training (False: exact full softmax).
-    softmax.n_negative_samples = 8192  # Candidates drawn per step for the sampled softmax.
+    softmax.n_negative_samples = 8192  # Candidates per draw for the sampled softmax (one draw per step by default).
     softmax.unique_samples = True  # Distinct candidates (as TF's sampler) vs. with replacement.
+    softmax.streams_per_draw = 0  # Each group of this many consecutive streams draws its own n_negative_samples,
+    #                                and its tokens see only that draw (bilm-tf: 128, one draw per GPU tower);
+    #                                0 = one draw for the global batch. Groups are global (the loss does not
+    #                                depend on the device count); their number and the device count must divide
+    #                                one another.
+    softmax.negatives_per_direction = False  # Separate draws for the forward and backward streams of a group
+    #                                          (bilm-tf: True, one sampled_softmax_loss call per direction).
     softmax.chunk_size = 8192  # Vocabulary rows per chunk of the full softmax (bounds memory).
 
     config.train = train = ml_collections.ConfigDict()

@@ -8,7 +8,7 @@ Character embeddings of 15, tanh convolutions of widths 1-7 with min(200, 50 x w
 before the softmax, not on the token embeddings. 25 epochs (Kim et al.'s count); the recipe is
 configs/ptb.py's.
 
-Result: see docs/reproductions.md.
+Result: docs/reproductions.md.
 """
 
 from configs import ptb

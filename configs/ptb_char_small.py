@@ -9,7 +9,7 @@ softmax, not on the token embeddings. As in every elmo-jax biLM the token embedd
 to the LSTM size and the softmax is shared by the two directions. 18 epochs; the recipe is
 configs/ptb.py's.
 
-Result: see docs/reproductions.md.
+Result: docs/reproductions.md.
 """
 
 from configs import ptb

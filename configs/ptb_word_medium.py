@@ -6,7 +6,7 @@
 Word embeddings of 650, two LSTM layers of 650 units, dropout 0.5 on every non-recurrent
 connection (the embeddings included). 39 epochs (theirs); the recipe is configs/ptb.py's.
 
-Result: see docs/reproductions.md.
+Result: docs/reproductions.md.
 """
 
 from configs import ptb

@@ -4,13 +4,14 @@
   python evaluate.py --config=configs/ptb_word_small.py --workdir=runs/ptb_word_small --split=test
 
 Word embeddings of 200, two LSTM layers of 200 units; dropout 0.5 between the layers and before
-the softmax, not on the embeddings. 20 epochs; the recipe is configs/ptb.py's.
+the softmax, not on the embeddings. 22 epochs of batches of 20; the recipe is configs/ptb.py's.
 
-Result: see docs/reproductions.md.
+Reached on 2 CPU cores (60 minutes of training): PTB test perplexity 102.80 forward, 102.19
+backward, 102.49 biLM, against the published 97.6 (docs/reproductions.md).
 """
 
 from configs import ptb
 
 
 def get_config():
-    return ptb.ptb_config("word", dim=200, num_epochs=20, token_dropout=0.0)
+    return ptb.ptb_config("word", dim=200, num_epochs=22, token_dropout=0.0, batch_size=20)

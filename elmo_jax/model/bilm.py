@@ -43,6 +43,8 @@ class BiLM(nn.Module):
     cell_clip: float | None = 3.0
     proj_clip: float | None = 3.0
     use_skip_connections: bool = True
+    lstm_initializer: str = "uniform"  # LSTM kernels: 'uniform' | 'glorot_uniform' (lstm.kernel_limits).
+    init_range: float = 0.0  # > 0: every weight from U(-init_range, init_range) (Kim et al.: 0.05).
     dropout: float = 0.1
     token_dropout: float | None = None  # Dropout on the token embeddings (None = `dropout`).
     remat: bool = False
@@ -55,20 +57,22 @@ class BiLM(nn.Module):
             self.encoder = CharCNNEncoder(
                 self.char_embed_dim, tuple(map(tuple, self.filters)), self.n_highway,
                 self.projection_dim, self.activation, self.dtype, resolve_grad_block(self.conv_grad_block),
+                self.init_range,
             )
         elif self.token_encoder == "word":
-            self.encoder = WordEncoder(self.vocab_size, self.projection_dim)
+            self.encoder = WordEncoder(self.vocab_size, self.projection_dim, self.init_range)
         else:
             raise ValueError(f"model.token_encoder must be 'char_cnn' or 'word', got {self.token_encoder!r}")
         self.layers = [
             BiLSTMLayer(
                 self.dim, self.projection_dim, self.cell_clip, self.proj_clip,
                 residual=self.use_skip_connections and i > 0, remat=self.remat, dtype=self.dtype,
-                unroll=self.unroll, name=f"lstm_{i}",
+                unroll=self.unroll, initializer=self.lstm_initializer,
+                uniform_limit=self.init_range if self.init_range > 0 else 0.05, name=f"lstm_{i}",
             )
             for i in range(self.n_layers)
         ]
-        self.softmax = SoftmaxWeights(self.vocab_size, self.projection_dim)
+        self.softmax = SoftmaxWeights(self.vocab_size, self.projection_dim, self.init_range)
         self.drop = nn.Dropout(self.dropout)
         token_rate = self.dropout if self.token_dropout is None else self.token_dropout
         self.token_drop = nn.Dropout(token_rate)
@@ -112,6 +116,11 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         raise ValueError(f"model.token_encoder must be one of {ENCODERS}, got {model.token_encoder!r}")
     if model.dtype not in DTYPES:
         raise ValueError(f"model.dtype must be one of {sorted(DTYPES)}, got {model.dtype!r}")
+    init_range = model.get("init_range", 0.0)
+    if init_range > 0 and model.lstm.get("initializer", "uniform") != "uniform":
+        raise ValueError(
+            f"model.init_range={init_range} draws every weight from a uniform: it needs model.lstm.initializer='uniform'"
+        )
     return BiLM(
         vocab_size=vocab_size,
         token_encoder=model.token_encoder,
@@ -125,6 +134,8 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         cell_clip=model.lstm.cell_clip or None,
         proj_clip=model.lstm.proj_clip or None,
         use_skip_connections=model.lstm.use_skip_connections,
+        lstm_initializer=model.lstm.get("initializer", "uniform"),
+        init_range=init_range,
         dropout=model.dropout,
         token_dropout=None if model.get("token_dropout", -1.0) < 0 else model.token_dropout,
         remat=model.get("remat", False),

@@ -2,6 +2,8 @@
 
 Parameter names follow bilm-tf's weight file (`char_embed`, `W_cnn_i`/`b_cnn_i`, highway
 `W_carry`/`b_carry`/`W_transform`/`b_transform`, `W_proj`/`b_proj`), all `x @ W` oriented.
+Weights start from bilm-tf's initializers, or, with `init_range` r > 0, all from U(-r, r) (Kim et
+al. 2016 and Zaremba et al. 2014: 0.05); biases start at 0 (highway carry: -2) either way.
 """
 
 from __future__ import annotations
@@ -33,17 +35,23 @@ def uniform_symmetric(limit: float) -> nn.initializers.Initializer:
     return init
 
 
+def weight_init(init_range: float, default: nn.initializers.Initializer) -> nn.initializers.Initializer:
+    """U(-init_range, init_range) when init_range > 0, else `default` (bilm-tf's)."""
+    return uniform_symmetric(init_range) if init_range > 0 else default
+
+
 class Highway(nn.Module):
     """`t = sigmoid(x Wc + bc); x = t * relu(x Wt + bt) + (1 - t) * x`, repeated `n_layers` times."""
 
     n_layers: int
     dtype: jnp.dtype = jnp.float32
+    init_range: float = 0.0
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         """x: [..., F] -> [..., F]."""
         dim = x.shape[-1]
-        init = _normal(np.sqrt(1.0 / dim))
+        init = weight_init(self.init_range, _normal(np.sqrt(1.0 / dim)))
         for k in range(self.n_layers):
             w_carry = self.param(f"W_carry_{k}", init, (dim, dim))
             b_carry = self.param(f"b_carry_{k}", nn.initializers.constant(-2.0), (dim,))
@@ -65,6 +73,7 @@ class CharCNNEncoder(nn.Module):
     activation: str = "relu"
     dtype: jnp.dtype = jnp.float32
     grad_block: int | None = None  # Reverse pass of the convolutions (conv_pool.conv_max_over_positions).
+    init_range: float = 0.0  # > 0: weights from U(-init_range, init_range) instead of bilm-tf's.
 
     @nn.compact
     def __call__(self, char_ids: jax.Array) -> jax.Array:
@@ -72,7 +81,7 @@ class CharCNNEncoder(nn.Module):
             raise ValueError(f"model.char_cnn.activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
         act = ACTIVATIONS[self.activation]
         table = self.param(
-            "char_embed", uniform_symmetric(1.0), (N_CHARACTERS, self.embed_dim)
+            "char_embed", weight_init(self.init_range, uniform_symmetric(1.0)), (N_CHARACTERS, self.embed_dim)
         )
         # Row 0 is "no token": fixed at zero, so it never receives a gradient.
         table = table * (jnp.arange(N_CHARACTERS) != 0)[:, None].astype(table.dtype)
@@ -81,17 +90,19 @@ class CharCNNEncoder(nn.Module):
         kernels, biases = [], []
         for i, (width, channels) in enumerate(self.filters):
             if self.activation == "relu":
-                init = uniform_symmetric(0.05)
+                init = weight_init(self.init_range, uniform_symmetric(0.05))
             else:
-                init = _normal(np.sqrt(1.0 / (width * self.embed_dim)))
+                init = weight_init(self.init_range, _normal(np.sqrt(1.0 / (width * self.embed_dim))))
             kernels.append(self.param(f"W_cnn_{i}", init, (width, self.embed_dim, channels)))
             biases.append(self.param(f"b_cnn_{i}", nn.initializers.zeros, (channels,)))
         pooled = conv_max_over_positions(x, kernels, self.dtype, self.grad_block)  # [N, n_i] each
         pooled = [act(p + bias) for p, bias in zip(pooled, biases)]
         h = jnp.concatenate(pooled, axis=-1)  # [N, F]
-        h = Highway(self.n_highway, self.dtype, name="highway")(h)
+        h = Highway(self.n_highway, self.dtype, self.init_range, name="highway")(h)
         n_filters = h.shape[-1]
-        w_proj = self.param("W_proj", _normal(np.sqrt(1.0 / n_filters)), (n_filters, self.output_dim))
+        w_proj = self.param(
+            "W_proj", weight_init(self.init_range, _normal(np.sqrt(1.0 / n_filters))), (n_filters, self.output_dim)
+        )
         b_proj = self.param("b_proj", nn.initializers.zeros, (self.output_dim,))
         out = matmul("ni,io->no", h, w_proj, self.dtype) + b_proj
         return out.reshape(*lead_shape, self.output_dim)
@@ -102,10 +113,11 @@ class WordEncoder(nn.Module):
 
     vocab_size: int
     output_dim: int
+    init_range: float = 0.0  # > 0: U(-init_range, init_range) instead of U(-1, 1).
 
     @nn.compact
     def __call__(self, token_ids: jax.Array) -> jax.Array:
         table = self.param(
-            "embedding", uniform_symmetric(1.0), (self.vocab_size, self.output_dim)
+            "embedding", weight_init(self.init_range, uniform_symmetric(1.0)), (self.vocab_size, self.output_dim)
         )
         return jnp.take(table, token_ids, axis=0)

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from elmo_jax.model.char_cnn import weight_init
 from elmo_jax.model.precision import matmul
 
 _NEG_INF = -1e30  # Finite "minus infinity": keeps gradients NaN-free.
@@ -24,10 +25,12 @@ class SoftmaxWeights(nn.Module):
 
     vocab_size: int
     dim: int
+    init_range: float = 0.0  # > 0: W from U(-init_range, init_range) instead of N(0, 1 / dim).
 
     @nn.compact
     def __call__(self) -> tuple[jax.Array, jax.Array]:
-        w = self.param("W", nn.initializers.normal(stddev=1.0 / math.sqrt(self.dim)), (self.vocab_size, self.dim))
+        init = weight_init(self.init_range, nn.initializers.normal(stddev=1.0 / math.sqrt(self.dim)))
+        w = self.param("W", init, (self.vocab_size, self.dim))
         b = self.param("b", nn.initializers.zeros, (self.vocab_size,))
         return w, b
 
@@ -110,6 +113,29 @@ def sampled_softmax_nll(
     sampled_logits = jnp.where(hits, _NEG_INF, sampled_logits)
     logits = jnp.concatenate([true_logit[:, None], sampled_logits], axis=-1)
     return jax.nn.logsumexp(logits, axis=-1) - true_logit
+
+
+def grouped_sampled_softmax_nll(
+    w: jax.Array,
+    b: jax.Array,
+    hidden: jax.Array,
+    targets: jax.Array,
+    sampled_ids: jax.Array,
+    sampled_log_expected: jax.Array,
+    target_log_expected: jax.Array,
+    dtype: jnp.dtype = jnp.float32,
+) -> jax.Array:
+    """`sampled_softmax_nll` per group of tokens, each group with its own candidates: `[G, M]`.
+
+    w: `[V, P]`, b: `[V]` shared; hidden: `[G, M, P]`, targets: `[G, M]`, sampled_ids: `[G, K]`,
+    sampled_log_expected: `[G, K]`, target_log_expected: `[G, M]`. bilm-tf's towers each draw
+    their own candidates; a group is one tower's tokens.
+    """
+
+    def one_group(h: jax.Array, t: jax.Array, s: jax.Array, s_log: jax.Array, t_log: jax.Array) -> jax.Array:
+        return sampled_softmax_nll(w, b, h, t, s, s_log, t_log, dtype)
+
+    return jax.vmap(one_group)(hidden, targets, sampled_ids, sampled_log_expected, target_log_expected)
 
 
 def full_softmax_nll(

@@ -288,3 +288,38 @@ def test_token_dropout_config_key() -> None:
     assert bilm_from_config(config.model, VOCAB).token_dropout is None  # -1: same as model.dropout
     config.model.token_dropout = 0.0
     assert bilm_from_config(config.model, VOCAB).token_dropout == 0.0
+
+
+# ----------------------------------------------------------------------------- init_range
+@pytest.mark.parametrize("token_encoder", ["char_cnn", "word"])
+def test_init_range_draws_every_weight_from_one_uniform(token_encoder: str) -> None:
+    """Kim et al.'s initialisation: weights U(-r, r), biases as before (highway carry -2)."""
+    r = 0.05
+    model = make_model(token_encoder).clone(init_range=r)
+    params = model.init(jax.random.PRNGKey(0), make_inputs(), model.initial_state(B))["params"]
+    weights = {
+        jax.tree_util.keystr(k): np.asarray(v) for k, v in jax.tree_util.tree_flatten_with_path(params)[0]
+        if not any(name in jax.tree_util.keystr(k) for name in ("'b", "'B'"))
+    }
+    assert len(weights) >= (12 if token_encoder == "char_cnn" else 7)  # encoder, LSTMs, softmax
+    for name, w in weights.items():
+        assert np.abs(w).max() <= r, name
+    everything = np.concatenate([w.ravel() for w in weights.values()])
+    np.testing.assert_allclose(everything.var(), r * r / 3, rtol=0.1)  # uniform's variance
+    if token_encoder == "char_cnn":
+        np.testing.assert_array_equal(params["encoder"]["highway"]["b_carry_0"], -2.0)
+
+
+def test_init_range_zero_keeps_bilm_tf_initializers() -> None:
+    model = make_model()
+    params = model.init(jax.random.PRNGKey(0), make_inputs(), model.initial_state(B))["params"]
+    assert np.abs(params["encoder"]["char_embed"]).max() > 0.5  # U(-1, 1)
+    assert model.init_range == 0.0
+
+
+def test_init_range_with_glorot_lstm_is_an_error() -> None:
+    config = default_config.get_config()
+    config.model.init_range = 0.05
+    config.model.lstm.initializer = "glorot_uniform"
+    with pytest.raises(ValueError, match="model.init_range=0.05 .* model.lstm.initializer='uniform'"):
+        bilm_from_config(config.model, VOCAB)
