@@ -135,7 +135,10 @@ def grouped_sampled_softmax_nll(
     def one_group(h: jax.Array, t: jax.Array, s: jax.Array, s_log: jax.Array, t_log: jax.Array) -> jax.Array:
         return sampled_softmax_nll(w, b, h, t, s, s_log, t_log, dtype)
 
-    return jax.vmap(one_group)(hidden, targets, sampled_ids, sampled_log_expected, target_log_expected)
+    groups = (hidden, targets, sampled_ids, sampled_log_expected, target_log_expected)
+    if hidden.shape[0] == 1:  # One group: plain matmuls (XLA:CPU runs a batch-of-1 dot slower).
+        return one_group(*(x[0] for x in groups))[None]
+    return jax.vmap(one_group)(*groups)
 
 
 def full_softmax_nll(
