@@ -29,7 +29,8 @@ class ListParser(flags.ArgumentParser):
             except (ValueError, SyntaxError, TypeError):
                 value = None
         if not isinstance(value, (list, tuple)):
-            raise ValueError("expected a Python list literal such as '[[1, 8], [2, 8]]'")  # absl names the flag and value.
+            # absl prefixes the flag and its value.
+            raise ValueError("expected a Python list literal such as '[[1, 8], [2, 8]]'")
         return _as_lists(value)
 
     def flag_type(self) -> str:

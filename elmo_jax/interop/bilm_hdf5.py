@@ -47,6 +47,7 @@ import ml_collections
 import numpy as np
 
 from elmo_jax.data.chars import N_CHARACTERS
+from elmo_jax.model.lstm import has_projection
 
 _LSTM_REQUIRED = ("dim", "projection_dim", "use_skip_connections")
 _LSTM_OPTIONAL = ("n_layers", "cell_clip", "proj_clip")  # bilm-tf defaults: 1 layer, no clipping.
@@ -238,8 +239,8 @@ def _lstm_root(direction: int, layer: int) -> str:
 
 
 def has_lstm_projection(lstm: ml_collections.ConfigDict) -> bool:
-    """Whether the LSTM layers have a projection `W_P` (`BiLSTMLayer.projected`): projection_dim != dim."""
-    return lstm.projection_dim != lstm.dim
+    """Whether the `model.lstm` layers have a projection `W_P` (`lstm.has_projection`)."""
+    return has_projection(lstm.dim, lstm.projection_dim)
 
 
 def dataset_shapes(config: ml_collections.ConfigDict) -> dict[str, tuple[int, ...]]:

@@ -67,8 +67,8 @@ class BiLM(nn.Module):
             BiLSTMLayer(
                 self.dim, self.projection_dim, self.cell_clip, self.proj_clip,
                 residual=self.use_skip_connections and i > 0, remat=self.remat, dtype=self.dtype,
-                unroll=self.unroll, initializer=self.lstm_initializer,
-                uniform_limit=self.init_range if self.init_range > 0 else 0.05, name=f"lstm_{i}",
+                unroll=self.unroll, initializer=self.lstm_initializer, init_range=self.init_range,
+                name=f"lstm_{i}",
             )
             for i in range(self.n_layers)
         ]

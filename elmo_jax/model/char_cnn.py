@@ -17,6 +17,7 @@ import numpy as np
 
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.model.conv_pool import conv_max_over_positions
+from elmo_jax.model.initializers import uniform_symmetric, weight_init
 from elmo_jax.model.precision import matmul
 
 ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}
@@ -24,20 +25,6 @@ ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}
 
 def _normal(stddev: float) -> nn.initializers.Initializer:
     return nn.initializers.normal(stddev=stddev)
-
-
-def uniform_symmetric(limit: float) -> nn.initializers.Initializer:
-    """Uniform on [-limit, limit) (bilm-tf's `random_uniform_initializer(-limit, limit)`)."""
-
-    def init(key: jax.Array, shape: Sequence[int], dtype: jnp.dtype = jnp.float32) -> jax.Array:
-        return jax.random.uniform(key, shape, dtype, -limit, limit)
-
-    return init
-
-
-def weight_init(init_range: float, default: nn.initializers.Initializer) -> nn.initializers.Initializer:
-    """U(-init_range, init_range) when init_range > 0, else `default` (bilm-tf's)."""
-    return uniform_symmetric(init_range) if init_range > 0 else default
 
 
 class Highway(nn.Module):

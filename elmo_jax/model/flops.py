@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ml_collections
 
+from elmo_jax.model.lstm import has_projection
+
 
 def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: int, max_chars: int) -> dict[str, int]:
     """Forward FLOPs for one token in one direction, by component."""
@@ -20,7 +22,7 @@ def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: in
         parts["char_cnn"] = sum(2 * w * cnn.embed_dim * n * (max_chars - w + 1) for w, n in cnn.filters)
         parts["highway"] = cnn.n_highway * 2 * (2 * n_filters * n_filters)
         parts["token_projection"] = 2 * n_filters * p
-    projection = 2 * d * p if p != d else 0  # bilm-tf: no projection when projection_dim == dim
+    projection = 2 * d * p if has_projection(d, p) else 0
     parts["lstm"] = model.lstm.n_layers * (2 * (p + p) * 4 * d + projection)
     softmax_rows = model.softmax.n_negative_samples + 1 if model.softmax.sampled else vocab_size
     parts["softmax"] = 2 * p * softmax_rows

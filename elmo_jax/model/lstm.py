@@ -20,7 +20,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from elmo_jax.model.char_cnn import uniform_symmetric
+from elmo_jax.model.initializers import uniform_symmetric
 from elmo_jax.model.lstm_recurrence import FORGET_BIAS, lstm_recurrence
 from elmo_jax.model.precision import matmul
 
@@ -62,18 +62,25 @@ def lstm_cell(
     return LSTMState(c, h)
 
 
+def has_projection(dim: int, projection_dim: int) -> bool:
+    """Whether an LSTM layer has a projection W_P: bilm-tf builds one only when projection_dim != dim."""
+    return projection_dim != dim
+
+
 def kernel_limits(
-    initializer: str, d_in: int, dim: int, projection_dim: int, uniform_limit: float = 0.05
+    initializer: str, d_in: int, dim: int, projection_dim: int, init_range: float = 0.0
 ) -> tuple[float, float]:
     """Limits of the uniform initialisers of (W_input and W_hidden, W_P) for one direction.
 
-    'uniform': U(-uniform_limit, uniform_limit) for all three (Kim et al. 2016: 0.05). 'glorot_uniform': bilm-tf passes no
-    initializer to its `LSTMCell`s, so `tf.get_variable`'s default, Glorot uniform, applies to
-    TF's one kernel `[d_in + P, 4 dim]`, whose two halves are W_input and W_hidden: both get
-    sqrt(6 / (d_in + P + 4 dim)); W_P `[dim, P]` is its own variable, sqrt(6 / (dim + P)).
+    'uniform': U(-r, r) for all three, r = init_range if > 0, else 0.05 (Kim et al. 2016).
+    'glorot_uniform': bilm-tf passes no initializer to its `LSTMCell`s, so `tf.get_variable`'s
+    default, Glorot uniform, applies to TF's one kernel `[d_in + P, 4 dim]`, whose two halves are
+    W_input and W_hidden: both get sqrt(6 / (d_in + P + 4 dim)); W_P `[dim, P]` is its own
+    variable, sqrt(6 / (dim + P)).
     """
     if initializer == "uniform":
-        return uniform_limit, uniform_limit
+        limit = init_range if init_range > 0 else 0.05
+        return limit, limit
     if initializer == "glorot_uniform":
         return math.sqrt(6.0 / (d_in + projection_dim + 4 * dim)), math.sqrt(6.0 / (dim + projection_dim))
     raise ValueError(f"model.lstm.initializer must be one of {KERNEL_INITIALIZERS}, got {initializer!r}")
@@ -100,12 +107,12 @@ class BiLSTMLayer(nn.Module):
     dtype: jnp.dtype = jnp.float32
     unroll: int = 0
     initializer: str = "uniform"
-    uniform_limit: float = 0.05  # Of the 'uniform' initializer.
+    init_range: float = 0.0  # Of the 'uniform' initializer (see `kernel_limits`).
 
     @property
     def projected(self) -> bool:
-        """Whether the layer has a projection W_P (bilm-tf: only when projection_dim != dim)."""
-        return self.projection_dim != self.dim
+        """Whether the layer has a projection W_P (`has_projection`)."""
+        return has_projection(self.dim, self.projection_dim)
 
     @nn.compact
     def __call__(self, x: jax.Array, mask: jax.Array, state: LSTMState) -> tuple[jax.Array, LSTMState]:
@@ -115,7 +122,7 @@ class BiLSTMLayer(nn.Module):
         """
         d_in, gates = x.shape[-1], 4 * self.dim
         kernel_limit, proj_limit = kernel_limits(
-            self.initializer, d_in, self.dim, self.projection_dim, self.uniform_limit
+            self.initializer, d_in, self.dim, self.projection_dim, self.init_range
         )
         w_input = self.param("W_input", uniform_symmetric(kernel_limit), (2, d_in, gates))
         w_hidden = self.param("W_hidden", uniform_symmetric(kernel_limit), (2, self.projection_dim, gates))

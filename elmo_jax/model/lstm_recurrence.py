@@ -225,10 +225,11 @@ def lstm_recurrence(
     With `time_axis=0`: xw `[T, 2, B, 4*dim]` float32 input contribution (x W_input + b, hoisted
     out of the loop), mask `[T, 2, B, 1]` (state frozen where 0), outputs hs `[T, 2, B, P]`.
     With `time_axis=2` the same with time third: `[2, B, T, .]`.
-    w_hidden: `[2, P, 4*dim]`; w_proj: `[2, dim, P]`, or None for no projection (P = dim); c0 `[2, B, dim]`, h0 `[2, B, P]`: the initial
-    state. cell_clip / proj_clip: static; None or 0 for no clipping. Matmul operands are cast to
-    `dtype` (state and gate math stay float32). bias: optional `[2, 4*dim]` added to xw inside the
-    loop (saves a pass over xw when xw = x W_input comes straight from a matmul).
+    w_hidden: `[2, P, 4*dim]`; w_proj: `[2, dim, P]`, or None for no projection (P = dim);
+    c0 `[2, B, dim]`, h0 `[2, B, P]`: the initial state. cell_clip / proj_clip: static; None or 0
+    for no clipping. Matmul operands are cast to `dtype` (state and gate math stay float32).
+    bias: optional `[2, 4*dim]` added to xw inside the loop (saves a pass over xw when
+    xw = x W_input comes straight from a matmul).
 
     Returns hs (the state h after each step: at a masked step, the frozen previous h) and the final
     state (c, h). Reverse-mode differentiable in xw, bias, the weights and the initial state

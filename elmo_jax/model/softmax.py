@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from elmo_jax.model.char_cnn import weight_init
+from elmo_jax.model.initializers import weight_init
 from elmo_jax.model.precision import matmul
 
 _NEG_INF = -1e30  # Finite "minus infinity": keeps gradients NaN-free.

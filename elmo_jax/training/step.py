@@ -38,9 +38,9 @@ class NegativeSampler:
     tower (128 streams on one GPU) and per direction (one `sampled_softmax_loss` call each):
     `streams_per_draw` S < B splits the global batch of B streams into G = B / S consecutive
     groups (the towers), and `negatives_per_direction` gives the two directions of a group draws
-    of their own. The default (S = 0, or S >= B) is one set for the whole global batch. Sets belong to the global
-    batch, not to devices, so the loss does not depend on the device count; every device draws
-    every set (the row-sparse update needs all their rows).
+    of their own. The default (S = 0, or S >= B) is one set for the whole global batch. Sets
+    belong to the global batch, not to devices, so the loss does not depend on the device count;
+    every device draws every set (the row-sparse update needs all their rows).
     """
 
     def __init__(self, softmax_config: ml_collections.ConfigDict, vocab_size: int, batch_size: int):
