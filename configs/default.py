@@ -45,6 +45,8 @@ def get_config() -> ml_collections.ConfigDict:
     cnn.filters = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]  # [width, channels].
     cnn.activation = "relu"  # 'relu' | 'tanh'.
     cnn.n_highway = 2  # Highway layers after the convolutions.
+    cnn.projection = True  # Project the highway output to lstm.projection_dim (bilm-tf); False: it feeds the
+    #                        first LSTM layer directly, sum(channels) wide (Kim et al. 2016; no bilm-tf export).
     model.lstm = lstm = ml_collections.ConfigDict()
     lstm.dim = 4096  # LSTM cell size.
     lstm.projection_dim = 512  # Projection size = token embedding size = output size per direction.

@@ -63,9 +63,11 @@ def ptb_config(
 
 
 def kim_char_cnn(config: ml_collections.ConfigDict, filters: list[list[int]], n_highway: int) -> None:
-    """Kim et al.'s token encoder: character embeddings of 15, tanh convolutions, highway layers."""
+    """Kim et al.'s token encoder: character embeddings of 15, tanh convolutions, highway layers
+    whose output feeds the first LSTM layer directly (no projection to the LSTM size)."""
     cnn = config.model.char_cnn
     cnn.embed_dim = 15
     cnn.filters = filters
     cnn.activation = "tanh"
     cnn.n_highway = n_highway
+    cnn.projection = False

@@ -4,7 +4,7 @@
   python evaluate.py --config=configs/ptb_char_large.py --workdir=runs/ptb_char_large --split=test
 
 Character embeddings of 15, tanh convolutions of widths 1-7 with min(200, 50 x width) filters
-(1100), two highway layers, two LSTM layers of 650 units; dropout 0.5 between the layers and
+(1100), two highway layers feeding the first of two LSTM layers of 650 units directly; dropout 0.5 between the layers and
 before the softmax, not on the token embeddings. 25 epochs (Kim et al.'s count); the recipe is
 configs/ptb.py's.
 

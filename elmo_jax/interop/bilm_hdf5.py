@@ -153,6 +153,7 @@ def load_options(path: str) -> ml_collections.ConfigDict:
                 "filters": [[pair[0], pair[1]] for pair in filters],
                 "activation": cnn["activation"],
                 "n_highway": n_highway,
+                "projection": True,  # bilm-tf always projects the char CNN's output (CNN_proj).
             },
             "lstm": {
                 "dim": _int(lstm["dim"], "lstm.dim", path),
@@ -176,6 +177,8 @@ def options_dict(config: ml_collections.ConfigDict) -> dict:
         raise OptionsError(
             f"only char-CNN biLMs have a bilm-tf/AllenNLP format (model.token_encoder={model.token_encoder!r})"
         )
+    if not model.char_cnn.get("projection", True):
+        raise OptionsError("bilm-tf/AllenNLP models always project the char CNN's output (model.char_cnn.projection=False)")
     return {
         "lstm": {
             "dim": model.lstm.dim,

@@ -28,7 +28,8 @@ class BiLM(nn.Module):
     __call__(inputs, state, train) with inputs `{'token_ids' [2,B,T], 'char_ids' [2,B,T,C]
     (char encoder), 'mask' [2,B,T]}` and state `[LSTMState per layer]` returns
     `(layers, top, new_state)`: layers = `[token embedding, layer 1, ..., layer L]`, each
-    `[2, B, T, P]`; top = the last layer after dropout (the softmax input).
+    `[2, B, T, P]` (the token embedding `[2, B, T, sum of channels]` without a token projection);
+    top = the last layer after dropout (the softmax input).
     """
 
     vocab_size: int
@@ -37,6 +38,7 @@ class BiLM(nn.Module):
     filters: Sequence[tuple[int, int]] = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
     n_highway: int = 2
     activation: str = "relu"
+    token_projection: bool = True  # False: the char CNN's output feeds the first LSTM (Kim et al.).
     dim: int = 4096
     projection_dim: int = 512
     n_layers: int = 2
@@ -57,7 +59,7 @@ class BiLM(nn.Module):
             self.encoder = CharCNNEncoder(
                 self.char_embed_dim, tuple(map(tuple, self.filters)), self.n_highway,
                 self.projection_dim, self.activation, self.dtype, resolve_grad_block(self.conv_grad_block),
-                self.init_range,
+                self.init_range, self.token_projection,
             )
         elif self.token_encoder == "word":
             self.encoder = WordEncoder(self.vocab_size, self.projection_dim, self.init_range)
@@ -97,17 +99,25 @@ class BiLM(nn.Module):
     def __call__(
         self, inputs: dict[str, jax.Array], state: list[LSTMState], train: bool = False
     ) -> tuple[list[jax.Array], jax.Array, list[LSTMState]]:
-        x = self.embed_tokens(inputs)
-        layers, new_state = [x], []
-        for i, (layer, layer_state) in enumerate(zip(self.layers, state)):
-            drop = self.token_drop if i == 0 else self.drop
-            x, final = layer(drop(x, deterministic=not train), inputs["mask"], layer_state)
-            layers.append(x)
-            new_state.append(final)
-        top = self.drop(x, deterministic=not train)
+        layers, top, new_state = self.contextualize(self.embed_tokens(inputs), inputs["mask"], state, train)
         if self.is_initializing():
             self.softmax()  # Create the softmax parameters.
         return layers, top, new_state
+
+    def contextualize(
+        self, x: jax.Array, mask: jax.Array, state: list[LSTMState], train: bool = False
+    ) -> tuple[list[jax.Array], jax.Array, list[LSTMState]]:
+        """Token embeddings x `[2, B, T, F]` through the LSTM stacks: `__call__` without the encoder.
+
+        Embedding calls it with embeddings computed once per distinct word.
+        """
+        layers, new_state = [x], []
+        for i, (layer, layer_state) in enumerate(zip(self.layers, state)):
+            drop = self.token_drop if i == 0 else self.drop
+            x, final = layer(drop(x, deterministic=not train), mask, layer_state)
+            layers.append(x)
+            new_state.append(final)
+        return layers, self.drop(x, deterministic=not train), new_state
 
 
 def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
@@ -128,6 +138,7 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         filters=tuple(tuple(f) for f in model.char_cnn.filters),
         n_highway=model.char_cnn.n_highway,
         activation=model.char_cnn.activation,
+        token_projection=model.char_cnn.get("projection", True),
         dim=model.lstm.dim,
         projection_dim=model.lstm.projection_dim,
         n_layers=model.lstm.n_layers,

@@ -51,7 +51,13 @@ class Highway(nn.Module):
 
 
 class CharCNNEncoder(nn.Module):
-    """Char ids `[..., C]` (+1 shifted, 0 = no token) -> token embeddings `[..., output_dim]`."""
+    """Char ids `[..., C]` (+1 shifted, 0 = no token) -> token embeddings `[..., output_dim]`.
+
+    With `project=False` the highway output itself, `[..., sum of channels]`, is the embedding (Kim
+    et al. 2016): no linear map to the LSTM size. That product of two trained matrices (the
+    projection and the first LSTM's input weights) grows fast under plain SGD at learning rate 1 and
+    saturates the first LSTM's gates.
+    """
 
     embed_dim: int
     filters: Sequence[tuple[int, int]]
@@ -61,6 +67,7 @@ class CharCNNEncoder(nn.Module):
     dtype: jnp.dtype = jnp.float32
     grad_block: int | None = None  # Reverse pass of the convolutions (conv_pool.conv_max_over_positions).
     init_range: float = 0.0  # > 0: weights from U(-init_range, init_range) instead of bilm-tf's.
+    project: bool = True
 
     @nn.compact
     def __call__(self, char_ids: jax.Array) -> jax.Array:
@@ -87,6 +94,8 @@ class CharCNNEncoder(nn.Module):
         h = jnp.concatenate(pooled, axis=-1)  # [N, F]
         h = Highway(self.n_highway, self.dtype, self.init_range, name="highway")(h)
         n_filters = h.shape[-1]
+        if not self.project:
+            return h.reshape(*lead_shape, n_filters)
         w_proj = self.param(
             "W_proj", weight_init(self.init_range, _normal(np.sqrt(1.0 / n_filters))), (n_filters, self.output_dim)
         )

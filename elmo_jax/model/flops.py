@@ -16,14 +16,19 @@ def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: in
     """Forward FLOPs for one token in one direction, by component."""
     p, d = model.lstm.projection_dim, model.lstm.dim
     parts = {}
+    token_dim = p  # The first LSTM layer's input width.
     if model.token_encoder == "char_cnn":
         cnn = model.char_cnn
         n_filters = sum(n for _, n in cnn.filters)
         parts["char_cnn"] = sum(2 * w * cnn.embed_dim * n * (max_chars - w + 1) for w, n in cnn.filters)
         parts["highway"] = cnn.n_highway * 2 * (2 * n_filters * n_filters)
-        parts["token_projection"] = 2 * n_filters * p
+        if cnn.get("projection", True):
+            parts["token_projection"] = 2 * n_filters * p
+        else:
+            token_dim = n_filters
     projection = 2 * d * p if has_projection(d, p) else 0
-    parts["lstm"] = model.lstm.n_layers * (2 * (p + p) * 4 * d + projection)
+    layer_inputs = (model.lstm.n_layers - 1) * p + token_dim
+    parts["lstm"] = 2 * (layer_inputs + model.lstm.n_layers * p) * 4 * d + model.lstm.n_layers * projection
     softmax_rows = model.softmax.n_negative_samples + 1 if model.softmax.sampled else vocab_size
     parts["softmax"] = 2 * p * softmax_rows
     return parts

@@ -67,7 +67,9 @@ def test_load_options_maps_every_key(tmp_path):
     config = load_options(write_json(tmp_path / "o.json", OPTIONS))
     assert config.model.to_dict() == {
         "token_encoder": "char_cnn",
-        "char_cnn": {"embed_dim": 4, "filters": [[1, 4], [2, 6], [3, 8]], "activation": "relu", "n_highway": 2},
+        "char_cnn": {
+            "embed_dim": 4, "filters": [[1, 4], [2, 6], [3, 8]], "activation": "relu", "n_highway": 2, "projection": True
+        },
         "lstm": {
             "dim": 12, "projection_dim": 6, "n_layers": 2, "cell_clip": 3.0, "proj_clip": 3.0,
             "use_skip_connections": True,
@@ -252,6 +254,13 @@ def test_word_input_models_have_no_bilm_tf_format():
     config = tiny.get_config()
     config.model.token_encoder = "word"
     with pytest.raises(OptionsError, match="only char-CNN"):
+        options_dict(config)
+
+
+def test_models_without_token_projection_have_no_bilm_tf_format():
+    config = tiny.get_config()
+    config.model.char_cnn.projection = False
+    with pytest.raises(OptionsError, match="projection=False"):
         options_dict(config)
 
 

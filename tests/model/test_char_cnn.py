@@ -60,6 +60,7 @@ def np_char_cnn(
     filters: Sequence[tuple[int, int]],
     n_highway: int,
     activation: str,
+    project: bool = True,
 ) -> np.ndarray:
     """Embedding (row 0 = 0), valid conv per filter, max over positions, +bias, act, highway, proj."""
     act = {"relu": np_relu, "tanh": np.tanh}[activation]
@@ -72,7 +73,7 @@ def np_char_cnn(
         conv = np_conv1d_valid(x, params[f"W_cnn_{i}"])
         pooled.append(act(conv.max(axis=1) + params[f"b_cnn_{i}"]))
     h = np_highway(np.concatenate(pooled, axis=-1), params["highway"], n_highway)
-    out = h @ params["W_proj"] + params["b_proj"]
+    out = h @ params["W_proj"] + params["b_proj"] if project else h
     return out.reshape(*lead, -1)
 
 
@@ -191,6 +192,18 @@ def test_char_cnn_matches_numpy(activation: str) -> None:
     pooled = np.concatenate([act(p64[f"b_cnn_{i}"]) for i in range(len(FILTERS))])
     no_token = np_highway(pooled, p64["highway"], N_HIGHWAY) @ p64["W_proj"] + p64["b_proj"]
     np.testing.assert_allclose(out[0, 1], no_token, rtol=RTOL, atol=ATOL)
+
+
+def test_char_cnn_without_projection_is_the_highway_output() -> None:
+    """project=False (Kim et al.): no W_proj / b_proj, embeddings sum(channels) wide."""
+    ids = char_ids_example()
+    module = CharCNNEncoder(EMBED_DIM, FILTERS, N_HIGHWAY, OUTPUT_DIM, "tanh", project=False)
+    params = randomize(abstract_params(module, jnp.asarray(ids)), seed=4)
+    assert "W_proj" not in params and "b_proj" not in params
+    out = jax.jit(module.apply)({"params": params}, jnp.asarray(ids))
+    ref = np_char_cnn(ids, to_f64(params), FILTERS, N_HIGHWAY, "tanh", project=False)
+    assert out.shape == (2, 3, sum(c for _, c in FILTERS))
+    np.testing.assert_allclose(out, ref, rtol=RTOL, atol=ATOL)
 
 
 def test_char_cnn_rejects_unknown_activation() -> None:

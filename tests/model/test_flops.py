@@ -29,3 +29,11 @@ def test_no_projection_flops_when_projection_dim_equals_dim():
     config.model.lstm.dim = 4  # projection_dim > dim: an (up-)projection W_P of 4 x 8
     parts = forward_flops_per_direction(config.model, vocab_size=100, max_chars=12)
     assert parts["lstm"] == 2 * (2 * (8 + 8) * 16 + 2 * 4 * 8)
+
+
+def test_flops_without_token_projection():
+    """char_cnn.projection=False: no token projection; the first LSTM reads sum(channels) = 20 inputs."""
+    config = tiny_config(**{"model.char_cnn.projection": False})
+    parts = forward_flops_per_direction(config.model, vocab_size=100, max_chars=12)
+    assert "token_projection" not in parts
+    assert parts["lstm"] == 2 * (20 + 8) * 64 + 2 * (8 + 8) * 64 + 2 * (2 * 16 * 8)
