@@ -1,7 +1,7 @@
 """ELMo representations of sentences: library API and CLI.
 
   python -m elmo_jax.embed --options options.json --weights weights.hdf5 \\
-      --input sentences.txt --output elmo.hdf5 [--batch_size 32] [--stateless]
+      --input sentences.txt --output elmo.hdf5 [--batch_size 32] [--stateless] [--vocab_to_cache vocab.txt]
   python -m elmo_jax.embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
   python -m elmo_jax.embed --options options.json --weights weights.hdf5 \\
       --token_embeddings vocab.txt --output tokens.hdf5
@@ -23,6 +23,12 @@ batch leaves the other rows' states untouched); `--stateless` resets them every 
 LSTM reads `<S> w1 .. wn </S>`, the backward LSTM its reverse; a row's states freeze after its
 last token, so padding never changes a real token's output.
 
+Each batch sends its distinct words through the char CNN once (or none of them, for the words of
+`--vocab_to_cache VOCAB`, whose token embeddings are computed up front), then runs the LSTMs over
+the rows that hold a sentence. Compilations: one char-CNN shape per padded word count (64 x 1, 1.5,
+2, 3, 4, 6, ...) and one LSTM shape per (rows: 1, 2, 3, 4, 6, ... up to the batch size; length: a
+multiple of 16) met; a corpus of batches of 32 sentences meets a handful of each.
+
 `--token_embeddings VOCAB` writes the dataset `embedding` `(n_vocab, projection_dim)`: the
 context-independent token embedding of each vocabulary line (first tab-separated field), as
 bilm-tf's `dump_token_embeddings`.
@@ -42,24 +48,16 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+from tqdm import tqdm
 
 from elmo_jax import host_memory
-from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, CharIdCache, word_to_char_ids
+from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, write_atomic
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
+from elmo_jax.token_cache import TokenEmbeddingCache, padded_count
 
 BUCKET = 16  # Sequence lengths are padded to a multiple of this: one compilation per bucket.
-TOKEN_CHUNK = 256  # Words per token-embedding call (a fixed shape: one compilation).
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _run_bilm(
-    model: BiLM, params: Any, char_ids: jax.Array, mask: jax.Array, state: list[LSTMState]
-) -> tuple[jax.Array, list[LSTMState]]:
-    """char_ids `[2, B, T, C]`, mask `[2, B, T]` -> (layers `[L + 1, 2, B, T, P]`, new state)."""
-    layers, _, new_state = model.apply({"params": params}, {"char_ids": char_ids, "mask": mask}, state)
-    return jnp.stack(layers), new_state
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -68,30 +66,67 @@ def _embed_tokens(model: BiLM, params: Any, char_ids: jax.Array) -> jax.Array:
     return model.apply({"params": params}, {"char_ids": char_ids}, method=BiLM.embed_tokens)
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _run_lstms(
+    model: BiLM, params: Any, x: jax.Array, mask: jax.Array, rows: jax.Array, state: list[LSTMState]
+) -> tuple[jax.Array, list[LSTMState]]:
+    """The LSTM stacks over the rows of a batch that hold a sentence.
+
+    x `[2, R, T, P]` token embeddings, mask `[2, R, T]`; rows `[R]`: the state row of each (the
+    batch size for padding rows, whose new states are dropped). Returns (layers
+    `[L + 1, 2, R, T, P]`, the whole new state).
+    """
+    row_state = jax.tree.map(lambda s: jnp.take(s, rows, axis=1, mode="clip"), state)
+    layers, _, new_rows = model.apply({"params": params}, x, mask, row_state, method=BiLM.contextualize)
+    state = jax.tree.map(lambda s, new: s.at[:, rows].set(new, mode="drop"), state, new_rows)
+    return jnp.stack(layers), state
+
+
 class ElmoEmbedder:
     """Stateful ELMo representations from a char-CNN biLM and its params.
 
     `embed_batch` takes up to `batch_size` sentences (token lists); the LSTM states of row r carry
-    over to row r of the next call unless `stateful=False`.
+    over to row r of the next call unless `stateful=False`. Token embeddings come from a
+    `TokenEmbeddingCache` (each distinct word through the char CNN once, up to
+    `token_cache_size` words; the words of `vocab_to_cache` up front), and only rows holding a
+    sentence run the LSTMs.
     """
 
-    def __init__(self, model: BiLM, params: Mapping, max_chars: int, batch_size: int = 1, stateful: bool = True):
+    def __init__(
+        self,
+        model: BiLM,
+        params: Mapping,
+        max_chars: int,
+        batch_size: int = 1,
+        stateful: bool = True,
+        vocab_to_cache: Sequence[str] | None = None,
+        token_cache_size: int = 100_000,
+    ):
         if model.token_encoder != "char_cnn":
             raise ValueError(f"embedding needs a char-CNN biLM, got model.token_encoder={model.token_encoder!r}")
+        if not model.token_projection:
+            raise ValueError(
+                "model.char_cnn.projection=False makes the token embeddings wider than the LSTM layers; "
+                "ELMo layers need one width"
+            )
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model = model
         # The softmax is not used (and bilm-tf weight files do not have one).
         self.params = jax.device_put({k: v for k, v in params.items() if k != "softmax"})
-        self.max_chars = max_chars
-        self.chars = CharIdCache(max_chars)
         self.batch_size = batch_size
         self.stateful = stateful
         self.reset_states()
+        widest_filter = max(width for width, _ in model.filters)
+        self.tokens = TokenEmbeddingCache(
+            lambda char_ids: _embed_tokens(model, self.params, char_ids),
+            model.projection_dim, max_chars, widest_filter, token_cache_size,
+        )
+        self.tokens.add(vocab_to_cache or [])
 
     @property
     def n_outputs(self) -> int:
-        """Representation layers per token: the token embedding plus one per LSTM layer."""
+        """Layers per token: the token embedding and one per LSTM layer."""
         return self.model.n_layers + 1
 
     def reset_states(self) -> None:
@@ -105,28 +140,32 @@ class ElmoEmbedder:
         if not self.stateful:
             self.reset_states()
         p = self.model.projection_dim
-        lengths = [len(s) + 2 if s else 0 for s in sentences]  # An empty sentence leaves its row untouched.
-        steps = -(-max(lengths, default=0) // BUCKET) * BUCKET
-        if steps == 0:
-            return [np.zeros((self.n_outputs, 0, 2 * p), np.float32) for _ in sentences]
-        char_ids = np.zeros((2, self.batch_size, steps, self.max_chars), np.int32)
-        mask = np.zeros((2, self.batch_size, steps), bool)
-        for row, (tokens, length) in enumerate(zip(sentences, lengths)):
-            if length:
-                ids = self.chars.encode([BOS_TOKEN, *tokens, EOS_TOKEN])
-                char_ids[0, row, :length] = ids
-                char_ids[1, row, :length] = ids[::-1]  # The backward LM reads the reversed sentence.
-                mask[:, row, :length] = True
-        layers, self._state = _run_bilm(self.model, self.params, char_ids, mask, self._state)
+        out = [np.zeros((self.n_outputs, 0, 2 * p), np.float32) for _ in sentences]
+        active = [row for row, tokens in enumerate(sentences) if tokens]  # An empty sentence leaves its row untouched.
+        if not active:
+            return out
+        n_rows = min(padded_count(len(active), 1), self.batch_size)
+        steps = -(-max(len(sentences[row]) + 2 for row in active) // BUCKET) * BUCKET
+        word_ids = np.zeros((2, n_rows, steps), np.int64)  # Each position's index in `words`.
+        mask = np.zeros((2, n_rows, steps), bool)
+        words: dict[str, int] = {}
+        for i, row in enumerate(active):
+            ids = [words.setdefault(w, len(words)) for w in (BOS_TOKEN, *sentences[row], EOS_TOKEN)]
+            word_ids[0, i, : len(ids)] = ids
+            word_ids[1, i, : len(ids)] = ids[::-1]  # The backward LM reads the reversed sentence.
+            mask[:, i, : len(ids)] = True
+        rows = np.full(n_rows, self.batch_size, np.int32)
+        rows[: len(active)] = active
+        x = self.tokens.lookup(list(words))[word_ids]  # [2, R, T, P]
+        layers, self._state = _run_lstms(self.model, self.params, x, mask, rows, self._state)
         layers = np.asarray(layers)
-        out = []
-        for row, tokens in enumerate(sentences):
-            n = len(tokens)
-            forward = layers[:, 0, row, 1 : n + 1]
-            backward = layers[:, 1, row, n:0:-1]  # Reversed positions n..1 are tokens 1..n.
+        for i, row in enumerate(active):
+            n = len(sentences[row])
+            forward = layers[:, 0, i, 1 : n + 1]
+            backward = layers[:, 1, i, n:0:-1]  # Reversed positions n..1 are tokens 1..n.
             both = np.concatenate([forward, backward], axis=-1)
             both[0, :, p:] = forward[0]  # Layer 0 is [x; x], as bilm-tf.
-            out.append(both)
+            out[row] = both
         return out
 
     def embed_sentences(self, sentences: Iterable[Sequence[str]]) -> Iterator[np.ndarray]:
@@ -142,27 +181,29 @@ class ElmoEmbedder:
 
     def token_embeddings(self, words: Sequence[str]) -> np.ndarray:
         """Context-independent embeddings `[len(words), P]` (`<S>`/`</S>` use their special chars)."""
-        out = [np.zeros((0, self.model.projection_dim), np.float32)]
-        for start in range(0, len(words), TOKEN_CHUNK):
-            part = words[start : start + TOKEN_CHUNK]
-            char_ids = np.zeros((TOKEN_CHUNK, self.max_chars), np.int32)
-            char_ids[: len(part)] = [word_to_char_ids(w, self.max_chars) for w in part]
-            out.append(np.asarray(_embed_tokens(self.model, self.params, char_ids))[: len(part)])
-        return np.concatenate(out)
+        return self.tokens.encode(words)
 
 
 def embedder_from_bilm_files(
-    options_path: str, weights_path: str, batch_size: int = 1, stateful: bool = True
+    options_path: str,
+    weights_path: str,
+    batch_size: int = 1,
+    stateful: bool = True,
+    vocab_to_cache: Sequence[str] | None = None,
 ) -> ElmoEmbedder:
     """An embedder for a bilm-tf/AllenNLP model (`options.json` + hdf5 weights)."""
     config = load_options(options_path)
     params = load_weights(config, weights_path)
     model = bilm_from_config(config.model, vocab_size=1)  # No softmax is used: any vocabulary size.
-    return ElmoEmbedder(model, params, config.data.max_chars_per_token, batch_size, stateful)
+    return ElmoEmbedder(model, params, config.data.max_chars_per_token, batch_size, stateful, vocab_to_cache)
 
 
 def embedder_from_workdir(
-    workdir: str, step: int | None = None, batch_size: int = 1, stateful: bool = True
+    workdir: str,
+    step: int | None = None,
+    batch_size: int = 1,
+    stateful: bool = True,
+    vocab_to_cache: Sequence[str] | None = None,
 ) -> ElmoEmbedder:
     """An embedder for an elmo-jax training checkpoint, computing in float32 whatever model.dtype is."""
     from elmo_jax.evaluation_job import restore_checkpoint  # Imported here: only this path needs orbax.
@@ -171,7 +212,7 @@ def embedder_from_workdir(
     model_config = ml_collections.ConfigDict(config.model.to_dict())
     model_config.dtype, model_config.dropout = "float32", 0.0
     model = bilm_from_config(model_config, vocab_size=1)
-    return ElmoEmbedder(model, params, config.data.max_chars_per_token, batch_size, stateful)
+    return ElmoEmbedder(model, params, config.data.max_chars_per_token, batch_size, stateful, vocab_to_cache)
 
 
 def read_sentences(path: str) -> Iterator[list[str]]:
@@ -208,14 +249,24 @@ def read_vocabulary_words(path: str) -> list[str]:
     return words
 
 
-def embed_file(embedder: ElmoEmbedder, input_path: str, output_path: str) -> int:
-    """Writes the ELMo layers of every line of `input_path` to `output_path`; returns the line count."""
+def embed_file(embedder: ElmoEmbedder, input_path: str, output_path: str, progress: bool = True) -> int:
+    """Writes the ELMo layers of every line of `input_path` to `output_path`; returns the line count.
+
+    Sentences stream through in batches (memory: one batch and the output file's buffers).
+    """
+    if not os.path.exists(input_path):
+        raise FileNotFoundError(f"{input_path}: input file not found")
     count = 0
+
+    with open(input_path, "rb") as f:
+        n_lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
 
     def write(tmp: str) -> None:
         nonlocal count
         with h5py.File(tmp, "w") as out:
-            for i, layers in enumerate(embedder.embed_sentences(read_sentences(input_path))):
+            layers_of = embedder.embed_sentences(read_sentences(input_path))
+            bar = tqdm(layers_of, total=n_lines, unit=" sentences", desc="embed", disable=not progress)
+            for i, layers in enumerate(bar):
                 out.create_dataset(str(i), data=layers)
                 count = i + 1
 
@@ -246,6 +297,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", required=True, help="hdf5 file to write")
     parser.add_argument("--batch_size", type=int, default=1, help="consecutive lines per batch (state rows)")
     parser.add_argument("--stateless", action="store_true", help="reset the LSTM states every batch")
+    parser.add_argument(
+        "--vocab_to_cache", metavar="VOCAB", help="compute these words' token embeddings once, up front (same output)"
+    )
     args = parser.parse_args(argv)
     if (args.workdir is None) == (args.options is None and args.weights is None):
         parser.error("give either --options and --weights, or --workdir")
@@ -262,10 +316,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
     host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
     try:
+        cache = read_vocabulary_words(args.vocab_to_cache) if args.vocab_to_cache else None
         if args.workdir is not None:
-            embedder = embedder_from_workdir(args.workdir, args.step, args.batch_size, not args.stateless)
+            embedder = embedder_from_workdir(args.workdir, args.step, args.batch_size, not args.stateless, cache)
         else:
-            embedder = embedder_from_bilm_files(args.options, args.weights, args.batch_size, not args.stateless)
+            embedder = embedder_from_bilm_files(
+                args.options, args.weights, args.batch_size, not args.stateless, cache
+            )
         if args.input is not None:
             n = embed_file(embedder, args.input, args.output)
             print(f"wrote {n} sentences to {args.output}")

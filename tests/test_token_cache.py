@@ -1,0 +1,103 @@
+"""The host cache of token embeddings: each word encoded once, trimmed char ids, capacity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, words_to_char_ids
+from elmo_jax.token_cache import TokenEmbeddingCache, padded_count, trimmed_char_ids
+
+PAD_ID = PAD_CHAR + ID_SHIFT
+
+
+class CountingEncoder:
+    """A stand-in char CNN: [sum of non-padding ids, their count, first id]; counts the words it encodes."""
+
+    def __init__(self):
+        self.encoded: list[int] = []
+
+    def __call__(self, char_ids: np.ndarray) -> np.ndarray:
+        real = np.where(char_ids == PAD_ID, 0, char_ids)
+        self.encoded.append(int((char_ids[:, 0] != 0).sum()))
+        return np.stack([real.sum(1), (real != 0).sum(1), char_ids[:, 0]], axis=1).astype(np.float32)
+
+
+def expected(words: list[str], max_chars: int = 50) -> np.ndarray:
+    return CountingEncoder()(words_to_char_ids(words, max_chars))
+
+
+def make_cache(capacity: int = 100) -> tuple[TokenEmbeddingCache, CountingEncoder]:
+    encoder = CountingEncoder()
+    return TokenEmbeddingCache(encoder, dim=3, max_chars=50, widest_filter=7, capacity=capacity), encoder
+
+
+def test_padded_count_has_few_shapes_and_under_half_padding():
+    sizes = {padded_count(n, 64) for n in range(1, 5000)}
+    assert sorted(sizes)[:6] == [64, 96, 128, 192, 256, 384] and len(sizes) == 14
+    for n in range(65, 5000):
+        assert n <= padded_count(n, 64) < 1.5 * n
+    assert [padded_count(n, 1) for n in range(1, 10)] == [1, 2, 3, 4, 6, 6, 8, 8, 12]
+
+
+@pytest.mark.parametrize("widths", [(1, 2, 3), (1, 7), (4,)])
+def test_trimmed_char_ids_keep_every_max_over_positions(widths):
+    """A NumPy char CNN (embedding, valid convolutions, max over positions) on the full and the
+    trimmed ids agrees, for words short and long enough to fill all 50 characters."""
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(262, 3))
+    kernels = [rng.normal(size=(w, 3, 4)) for w in widths]
+
+    def pooled(ids: np.ndarray) -> np.ndarray:
+        x = table[ids]
+        return np.concatenate(
+            [np.stack([np.einsum("nkd,kdo->no", x[:, p : p + k.shape[0]], k) for p in range(ids.shape[1] - k.shape[0] + 1)]).max(0)
+             for k in kernels], axis=1,
+        )
+
+    for words in (["a", "cat", "<S>"], ["word", "x" * 30], ["y" * 60, "b"]):
+        ids = words_to_char_ids(words, 50)
+        trimmed = trimmed_char_ids(ids, max(widths))
+        assert trimmed.shape[1] % 8 == 0 or trimmed.shape[1] == 50
+        np.testing.assert_allclose(pooled(trimmed), pooled(ids), rtol=1e-12)
+    assert trimmed_char_ids(words_to_char_ids(["a", "cat"], 50), 7).shape[1] == 16  # 5 chars + 7, rounded up
+    assert trimmed_char_ids(words_to_char_ids(["y" * 60], 50), 7).shape[1] == 50
+
+
+def test_each_word_is_encoded_once():
+    cache, encoder = make_cache()
+    words = ["the", "cat", "the", "<S>"]
+    np.testing.assert_array_equal(cache.lookup(words), expected(words))
+    assert sum(encoder.encoded) == 3 and len(cache) == 3
+    again = ["cat", "dog", "the"]
+    np.testing.assert_array_equal(cache.lookup(again), expected(again))
+    assert sum(encoder.encoded) == 4  # only "dog" is new
+
+
+def test_words_beyond_capacity_are_encoded_each_time():
+    cache, encoder = make_cache(capacity=2)
+    words = ["a", "b", "c", "d", "c"]
+    np.testing.assert_array_equal(cache.lookup(words), expected(words))
+    assert len(cache) == 2
+    np.testing.assert_array_equal(cache.lookup(["d", "a"]), expected(["d", "a"]))
+    assert sum(encoder.encoded) == 4 + 1  # "d" again, "a" held
+
+
+def test_vocabulary_is_held_beyond_capacity():
+    cache, encoder = make_cache(capacity=1)
+    cache.add(["the", "cat", "the", "sat"])
+    assert len(cache) == 3 and sum(encoder.encoded) == 3
+    np.testing.assert_array_equal(cache.lookup(["sat", "new", "cat"]), expected(["sat", "new", "cat"]))
+    assert len(cache) == 4 and sum(encoder.encoded) == 4  # one more word fits: the capacity
+
+
+def test_encode_pads_to_few_shapes_and_chunks():
+    cache, encoder = make_cache()
+    words = [f"w{i}" for i in range(5000)]
+    np.testing.assert_array_equal(cache.encode(words), expected(words))
+    assert encoder.encoded == [4096, 904] and len(cache) == 0
+
+
+def test_negative_capacity_is_an_error():
+    with pytest.raises(ValueError, match="capacity"):
+        make_cache(capacity=-1)
