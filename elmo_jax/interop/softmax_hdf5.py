@@ -1,0 +1,60 @@
+"""The softmax of a bilm-tf/AllenNLP biLM, stored apart from its weights.
+
+The released original ELMo comes with `elmo_2x4096_512_2048cnn_2xhighway_softmax_weights.hdf5`:
+datasets `softmax/W` `[V, P]` and `softmax/b` `[V]`, row i for word i of its vocabulary file
+(`vocab-2016-09-10.txt`, one word per line). One softmax serves both directions, as elmo-jax's
+(`params['softmax']['W']`, `['b']`), so the layout maps one to one.
+"""
+
+from __future__ import annotations
+
+import os
+
+import h5py
+import numpy as np
+
+from elmo_jax.interop.bilm_hdf5 import WeightFileError, write_atomic
+
+DATASETS = ("softmax/W", "softmax/b")
+
+
+def check_softmax(w: np.ndarray, b: np.ndarray, vocab_size: int, dim: int, where: str) -> None:
+    """Raises a one-line WeightFileError naming `where` unless W is `[vocab_size, dim]` and b `[vocab_size]`."""
+    if w.ndim != 2 or w.shape[1] != dim:
+        raise WeightFileError(f"{where}: 'softmax/W' has shape {tuple(w.shape)}, the model needs [V, {dim}]")
+    if w.shape[0] != vocab_size:
+        raise WeightFileError(
+            f"{where}: 'softmax/W' has {w.shape[0]} rows but the vocabulary has {vocab_size} words"
+        )
+    if b.shape != (vocab_size,):
+        raise WeightFileError(f"{where}: 'softmax/b' has shape {tuple(b.shape)}, expected ({vocab_size},)")
+
+
+def save_softmax(w: np.ndarray, b: np.ndarray, path: str) -> None:
+    """Writes W `[V, P]` and b `[V]` as float32 `softmax/W`, `softmax/b` (atomically: no partial file)."""
+    w, b = np.asarray(w, np.float32), np.asarray(b, np.float32)
+    check_softmax(w, b, w.shape[0], w.shape[-1], path)
+
+    def write(tmp: str) -> None:
+        with h5py.File(tmp, "w") as f:
+            f.create_dataset("softmax/W", data=w)
+            f.create_dataset("softmax/b", data=b)
+
+    write_atomic(path, write)
+
+
+def load_softmax(path: str, vocab_size: int, dim: int) -> dict[str, np.ndarray]:
+    """`{'W': [V, P], 'b': [V]}` float32 from a softmax file, checked against the vocabulary and P."""
+    if not os.path.exists(path):
+        raise WeightFileError(f"{path}: softmax file not found")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise WeightFileError(f"{path}: not a readable HDF5 file ({e})") from None
+    with f:
+        for name in DATASETS:
+            if name not in f or not isinstance(f[name], h5py.Dataset):
+                raise WeightFileError(f"{path}: missing dataset '{name}'")
+        w, b = f["softmax/W"][...].astype(np.float32), f["softmax/b"][...].astype(np.float32)
+    check_softmax(w, b, vocab_size, dim, path)
+    return {"W": w, "b": b}

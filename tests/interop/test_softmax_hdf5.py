@@ -1,0 +1,56 @@
+"""The softmax file of a bilm-tf/AllenNLP biLM: round trip and one-line errors."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+from elmo_jax.interop.bilm_hdf5 import WeightFileError
+from elmo_jax.interop.softmax_hdf5 import load_softmax, save_softmax
+
+
+def random_softmax(vocab_size: int = 7, dim: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(vocab_size, dim)).astype(np.float32), rng.normal(size=vocab_size).astype(np.float32)
+
+
+def test_round_trip_in_bilm_tf_layout(tmp_path):
+    w, b = random_softmax()
+    path = str(tmp_path / "softmax.hdf5")
+    save_softmax(w, b, path)
+    with h5py.File(path, "r") as f:
+        assert f["softmax/W"].shape == (7, 4) and f["softmax/b"].shape == (7,)
+        assert f["softmax/W"].dtype == np.float32
+    loaded = load_softmax(path, vocab_size=7, dim=4)
+    assert loaded["W"].tobytes() == w.tobytes() and loaded["b"].tobytes() == b.tobytes()
+
+
+def test_rows_must_match_the_vocabulary(tmp_path):
+    path = str(tmp_path / "softmax.hdf5")
+    save_softmax(*random_softmax(), path)
+    with pytest.raises(WeightFileError, match=r"softmax.hdf5: 'softmax/W' has 7 rows but the vocabulary has 8 words"):
+        load_softmax(path, vocab_size=8, dim=4)
+    with pytest.raises(WeightFileError, match=r"'softmax/W' has shape \(7, 4\), the model needs \[V, 5\]"):
+        load_softmax(path, vocab_size=7, dim=5)
+
+
+def test_missing_dataset_and_unreadable_files(tmp_path):
+    path = tmp_path / "partial.hdf5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("softmax/W", data=np.zeros((3, 2), np.float32))
+    with pytest.raises(WeightFileError, match="partial.hdf5: missing dataset 'softmax/b'"):
+        load_softmax(str(path), 3, 2)
+    (tmp_path / "text.hdf5").write_text("not hdf5")
+    with pytest.raises(WeightFileError, match="text.hdf5: not a readable HDF5 file"):
+        load_softmax(str(tmp_path / "text.hdf5"), 3, 2)
+    with pytest.raises(WeightFileError, match="nothing.hdf5: softmax file not found"):
+        load_softmax(str(tmp_path / "nothing.hdf5"), 3, 2)
+
+
+def test_inconsistent_shapes_write_nothing(tmp_path):
+    w, b = random_softmax()
+    path = tmp_path / "out.hdf5"
+    with pytest.raises(WeightFileError, match=r"'softmax/b' has shape \(6,\), expected \(7,\)"):
+        save_softmax(w, b[:6], str(path))
+    assert not path.exists() and not list(tmp_path.iterdir())
