@@ -50,7 +50,7 @@ import ml_collections
 import numpy as np
 from tqdm import tqdm
 
-from elmo_jax import host_memory
+from elmo_jax import host_memory, quiet_logs
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, write_atomic
 from elmo_jax.model.bilm import BiLM, bilm_from_config
@@ -300,6 +300,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--vocab_to_cache", metavar="VOCAB", help="compute these words' token embeddings once, up front (same output)"
     )
+    parser.add_argument(f"--{quiet_logs.FLAG_NAME}", action="store_true", help=quiet_logs.FLAG_HELP)
     args = parser.parse_args(argv)
     if (args.workdir is None) == (args.options is None and args.weights is None):
         parser.error("give either --options and --weights, or --workdir")
@@ -314,6 +315,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
+    quiet_logs.configure(args.log_library)
     host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
     try:
         cache = read_vocabulary_words(args.vocab_to_cache) if args.vocab_to_cache else None

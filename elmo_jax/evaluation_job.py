@@ -40,21 +40,95 @@ def restore_model(config: ml_collections.ConfigDict, workdir: str, step: int | N
     return model, state.params, vocab, step, mesh
 
 
-def restore_checkpoint(workdir: str, step: int | None = None) -> tuple[ml_collections.ConfigDict, dict]:
-    """(config, host params) of a training workdir, with the config it was trained with (config.json)."""
+def saved_config(workdir: str) -> ml_collections.ConfigDict:
+    """The config `workdir` was trained with (its config.json): the only one that builds its model."""
     config_path = os.path.join(workdir, "config.json")
     if not os.path.exists(config_path):
         raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
     with open(config_path, encoding="utf-8") as f:
-        config = ml_collections.ConfigDict(json.load(f))
+        return ml_collections.ConfigDict(json.load(f))
+
+
+def restore_checkpoint(workdir: str, step: int | None = None) -> tuple[ml_collections.ConfigDict, dict]:
+    """(config, host params) of a training workdir, with the config it was trained with (config.json)."""
+    config = saved_config(workdir)
     params = restore_model(config, workdir, step)[1]
     return config, jax.device_get(params)
 
 
+# Keys a config given to evaluate.py may change: how and on what the model is evaluated.
+EVALUATION_KEYS = (
+    "eval.", "data.source", "data.eval_split", "data.eval_files", "data.tfds_name", "data.tfds_data_dir",
+    "data.tfds_feature", "data.tfds_valid_split", "data.tfds_test_split",
+)
+# Keys that define the trained model, its inputs or its vocabulary: they must match config.json.
+MODEL_KEYS = ("model.", "data.max_chars_per_token", "data.vocab_file", "data.vocab_min_count", "data.vocab_max_size")
+
+
+class ConfigMismatchError(ValueError):
+    """A config given for evaluation changes the model that the workdir trained."""
+
+
+def _leaves(tree: dict, prefix: str = "") -> dict[str, object]:
+    """{'model.lstm.dim': 16, ...}: the dotted key of every non-dict value of a nested dict."""
+    leaves: dict[str, object] = {}
+    for name, value in tree.items():
+        if isinstance(value, dict):
+            leaves.update(_leaves(value, f"{prefix}{name}."))
+        else:
+            leaves[f"{prefix}{name}"] = value
+    return leaves
+
+
+def _matches(key: str, patterns: tuple[str, ...]) -> bool:
+    """`key` is one of `patterns`, or under one that ends with a dot."""
+    return any(key == p or (p.endswith(".") and key.startswith(p)) for p in patterns)
+
+
+def _as_json(value: object) -> object:
+    """`value` as config.json stores it (tuples become lists), for comparing with a saved value."""
+    return json.loads(json.dumps(value))
+
+
+def evaluation_config(workdir: str, given: ml_collections.ConfigDict | None = None) -> ml_collections.ConfigDict:
+    """The config that evaluates `workdir`: its config.json, with the evaluation keys of `given`.
+
+    The model is always built from config.json: evaluating a checkpoint with another model config
+    (say, without the skip connections it was trained with) would give a wrong perplexity, or fail
+    on a shape, without saying why. A model key (MODEL_KEYS) that `given` sets to another value is
+    a ConfigMismatchError naming it; its training keys (train.*, seed, training data) are not used.
+    """
+    config = saved_config(workdir)
+    if given is None:
+        return config
+    saved = _leaves(config.to_dict())
+    for key, value in _leaves(given.to_dict()).items():
+        if _matches(key, EVALUATION_KEYS):
+            *parents, leaf = key.split(".")
+            node = config
+            for name in parents:
+                node = node[name]
+            node[leaf] = value
+        elif _matches(key, MODEL_KEYS) and key in saved and _as_json(value) != saved[key]:
+            raise ConfigMismatchError(
+                f"--config sets {key}={value!r}, but the model in {workdir} was trained with {key}={saved[key]!r} "
+                "(its config.json): evaluation always builds the trained model, drop the override"
+            )
+    return config
+
+
 def evaluate_checkpoint(
-    config: ml_collections.ConfigDict, workdir: str, split: str | None, eval_files: str = "", step: int | None = None
+    workdir: str,
+    given: ml_collections.ConfigDict | None = None,
+    split: str | None = None,
+    eval_files: str = "",
+    step: int | None = None,
 ) -> dict:
-    """Perplexity of a checkpoint; prints a table and writes `eval_<split>_<step>.json`."""
+    """Perplexity of a checkpoint; prints a table and writes `eval_<split>_<step>.json`.
+
+    The config is `evaluation_config(workdir, given)`: the trained model, `given`'s evaluation keys.
+    """
+    config = evaluation_config(workdir, given)
     split = split or config.data.eval_split
     sentences = corpus.eval_sentences(config.data, split, eval_files)
     if not sentences:

@@ -62,8 +62,11 @@ def test_every_list_valued_key_is_overridable(monkeypatch):
 
 
 def test_train_py_records_the_override_in_config_json(tmp_path):
-    """The run stops at its (missing) training files, after writing WORKDIR/config.json."""
+    """The run stops at its (missing) training files, after writing WORKDIR/config.json (kept: the
+    workdir held a file before, so the failed run does not clean up)."""
     workdir = tmp_path / "run"
+    workdir.mkdir()
+    (workdir / "notes.txt").write_text("an existing workdir\n")
     done = run_script(
         "train.py", "--config=configs/tests/tiny.py", f"{FILTERS}=((1,4),(2,8))", "--config.data.source=text",
         f"--config.data.train_files={tmp_path}/missing-*.txt", f"--workdir={workdir}",
@@ -74,14 +77,14 @@ def test_train_py_records_the_override_in_config_json(tmp_path):
 
 
 def test_evaluate_py_accepts_the_override(tmp_path):
-    """Flags parse; the run stops at the workdir, which holds no checkpoint."""
+    """Flags parse; the run stops at the workdir, which holds no trained model."""
     held_out = tmp_path / "held_out.txt"
     held_out.write_text("a b c\n")
     done = run_script(
         "evaluate.py", "--config=configs/tests/tiny.py", f"{FILTERS}=[[1,4],[2,8]]", f"--eval_files={held_out}",
         f"--workdir={tmp_path}", compile_cache=str(tmp_path / "cache"),
     )
-    assert done.returncode == 1 and "no checkpoint found" in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 1 and "no config.json" in done.stderr, done.stderr[-2000:]
 
 
 @pytest.mark.parametrize("script", ["train.py", "evaluate.py"])

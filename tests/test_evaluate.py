@@ -1,4 +1,5 @@
-"""evaluate.py end to end in subprocesses: a result, or one clear error line and a non-zero exit."""
+"""evaluate.py end to end in subprocesses: a result (the model always from the workdir's config.json),
+or one clear error line and a non-zero exit."""
 
 from __future__ import annotations
 
@@ -22,22 +23,44 @@ def trained(tmp_path_factory):
     return workdir, flags, str(root / "jax_cache")
 
 
-def test_evaluates_the_latest_checkpoint(trained):
-    workdir, flags, cache = trained
-    done = run_script("evaluate.py", *flags, f"--workdir={workdir}", compile_cache=cache)
+def _evaluate(trained, *args: str) -> dict:
+    """evaluate.py's result (eval_valid_2.json) with `args` besides --workdir."""
+    workdir, _, cache = trained
+    done = run_script("evaluate.py", f"--workdir={workdir}", *args, compile_cache=cache)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "valid @ step 2" in done.stdout
     with open(os.path.join(workdir, "eval_valid_2.json")) as f:
-        result = json.load(f)
-    assert result["step"] == 2 and result["tokens"] > 0 and result["perplexity"] > 1
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def with_config(trained):
+    """The result of evaluating with the training config given again (the README's command)."""
+    return _evaluate(trained, *trained[1])
+
+
+def test_evaluates_the_latest_checkpoint(with_config):
+    assert with_config["step"] == 2 and with_config["tokens"] > 0 and with_config["perplexity"] > 1
+
+
+def test_without_config_the_workdirs_config_gives_the_same_result(trained, with_config):
+    assert _evaluate(trained) == with_config
+
+
+def test_evaluation_keys_are_overridable(trained, with_config):
+    one_file = os.path.join(os.path.dirname(trained[0]), "corpus", "part-0.txt")
+    result = _evaluate(trained, *trained[1], f"--config.data.eval_files={one_file}", "--config.eval.batch_size=2")
+    with open(one_file) as f:
+        assert result["tokens"] == sum(len(line.split()) + 1 for line in f) < with_config["tokens"]
 
 
 @pytest.mark.parametrize(
     "case, expected",
     [
-        ("no_checkpoint", "{empty}: no checkpoint found (is this a training workdir?)"),
-        ("other_model", "{workdir}/checkpoints/2: checkpoint does not match the configured model/optimizer "
-                        "(params.lstm_0.B: checkpoint (2, 64) float32, configured (2, 48) float32)"),
+        ("no_config", "{empty}: no config.json (is this an elmo-jax training workdir?)"),
+        ("other_model", "--config sets model.lstm.use_skip_connections=False, but the model in {workdir} was trained "
+                        "with model.lstm.use_skip_connections=True (its config.json): evaluation always builds the "
+                        "trained model, drop the override"),
         ("empty_eval_set", "no sentences in {empty_file}"),
     ],
 )
@@ -47,8 +70,8 @@ def test_bad_input_is_one_error_line_and_exit_1(trained, tmp_path, case, expecte
     os.makedirs(empty)
     open(empty_file, "w").close()
     args = {
-        "no_checkpoint": [f"--workdir={empty}"],
-        "other_model": [f"--workdir={workdir}", "--config.model.lstm.dim=12"],
+        "no_config": [f"--workdir={empty}"],
+        "other_model": [f"--workdir={workdir}", "--config.model.lstm.use_skip_connections=False"],
         "empty_eval_set": [f"--workdir={workdir}", f"--eval_files={empty_file}"],
     }[case]
     done = run_script("evaluate.py", *flags, *args, compile_cache=cache)

@@ -46,6 +46,7 @@ import h5py
 import ml_collections
 import numpy as np
 
+from elmo_jax import quiet_logs
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.model.lstm import has_projection
 
@@ -457,7 +458,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--options", required=True, help="options.json to write")
     parser.add_argument("--weights", required=True, help="hdf5 weight file to write")
     parser.add_argument("--step", type=int, default=None, help="checkpoint step (default: the latest)")
+    parser.add_argument(f"--{quiet_logs.FLAG_NAME}", action="store_true", help=quiet_logs.FLAG_HELP)
     args = parser.parse_args(argv)
+    quiet_logs.configure(args.log_library)
     try:
         export_checkpoint(args.workdir, args.options, args.weights, args.step)
     except (ValueError, RuntimeError, OSError) as e:

@@ -10,15 +10,17 @@ next older one is used; the unreadable one is moved aside to `<step>.unreadable`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
-from typing import Any
+from typing import Any, Iterator
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from elmo_jax.training.parallel import all_processes
 from elmo_jax.training.state import TrainState
 
 UNREADABLE_SUFFIX = ".unreadable"
@@ -74,15 +76,6 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {_first_line(error)}"
 
 
-def _all_processes(ok: bool) -> bool:
-    """True when `ok` holds on every process (processes may read different files of a checkpoint)."""
-    if jax.process_count() == 1:
-        return ok
-    from jax.experimental import multihost_utils
-
-    return bool(np.all(multihost_utils.process_allgather(np.array(ok))))
-
-
 def _leaf_specs(tree: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """{'params.lstm.W': (shape, dtype)} of the leaves of a tree of arrays or array metadata."""
     def name(path: tuple) -> str:
@@ -109,6 +102,25 @@ def describe_mismatch(saved: Any, target: Any) -> str | None:
     return None
 
 
+class _ReadOnlyNotice(logging.Filter):
+    """Drops orbax's warning 'Given directory is read only', which it logs for every read-only
+    manager: evaluation and embedding ask for one, so it only made users wonder what went wrong."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Given directory is read only")
+
+
+@contextlib.contextmanager
+def _without_read_only_notice() -> Iterator[None]:
+    """orbax logs through absl's logger: filter it while a manager is created."""
+    notice, logger = _ReadOnlyNotice(), logging.getLogger("absl")
+    logger.addFilter(notice)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notice)
+
+
 class Checkpointer:
     """Saves and restores `(TrainState, data_state)` under `directory`."""
 
@@ -116,14 +128,16 @@ class Checkpointer:
         self.directory = os.path.abspath(directory)
         self.read_only = read_only
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=keep,
+            max_to_keep=None if read_only else keep,  # orbax warns when a read-only manager is given one.
+            save_interval_steps=0 if read_only else 1,
             create=not read_only,
             read_only=read_only,
             enable_async_checkpointing=True,
             cleanup_tmp_directories=not read_only,  # Unfinished saves of a killed run.
         )
         handlers = {"state": ocp.StandardCheckpointHandler(), "data": ocp.JsonCheckpointHandler()}
-        self.manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=handlers)
+        with _without_read_only_notice():
+            self.manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=handlers)
         self._pending: int | None = None  # Step of the save in flight.
 
     def latest_step(self) -> int | None:
@@ -186,7 +200,7 @@ class Checkpointer:
                 restored, error = self._restore_step(candidate, target), None
             except _Unreadable as e:
                 restored, error = None, str(e)
-            if _all_processes(error is None):
+            if all_processes(error is None):  # Processes may read different files of a checkpoint.
                 self._set_aside(steps[: len(unreadable)])
                 return (*restored, candidate)
             error = error or "unreadable on another process"

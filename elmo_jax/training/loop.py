@@ -4,18 +4,21 @@ Builds the vocabulary, model, optimizer and mesh; resumes from the latest readab
 (state and data position) if there is one; trains with periodic logging, checkpoints and
 evaluation; then evaluates full-softmax perplexity on the configured split.
 
-Reliability: a checkpoint is never written from a state reached through a non-finite step
-(`train.nonfinite_policy='stop'` raises NonFiniteLossError, 'skip' skips the update); on SIGTERM
-the run finishes its step, checkpoints and raises TrainingPreempted.
+Reliability: one run per workdir (workdir_lock); a run that fails before saving any result leaves
+nothing in a workdir it found missing or empty; a checkpoint is never written from a state reached
+through a non-finite step (`train.nonfinite_policy='stop'` raises NonFiniteLossError, 'skip' skips
+the update); on SIGTERM the run finishes its step, checkpoints and raises TrainingPreempted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
+import shutil
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import jax
 import ml_collections
@@ -29,7 +32,7 @@ from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation import Evaluator, format_table
 from elmo_jax.model.bilm import BiLM, bilm_from_config
-from elmo_jax.training import optim, parallel, run_info
+from elmo_jax.training import optim, parallel, run_info, workdir_lock
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
 from elmo_jax.training.metrics_writer import MetricsWriter, write_json_atomic
 from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
@@ -75,14 +78,65 @@ def initial_train_state(
     return parallel.place_state(state, mesh), schedule
 
 
-def _prepare_workdir(config: ml_collections.ConfigDict, workdir: str) -> None:
-    """Creates `workdir` and writes `config.json`: fails at once if the workdir is not writable."""
+def _workdir_error(workdir: str, error: OSError) -> WorkdirError:
+    return WorkdirError(f"{workdir}: cannot write to the workdir ({error})")
+
+
+def _write_config(config: ml_collections.ConfigDict, workdir: str) -> None:
+    """Writes `config.json` (process 0), the config that evaluation and embedding rebuild the model from."""
     try:
-        os.makedirs(workdir, exist_ok=True)
         if jax.process_index() == 0:
             write_json_atomic(os.path.join(workdir, "config.json"), config.to_dict())
     except OSError as e:
-        raise WorkdirError(f"{workdir}: cannot write to the workdir ({e})") from e
+        raise _workdir_error(workdir, e) from e
+
+
+def _holds_results(workdir: str) -> bool:
+    """A checkpoint or a metrics record is on disk: what a failed run never removes."""
+    checkpoints = os.path.join(workdir, "checkpoints")
+    if os.path.isdir(checkpoints) and any(name.isdigit() for name in os.listdir(checkpoints)):
+        return True
+    metrics = os.path.join(workdir, "metrics.jsonl")
+    return os.path.exists(metrics) and os.path.getsize(metrics) > 0
+
+
+def _remove_run_files(workdir: str, keep_directory: bool) -> None:
+    """Deletes `workdir` (or only its content), logging rather than raising: the run's error matters more."""
+    try:
+        if not keep_directory:
+            shutil.rmtree(workdir)
+            return
+        for entry in os.scandir(workdir):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.remove(entry.path)
+    except OSError as e:
+        logging.warning("%s: could not remove what the failed run wrote (%s)", workdir, e)
+
+
+@contextlib.contextmanager
+def _workdir_of_run(workdir: str) -> Iterator[None]:
+    """Creates `workdir` and holds its lock (workdir_lock) while the run uses it.
+
+    A run that fails before any result is saved (a checkpoint or a metrics record) in a workdir
+    that was missing or empty removes what it wrote there: a rerun would otherwise pick up its
+    config.json and vocab.txt (built from the wrong data, say). Other workdirs are left as they are.
+    """
+    with contextlib.ExitStack() as stack:
+        try:
+            existed = os.path.exists(workdir)
+            fresh = not existed or not os.listdir(workdir)
+            os.makedirs(workdir, exist_ok=True)
+            stack.enter_context(workdir_lock.hold(workdir))
+        except OSError as e:
+            raise _workdir_error(workdir, e) from e
+        try:
+            yield
+        except BaseException:
+            if fresh and jax.process_index() == 0 and not _holds_results(workdir):
+                _remove_run_files(workdir, keep_directory=existed)  # The lock too: its release then finds none.
+            raise
 
 
 Window = list[tuple[int, dict[str, Any]]]  # (step, that step's metrics on the device).
@@ -221,9 +275,16 @@ class _Run:
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     """Trains (or resumes) in `workdir`, then returns the final evaluation result.
 
-    Raises TrainingPreempted after checkpointing when SIGTERM arrives (call from the main thread).
+    Raises WorkdirInUseError if another run trains in `workdir`, and TrainingPreempted after
+    checkpointing when SIGTERM arrives (call from the main thread).
     """
-    _prepare_workdir(config, workdir)
+    with _workdir_of_run(workdir):
+        return _train_and_evaluate(config, workdir)
+
+
+def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+    """The run, in a created and locked `workdir`."""
+    _write_config(config, workdir)
     mesh = parallel.make_mesh()
     parallel.check_batch_size(config.train.batch_size, mesh, "train.batch_size")
     if config.train.batch_size % jax.process_count():
@@ -238,7 +299,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
         num_steps, num_epochs = planned_steps(config)
         state, schedule = initial_train_state(config, model, mesh, num_steps)
         n_params = sum(x.size for x in jax.tree.leaves(state.params))
-        logging.info("vocabulary %d words, %d parameters, %d devices", len(vocab), n_params, mesh.size)
+        logging.info(  # The platform too: jax's warning that it fell back to the CPU is a library line.
+            "vocabulary %d words, %d parameters, %d devices (%s)", len(vocab), n_params, mesh.size,
+            mesh.devices.flat[0].platform,
+        )
 
         local_batch = config.train.batch_size // jax.process_count()
         max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None

@@ -33,6 +33,15 @@ def initialize_distributed(distributed: Any) -> None:
     )
 
 
+def all_processes(ok: bool) -> bool:
+    """True when `ok` holds on every process (a decision some processes cannot make alone)."""
+    if jax.process_count() == 1:
+        return ok
+    from jax.experimental import multihost_utils
+
+    return bool(np.all(multihost_utils.process_allgather(np.array(ok))))
+
+
 def make_mesh(devices: list[Any] | None = None) -> jax.sharding.Mesh:
     """A 1-D mesh named 'data' over `devices` (default: all devices of all processes)."""
     devices = devices if devices is not None else jax.devices()

@@ -95,6 +95,17 @@ def test_read_only_falls_back_without_moving_anything(tmp_path):
     assert sorted(os.listdir(directory)) == ["1", "2"]
 
 
+def test_read_only_restore_warns_of_nothing(tmp_path, caplog):
+    """orbax warns that a read-only manager is read-only: evaluation and embedding asked for one."""
+    directory = str(tmp_path / "checkpoints")
+    _save(directory, [1])
+    with caplog.at_level(logging.WARNING):
+        checkpointer = Checkpointer(directory, read_only=True)
+        assert checkpointer.restore(_state(0.0))[2] == 1
+        checkpointer.close()
+    assert [r.getMessage() for r in caplog.records] == []
+
+
 def test_no_readable_checkpoint_or_unreadable_requested_step_is_an_error(tmp_path):
     directory = str(tmp_path / "checkpoints")
     _save(directory, [1, 2])

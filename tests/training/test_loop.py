@@ -111,6 +111,37 @@ def test_stop_policy_raises_and_never_checkpoints_a_nonfinite_state(tmp_path, mo
     assert not os.path.exists(os.path.join(workdir, "metrics.jsonl"))
 
 
+def _failing_config(tmp_path, failure: str):
+    """A config that fails before step 1: in the data (after config.json), or building the model (after vocab.txt)."""
+    if failure == "data":
+        return _text_config(tmp_path, **{"data.train_files": str(tmp_path / "nowhere" / "*.txt")})
+    return _text_config(tmp_path, **{"model.token_encoder": "bogus"})
+
+
+@pytest.mark.parametrize("failure", ["data", "model"])
+@pytest.mark.parametrize("workdir_before", ["missing", "empty"])
+def test_a_run_failing_before_its_first_step_leaves_nothing_behind(tmp_path, failure, workdir_before):
+    workdir = tmp_path / "run"
+    if workdir_before == "empty":
+        workdir.mkdir()
+    with pytest.raises(ValueError, match="nowhere" if failure == "data" else "model.token_encoder"):
+        train_and_evaluate(_failing_config(tmp_path, failure), str(workdir))
+    if workdir_before == "empty":
+        assert os.listdir(workdir) == []
+    else:
+        assert not workdir.exists()
+
+
+def test_a_failing_run_never_removes_what_the_workdir_held(tmp_path):
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    (workdir / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="model.token_encoder"):
+        train_and_evaluate(_failing_config(tmp_path, "model"), str(workdir))
+    assert (workdir / "notes.txt").read_text() == "mine"
+    assert sorted(os.listdir(workdir)) == ["config.json", "notes.txt", "vocab.txt"]
+
+
 def test_skip_policy_skips_the_update_and_counts_it(tmp_path, monkeypatch):
     config = _text_config(tmp_path, **{"train.nonfinite_policy": "skip"})
     _poison_training_batch(monkeypatch, at_step=4)

@@ -1,0 +1,49 @@
+"""Log output of the command-line tools: elmo-jax's own lines, not its libraries' internals.
+
+orbax logs about 45 INFO lines per checkpoint save and warns about its own timings, jax notes
+every backend it tries: useful when debugging those libraries, noise that buries a run's own
+lines. `configure` shows the records logged from the elmo_jax package at INFO and up, other
+libraries' only at ERROR and up, and theirs from INFO too with the entry points' `--log_library`.
+Records are told apart by the file that logged them, so a library logging through the root
+logger stays quiet too. (Python `warnings`, e.g. jax's, are not log records and still show.)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+FLAG_NAME = "log_library"  # The entry points' flag (absl or argparse) for `configure`.
+FLAG_HELP = (
+    "Also show the INFO and WARNING log lines of libraries (orbax, jax, absl); by default only their "
+    "errors appear beside elmo-jax's own lines."
+)
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class _LibraryThreshold(logging.Filter):
+    """Passes every record logged from the elmo_jax package, and other records at `level` and up."""
+
+    def __init__(self, level: int):
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= self.level or record.pathname.startswith(_PACKAGE_DIR)
+
+
+def configure(log_library: bool = False) -> None:
+    """Logs to stderr elmo_jax's records at INFO and up, libraries' at ERROR and up (INFO with `log_library`).
+
+    Call once, after parsing the flags: the filter goes on the root logger's handlers (absl's,
+    which `app.run` installs, or a plain stderr handler added here for an argparse tool).
+    """
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+        root.addHandler(handler)
+    for handler in root.handlers:
+        handler.addFilter(_LibraryThreshold(logging.INFO if log_library else logging.ERROR))

@@ -1,0 +1,164 @@
+"""One training run per workdir: `WORKDIR/train.lock`, held while `train_and_evaluate` runs.
+
+Two runs in one workdir (a double launch, or a requeued job while the old one still runs) would
+interleave their metrics.jsonl records and overwrite each other's checkpoints, so the second one
+is refused at once, naming the holder. The lock is a file created with O_EXCL (creation fails if
+it exists) holding `{"host", "pid", "start_time"}`, removed when the run ends, normally or by an
+exception. A lock whose process is gone (same host, no process with that pid), left by a run
+killed with SIGKILL, is taken over with a warning; one from another host cannot be checked and is
+refused (delete the file if that run has stopped). Evaluation and embedding only read a workdir
+and never look at the lock. With several processes, only process 0 takes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import json
+import logging
+import os
+import socket
+from typing import Iterator
+
+import jax
+
+from elmo_jax.training.parallel import all_processes
+
+FILENAME = "train.lock"
+_ATTEMPTS = 3  # Each one creates the lock, is refused, or follows another process's move.
+
+
+class WorkdirInUseError(RuntimeError):
+    """Another training run holds the workdir (or process 0 could not take its lock)."""
+
+
+def _read(path: str) -> bytes | None:
+    """The lock's content, or None when there is no lock."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _holder(content: bytes) -> dict | None:
+    """The {host, pid, start_time} of a lock's content; None if it is not such a record."""
+    try:
+        holder = json.loads(content)
+    except ValueError:
+        return None
+    valid = isinstance(holder, dict) and isinstance(holder.get("pid"), int) and {"host", "start_time"} <= holder.keys()
+    return holder if valid else None
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # Signal 0: only checks that the process exists.
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # It exists, as another user's process.
+        return True
+    return True
+
+
+def _is_stale(holder: dict) -> bool:
+    """The holder is gone: on this host, with no process of its pid, or with this process's own pid
+    (a restarted container reuses pids; this process holds no lock yet)."""
+    if holder["host"] != socket.gethostname():
+        return False
+    return holder["pid"] == os.getpid() or not _pid_running(holder["pid"])
+
+
+def _refusal(workdir: str, path: str, content: bytes) -> WorkdirInUseError:
+    holder = _holder(content)
+    if holder is None:
+        return WorkdirInUseError(
+            f"{workdir}: in use by another training run (unreadable lock {path}: {content[:80]!r}); "
+            "delete the lock if no run uses this workdir"
+        )
+    hint = "" if holder["host"] == socket.gethostname() else f"; if that run has stopped, delete {path}"
+    return WorkdirInUseError(
+        f"{workdir}: in use by another training run (host {holder['host']}, pid {holder['pid']}, "
+        f"started {holder['start_time']}){hint}"
+    )
+
+
+def _create(path: str, content: bytes) -> bool:
+    """Creates the lock holding `content`; False if it exists. A failed write leaves no lock."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    try:
+        os.write(fd, content)
+    except BaseException:
+        os.remove(path)
+        raise
+    finally:
+        os.close(fd)
+    return True
+
+
+def _remove_if_unchanged(path: str, stale: bytes) -> None:
+    """Removes the lock at `path` if it is still the one that held `stale`.
+
+    Two processes may judge the same dead run's lock stale: each locks the file (flock) and checks
+    that `path` still names it and it still holds `stale`, so only the first removes it and
+    neither removes the new lock the other then creates.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.samestat(os.fstat(fd), os.stat(path)) and _read(path) == stale:
+                os.remove(path)
+    finally:
+        os.close(fd)  # Releases the flock.
+
+
+def _acquire(workdir: str, path: str) -> bytes:
+    """Creates the lock, taking over a stale one; returns its content. WorkdirInUseError if held."""
+    start_time = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    mine = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "start_time": start_time}).encode()
+    for _ in range(_ATTEMPTS):
+        if _create(path, mine):
+            return mine
+        held = _read(path)
+        if held is None:
+            continue  # Released meanwhile.
+        holder = _holder(held)
+        if holder is None or not _is_stale(holder):
+            raise _refusal(workdir, path, held)
+        logging.warning(
+            "%s: taking over the lock of a run that is gone (host %s, pid %d, started %s)",
+            workdir, holder["host"], holder["pid"], holder["start_time"],
+        )
+        _remove_if_unchanged(path, held)
+    raise WorkdirInUseError(f"{workdir}: could not take the lock {path}: other runs keep taking and releasing it")
+
+
+@contextlib.contextmanager
+def hold(workdir: str) -> Iterator[None]:
+    """Holds the lock of the existing directory `workdir` while the block runs.
+
+    Raises WorkdirInUseError (every process, when process 0 is refused) or OSError (the lock
+    cannot be written). The lock is removed at the end unless another process took it over.
+    """
+    path = os.path.join(workdir, FILENAME)
+    mine, error = None, None
+    if jax.process_index() == 0:
+        try:
+            mine = _acquire(workdir, path)
+        except (WorkdirInUseError, OSError) as e:
+            error = e
+    if not all_processes(error is None):  # The other processes must not train without it.
+        raise error or WorkdirInUseError(f"{workdir}: process 0 could not take the workdir lock (see its error)")
+    try:
+        yield
+    finally:
+        if mine is not None and _read(path) == mine:
+            os.remove(path)
