@@ -438,35 +438,54 @@ def save_weights(params: Mapping, config: ml_collections.ConfigDict, path: str) 
 # ----------------------------------------------------------------------------- checkpoints
 
 
-def export_checkpoint(workdir: str, options_path: str, weights_path: str, step: int | None = None) -> None:
-    """Writes `options.json` and the hdf5 weights of an elmo-jax training checkpoint."""
+def export_checkpoint(
+    workdir: str,
+    options_path: str,
+    weights_path: str,
+    step: int | None = None,
+    softmax_path: str | None = None,
+    vocab_path: str | None = None,
+) -> None:
+    """Writes `options.json` and the hdf5 weights of an elmo-jax training checkpoint, and with
+    `softmax_path` / `vocab_path` its softmax (`softmax/W`, `softmax/b`) and its vocabulary (one
+    word per line: line i is softmax row i), as the released original ELMo comes."""
     # Imported here: reading and writing weight files needs neither orbax nor the training code.
+    from elmo_jax.data.vocab import Vocabulary
     from elmo_jax.evaluation_job import restore_checkpoint
+    from elmo_jax.interop.softmax_hdf5 import save_softmax
 
     config, params = restore_checkpoint(workdir, step)
     options_dict(config)  # Fail before writing anything for a word-input model.
     save_weights(params, config, weights_path)
     save_options(config, options_path)
+    if softmax_path:
+        save_softmax(np.asarray(params["softmax"]["W"]), np.asarray(params["softmax"]["b"]), softmax_path)
+    if vocab_path:
+        Vocabulary.load(os.path.join(workdir, "vocab.txt")).save(vocab_path, with_counts=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m elmo_jax.interop.bilm_hdf5",
-        description="Export an elmo-jax checkpoint as bilm-tf/AllenNLP options.json + hdf5 weights.",
+        description="Export an elmo-jax checkpoint as bilm-tf/AllenNLP options.json + hdf5 weights "
+        "(and its softmax and vocabulary).",
     )
     parser.add_argument("--workdir", required=True, help="elmo-jax training workdir")
     parser.add_argument("--options", required=True, help="options.json to write")
     parser.add_argument("--weights", required=True, help="hdf5 weight file to write")
     parser.add_argument("--step", type=int, default=None, help="checkpoint step (default: the latest)")
+    parser.add_argument("--softmax_weights", help="also write the softmax (softmax/W, softmax/b) to this hdf5 file")
+    parser.add_argument("--vocab", help="also write the vocabulary (one word per line, softmax row order)")
     parser.add_argument(f"--{quiet_logs.FLAG_NAME}", action="store_true", help=quiet_logs.FLAG_HELP)
     args = parser.parse_args(argv)
     quiet_logs.configure(args.log_library)
     try:
-        export_checkpoint(args.workdir, args.options, args.weights, args.step)
+        export_checkpoint(args.workdir, args.options, args.weights, args.step, args.softmax_weights, args.vocab)
     except (ValueError, RuntimeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"wrote {args.options} and {args.weights}")
+    written = [path for path in (args.options, args.weights, args.softmax_weights, args.vocab) if path]
+    print(f"wrote {', '.join(written)}")
     return 0
 
 

@@ -6,8 +6,12 @@ import h5py
 import numpy as np
 import pytest
 
+from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.evaluation_job import restore_checkpoint
 from elmo_jax.interop.bilm_hdf5 import WeightFileError
+from elmo_jax.interop.bilm_hdf5 import main as bilm_main
 from elmo_jax.interop.softmax_hdf5 import load_softmax, save_softmax
+from tests.training.helpers import make_checkpoint_workdir
 
 
 def random_softmax(vocab_size: int = 7, dim: int = 4) -> tuple[np.ndarray, np.ndarray]:
@@ -54,3 +58,19 @@ def test_inconsistent_shapes_write_nothing(tmp_path):
     with pytest.raises(WeightFileError, match=r"'softmax/b' has shape \(6,\), expected \(7,\)"):
         save_softmax(w, b[:6], str(path))
     assert not path.exists() and not list(tmp_path.iterdir())
+
+
+def test_export_writes_the_softmax_and_the_vocabulary_of_a_checkpoint(tmp_path):
+    workdir = make_checkpoint_workdir(tmp_path)
+    _, params = restore_checkpoint(workdir)
+    vocab = Vocabulary.load(f"{workdir}/vocab.txt")
+    out = {name: str(tmp_path / name) for name in ("options.json", "weights.hdf5", "softmax.hdf5", "vocab.txt")}
+    assert bilm_main([
+        "--workdir", workdir, "--options", out["options.json"], "--weights", out["weights.hdf5"],
+        "--softmax_weights", out["softmax.hdf5"], "--vocab", out["vocab.txt"],
+    ]) == 0
+    assert (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines() == vocab.words
+    w = np.asarray(params["softmax"]["W"])
+    softmax = load_softmax(out["softmax.hdf5"], len(vocab), w.shape[1])
+    assert softmax["W"].tobytes() == w.tobytes()
+    assert softmax["b"].tobytes() == np.asarray(params["softmax"]["b"]).tobytes()
