@@ -79,6 +79,7 @@ from absl import app, flags
 from ml_collections import config_flags
 
 # Reuses throughput.py's flags (--config, --steps, --vocab_size) and its synthetic batches.
+from benchmarks.pytorch_embed import matmul_peak_gflops
 from benchmarks.throughput import throughput_record, zipf_batch
 from elmo_jax import host_memory
 from elmo_jax.model.softmax import unique_sampling_tries
@@ -570,18 +571,6 @@ def to_torch_batch(batch: dict) -> dict:
         "targets": torch.from_numpy(stack("targets").astype(np.int64)),
         "mask": None if mask.all() else torch.from_numpy(mask.astype(np.float32))[..., None],
     }
-
-
-def matmul_peak_gflops(n: int = 2048) -> float:
-    """As throughput.matmul_peak_gflops: a float32 n x n product of random operands, median of 10."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    torch.mm(a, b)
-    times = []
-    for _ in range(10):
-        start = time.perf_counter()
-        torch.mm(a, b)
-        times.append(time.perf_counter() - start)
-    return 2.0 * n**3 / float(np.median(times)) / 1e9
 
 
 # ----------------------------------------------------------------------------------------------

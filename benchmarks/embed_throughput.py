@@ -1,0 +1,366 @@
+"""Embedding throughput: elmo-jax's `embed_sentences` and a fast PyTorch ELMo, side by side on one CPU.
+
+  python benchmarks/embed_throughput.py [--models small,original] [--batch_sizes 32,64] \\
+      [--sentences 1000] [--repeats 3] [--output results.json]
+  python benchmarks/embed_throughput.py --check
+
+Benchmark-only: needs `pip install torch` (not a dependency of elmo-jax). For each model it
+writes random weights in a released ELMo shape (`small`: configs/elmo_small.py, LSTM 1024/128,
+1 highway layer; `original`: configs/elmo_original.py, 4096/512, 2 highway layers; both with
+the 2048-filter char CNN) as bilm-tf files with elmo-jax's exporter, and loads them into both
+`elmo_jax.embed.embedder_from_bilm_files(..., stateful=False)` and
+benchmarks/pytorch_embed.py's `TorchElmo` (stateless too: zero LSTM states every batch, so both
+compute the same thing). The input is the first `--sentences` sentences of the PTB test set.
+
+For each (model, batch size) one pass of each framework over all sentences warms up (elmo-jax
+compiles there: its time, the XLA compilations counted by jax.monitoring and their seconds are
+reported separately), then `--repeats` alternating timed passes (elmo-jax, PyTorch, elmo-jax, ...);
+the medians give tokens/s (real tokens, without `<S>`/`</S>`) and sentences/s. Every pass uses a
+new embedder (built untimed), so it starts with an empty token cache, as embedding a new file
+does: both frameworks send each distinct word through the char CNN once and hold it for later
+batches (elmo-jax's embedder always; PyTorch unless `--no-torch_token_cache`). Where the embedder
+takes `vocab_to_cache` (checked at run time), a second row also precomputes the PTB training
+vocabulary in both (untimed: `setup_s`). Each record also has both frameworks' float32 matmul
+peak (2048 x 2048, measured once per run), the largest difference between the two outputs on the
+first batch, and the machine.
+
+--check: on small random biLMs (with and without LSTM projection, highway, CNN_proj and skip
+connections; empty sentences, tokens over 48 bytes, non-ASCII), asserts that every PyTorch variant
+equals elmo-jax's `embed_sentences` and the NumPy reference (tests/reference/bilm_numpy.py) to
+1e-5 relative + 1e-6 absolute, and prints the largest differences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import inspect
+import itertools
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from typing import Callable, Iterator, Sequence, TypeVar
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+
+from benchmarks.pytorch_embed import TorchElmo, read_bilm_files
+from benchmarks.pytorch_embed import matmul_peak_gflops as torch_matmul_peak_gflops
+from benchmarks.throughput import matmul_peak_gflops as jax_matmul_peak_gflops
+from elmo_jax import host_memory
+from elmo_jax.data.sources import ptb_sentences
+from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files
+from elmo_jax.interop.bilm_hdf5 import save_options, save_weights
+from elmo_jax.model.bilm import bilm_from_config
+from elmo_jax.training import parallel
+from elmo_jax.training.state import init_params
+
+MODELS = ("small", "original")  # configs/elmo_<name>.py
+BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # One per XLA compilation.
+RTOL, ATOL = 1e-5, 1e-6
+T = TypeVar("T")
+
+
+class CompileCounter:
+    """XLA compilations and their seconds, counted through jax.monitoring since construction."""
+
+    def __init__(self) -> None:
+        self.count, self.seconds = 0, 0.0
+        jax.monitoring.register_event_duration_secs_listener(self._on_event)
+
+    def _on_event(self, event: str, duration: float, **kwargs) -> None:
+        if event == BACKEND_COMPILE_EVENT:
+            self.count += 1
+            self.seconds += duration
+
+
+def supports_vocab_to_cache() -> bool:
+    """Whether this elmo-jax's embedder takes a `vocab_to_cache` argument."""
+    return "vocab_to_cache" in inspect.signature(embedder_from_bilm_files).parameters
+
+
+def write_random_model(name: str, directory: str) -> tuple[str, str]:
+    """options.json and weights.hdf5 of configs/elmo_<name>.py's biLM with its initial (random) params."""
+    config = importlib.import_module(f"configs.elmo_{name}").get_config()
+    model = bilm_from_config(config.model, vocab_size=1)  # The softmax is not exported.
+    params = init_params(model, jax.random.key(0), config.data.max_chars_per_token)
+    paths = os.path.join(directory, f"{name}_options.json"), os.path.join(directory, f"{name}_weights.hdf5")
+    save_options(config, paths[0])
+    save_weights(params, config, paths[1])
+    return paths
+
+
+def make_jax_embedder(paths: tuple[str, str], batch_size: int, vocab: list[str] | None) -> ElmoEmbedder:
+    """elmo-jax's stateless embedder of the bilm-tf files `paths`, `vocab` cached if given."""
+    extra = {"vocab_to_cache": vocab} if vocab else {}
+    return embedder_from_bilm_files(*paths, batch_size, stateful=False, **extra)
+
+
+def make_torch_elmo(
+    options: dict, weights: dict[str, np.ndarray], conv: str, token_cache: bool, vocab: list[str] | None
+) -> TorchElmo:
+    """The PyTorch ELMo of the same weights, `vocab` cached if given."""
+    elmo = TorchElmo(options, weights, conv=conv, token_cache=token_cache)
+    if vocab:
+        elmo.cache_vocabulary(vocab)
+    return elmo
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
+    """fn's result and its seconds."""
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def consume(outputs: Iterator[np.ndarray]) -> None:
+    """Runs a pass to its end (both frameworks return NumPy arrays: nothing is left running)."""
+    for _ in outputs:
+        pass
+
+
+def max_abs_diff(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> float:
+    return max((float(np.max(np.abs(g - w), initial=0.0)) for g, w in zip(got, want, strict=True)), default=0.0)
+
+
+def benchmark_row(
+    make_jax: Callable[[], ElmoEmbedder], make_torch: Callable[[], TorchElmo], sentences: list[list[str]],
+    batch_size: int, repeats: int, compiles: CompileCounter,
+) -> dict:
+    """A warm-up pass of each framework, then `repeats` alternating timed passes; a record's throughput fields.
+
+    Every pass starts from a new embedder (built untimed: `setup_s`), so its token cache starts empty
+    (apart from a `vocab_to_cache` vocabulary), as when embedding a new file.
+    """
+    count, seconds = compiles.count, compiles.seconds
+    jax_embedder = make_jax()
+    _, jax_first = timed(lambda: consume(jax_embedder.embed_sentences(sentences)))
+    jax_compiles, jax_compile_s = compiles.count - count, compiles.seconds - seconds
+    torch_elmo = make_torch()
+    _, torch_first = timed(lambda: consume(torch_elmo.embed_sentences(sentences, batch_size)))
+    times: dict[str, list[float]] = {key: [] for key in ("jax", "torch", "jax_setup", "torch_setup")}
+    count = compiles.count
+    for _ in range(repeats):
+        jax_embedder, setup = timed(make_jax)
+        _, seconds = timed(lambda: consume(jax_embedder.embed_sentences(sentences)))
+        times["jax_setup"].append(setup)
+        times["jax"].append(seconds)
+        torch_elmo, setup = timed(make_torch)
+        _, seconds = timed(lambda: consume(torch_elmo.embed_sentences(sentences, batch_size)))
+        times["torch_setup"].append(setup)
+        times["torch"].append(seconds)
+    first = sentences[:batch_size]
+    diff = max_abs_diff(make_torch().embed_batch(first), make_jax().embed_batch(first))
+    tokens = sum(len(s) for s in sentences)
+    jax_s, torch_s = statistics.median(times["jax"]), statistics.median(times["torch"])
+    return {
+        "jax_tokens_per_sec": round(tokens / jax_s, 1),
+        "jax_sentences_per_sec": round(len(sentences) / jax_s, 2),
+        "torch_tokens_per_sec": round(tokens / torch_s, 1),
+        "torch_sentences_per_sec": round(len(sentences) / torch_s, 2),
+        "jax_over_torch": round(torch_s / jax_s, 3),
+        "jax_pass_s": [round(t, 3) for t in times["jax"]],
+        "torch_pass_s": [round(t, 3) for t in times["torch"]],
+        "jax_setup_s": round(statistics.median(times["jax_setup"]), 3),
+        "torch_setup_s": round(statistics.median(times["torch_setup"]), 3),
+        "jax_first_pass_s": round(jax_first, 2),
+        "jax_compilations": jax_compiles,
+        "jax_compile_s": round(jax_compile_s, 2),
+        "jax_compilations_timed": compiles.count - count,  # Should be 0: every shape compiled in the warm-up.
+        "torch_first_pass_s": round(torch_first, 2),
+        "max_abs_diff_first_batch": diff,
+    }
+
+
+def machine() -> dict:
+    """CPU model, core count, load and versions (the context every number needs)."""
+    cpu = platform.processor()
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
+        "jax": jax.__version__, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+    }
+
+
+def run_benchmark(args: argparse.Namespace) -> list[dict]:
+    sentences = ptb_sentences("test")[: args.sentences]
+    vocab = sorted({w for s in ptb_sentences("train") for w in s}) if args.vocab_to_cache else None
+    cached_rows = [False, True] if vocab and supports_vocab_to_cache() else [False]
+    context = {
+        **machine(),
+        "sentences": len(sentences),
+        "tokens": sum(len(s) for s in sentences),
+        "jax_matmul_peak_gflops": round(jax_matmul_peak_gflops(parallel.make_mesh(), jnp.float32), 1),
+        "torch_matmul_peak_gflops": round(torch_matmul_peak_gflops(), 1),
+        "torch_conv": args.conv,
+        "torch_token_cache": args.torch_token_cache,
+    }
+    compiles = CompileCounter()
+    records = []
+    with tempfile.TemporaryDirectory() as directory:
+        for name in args.models:
+            paths = write_random_model(name, directory)
+            options, weights = read_bilm_files(*paths)
+            for batch_size, cached in itertools.product(args.batch_sizes, cached_rows):
+                rows_vocab = vocab if cached else None
+                make_jax = functools.partial(make_jax_embedder, paths, batch_size, rows_vocab)
+                make_torch = functools.partial(
+                    make_torch_elmo, options, weights, args.conv, args.torch_token_cache, rows_vocab
+                )
+                row = benchmark_row(make_jax, make_torch, sentences, batch_size, args.repeats, compiles)
+                records.append({"model": name, "batch_size": batch_size, "vocab_cached": cached, **row, **context})
+                print(json.dumps(records[-1]), flush=True)
+    return records
+
+
+def markdown_table(records: list[dict]) -> str:
+    """The records as a Markdown table, the machine and matmul peaks in a line under it."""
+    lines = [
+        "| model | batch | vocab cached | elmo-jax tokens/s | elmo-jax sentences/s | PyTorch tokens/s "
+        "| PyTorch sentences/s | elmo-jax / PyTorch | elmo-jax first pass (s) | compilations (s) | max abs diff |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in records:
+        lines.append(
+            f"| {r['model']} | {r['batch_size']} | {'yes' if r['vocab_cached'] else 'no'} "
+            f"| {r['jax_tokens_per_sec']:,.0f} | {r['jax_sentences_per_sec']:,.1f} "
+            f"| {r['torch_tokens_per_sec']:,.0f} | {r['torch_sentences_per_sec']:,.1f} | {r['jax_over_torch']:.2f}x "
+            f"| {r['jax_first_pass_s']:.1f} | {r['jax_compilations']} ({r['jax_compile_s']:.1f}) "
+            f"| {r['max_abs_diff_first_batch']:.1e} |"
+        )
+    if records:
+        r = records[0]
+        lines.append(
+            f"\n{r['cpu']}, {r['cores']} cores, load {r['load_avg_1m']} at the start; {r['sentences']} PTB test "
+            f"sentences ({r['tokens']} tokens); float32 2048x2048 matmul peak: JAX {r['jax_matmul_peak_gflops']} "
+            f"GFLOP/s, PyTorch {r['torch_matmul_peak_gflops']} GFLOP/s; jax {r['jax']}, torch {r['torch']} "
+            f"({r['torch_threads']} threads, conv={r['torch_conv']}, token cache={r['torch_token_cache']})."
+        )
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------- --check
+
+CHECK_LINES = [
+    "the cat sat on the mat",
+    "",
+    "a",
+    "x" * 60 + " tail",  # 60 bytes: truncated to 48.
+    "naïve café 中文 " + "é" * 30,  # 60 bytes of 2-byte characters.
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen",
+    "",
+    "the cat",
+    "end of the story . the",
+]
+
+
+def check_options(projected: bool) -> dict:
+    """A tiny bilm-tf biLM: with a projected 2-layer LSTM, relu, 2 highway layers and skips; or
+    unprojected (projection_dim == dim == sum(filters): no W_P_0 and no CNN_proj), tanh, no highway."""
+    clips = {"n_layers": 2, "cell_clip": 3, "proj_clip": 3}
+    if projected:
+        lstm = {"dim": 16, "projection_dim": 6, "use_skip_connections": True, **clips}
+        cnn = {"activation": "relu", "filters": [[1, 4], [2, 6], [3, 8]], "n_highway": 2}
+    else:
+        lstm = {"dim": 12, "projection_dim": 12, "use_skip_connections": False, **clips}
+        cnn = {"activation": "tanh", "filters": [[1, 4], [2, 8]], "n_highway": 0}
+    cnn.update({"embedding": {"dim": 4}, "max_characters_per_token": 50, "n_characters": 262})
+    return {"lstm": lstm, "char_cnn": cnn}
+
+
+def compare(got: list[np.ndarray], want: list[np.ndarray], what: str) -> dict:
+    """Asserts got == want to RTOL / ATOL (shapes, dtypes); returns the largest absolute difference and
+    the largest share of the tolerance used (|got - want| / (ATOL + RTOL |want|), at most 1)."""
+    assert len(got) == len(want), what
+    worst_abs, worst_share = 0.0, 0.0
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape and g.dtype == np.float32, (what, i, g.shape, w.shape, g.dtype)
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL, err_msg=f"{what}: sentence {i}")
+        err = np.abs(g.astype(np.float64) - w)
+        worst_abs = max(worst_abs, float(np.max(err, initial=0.0)))
+        worst_share = max(worst_share, float(np.max(err / (ATOL + RTOL * np.abs(w)), initial=0.0)))
+    return {"max_abs_diff": worst_abs, "tolerance_used": round(worst_share, 3)}
+
+
+def run_check() -> dict:
+    from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
+
+    sentences = [line.split() for line in CHECK_LINES]
+    vocab = ["the", "cat", "a", "x" * 60]
+    results = {}
+    with tempfile.TemporaryDirectory() as directory:
+        for projected in (True, False):
+            options = check_options(projected)
+            paths = os.path.join(directory, f"{projected}.json"), os.path.join(directory, f"{projected}.hdf5")
+            write_bilm_files(options, random_bilm_weights(options, seed=3, with_proj=projected), *paths)
+            batch = 4  # Batches of 4, 4, 1: empty sentences inside a batch, a shorter last batch.
+            want = list(embedder_from_bilm_files(*paths, batch_size=batch, stateful=False).embed_sentences(sentences))
+            reference = ReferenceBiLM.from_files(*paths).embed_batches(sentences, batch, stateful=False)
+            model = "projected" if projected else "unprojected"
+            results[f"{model}: elmo-jax vs NumPy"] = compare(want, reference, model)
+            for conv, token_cache, cached in itertools.product(("unfold", "conv1d"), (True, False), (False, True)):
+                torch_elmo = TorchElmo.from_files(*paths, conv=conv, token_cache=token_cache)
+                if cached:
+                    torch_elmo.cache_vocabulary(vocab)
+                what = f"{model}: PyTorch conv={conv} token_cache={token_cache} vocab_cached={cached}"
+                got = list(torch_elmo.embed_sentences(sentences, batch))
+                results[f"{what} vs elmo-jax"] = compare(got, want, what)
+                results[f"{what} vs NumPy"] = compare(got, reference, what)
+    return results
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default="small,original", help=f"comma-separated, of {MODELS}")
+    parser.add_argument("--batch_sizes", default="32,64", help="comma-separated sentences per batch")
+    parser.add_argument("--sentences", type=int, default=1000, help="the first N PTB test sentences")
+    parser.add_argument("--repeats", type=int, default=3, help="timed passes per framework (median)")
+    parser.add_argument("--conv", choices=("unfold", "conv1d"), default="unfold", help="PyTorch char CNN")
+    parser.add_argument("--torch_token_cache", action=argparse.BooleanOptionalAction, default=True,
+                        help="PyTorch: each distinct word through the char CNN once, held for later batches "
+                        "(as elmo-jax's embedder); without it, every token")
+    parser.add_argument("--vocab_to_cache", action=argparse.BooleanOptionalAction, default=True,
+                        help="also rows with the PTB training vocabulary cached, where elmo-jax supports it")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: os.cpu_count())")
+    parser.add_argument("--output", help="write the records to this JSON file")
+    parser.add_argument("--check", action="store_true", help="check PyTorch against elmo-jax and exit")
+    args = parser.parse_args(argv)
+    args.models = args.models.split(",")
+    args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    if not set(args.models) <= set(MODELS):
+        parser.error(f"--models must be of {MODELS}, got {args.models}")
+    if min(args.batch_sizes) < 1 or args.sentences < 1 or args.repeats < 1:
+        parser.error("--batch_sizes, --sentences and --repeats must be positive")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    host_memory.reuse_freed_memory()  # As elmo_jax.embed's CLI: before JAX starts its CPU backend.
+    torch.set_num_threads(args.threads or os.cpu_count())
+    if args.check:
+        for what, result in run_check().items():
+            print(f"{what}: {json.dumps(result)}")
+        print("check passed")
+        return 0
+    records = run_benchmark(args)
+    print(markdown_table(records))
+    if args.output:
+        with open(args.output, "w") as f:
+            json.dump(records, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
