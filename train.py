@@ -1,46 +1,11 @@
-"""Pretrain an ELMo biLM.
+"""Pretrain an ELMo biLM (the `elmo-train` command; flags and exit status: elmo_jax/cli/train.py).
 
   python train.py --config=configs/demo.py --workdir=runs/demo [--config.model.lstm.dim=1024]
 
-Rerunning the same command resumes from the latest checkpoint in WORKDIR. Exit status: 0 when
-training and the final evaluation are done; 143 after SIGTERM (a checkpoint was saved: rerun to
-resume); 1 with a one-line `error: ...` on stderr for bad input, an unusable workdir or
-checkpoint, a workdir another run is training in, or a non-finite loss. Library log lines (orbax,
-jax) show only with --log_library.
+Rerunning the same command resumes from the latest checkpoint in WORKDIR.
 """
 
-import sys
-
-from absl import app, flags
-
-from elmo_jax import host_memory, quiet_logs
-from elmo_jax.config_flags import define_config_flag
-from elmo_jax.training import preemption
-from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
-from elmo_jax.training.parallel import initialize_distributed
-
-FLAGS = flags.FLAGS
-define_config_flag("Path to a config file (configs/*.py).")
-flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics and evaluation results.")
-flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP)
-flags.mark_flags_as_required(["config", "workdir"])
-
-
-def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-    quiet_logs.configure(FLAGS.log_library)
-    initialize_distributed(FLAGS.config.distributed)
-    try:
-        train_and_evaluate(FLAGS.config, FLAGS.workdir)
-    except preemption.TrainingPreempted as e:
-        print(e, file=sys.stderr)
-        sys.exit(preemption.EXIT_CODE)
-    except (ValueError, RuntimeError, OSError, NonFiniteLossError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(1)
-
+from elmo_jax.cli.train import run
 
 if __name__ == "__main__":
-    app.run(main)
+    run()

@@ -29,7 +29,7 @@ from elmo_jax.data.vocab import Vocabulary  # noqa: E402
 from elmo_jax.evaluation_job import restore_checkpoint  # noqa: E402
 from elmo_jax.model import softmax as softmax_lib  # noqa: E402
 from elmo_jax.model.bilm import bilm_from_config  # noqa: E402
-from elmo_jax.training.step import stack_directions  # noqa: E402
+from elmo_jax.model.bilm import stack_directions  # noqa: E402
 
 SATURATED = 3.0
 

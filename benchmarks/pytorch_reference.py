@@ -646,7 +646,7 @@ def run_check(config, vocab_size: int) -> None:
     from elmo_jax.model.lstm import LSTMState
     from elmo_jax.training import optim
     from elmo_jax.training.state import init_params
-    from elmo_jax.training.step import stack_directions
+    from elmo_jax.model.bilm import stack_directions
 
     batch_size, steps, chars = config.train.batch_size, config.train.unroll_steps, config.data.max_chars_per_token
     jmodel = bilm_from_config(config.model, vocab_size)

@@ -32,9 +32,8 @@ from elmo_jax.config_flags import define_config_flag
 from elmo_jax.model.bilm import DTYPES, bilm_from_config
 from elmo_jax.model import precision
 from elmo_jax.model.flops import train_flops_per_token
-from elmo_jax.training import optim, parallel
-from elmo_jax.training.state import create_train_state
-from elmo_jax.training.step import make_train_step
+from elmo_jax.training import parallel
+from elmo_jax.training.trainer import build_trainer
 
 FLAGS = flags.FLAGS
 define_config_flag("Model/training config.")
@@ -123,9 +122,7 @@ def main(argv: list[str]) -> None:
     parallel.check_batch_size(batch, mesh, "train.batch_size")
     chars = config.data.max_chars_per_token
     model = bilm_from_config(config.model, vocab_size)
-    tx, _ = optim.make_optimizer(config.train, 1_000_000)
-    state = parallel.place_state(create_train_state(model, tx, config.seed, batch, chars), mesh)
-    train_step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
+    state, train_step, _ = build_trainer(model, config, mesh, 1_000_000)
     rng = np.random.default_rng(0)
     batches = [parallel.shard_batch(zipf_batch(rng, vocab_size, batch, steps, chars), mesh) for _ in range(4)]
 

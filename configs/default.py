@@ -32,6 +32,8 @@ def get_config() -> ml_collections.ConfigDict:
     data.vocab_min_count = 1  # When building: drop words seen fewer times.
     data.vocab_max_size = 0  # When building: keep the most frequent words (0 = all).
     data.max_chars_per_token = 50  # Characters per token, BOW/EOW included (bilm-tf: 50).
+    # 'sentences' (bilm-tf: whole sentences dealt to the rows) | 'contiguous' (the text in order, B streams).
+    data.streams = "sentences"
     data.shuffle = True  # Reshuffle the training sentences (ptb, tfds) or files and sentences (text) every epoch.
     data.shuffle_buffer = 10000  # source='text': sentences shuffled within blocks of this many (0 = files only).
     data.max_sentence_tokens = 1000  # source='text': longer training lines are split into pieces (0 = no limit).
@@ -110,4 +112,13 @@ def get_config() -> ml_collections.ConfigDict:
     ev.unroll_steps = 20  # Window length when computing perplexity.
     ev.every_steps = 0  # Evaluate on data.eval_split every N training steps (0 = only at the end).
     ev.max_tokens = 0  # Cap the tokens evaluated during training (0 = the whole split).
+
+    # Continued training of a bilm-tf/AllenNLP model (elmo_jax/training/init_from.py): its shape comes
+    # from options.json, a new run starts from its weights (and its softmax rows for the words the
+    # two vocabularies share), the optimizer starts fresh. Ignored when the workdir has a checkpoint.
+    config.init = init = ml_collections.ConfigDict()
+    init.options = ""  # options.json of the model to start from ("" = a fresh model).
+    init.weights = ""  # Its hdf5 weights.
+    init.softmax_weights = ""  # Its softmax hdf5 (softmax/W [V, P], softmax/b [V]); "" = a fresh softmax.
+    init.vocab_file = ""  # Its vocabulary, line i = softmax row i (with init.softmax_weights).
     return config

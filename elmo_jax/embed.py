@@ -1,7 +1,8 @@
 """ELMo representations of sentences: library API and CLI.
 
   python -m elmo_jax.embed --options options.json --weights weights.hdf5 \\
-      --input sentences.txt --output elmo.hdf5 [--batch_size 32] [--stateless] [--vocab_to_cache vocab.txt]
+      --input sentences.txt --output elmo.hdf5 [--batch_size 32] [--stateless] [--vocab_to_cache vocab.txt] \\
+      [--layers all|top|average]
   python -m elmo_jax.embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
   python -m elmo_jax.embed --options options.json --weights weights.hdf5 \\
       --token_embeddings vocab.txt --output tokens.hdf5
@@ -15,7 +16,9 @@ Output: one float32 dataset per input line, named by its 0-based line number, sh
 projection_dim == dim): layer 0 = `[token embedding; token embedding]`,
 layer j = `[forward_j; backward_j]`, `<S>`/`</S>` removed. An empty line gives shape
 `(n_layers + 1, 0, 2 * projection_dim)` and leaves its row's LSTM states untouched (bilm-tf
-would run `<S> </S>` through them).
+would run `<S> </S>` through them). `--layers top` (the top LSTM layer) or `--layers average` (the
+mean of the n_layers + 1 layers) write `(n_tokens, 2 * projection_dim)` instead, as AllenNLP's
+`allennlp elmo --top/--average`; `--layers all` (the default) is the above.
 
 Stateful, as bilm-tf and AllenNLP: lines are taken in batches of N consecutive lines and the LSTM
 states of batch row r carry over to row r of the next batch (zeros at the start; a shorter last
@@ -41,7 +44,7 @@ import functools
 import logging
 import os
 import sys
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import h5py
 import jax
@@ -58,6 +61,16 @@ from elmo_jax.model.lstm import LSTMState
 from elmo_jax.token_cache import TokenEmbeddingCache, padded_count
 
 BUCKET = 16  # Sequence lengths are padded to a multiple of this: one compilation per bucket.
+LAYER_MODES = ("all", "top", "average")  # What `embed_file` writes per sentence (`select_layers`).
+
+
+class PretrainedBiLM(NamedTuple):
+    """A biLM read for inference: the module (float32, no dropout), its params (no softmax) and
+    the characters per token its char ids have."""
+
+    model: BiLM
+    params: dict
+    max_chars: int
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -82,6 +95,31 @@ def _run_lstms(
     return jnp.stack(layers), state
 
 
+def check_embeddable(model: BiLM) -> None:
+    """Raises ValueError unless ELMo layers of `model` exist: a char-CNN biLM whose token embeddings
+    are as wide as its LSTM layers."""
+    if model.token_encoder != "char_cnn":
+        raise ValueError(f"embedding needs a char-CNN biLM, got model.token_encoder={model.token_encoder!r}")
+    if not model.token_projection:
+        raise ValueError(
+            "model.char_cnn.projection=False makes the token embeddings wider than the LSTM layers; "
+            "ELMo layers need one width"
+        )
+
+
+def select_layers(layers: np.ndarray, mode: str) -> np.ndarray:
+    """One sentence's ELMo layers `[n_layers + 1, n_tokens, 2P]` as `mode` asks: 'all' (as they are),
+    'top' (the top LSTM layer, `[n_tokens, 2P]`) or 'average' (the mean over layers, `[n_tokens, 2P]`),
+    as AllenNLP's `allennlp elmo --all/--top/--average`."""
+    if mode == "all":
+        return layers
+    if mode == "top":
+        return layers[-1]
+    if mode == "average":
+        return layers.mean(axis=0)
+    raise ValueError(f"layers must be one of {LAYER_MODES}, got {mode!r}")
+
+
 class ElmoEmbedder:
     """Stateful ELMo representations from a char-CNN biLM and its params.
 
@@ -102,13 +140,7 @@ class ElmoEmbedder:
         vocab_to_cache: Sequence[str] | None = None,
         token_cache_size: int = 100_000,
     ):
-        if model.token_encoder != "char_cnn":
-            raise ValueError(f"embedding needs a char-CNN biLM, got model.token_encoder={model.token_encoder!r}")
-        if not model.token_projection:
-            raise ValueError(
-                "model.char_cnn.projection=False makes the token embeddings wider than the LSTM layers; "
-                "ELMo layers need one width"
-            )
+        check_embeddable(model)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model = model
@@ -184,6 +216,27 @@ class ElmoEmbedder:
         return self.tokens.encode(words)
 
 
+def bilm_from_files(options_path: str, weights_path: str) -> PretrainedBiLM:
+    """The biLM of bilm-tf/AllenNLP files (`options.json` + hdf5 weights)."""
+    config = load_options(options_path)
+    params = load_weights(config, weights_path)
+    model = bilm_from_config(config.model, vocab_size=1)  # No softmax is used: any vocabulary size.
+    return PretrainedBiLM(model, params, config.data.max_chars_per_token)
+
+
+def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
+    """The biLM of an elmo-jax training checkpoint (latest step by default), in float32 whatever
+    model.dtype it trained in."""
+    from elmo_jax.evaluation_job import restore_checkpoint  # Imported here: only this path needs orbax.
+
+    config, params = restore_checkpoint(workdir, step)
+    model_config = ml_collections.ConfigDict(config.model.to_dict())
+    model_config.dtype, model_config.dropout = "float32", 0.0
+    model = bilm_from_config(model_config, vocab_size=1)
+    params = {k: v for k, v in params.items() if k != "softmax"}
+    return PretrainedBiLM(model, params, config.data.max_chars_per_token)
+
+
 def embedder_from_bilm_files(
     options_path: str,
     weights_path: str,
@@ -192,10 +245,8 @@ def embedder_from_bilm_files(
     vocab_to_cache: Sequence[str] | None = None,
 ) -> ElmoEmbedder:
     """An embedder for a bilm-tf/AllenNLP model (`options.json` + hdf5 weights)."""
-    config = load_options(options_path)
-    params = load_weights(config, weights_path)
-    model = bilm_from_config(config.model, vocab_size=1)  # No softmax is used: any vocabulary size.
-    return ElmoEmbedder(model, params, config.data.max_chars_per_token, batch_size, stateful, vocab_to_cache)
+    model, params, max_chars = bilm_from_files(options_path, weights_path)
+    return ElmoEmbedder(model, params, max_chars, batch_size, stateful, vocab_to_cache)
 
 
 def embedder_from_workdir(
@@ -206,13 +257,8 @@ def embedder_from_workdir(
     vocab_to_cache: Sequence[str] | None = None,
 ) -> ElmoEmbedder:
     """An embedder for an elmo-jax training checkpoint, computing in float32 whatever model.dtype is."""
-    from elmo_jax.evaluation_job import restore_checkpoint  # Imported here: only this path needs orbax.
-
-    config, params = restore_checkpoint(workdir, step)
-    model_config = ml_collections.ConfigDict(config.model.to_dict())
-    model_config.dtype, model_config.dropout = "float32", 0.0
-    model = bilm_from_config(model_config, vocab_size=1)
-    return ElmoEmbedder(model, params, config.data.max_chars_per_token, batch_size, stateful, vocab_to_cache)
+    model, params, max_chars = bilm_from_workdir(workdir, step)
+    return ElmoEmbedder(model, params, max_chars, batch_size, stateful, vocab_to_cache)
 
 
 def read_sentences(path: str) -> Iterator[list[str]]:
@@ -249,11 +295,16 @@ def read_vocabulary_words(path: str) -> list[str]:
     return words
 
 
-def embed_file(embedder: ElmoEmbedder, input_path: str, output_path: str, progress: bool = True) -> int:
+def embed_file(
+    embedder: ElmoEmbedder, input_path: str, output_path: str, progress: bool = True, layers: str = "all"
+) -> int:
     """Writes the ELMo layers of every line of `input_path` to `output_path`; returns the line count.
 
-    Sentences stream through in batches (memory: one batch and the output file's buffers).
+    `layers`: 'all', 'top' or 'average' (`select_layers`). Sentences stream through in batches
+    (memory: one batch and the output file's buffers).
     """
+    if layers not in LAYER_MODES:
+        raise ValueError(f"layers must be one of {LAYER_MODES}, got {layers!r}")
     if not os.path.exists(input_path):
         raise FileNotFoundError(f"{input_path}: input file not found")
     count = 0
@@ -266,8 +317,8 @@ def embed_file(embedder: ElmoEmbedder, input_path: str, output_path: str, progre
         with h5py.File(tmp, "w") as out:
             layers_of = embedder.embed_sentences(read_sentences(input_path))
             bar = tqdm(layers_of, total=n_lines, unit=" sentences", desc="embed", disable=not progress)
-            for i, layers in enumerate(bar):
-                out.create_dataset(str(i), data=layers)
+            for i, sentence_layers in enumerate(bar):
+                out.create_dataset(str(i), data=select_layers(sentence_layers, layers))
                 count = i + 1
 
     write_atomic(output_path, write)
@@ -298,6 +349,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch_size", type=int, default=1, help="consecutive lines per batch (state rows)")
     parser.add_argument("--stateless", action="store_true", help="reset the LSTM states every batch")
     parser.add_argument(
+        "--layers", choices=LAYER_MODES, default="all",
+        help="per sentence: all layers (n_layers + 1, n, 2P), the top layer or their average (n, 2P)",
+    )
+    parser.add_argument(
         "--vocab_to_cache", metavar="VOCAB", help="compute these words' token embeddings once, up front (same output)"
     )
     parser.add_argument(f"--{quiet_logs.FLAG_NAME}", action="store_true", help=quiet_logs.FLAG_HELP)
@@ -326,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.options, args.weights, args.batch_size, not args.stateless, cache
             )
         if args.input is not None:
-            n = embed_file(embedder, args.input, args.output)
+            n = embed_file(embedder, args.input, args.output, layers=args.layers)
             print(f"wrote {n} sentences to {args.output}")
         else:
             n = dump_token_embeddings(embedder, args.token_embeddings, args.output)

@@ -9,20 +9,58 @@ NLL), as bilm-tf reports it.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import jax
+import jax.numpy as jnp
 import ml_collections
 import numpy as np
+from jax.sharding import PartitionSpec as P
 from tqdm import tqdm
 
-from elmo_jax.data.batching import BiLMBatcher
-from elmo_jax.data.corpus import count_positions
-from elmo_jax.data.sources import DataError, InMemorySource
+from elmo_jax.data.corpus import count_positions, evaluation_batcher
+from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.model.bilm import BiLM
+from elmo_jax.model import softmax as softmax_lib
+from elmo_jax.model.bilm import Batch, BiLM, stack_directions
+from elmo_jax.model.lstm import LSTMState
 from elmo_jax.training import parallel
-from elmo_jax.training.step import make_eval_step
+from elmo_jax.training.parallel import AXIS
+
+
+def make_eval_step(
+    model: BiLM, chunk_size: int
+) -> Callable[[Any, list[LSTMState], Batch], tuple[list[LSTMState], dict]]:
+    """Per-device eval step `(params, lstm_state, batch) -> (lstm_state, sums)`: full softmax.
+
+    Returns summed NLL `[2]` and token counts `[2]` (forward, backward) over the global batch.
+    """
+
+    def eval_step(params: Any, lstm_state: list[LSTMState], batch: Batch) -> tuple[list[LSTMState], dict]:
+        inputs = stack_directions(batch)
+        _, top, new_state = model.apply({"params": params}, inputs, lstm_state, train=False)
+        w, b = params["softmax"]["W"], params["softmax"]["b"]
+        hidden = top.reshape(-1, top.shape[-1])
+        nll = softmax_lib.full_softmax_nll(w, b, hidden, inputs["targets"].reshape(-1), chunk_size)
+        mask = inputs["mask"].astype(jnp.float32)
+        sums = {
+            "nll": jax.lax.psum((nll.reshape(mask.shape) * mask).sum(axis=(1, 2)), AXIS),
+            "count": jax.lax.psum(mask.sum(axis=(1, 2)), AXIS),
+        }
+        return new_state, sums
+
+    return eval_step
+
+
+def parallel_eval_step(per_device_step: Callable, mesh: jax.sharding.Mesh, params: Any, lstm_state: Any) -> Callable:
+    """jit(shard_map(per_device_step)): params replicated, LSTM states and batch split."""
+    params_spec = jax.tree.map(lambda _: P(), params)
+    lstm_spec = parallel.lstm_state_spec(lstm_state)
+    mapped = jax.shard_map(
+        per_device_step, mesh=mesh, in_specs=(params_spec, lstm_spec, P(AXIS)), out_specs=(lstm_spec, P()),
+        check_vma=False,
+    )
+    return jax.jit(mapped, donate_argnums=1)
 
 
 class Evaluator:
@@ -30,7 +68,7 @@ class Evaluator:
 
     def __init__(self, model: BiLM, vocab: Vocabulary, config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh):
         parallel.check_batch_size(config.eval.batch_size, mesh, "eval.batch_size")
-        self.model, self.vocab, self.mesh = model, vocab, mesh
+        self.model, self.vocab, self.mesh, self.data = model, vocab, mesh, config.data
         self.batch_size = config.eval.batch_size
         self.unroll_steps = config.eval.unroll_steps
         self.max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
@@ -44,18 +82,15 @@ class Evaluator:
         if not sentences:
             raise DataError("the evaluation set has no sentences")
         n_proc, proc = jax.process_count(), jax.process_index()
-        local_rows = self.batch_size // n_proc
-        # Each process evaluates a disjoint (strided) part of the corpus.
-        local = list(sentences[proc::n_proc]) if n_proc > 1 else sentences
-        batcher = BiLMBatcher(
-            InMemorySource(local, shuffle=False, num_epochs=1), self.vocab, local_rows, self.unroll_steps, self.max_chars
+        batcher = evaluation_batcher(
+            self.data, sentences, self.vocab, self.batch_size, self.unroll_steps, self.max_chars, proc, n_proc
         )
         lstm_state = jax.device_put(
             self.model.initial_state(self.batch_size),
             parallel.shardings(self.mesh, parallel.lstm_state_spec(self.model.initial_state(1))),
         )
         if self._step is None:
-            self._step = parallel.parallel_eval_step(self._per_device_step, self.mesh, params, lstm_state)
+            self._step = parallel_eval_step(self._per_device_step, self.mesh, params, lstm_state)
         total = count_positions(sentences)
         if max_tokens:
             total = min(total, max_tokens)

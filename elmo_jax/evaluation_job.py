@@ -1,65 +1,66 @@
-"""Restore and evaluate a checkpoint from a training workdir (the body of `evaluate.py`)."""
+"""Perplexity of a training workdir's checkpoint, or of a bilm-tf/AllenNLP model's files (the body
+of `evaluate.py`).
+
+A workdir's model is built from its config.json and its params restored without the optimizer
+state (`training.checkpoint.restore_params`); a bilm-tf/AllenNLP model from its options.json,
+hdf5 weights, softmax hdf5 and vocabulary. Both go through the same `Evaluator`, so their results
+have the same fields and, for an exported checkpoint, the same values.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+from typing import Any, Mapping
 
 import jax
 import ml_collections
+from jax.sharding import NamedSharding, PartitionSpec as P
 
 from elmo_jax.data import corpus
-from elmo_jax.data.sources import DataError
+from elmo_jax.data.sources import DataError, read_sentences
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation import Evaluator, format_table
-from elmo_jax.training import optim, parallel
-from elmo_jax.training.checkpoint import CheckpointError, Checkpointer
-from elmo_jax.training.loop import setup_model
-from elmo_jax.training.state import abstract_train_state
-from elmo_jax.training.metrics_writer import write_json_atomic
+from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
+from elmo_jax.interop.softmax_hdf5 import load_softmax
+from elmo_jax.model.bilm import BiLM, bilm_from_config
+from elmo_jax.training import parallel
+from elmo_jax.training.checkpoint import (
+    CheckpointError,
+    checkpoint_directory,
+    load_params,
+    restore_params,
+    saved_config,
+)
+from elmo_jax.atomic_write import write_json_atomic
+
+# (config, host params) of a training workdir, for the callers that know it by this name.
+restore_checkpoint = load_params
 
 
-def restore_model(config: ml_collections.ConfigDict, workdir: str, step: int | None = None):
-    """(model, params, vocab, step, mesh) from the checkpoint of `workdir` (latest or `step`)."""
+def restore_model(
+    config: ml_collections.ConfigDict, workdir: str, step: int | None = None
+) -> tuple[BiLM, Any, Vocabulary, int, jax.sharding.Mesh]:
+    """(model, params, vocab, step, mesh) of the checkpoint of `workdir` (latest or `step`).
+
+    The params are replicated over the mesh of all devices, as the evaluation step takes them;
+    only they are read from the checkpoint.
+    """
+    directory = checkpoint_directory(workdir)
     vocab_path = os.path.join(workdir, "vocab.txt")
-    ckpt_dir = os.path.join(workdir, "checkpoints")
-    if not os.path.isdir(ckpt_dir) or not os.path.exists(vocab_path):
-        raise CheckpointError(f"{workdir}: no checkpoint found (is this a training workdir?)")
+    if not os.path.exists(vocab_path):
+        raise CheckpointError(f"{workdir}: no vocab.txt (is this a training workdir?)")
     vocab = Vocabulary.load(vocab_path)
-    model = setup_model(config, vocab)
     mesh = parallel.make_mesh()
-    # The schedule does not change the optimizer state's structure: any valid step count will do.
-    tx, _ = optim.make_optimizer(config.train, config.train.optimizer.warmup_steps + 1)
-    abstract = abstract_train_state(
-        model, tx, config.seed, config.train.batch_size, config.data.max_chars_per_token
-    )
-    target = parallel.with_shardings(abstract, mesh)
-    checkpointer = Checkpointer(ckpt_dir, read_only=True)
-    state, _, step = checkpointer.restore(target, step)
-    checkpointer.close()
-    return model, state.params, vocab, step, mesh
-
-
-def saved_config(workdir: str) -> ml_collections.ConfigDict:
-    """The config `workdir` was trained with (its config.json): the only one that builds its model."""
-    config_path = os.path.join(workdir, "config.json")
-    if not os.path.exists(config_path):
-        raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
-    with open(config_path, encoding="utf-8") as f:
-        return ml_collections.ConfigDict(json.load(f))
-
-
-def restore_checkpoint(workdir: str, step: int | None = None) -> tuple[ml_collections.ConfigDict, dict]:
-    """(config, host params) of a training workdir, with the config it was trained with (config.json)."""
-    config = saved_config(workdir)
-    params = restore_model(config, workdir, step)[1]
-    return config, jax.device_get(params)
+    params, step = restore_params(directory, step, NamedSharding(mesh, P()))
+    return bilm_from_config(config.model, len(vocab)), params, vocab, step, mesh
 
 
 # Keys a config given to evaluate.py may change: how and on what the model is evaluated.
 EVALUATION_KEYS = (
-    "eval.", "data.source", "data.eval_split", "data.eval_files", "data.tfds_name", "data.tfds_data_dir",
-    "data.tfds_feature", "data.tfds_valid_split", "data.tfds_test_split",
+    "eval.", "data.streams", "data.source", "data.eval_split", "data.eval_files", "data.tfds_name",
+    "data.tfds_data_dir", "data.tfds_feature", "data.tfds_valid_split", "data.tfds_test_split",
 )
 # Keys that define the trained model, its inputs or its vocabulary: they must match config.json.
 MODEL_KEYS = ("model.", "data.max_chars_per_token", "data.vocab_file", "data.vocab_min_count", "data.vocab_max_size")
@@ -117,18 +118,36 @@ def evaluation_config(workdir: str, given: ml_collections.ConfigDict | None = No
     return config
 
 
+def _report(result: dict, title: str, paths: list[str]) -> None:
+    """Writes `result` as JSON to each of `paths` and prints its table (process 0)."""
+    if jax.process_index() == 0:
+        for path in paths:
+            write_json_atomic(path, result)
+        print(format_table(result, title), flush=True)
+
+
+def _output_paths(output: str | None) -> list[str]:
+    """[output] with its directory created (before the evaluation, so that a bad path fails at once)."""
+    if not output:
+        return []
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    return [output]
+
+
 def evaluate_checkpoint(
     workdir: str,
     given: ml_collections.ConfigDict | None = None,
     split: str | None = None,
     eval_files: str = "",
     step: int | None = None,
+    output: str | None = None,
 ) -> dict:
-    """Perplexity of a checkpoint; prints a table and writes `eval_<split>_<step>.json`.
+    """Perplexity of a checkpoint; prints a table and writes `eval_<split>_<step>.json` (and `output`).
 
     The config is `evaluation_config(workdir, given)`: the trained model, `given`'s evaluation keys.
     """
     config = evaluation_config(workdir, given)
+    outputs = _output_paths(output)
     split = split or config.data.eval_split
     sentences = corpus.eval_sentences(config.data, split, eval_files)
     if not sentences:
@@ -136,7 +155,101 @@ def evaluate_checkpoint(
     model, params, vocab, step, mesh = restore_model(config, workdir, step)
     result = {"step": step, **Evaluator(model, vocab, config, mesh)(params, sentences)}
     name = "files" if eval_files else split
-    if jax.process_index() == 0:
-        write_json_atomic(os.path.join(workdir, f"eval_{name}_{step}.json"), result)
-        print(format_table(result, f"{name} @ step {step}"), flush=True)
+    _report(result, f"{name} @ step {step}", [os.path.join(workdir, f"eval_{name}_{step}.json"), *outputs])
+    return result
+
+
+@dataclasses.dataclass(frozen=True)
+class BilmFiles:
+    """A bilm-tf/AllenNLP model: options.json, hdf5 weights, softmax hdf5 and vocabulary (line i
+    is softmax row i), as the released ELMo models and `python -m elmo_jax.interop.bilm_hdf5` give them."""
+
+    options: str
+    weights: str
+    softmax_weights: str
+    vocab: str
+
+
+# evaluate.py's flags naming a BilmFiles field, with what each names.
+BILM_FILE_FLAGS = {
+    "options": "its options.json",
+    "weights": "its hdf5 weights",
+    "softmax_weights": "its softmax hdf5",
+    "vocab": "its vocabulary, line i = softmax row i",
+}
+
+
+def bilm_files_from_flags(flag_values: Mapping[str, Any]) -> BilmFiles | None:
+    """The bilm-tf/AllenNLP model that evaluate.py's flags name, or None when they name --workdir.
+
+    One-line ValueError naming the flag unless they name exactly one model: --workdir, or all of
+    --options, --weights, --softmax_weights and --vocab with --eval_files (a bilm-tf model has no
+    corpus split and no checkpoint steps, so --split and --step are refused with it).
+    """
+    named = [flag for flag in BILM_FILE_FLAGS if flag_values.get(flag)]
+    if not named:
+        if not flag_values.get("workdir"):
+            raise ValueError(
+                "name the model to evaluate: --workdir (a training workdir) or --options, --weights, "
+                "--softmax_weights and --vocab (a bilm-tf/AllenNLP model)"
+            )
+        return None
+    if flag_values.get("workdir"):
+        raise ValueError(
+            f"--workdir and --{named[0]} name two models: evaluate a training workdir or a bilm-tf/AllenNLP model"
+        )
+    for flag, what in BILM_FILE_FLAGS.items():
+        if flag not in named:
+            raise ValueError(
+                f"--{named[0]} needs --{flag} ({what}): a bilm-tf/AllenNLP model is read from --options, "
+                "--weights, --softmax_weights and --vocab"
+            )
+    for flag in ("split", "step"):
+        if flag_values.get(flag) is not None:
+            raise ValueError(f"--{flag} is for --workdir: a bilm-tf/AllenNLP model is evaluated on --eval_files")
+    if not flag_values.get("eval_files"):
+        raise ValueError("--options needs --eval_files: the held-out text to evaluate the bilm-tf/AllenNLP model on")
+    return BilmFiles(**{flag: flag_values[flag] for flag in BILM_FILE_FLAGS})
+
+
+def bilm_files_config(files: BilmFiles, base: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """The config that evaluates `files`: `base` (configs/default.py's, or a given --config) with
+    the model section and data.max_chars_per_token that its options.json describes.
+
+    Everything else is `base`'s: eval.batch_size and eval.unroll_steps (the perplexity depends on
+    the batch size, as states carry across the sentences dealt to each row), model.softmax.chunk_size,
+    and data.streams ('sentences', bilm-tf's layout, in configs/default.py).
+    """
+    config = ml_collections.ConfigDict(base.to_dict())
+    config.update(load_options(files.options))
+    return config
+
+
+def bilm_params(files: BilmFiles, config: ml_collections.ConfigDict, vocab: Vocabulary) -> dict:
+    """Host params of `files`: the weight file's, and the softmax `W [V, P]`, `b [V]` (checked
+    against the vocabulary, row i for word i, and the model's P)."""
+    params = load_weights(config, files.weights)
+    params["softmax"] = load_softmax(files.softmax_weights, len(vocab), config.model.lstm.projection_dim)
+    return params
+
+
+def evaluate_bilm_files(
+    files: BilmFiles, eval_files: str, base: ml_collections.ConfigDict, output: str | None = None
+) -> dict:
+    """Perplexity of a bilm-tf/AllenNLP model on the text files `eval_files` (globs); prints a table
+    and writes `output` (JSON, the fields of a workdir evaluation; its step is null).
+
+    The config is `bilm_files_config(files, base)`; the evaluation is a workdir's, so an exported
+    checkpoint evaluates to the perplexity of the checkpoint itself.
+    """
+    config = bilm_files_config(files, base)
+    outputs = _output_paths(output)
+    vocab = Vocabulary.load(files.vocab)
+    params = bilm_params(files, config, vocab)
+    sentences = read_sentences(eval_files)
+    model = bilm_from_config(config.model, len(vocab))
+    mesh = parallel.make_mesh()
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    result = {"step": None, **Evaluator(model, vocab, config, mesh)(params, sentences)}
+    _report(result, f"files @ {files.weights}", outputs)
     return result

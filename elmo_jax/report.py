@@ -181,7 +181,9 @@ def plot(runs: Sequence[Run], output: str) -> None:
             axes[1, col].plot(steps, [r["eval_perplexity"] for r in run.evals], marker="o", **style)
     for col, xlabel in enumerate(("step", "tokens")):
         axes[0, col].set(xlabel=xlabel, ylabel="train loss", title=f"train loss vs {xlabel}")
-        axes[1, col].set(xlabel=xlabel, ylabel=f"{splits} perplexity", title=f"eval perplexity vs {xlabel}", yscale="log")
+        axes[1, col].set(
+            xlabel=xlabel, ylabel=f"{splits} perplexity", title=f"eval perplexity vs {xlabel}", yscale="log"
+        )
         for axis in (axes[1, col].yaxis.set_major_formatter, axes[1, col].yaxis.set_minor_formatter):
             axis(plain)  # 150, 200, 300 rather than 2 x 10^2.
         for row in range(2):

@@ -90,7 +90,10 @@ class TokenEmbeddingCache:
         room = max(self._limit - len(self._index), 0)
         self._store(new[:room])
         rows = np.fromiter((self._index.get(w, -1) for w in words), np.int64, len(words))
-        out = self._table[np.maximum(rows, 0)] if len(self._table) else np.zeros((len(words), self._table.shape[1]), np.float32)
+        if len(self._table):
+            out = self._table[np.maximum(rows, 0)]
+        else:
+            out = np.zeros((len(words), self._table.shape[1]), np.float32)
         if new[room:]:
             unheld = dict(zip(new[room:], self.encode(new[room:])))
             for i in np.flatnonzero(rows < 0):

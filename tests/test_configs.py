@@ -9,10 +9,10 @@ import pytest
 from configs import ablations
 from configs.overrides import apply_overrides
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training import optim, parallel
+from elmo_jax.training import parallel
 from elmo_jax.training import state as state_lib
-from elmo_jax.training.state import create_train_state, dummy_inputs
-from elmo_jax.training.step import make_train_step
+from elmo_jax.training.state import dummy_inputs
+from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch
 
 # Shrinks a preset to seconds of compilation; none of these keys is one a preset changes.
@@ -110,13 +110,9 @@ def test_ablation_preset_trains_two_steps(preset, monkeypatch):
     apply_overrides(config, TINY_SHAPES, "TINY_SHAPES")
     vocab_size = 40
     model = bilm_from_config(config.model, vocab_size)
-    tx, _ = optim.make_optimizer(config.train, config.train.num_steps)
     mesh = parallel.make_mesh(jax.devices()[:1])
-    state = parallel.place_state(
-        create_train_state(model, tx, config.seed, config.train.batch_size, config.data.max_chars_per_token), mesh
-    )
+    state, step, _ = build_trainer(model, config, mesh, config.train.num_steps)
     initial = jax.device_get(state.params)
-    step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
     rng = np.random.default_rng(0)
     for _ in range(2):
         batch = random_batch(rng, vocab_size, config.train.batch_size, config.train.unroll_steps, config.data.max_chars_per_token)

@@ -283,3 +283,18 @@ def test_cli_vocab_to_cache(skip_bilm, tmp_path):
     assert_matches([out[str(i)] for i in range(len(LINES))], reference.embed_batches(SENTENCES, BATCH))
 
 
+
+
+@pytest.mark.parametrize("mode", ["top", "average"])
+def test_cli_layers_top_and_average(skip_bilm, tmp_path, mode):
+    """`--layers top|average` writes `(n_tokens, 2P)` per sentence: the reference's top layer or the
+    mean of its layers (AllenNLP's `elmo --top/--average`)."""
+    options_path, weights_path, reference = skip_bilm
+    (tmp_path / "in.txt").write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    rc = main(["--options", options_path, "--weights", weights_path, "--input", str(tmp_path / "in.txt"),
+               "--output", str(tmp_path / "out.hdf5"), "--batch_size", str(BATCH), "--layers", mode])
+    assert rc == 0
+    out = read_output(tmp_path / "out.hdf5")
+    want = [w[-1] if mode == "top" else w.mean(axis=0) for w in reference.embed_batches(SENTENCES, BATCH)]
+    assert_matches([out[str(i)] for i in range(len(LINES))], want)
+    assert out["1"].shape == (0, 12) and out["5"].shape == (15, 12)

@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from elmo_jax.interop.bilm_hdf5 import main as export_main
 from tests.entry_points import last_line, run_script
 from tests.training.helpers import make_checkpoint_workdir
 
@@ -77,4 +78,58 @@ def test_bad_input_is_one_error_line_and_exit_1(trained, tmp_path, case, expecte
     done = run_script("evaluate.py", *flags, *args, compile_cache=cache)
     assert done.returncode == 1
     assert last_line(done.stderr) == "error: " + expected.format(empty=empty, workdir=workdir, empty_file=empty_file)
+    assert "Traceback" not in done.stderr
+
+
+@pytest.fixture(scope="module")
+def exported(trained):
+    """The workdir's checkpoint exported as bilm-tf/AllenNLP files (options, weights, softmax, vocabulary)."""
+    workdir = trained[0]
+    out = os.path.join(os.path.dirname(workdir), "exported")
+    paths = {name: os.path.join(out, name) for name in ("options.json", "weights.hdf5", "softmax.hdf5", "vocab.txt")}
+    assert export_main([
+        "--workdir", workdir, "--options", paths["options.json"], "--weights", paths["weights.hdf5"],
+        "--softmax_weights", paths["softmax.hdf5"], "--vocab", paths["vocab.txt"],
+    ]) == 0
+    return [f"--options={paths['options.json']}", f"--weights={paths['weights.hdf5']}",
+            f"--softmax_weights={paths['softmax.hdf5']}", f"--vocab={paths['vocab.txt']}"]
+
+
+def test_exported_files_evaluate_to_the_workdirs_perplexity(trained, exported, tmp_path):
+    workdir, flags, cache = trained
+    eval_files = os.path.join(os.path.dirname(workdir), "corpus", "part-*.txt")
+    output = str(tmp_path / "result.json")
+    # The workdir's evaluation settings (eval.batch_size, eval.unroll_steps) apply to both.
+    done = run_script("evaluate.py", *exported, f"--eval_files={eval_files}", f"--output={output}", *flags,
+                      compile_cache=cache)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "forward perplexity" in done.stdout
+    with open(output) as f:
+        from_files = json.load(f)
+    done = run_script("evaluate.py", f"--workdir={workdir}", f"--eval_files={eval_files}",
+                      f"--output={tmp_path / 'workdir.json'}", compile_cache=cache)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(tmp_path / "workdir.json") as f:
+        from_workdir = json.load(f)
+    assert from_files["step"] is None and from_files["tokens"] == from_workdir["tokens"]
+    for key in ("forward_perplexity", "backward_perplexity", "perplexity", "oov_rate"):
+        assert from_files[key] == pytest.approx(from_workdir[key], rel=1e-5), key
+
+
+@pytest.mark.parametrize(
+    "drop, extra, expected",
+    [
+        ("--vocab", [], "--options needs --vocab (its vocabulary, line i = softmax row i): a bilm-tf/AllenNLP "
+                        "model is read from --options, --weights, --softmax_weights and --vocab"),
+        (None, ["--workdir=W"], "--workdir and --options name two models: evaluate a training workdir or a "
+                               "bilm-tf/AllenNLP model"),
+        (None, ["--split=test"], "--split is for --workdir: a bilm-tf/AllenNLP model is evaluated on --eval_files"),
+    ],
+)
+def test_bilm_files_flags_errors_are_one_line(trained, exported, drop, extra, expected):
+    _, _, cache = trained
+    args = [a for a in exported if drop is None or not a.startswith(drop + "=")]
+    done = run_script("evaluate.py", *args, "--eval_files=x.txt", *extra, compile_cache=cache)
+    assert done.returncode == 1
+    assert last_line(done.stderr) == "error: " + expected
     assert "Traceback" not in done.stderr

@@ -30,6 +30,41 @@ def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return owner, np.arange(len(owner)) - (np.cumsum(lengths) - lengths)[owner]
 
 
+class SentenceEncoder:
+    """Sentences -> their positions, one after another, as `[F, sum(n + 1)]` int32 fields:
+    forward input/target ids, backward input/target ids and (char encoder, `max_chars` set) the
+    char-table rows of the forward and backward inputs. `chars.lookup(rows)` gives the char ids."""
+
+    def __init__(self, vocab: Vocabulary, max_chars: int | None):
+        self.vocab = vocab
+        self.chars = CharIdTable(vocab.words, vocab.unk_id, max_chars) if max_chars else None
+        self.fields = 4 if self.chars is None else 6
+        if self.chars is not None:
+            self._bos_row, self._eos_row = self.chars.rows([BOS_TOKEN, EOS_TOKEN], vocab.encode([BOS_TOKEN, EOS_TOKEN]))
+
+    def __call__(self, sentences: list[list[str]]) -> np.ndarray:
+        lengths = np.fromiter(map(len, sentences), np.int64, len(sentences))
+        words = list(itertools.chain.from_iterable(sentences))
+        ids = self.vocab.encode(words)
+        # Each sentence as `<S> w1 .. wn </S>` in one array; position p of a sentence reads its
+        # forward input at `first + p` and its backward input at `last - p`.
+        first = np.cumsum(lengths + 2) - (lengths + 2)
+        last = first + lengths + 1
+        inner = np.arange(len(words)) + np.repeat(2 * np.arange(len(sentences)) + 1, lengths)
+        extended = np.empty(int(last[-1]) + 1 if len(sentences) else 0, np.int32)
+        extended[first], extended[last], extended[inner] = self.vocab.bos_id, self.vocab.eos_id, ids
+        owner, p = _segments(lengths + 1)
+        forward, backward = first[owner] + p, last[owner] - p
+        out = np.empty((self.fields, len(p)), np.int32)
+        out[0], out[1], out[2], out[3] = (
+            extended[forward], extended[forward + 1], extended[backward], extended[backward - 1]
+        )
+        if self.chars is not None:
+            extended[first], extended[last], extended[inner] = self._bos_row, self._eos_row, self.chars.rows(words, ids)
+            out[4], out[5] = extended[forward], extended[backward]
+        return out
+
+
 class BiLMBatcher:
     """Turns a sentence source into fixed-shape bidirectional batches.
 
@@ -54,10 +89,9 @@ class BiLMBatcher:
         self.vocab = vocab
         self.batch_size = batch_size
         self.unroll_steps = unroll_steps
-        self.chars = CharIdTable(vocab.words, vocab.unk_id, max_chars) if max_chars else None
-        self._fields = 4 if self.chars is None else 6
-        if self.chars is not None:
-            self._bos_row, self._eos_row = self.chars.rows([BOS_TOKEN, EOS_TOKEN], vocab.encode([BOS_TOKEN, EOS_TOKEN]))
+        self._encode = SentenceEncoder(vocab, max_chars)
+        self.chars = self._encode.chars
+        self._fields = self._encode.fields
         self._words: list[list[str] | None] = [None] * batch_size  # Each row's current sentence,
         self._remaining = [0] * batch_size  # how many of its positions are still to come,
         self._carried = np.zeros((self._fields, 0), np.int32)  # and those positions, row after row.
@@ -65,31 +99,6 @@ class BiLMBatcher:
 
     def __iter__(self) -> Iterator[Batch]:
         return self
-
-    def _encode(self, sentences: list[list[str]]) -> np.ndarray:
-        """`[F, sum(n + 1)]` int32, the positions of the sentences one after another: forward
-        input/target ids, backward input/target ids and (char encoder) the char-table rows of the
-        forward and backward inputs."""
-        lengths = np.fromiter(map(len, sentences), np.int64, len(sentences))
-        words = list(itertools.chain.from_iterable(sentences))
-        ids = self.vocab.encode(words)
-        # Each sentence as `<S> w1 .. wn </S>` in one array; position p of a sentence reads its
-        # forward input at `first + p` and its backward input at `last - p`.
-        first = np.cumsum(lengths + 2) - (lengths + 2)
-        last = first + lengths + 1
-        inner = np.arange(len(words)) + np.repeat(2 * np.arange(len(sentences)) + 1, lengths)
-        extended = np.empty(int(last[-1]) + 1 if len(sentences) else 0, np.int32)
-        extended[first], extended[last], extended[inner] = self.vocab.bos_id, self.vocab.eos_id, ids
-        owner, p = _segments(lengths + 1)
-        forward, backward = first[owner] + p, last[owner] - p
-        out = np.empty((self._fields, len(p)), np.int32)
-        out[0], out[1], out[2], out[3] = (
-            extended[forward], extended[forward + 1], extended[backward], extended[backward - 1]
-        )
-        if self.chars is not None:
-            extended[first], extended[last], extended[inner] = self._bos_row, self._eos_row, self.chars.rows(words, ids)
-            out[4], out[5] = extended[forward], extended[backward]
-        return out
 
     def _next_sentence(self) -> list[str] | None:
         if not self._exhausted:

@@ -5,20 +5,26 @@ from __future__ import annotations
 import glob as globlib
 import logging
 import os
+from typing import Sequence
 
 import ml_collections
 
 from elmo_jax.data import sources
+from elmo_jax.data.batching import BiLMBatcher
+from elmo_jax.data.contiguous import ContiguousBatcher
 from elmo_jax.data.tfds_source import TfdsSource
 from elmo_jax.data.vocab import Vocabulary
 
 SOURCES = ("ptb", "text", "tfds")
 SPLITS = ("train", "valid", "test")
+STREAMS = ("sentences", "contiguous")
 
 
 def _check_source(data: ml_collections.ConfigDict) -> None:
     if data.source not in SOURCES:
         raise sources.DataError(f"data.source must be one of {SOURCES}, got {data.source!r}")
+    if data.streams not in STREAMS:
+        raise sources.DataError(f"data.streams must be one of {STREAMS}, got {data.streams!r}")
     if data.source == "text" and not data.train_files:
         raise sources.DataError("data.source='text' needs data.train_files (a glob of text files)")
 
@@ -79,6 +85,50 @@ def train_source(
         max_sentence_tokens=data.max_sentence_tokens,
         line_shard=line_shard,
     )
+
+
+def training_batcher(
+    data: ml_collections.ConfigDict,
+    vocab: Vocabulary,
+    batch_size: int,
+    unroll_steps: int,
+    max_chars: int | None,
+    seed: int,
+    num_epochs: int | None,
+    process_index: int = 0,
+    process_count: int = 1,
+) -> BiLMBatcher | ContiguousBatcher:
+    """This process's training batches, `batch_size / process_count` of the `batch_size` streams,
+    laid out as `data.streams` says ('contiguous' holds the training text in memory)."""
+    _check_source(data)
+    if data.streams == "contiguous":
+        sentences = list(training_sentences(data))
+        return ContiguousBatcher(
+            sentences, vocab, batch_size, unroll_steps, max_chars, num_epochs, process_index, process_count
+        )
+    source = train_source(data, seed, num_epochs, process_index, process_count)
+    return BiLMBatcher(source, vocab, batch_size // process_count, unroll_steps, max_chars)
+
+
+def evaluation_batcher(
+    data: ml_collections.ConfigDict,
+    sentences: Sequence[list[str]],
+    vocab: Vocabulary,
+    batch_size: int,
+    unroll_steps: int,
+    max_chars: int | None,
+    process_index: int = 0,
+    process_count: int = 1,
+) -> BiLMBatcher | ContiguousBatcher:
+    """One pass over held-out `sentences` in their order, laid out as `data.streams` says;
+    the processes read disjoint parts."""
+    if data.streams == "contiguous":
+        return ContiguousBatcher(
+            sentences, vocab, batch_size, unroll_steps, max_chars, 1, process_index, process_count
+        )
+    local = list(sentences[process_index::process_count]) if process_count > 1 else sentences
+    source = sources.InMemorySource(local, shuffle=False, num_epochs=1)
+    return BiLMBatcher(source, vocab, batch_size // process_count, unroll_steps, max_chars)
 
 
 def training_sentences(data: ml_collections.ConfigDict):

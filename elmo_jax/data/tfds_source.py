@@ -1,9 +1,10 @@
 """Sentences from a TensorFlow Datasets (TFDS) text dataset, read by random access.
 
-The dataset must be prepared once in the array_record format (see README, "Data"); reading it
-needs `tensorflow_datasets` but not TensorFlow. Each record's text feature is one sentence:
-UTF-8 (undecodable bytes replaced), split on whitespace; blank records are skipped, like blank
-lines of text files. Process i of n reads records i, i+n, i+2n, ... of the split.
+The dataset must be prepared once in the array_record format (docs/training.md, "lm1b and
+other TFDS datasets"); reading it needs `tensorflow_datasets` but not TensorFlow. Each record's
+text feature is one sentence: UTF-8 (undecodable bytes replaced), split on whitespace; blank
+records are skipped, like blank lines of text files. Process i of n reads records i, i+n,
+i+2n, ... of the split.
 """
 
 from __future__ import annotations

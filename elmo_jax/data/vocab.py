@@ -2,7 +2,7 @@
 
 One token per line: `<S>`, `</S>`, `<UNK>` first, then words by descending training frequency
 (the sampled softmax's log-uniform sampler assumes this order). An optional second
-tab-separated column holds the count. `python -m elmo_jax.data.vocab build|stats` builds one from
+tab-separated column holds the count. `python -m elmo_jax.data.vocab_cli build|stats` builds one from
 text files of any size and reports OOV rates (elmo_jax/data/vocab_cli.py).
 """
 
@@ -14,6 +14,7 @@ from typing import Iterable
 
 import numpy as np
 
+from elmo_jax.atomic_write import write_atomic
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 
 SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
@@ -126,20 +127,9 @@ class Vocabulary:
     def save(self, path: str, with_counts: bool = True) -> None:
         """Writes the vocabulary atomically: `word<TAB>count` lines when counts are known and
         `with_counts`, else one word per line (exactly bilm-tf's format)."""
-        tmp = f"{path}.tmp{os.getpid()}"
-        try:
+        def write(tmp: str) -> None:
             with open(tmp, "w", encoding="utf-8") as f:
                 for i, word in enumerate(self.words):
                     f.write(f"{word}\t{self.counts[i]}\n" if with_counts and self.counts is not None else f"{word}\n")
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
 
-
-if __name__ == "__main__":  # python -m elmo_jax.data.vocab build|stats ... (elmo_jax/data/vocab_cli.py)
-    import sys
-
-    from elmo_jax.data.vocab_cli import main
-
-    sys.exit(main())
+        write_atomic(path, write)

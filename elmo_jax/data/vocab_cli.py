@@ -1,8 +1,8 @@
-"""Vocabulary tools for text corpora of any size (run as `python -m elmo_jax.data.vocab`).
+"""Vocabulary tools for text corpora of any size (run as `python -m elmo_jax.data.vocab_cli`).
 
-  python -m elmo_jax.data.vocab build --input 'corpus/train-*.txt' --output vocab.txt \\
+  python -m elmo_jax.data.vocab_cli build --input 'corpus/train-*.txt' --output vocab.txt \\
       [--min_count N] [--max_size N] [--nocounts]
-  python -m elmo_jax.data.vocab stats --input 'corpus/valid.txt' [--vocab vocab.txt]
+  python -m elmo_jax.data.vocab_cli stats --input 'corpus/valid.txt' [--vocab vocab.txt]
 
 Files (comma-separated globs; UTF-8, optionally gzip, one whitespace-tokenized sentence per line)
 are streamed line by line, so memory grows with the number of distinct words only.
@@ -84,7 +84,7 @@ def stats(args: argparse.Namespace) -> None:
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m elmo_jax.data.vocab", description="Vocabulary tools.")
+    parser = argparse.ArgumentParser(prog="python -m elmo_jax.data.vocab_cli", description="Vocabulary tools.")
     commands = parser.add_subparsers(dest="command", required=True)
     b = commands.add_parser("build", help="write a bilm-tf vocabulary of the most frequent words")
     b.add_argument("--output", required=True, help="vocabulary file to write")
@@ -119,3 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -30,7 +30,10 @@ ignores the key).
 Export a trained elmo-jax checkpoint:
 
   python -m elmo_jax.interop.bilm_hdf5 --workdir runs/demo --options out/options.json \
-      --weights out/weights.hdf5 [--step N]
+      --weights out/weights.hdf5 [--step N] [--softmax_weights out/softmax.hdf5 --vocab out/vocab.txt]
+
+With the softmax and the vocabulary, `python evaluate.py --options ... --weights ... --softmax_weights
+... --vocab ... --eval_files GLOB` gives the checkpoint's perplexity from these files.
 """
 
 from __future__ import annotations
@@ -179,7 +182,9 @@ def options_dict(config: ml_collections.ConfigDict) -> dict:
             f"only char-CNN biLMs have a bilm-tf/AllenNLP format (model.token_encoder={model.token_encoder!r})"
         )
     if not model.char_cnn.get("projection", True):
-        raise OptionsError("bilm-tf/AllenNLP models always project the char CNN's output (model.char_cnn.projection=False)")
+        raise OptionsError(
+            "bilm-tf/AllenNLP models always project the char CNN's output (model.char_cnn.projection=False)"
+        )
     return {
         "lstm": {
             "dim": model.lstm.dim,
@@ -449,12 +454,12 @@ def export_checkpoint(
     """Writes `options.json` and the hdf5 weights of an elmo-jax training checkpoint, and with
     `softmax_path` / `vocab_path` its softmax (`softmax/W`, `softmax/b`) and its vocabulary (one
     word per line: line i is softmax row i), as the released original ELMo comes."""
-    # Imported here: reading and writing weight files needs neither orbax nor the training code.
+    # Imported here: reading and writing weight files needs no orbax.
     from elmo_jax.data.vocab import Vocabulary
-    from elmo_jax.evaluation_job import restore_checkpoint
     from elmo_jax.interop.softmax_hdf5 import save_softmax
+    from elmo_jax.training.checkpoint import load_params
 
-    config, params = restore_checkpoint(workdir, step)
+    config, params = load_params(workdir, step)
     options_dict(config)  # Fail before writing anything for a word-input model.
     save_weights(params, config, weights_path)
     save_options(config, options_path)

@@ -13,13 +13,21 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 
-from elmo_jax.model.char_cnn import CharCNNEncoder, WordEncoder
+from elmo_jax.model.char_cnn import CharCNNEncoder
 from elmo_jax.model.conv_pool import resolve_grad_block
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.softmax import SoftmaxWeights
+from elmo_jax.model.word_encoder import WordEncoder
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 ENCODERS = ("char_cnn", "word")
+# A batcher's batch: {'forward': {field: [B, T, ...]}, 'backward': {...}}.
+Batch = dict[str, dict[str, jax.Array]]
+
+
+def stack_directions(batch: Batch) -> dict[str, jax.Array]:
+    """A batch as the model's inputs: `{field: [2, B, T, ...]}`, direction 0 forward, 1 backward."""
+    return {k: jnp.stack([batch["forward"][k], batch["backward"][k]]) for k in batch["forward"]}
 
 
 class BiLM(nn.Module):
@@ -92,10 +100,6 @@ class BiLM(nn.Module):
             return self.encoder(inputs["char_ids"])
         return self.encoder(inputs["token_ids"])
 
-    def softmax_weights(self) -> tuple[jax.Array, jax.Array]:
-        """(W `[V, P]`, b `[V]`)."""
-        return self.softmax()
-
     def __call__(
         self, inputs: dict[str, jax.Array], state: list[LSTMState], train: bool = False
     ) -> tuple[list[jax.Array], jax.Array, list[LSTMState]]:
@@ -129,7 +133,8 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
     init_range = model.get("init_range", 0.0)
     if init_range > 0 and model.lstm.get("initializer", "uniform") != "uniform":
         raise ValueError(
-            f"model.init_range={init_range} draws every weight from a uniform: it needs model.lstm.initializer='uniform'"
+            f"model.init_range={init_range} draws every weight from a uniform: "
+            "it needs model.lstm.initializer='uniform'"
         )
     return BiLM(
         vocab_size=vocab_size,

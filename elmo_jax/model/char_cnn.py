@@ -1,4 +1,4 @@
-"""Token encoders: the character CNN with highway layers (bilm-tf), and word embeddings.
+"""The character CNN token encoder with highway layers (bilm-tf).
 
 Parameter names follow bilm-tf's weight file (`char_embed`, `W_cnn_i`/`b_cnn_i`, highway
 `W_carry`/`b_carry`/`W_transform`/`b_transform`, `W_proj`/`b_proj`), all `x @ W` oriented.
@@ -102,18 +102,3 @@ class CharCNNEncoder(nn.Module):
         b_proj = self.param("b_proj", nn.initializers.zeros, (self.output_dim,))
         out = matmul("ni,io->no", h, w_proj, self.dtype) + b_proj
         return out.reshape(*lead_shape, self.output_dim)
-
-
-class WordEncoder(nn.Module):
-    """Word ids `[...]` -> embeddings `[..., output_dim]` (the `word_inputs` ablation)."""
-
-    vocab_size: int
-    output_dim: int
-    init_range: float = 0.0  # > 0: U(-init_range, init_range) instead of U(-1, 1).
-
-    @nn.compact
-    def __call__(self, token_ids: jax.Array) -> jax.Array:
-        table = self.param(
-            "embedding", weight_init(self.init_range, uniform_symmetric(1.0)), (self.vocab_size, self.output_dim)
-        )
-        return jnp.take(table, token_ids, axis=0)

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from elmo_jax.model.initializers import uniform_symmetric
-from elmo_jax.model.lstm_recurrence import FORGET_BIAS, lstm_recurrence
+from elmo_jax.model.lstm_recurrence import lstm_recurrence
 from elmo_jax.model.precision import matmul
 
 KERNEL_INITIALIZERS = ("uniform", "glorot_uniform")
@@ -32,34 +32,6 @@ class LSTMState(NamedTuple):
 
     c: jax.Array
     h: jax.Array
-
-
-def lstm_cell(
-    xw: jax.Array,
-    state: LSTMState,
-    w_hidden: jax.Array,
-    w_proj: jax.Array | None,
-    cell_clip: float | None,
-    proj_clip: float | None,
-    dtype: jnp.dtype = jnp.float32,
-) -> LSTMState:
-    """One time step for both directions.
-
-    xw: `[2, B, 4*dim]` input contribution (x W_input + b); w_hidden: `[2, P, 4*dim]`;
-    w_proj: `[2, dim, P]` or None (no projection, P = dim). Returns the new state.
-    """
-    z = xw + matmul("dbp,dpg->dbg", state.h, w_hidden, dtype)
-    i, j, f, o = jnp.split(z, 4, axis=-1)
-    c = jax.nn.sigmoid(f + FORGET_BIAS) * state.c + jax.nn.sigmoid(i) * jnp.tanh(j)
-    if cell_clip:
-        c = jnp.clip(c, -cell_clip, cell_clip)
-    h = jax.nn.sigmoid(o) * jnp.tanh(c)
-    if w_proj is None:
-        return LSTMState(c, h)
-    h = matmul("dbk,dkp->dbp", h, w_proj, dtype)
-    if proj_clip:
-        h = jnp.clip(h, -proj_clip, proj_clip)
-    return LSTMState(c, h)
 
 
 def has_projection(dim: int, projection_dim: int) -> bool:

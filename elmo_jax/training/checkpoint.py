@@ -6,6 +6,10 @@ directory (removed when the next run starts), never a checkpoint that looks vali
 checkpoints are deleted only after a newer one is complete, and a failed write leaves them
 untouched. A checkpoint that cannot be read (truncated or corrupt files) is reported and the
 next older one is used; the unreadable one is moved aside to `<step>.unreadable`, never deleted.
+
+`load_params(workdir)` reads only the model params of a checkpoint (with the workdir's
+config.json), for evaluation, export and embedding: it builds no model or optimizer, never reads
+the optimizer state, and importing this module imports neither optax nor the training loop.
 """
 
 from __future__ import annotations
@@ -14,14 +18,17 @@ import contextlib
 import json
 import logging
 import os
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 import jax
+import ml_collections
 import numpy as np
 import orbax.checkpoint as ocp
 
-from elmo_jax.training.parallel import all_processes
-from elmo_jax.training.state import TrainState
+if TYPE_CHECKING:  # Annotations only: the train state module imports optax.
+    from elmo_jax.training.state import TrainState
+
+T = TypeVar("T")
 
 UNREADABLE_SUFFIX = ".unreadable"
 
@@ -121,6 +128,41 @@ def _without_read_only_notice() -> Iterator[None]:
         logger.removeFilter(notice)
 
 
+def _candidate_steps(directory: str, saved: list[int], step: int | None) -> list[int]:
+    """The steps to try, newest first: all of `saved`, or only `step` (CheckpointError if not saved)."""
+    steps = sorted(saved, reverse=True)
+    if not steps:
+        raise CheckpointError(f"{directory}: no checkpoint found")
+    if step is None:
+        return steps
+    if step not in steps:
+        raise CheckpointError(f"{directory}: no checkpoint for step {step} (have {sorted(steps)})")
+    return [step]
+
+
+def _first_readable(
+    directory: str, steps: list[int], read: Callable[[int], T], agree: Callable[[bool], bool]
+) -> tuple[T, int, int]:
+    """(read(step), step, how many steps before it were unreadable) for the first of `steps` that
+    `agree` accepts as read; each unreadable one is reported, CheckpointError if none is readable.
+
+    `agree(ok)` turns this process's outcome into the decision every process takes.
+    """
+    unreadable: list[str] = []
+    for candidate in steps:
+        try:
+            restored, error = read(candidate), None
+        except _Unreadable as e:
+            restored, error = None, str(e)
+        if agree(error is None):
+            return restored, candidate, len(unreadable)
+        error = error or "unreadable on another process"
+        unreadable.append(f"step {candidate}: {error}")
+        fallback = "; trying the previous one" if candidate != steps[-1] else ""
+        logging.warning("%s/%d: unreadable checkpoint (%s)%s", directory, candidate, error, fallback)
+    raise CheckpointError(f"{directory}: no readable checkpoint ({'; '.join(unreadable)})")
+
+
 class Checkpointer:
     """Saves and restores `(TrainState, data_state)` under `directory`."""
 
@@ -187,27 +229,15 @@ class Checkpointer:
         `<step>.unreadable`) so that the run can save those steps again. A checkpoint that does not
         fit `target` is a configuration error, raised at once.
         """
-        steps = sorted(self.all_steps(), reverse=True)
-        if not steps:
-            raise CheckpointError(f"{self.directory}: no checkpoint found")
-        if step is not None:
-            if step not in steps:
-                raise CheckpointError(f"{self.directory}: no checkpoint for step {step} (have {sorted(steps)})")
-            steps = [step]
-        unreadable: list[str] = []
-        for candidate in steps:
-            try:
-                restored, error = self._restore_step(candidate, target), None
-            except _Unreadable as e:
-                restored, error = None, str(e)
-            if all_processes(error is None):  # Processes may read different files of a checkpoint.
-                self._set_aside(steps[: len(unreadable)])
-                return (*restored, candidate)
-            error = error or "unreadable on another process"
-            unreadable.append(f"step {candidate}: {error}")
-            fallback = "; trying the previous one" if candidate != steps[-1] else ""
-            logging.warning("%s/%d: unreadable checkpoint (%s)%s", self.directory, candidate, error, fallback)
-        raise CheckpointError(f"{self.directory}: no readable checkpoint ({'; '.join(unreadable)})")
+        from elmo_jax.training.parallel import all_processes  # Imported here: it imports the train step (optax).
+
+        steps = _candidate_steps(self.directory, self.all_steps(), step)
+        # Processes may read different files of a checkpoint: they agree on the step to restore.
+        restored, candidate, n_unreadable = _first_readable(
+            self.directory, steps, lambda s: self._restore_step(s, target), all_processes
+        )
+        self._set_aside(steps[:n_unreadable])
+        return (*restored, candidate)
 
     def _restore_step(self, step: int, target: TrainState) -> tuple[TrainState, dict]:
         try:
@@ -257,3 +287,80 @@ class Checkpointer:
             self.wait()
         finally:
             self.manager.close()
+
+
+# ----------------------------------------------------------------------------- params only
+
+
+def saved_config(workdir: str) -> ml_collections.ConfigDict:
+    """The config `workdir` was trained with (its config.json): the only one that builds its model."""
+    config_path = os.path.join(workdir, "config.json")
+    if not os.path.exists(config_path):
+        raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
+    with open(config_path, encoding="utf-8") as f:
+        return ml_collections.ConfigDict(json.load(f))
+
+
+def checkpoint_directory(workdir: str) -> str:
+    """`WORKDIR/checkpoints`; CheckpointError naming `workdir` when it has none."""
+    directory = os.path.join(workdir, "checkpoints")
+    if not os.path.isdir(directory):
+        raise CheckpointError(f"{workdir}: no checkpoint found (is this a training workdir?)")
+    return directory
+
+
+def _read_params(manager: ocp.CheckpointManager, step: int, sharding: jax.sharding.Sharding | None) -> Any:
+    """The `params` subtree of checkpoint `step`, with the shapes and dtypes it was saved with."""
+    try:
+        saved = manager.item_metadata(step).state
+    except Exception as e:  # orbax and tensorstore report unreadable files as many types.
+        raise _Unreadable(_describe(e)) from e
+    if saved is None or "params" not in saved:
+        raise _Unreadable("no params in the saved state")
+    target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), saved["params"])
+    args = ocp.args.PyTreeRestore(
+        item={"params": target},
+        restore_args={"params": ocp.checkpoint_utils.construct_restore_args(target)},
+        partial_restore=True,  # The optimizer state, LSTM states and RNG stay on disk.
+    )
+    try:
+        restored = manager.restore(step, args=ocp.args.Composite(state=args))
+    except Exception as e:
+        raise _Unreadable(_describe(e)) from e
+    return restored.state["params"]
+
+
+def restore_params(
+    directory: str, step: int | None = None, sharding: jax.sharding.Sharding | None = None
+) -> tuple[Any, int]:
+    """(params, step) of the checkpoint `step` under `directory` (default: the latest readable).
+
+    Only the saved state's `params` subtree is read (orbax partial restore), with the shapes and
+    dtypes the checkpoint records, so no model, optimizer or abstract train state is built. Leaves
+    are NumPy arrays, or with `sharding` jax.Arrays placed with it (e.g. replicated over a mesh).
+    An unreadable checkpoint is reported and the previous one read, as `Checkpointer.restore`
+    does; each process decides alone, which is safe for host or replicated params: every process
+    reads the same whole arrays.
+    """
+    directory = os.path.abspath(directory)
+    options = ocp.CheckpointManagerOptions(read_only=True, create=False, save_interval_steps=0)
+    handlers = {"state": ocp.PyTreeCheckpointHandler(), "data": ocp.JsonCheckpointHandler()}
+    with _without_read_only_notice():
+        manager = ocp.CheckpointManager(directory, options=options, item_handlers=handlers)
+    try:
+        steps = _candidate_steps(directory, list(manager.all_steps()), step)
+        params, step, _ = _first_readable(directory, steps, lambda s: _read_params(manager, s, sharding), bool)
+    finally:
+        manager.close()
+    return params, step
+
+
+def load_params(workdir: str, step: int | None = None) -> tuple[ml_collections.ConfigDict, dict]:
+    """(config, params) of a training workdir: its config.json and the params of checkpoint `step`
+    (default: the latest readable) as host NumPy arrays, float32 as trained whatever model.dtype.
+
+    Evaluation, export and embedding need nothing else from a checkpoint: the optimizer state (one
+    or two more copies of the params) is neither read nor built.
+    """
+    config = saved_config(workdir)
+    return config, restore_params(checkpoint_directory(workdir), step)[0]

@@ -23,21 +23,22 @@ from typing import Any, Callable, Iterator
 import jax
 import ml_collections
 import numpy as np
-import optax
 from tqdm import tqdm
 
 from elmo_jax.data import corpus
 from elmo_jax.data.batching import BiLMBatcher, Prefetcher
+from elmo_jax.data.contiguous import ContiguousBatcher
 from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation import Evaluator, format_table
 from elmo_jax.model.bilm import BiLM, bilm_from_config
-from elmo_jax.training import optim, parallel, run_info, workdir_lock
+from elmo_jax.training import init_from, parallel, run_info, workdir_lock
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
-from elmo_jax.training.metrics_writer import MetricsWriter, write_json_atomic
+from elmo_jax.atomic_write import write_json_atomic
+from elmo_jax.training.metrics_writer import MetricsWriter
 from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
-from elmo_jax.training.state import TrainState, create_train_state
-from elmo_jax.training.step import make_train_step
+from elmo_jax.training.state import TrainState, init_params
+from elmo_jax.training.trainer import build_trainer
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -67,15 +68,6 @@ def setup_model(config: ml_collections.ConfigDict, vocab: Vocabulary) -> BiLM:
             "frequency order", config.data.vocab_file,
         )
     return bilm_from_config(config.model, len(vocab))
-
-
-def initial_train_state(
-    config: ml_collections.ConfigDict, model: BiLM, mesh: jax.sharding.Mesh, num_steps: int
-) -> tuple[TrainState, optax.Schedule]:
-    """The placed initial state and the learning-rate schedule (for logging)."""
-    tx, schedule = optim.make_optimizer(config.train, num_steps)
-    state = create_train_state(model, tx, config.seed, config.train.batch_size, config.data.max_chars_per_token)
-    return parallel.place_state(state, mesh), schedule
 
 
 def _workdir_error(workdir: str, error: OSError) -> WorkdirError:
@@ -170,7 +162,7 @@ class _Run:
         config: ml_collections.ConfigDict,
         workdir: str,
         state: TrainState,
-        batcher: BiLMBatcher,
+        batcher: BiLMBatcher | ContiguousBatcher,
         checkpointer: Checkpointer,
         schedule: Any,
         evaluator: Evaluator,
@@ -187,7 +179,9 @@ class _Run:
         self.window_start = time.perf_counter()
         self.check_finite = config.train.nonfinite_policy == "stop"
 
-    def train(self, train_step: Callable, mesh: jax.sharding.Mesh, num_steps: int, preemption: PreemptionWatcher) -> None:
+    def train(
+        self, train_step: Callable, mesh: jax.sharding.Mesh, num_steps: int, preemption: PreemptionWatcher
+    ) -> None:
         """Steps until `num_steps` or the end of the data, logging, checkpointing and evaluating."""
         train = self.config.train
         is_main = jax.process_index() == 0
@@ -284,6 +278,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
 
 def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     """The run, in a created and locked `workdir`."""
+    if config.init.options:
+        config = init_from.config_with_init_model(config)
     _write_config(config, workdir)
     mesh = parallel.make_mesh()
     parallel.check_batch_size(config.train.batch_size, mesh, "train.batch_size")
@@ -297,27 +293,31 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict
             raise DataError(f"the evaluation split {config.data.eval_split!r} has no sentences")
         model = setup_model(config, vocab)
         num_steps, num_epochs = planned_steps(config)
-        state, schedule = initial_train_state(config, model, mesh, num_steps)
-        n_params = sum(x.size for x in jax.tree.leaves(state.params))
-        logging.info(  # The platform too: jax's warning that it fell back to the CPU is a library line.
-            "vocabulary %d words, %d parameters, %d devices (%s)", len(vocab), n_params, mesh.size,
-            mesh.devices.flat[0].platform,
-        )
-
-        local_batch = config.train.batch_size // jax.process_count()
         max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
-        source = corpus.train_source(config.data, config.seed, num_epochs, jax.process_index(), jax.process_count())
-        batcher = BiLMBatcher(source, vocab, local_batch, config.train.unroll_steps, max_chars)
-
         checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"), keep=config.train.keep_checkpoints)
         try:
-            if checkpointer.latest_step() is not None:
+            resuming = checkpointer.latest_step() is not None
+            params = None
+            if config.init.options and not resuming:
+                fresh = init_params(model, jax.random.key(config.seed), config.data.max_chars_per_token)
+                params = init_from.init_params(config, vocab, fresh)
+                logging.info("starting from %s (the optimizer starts fresh)", config.init.weights)
+            state, train_step, schedule = build_trainer(model, config, mesh, num_steps, params)
+            n_params = sum(x.size for x in jax.tree.leaves(state.params))
+            logging.info(  # The platform too: jax's warning that it fell back to the CPU is a library line.
+                "vocabulary %d words, %d parameters, %d devices (%s)", len(vocab), n_params, mesh.size,
+                mesh.devices.flat[0].platform,
+            )
+            batcher = corpus.training_batcher(
+                config.data, vocab, config.train.batch_size, config.train.unroll_steps, max_chars, config.seed,
+                num_epochs, jax.process_index(), jax.process_count(),
+            )
+            if resuming:
                 state, saved_data, restored_step = checkpointer.restore(state)
                 data_state = local_process_state(saved_data)
                 if data_state:
                     batcher.load_state_dict(data_state)
                 logging.info("resumed from step %d", restored_step)
-            train_step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
             evaluator = Evaluator(model, vocab, config, mesh)
             run = _Run(config, workdir, state, batcher, checkpointer, schedule, evaluator, eval_sentences)
             run.train(train_step, mesh, num_steps, preemption)

@@ -31,20 +31,6 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def write_json_atomic(path: str, obj: Any) -> None:
-    """Writes a temporary file and renames it: `path` is either the old file or the complete new one."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)  # A failed write (full disk) leaves nothing behind.
-        raise
-
-
 class ScalarEventFile:
     """A TensorBoard event file of scalars, written synchronously: like metrics.jsonl, a record is
     in the file when `write` returns (no writer thread, nothing lost if the process dies).

@@ -51,7 +51,9 @@ def warmup_steps(opt: ml_collections.ConfigDict, num_steps: int) -> int:
     return clamped
 
 
-def make_optimizer(train: ml_collections.ConfigDict, num_steps: int) -> tuple[optax.GradientTransformation, optax.Schedule]:
+def make_optimizer(
+    train: ml_collections.ConfigDict, num_steps: int
+) -> tuple[optax.GradientTransformation, optax.Schedule]:
     """Global-norm clipping followed by Adagrad (bilm-tf), Adam or SGD."""
     opt = train.optimizer
     schedule = make_schedule(opt, num_steps)

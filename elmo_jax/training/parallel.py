@@ -7,14 +7,16 @@ TPU slice, single- or multi-process.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from elmo_jax.training.state import TrainState
-from elmo_jax.training.step import AXIS
+if TYPE_CHECKING:  # Annotations only: the train state imports optax, which evaluation does not need.
+    from elmo_jax.training.state import TrainState
+
+AXIS = "data"  # The mesh axis that batches and LSTM states are split along.
 
 
 def initialize_distributed(distributed: Any) -> None:
@@ -100,13 +102,3 @@ def parallel_train_step(
         per_device_step, mesh=mesh, in_specs=(state_spec, P(AXIS)), out_specs=(state_spec, P()), check_vma=False
     )
     return jax.jit(mapped, donate_argnums=0)
-
-
-def parallel_eval_step(per_device_step: Callable, mesh: jax.sharding.Mesh, params: Any, lstm_state: Any) -> Callable:
-    """jit(shard_map(per_device_eval_step)): params replicated, states and batch split."""
-    params_spec = jax.tree.map(lambda _: P(), params)
-    lstm_spec = lstm_state_spec(lstm_state)
-    mapped = jax.shard_map(
-        per_device_step, mesh=mesh, in_specs=(params_spec, lstm_spec, P(AXIS)), out_specs=(lstm_spec, P()), check_vma=False
-    )
-    return jax.jit(mapped, donate_argnums=1)

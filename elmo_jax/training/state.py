@@ -42,11 +42,13 @@ def init_params(model: BiLM, rng: jax.Array, max_chars: int) -> Any:
 
 
 def create_train_state(
-    model: BiLM, tx: optax.GradientTransformation, seed: int, batch_size: int, max_chars: int
+    model: BiLM, tx: optax.GradientTransformation, seed: int, batch_size: int, max_chars: int, params: Any = None
 ) -> TrainState:
-    """Fresh state: initialised params, optimizer state, zero LSTM states for `batch_size` rows."""
+    """Fresh state: initialised params (or `params`), optimizer state, zero LSTM states for
+    `batch_size` rows."""
     init_rng, rng = jax.random.split(jax.random.key(seed))
-    params = init_params(model, init_rng, max_chars)
+    if params is None:
+        params = init_params(model, init_rng, max_chars)
     return TrainState(
         step=jnp.zeros((), jnp.int32),
         params=params,

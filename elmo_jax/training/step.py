@@ -1,4 +1,4 @@
-"""Loss and the per-device train / eval steps (pmap-style: collectives over the 'data' axis).
+"""The loss and the per-device train step (pmap-style: collectives over the 'data' axis).
 
 The per-device functions see their shard of the global batch; sums and token counts are
 `psum`-ed so the loss and gradients equal those of the global batch on one device, whatever the
@@ -8,27 +8,22 @@ global batch; with `model.softmax.streams_per_draw` one per group of streams (bi
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import functools
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import ml_collections
 import optax
 
-from elmo_jax.model.bilm import BiLM
+from elmo_jax.model.bilm import Batch, BiLM, stack_directions
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.model import softmax as softmax_lib
 from elmo_jax.training import softmax_rows
+from elmo_jax.training.parallel import AXIS
 from elmo_jax.training.state import TrainState
 
-AXIS = "data"
-Batch = dict[str, dict[str, jax.Array]]
 NONFINITE_POLICIES = ("stop", "skip")
-
-
-def stack_directions(batch: Batch) -> dict[str, jax.Array]:
-    """{'forward': {k: [B,...]}, 'backward': {...}} -> {k: [2, B, ...]}."""
-    return {k: jnp.stack([batch["forward"][k], batch["backward"][k]]) for k in batch["forward"]}
 
 
 class NegativeSampler:
@@ -138,12 +133,76 @@ def uses_row_updates(config: ml_collections.ConfigDict) -> bool:
     )
 
 
-def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[[TrainState, Batch], tuple[TrainState, dict]]:
+class Scored(NamedTuple):
+    """What the loss scores, in the rows of the softmax it is given: the targets `[2, b, T]` and, for
+    the sampled softmax, this device's negative sets (rows `[S, K]`, log expected counts `[S, K]`),
+    the targets' log expected counts `[S, M]` and the layout of tokens by set."""
+
+    target_rows: jax.Array
+    sampled_rows: jax.Array | None = None
+    sampled_log_expected: jax.Array | None = None
+    target_log_expected: jax.Array | None = None
+    layout: NegativeSetLayout | None = None
+
+
+def training_loss(
+    model: BiLM,
+    chunk_size: int,
+    loss_scale: float,
+    params: Any,
+    inputs: dict[str, jax.Array],
+    lstm_state: list[LSTMState],
+    scored: Scored,
+    dropout_rng: jax.Array,
+    global_count: jax.Array,
+) -> tuple[jax.Array, tuple[list[LSTMState], jax.Array]]:
+    """`loss_scale` x this device's share of the global batch's loss, and (new LSTM states, the
+    directions' shares of the mean NLL `[2]`). Pure: what `jax.value_and_grad` differentiates.
+
+    The loss is the mean over the two directions of each direction's mean NLL over the global
+    batch's `global_count` `[2]` tokens (bilm-tf's mean of tower means when the towers hold equal
+    token counts, as its always full training batches do); the sampled softmax scores each set's
+    tokens against its negatives, the full softmax all rows of `params['softmax']`.
+    """
+    _, top, new_state = model.apply({"params": params}, inputs, lstm_state, train=True, rngs={"dropout": dropout_rng})
+    w, b = params["softmax"]["W"], params["softmax"]["b"]  # All rows, or the touched ones.
+    mask = inputs["mask"].astype(jnp.float32)  # [2, b, T]
+    if scored.layout is not None:
+        layout = scored.layout
+        nll = softmax_lib.grouped_sampled_softmax_nll(
+            w, b, layout.to_sets(top), layout.to_sets(scored.target_rows), scored.sampled_rows,
+            scored.sampled_log_expected, scored.target_log_expected, model.dtype,
+        )
+        nll = layout.from_sets(nll, mask.shape)
+    else:
+        hidden = top.reshape(-1, top.shape[-1])
+        nll = softmax_lib.full_softmax_nll(w, b, hidden, scored.target_rows.reshape(-1), chunk_size)
+        nll = nll.reshape(mask.shape)
+    direction_nll = (nll * mask).sum(axis=(1, 2)) / global_count  # [2]
+    return loss_scale * 0.5 * direction_nll.sum(), (new_state, direction_nll)
+
+
+def _step_rngs(state: TrainState) -> tuple[jax.Array, jax.Array]:
+    """(the negatives' RNG, the same on every device; this device's dropout RNG) of this step."""
+    rng = jax.random.fold_in(jax.random.wrap_key_data(state.rng), state.step)
+    sample_rng, dropout_rng = jax.random.split(rng)
+    return sample_rng, jax.random.fold_in(dropout_rng, jax.lax.axis_index(AXIS))
+
+
+def _grad_norm(grads: Any) -> jax.Array:
+    return jnp.sqrt(sum(jnp.sum(g * g) for g in jax.tree.leaves(grads)))
+
+
+def make_train_step(
+    model: BiLM, config: ml_collections.ConfigDict
+) -> Callable[[TrainState, Batch], tuple[TrainState, dict]]:
     """The per-device train step `(state, batch) -> (state, metrics)`; run under shard_map.
 
-    metrics['nonfinite'] is 1.0 when the loss or the gradient norm is NaN or infinite; with
-    `train.nonfinite_policy='skip'` such a step leaves params, optimizer and LSTM states unchanged
-    (the step counter still advances, so the next step sees new data and negatives).
+    The step draws the negatives, takes the softmax rows they and the targets touch (row-sparse
+    updates), differentiates `training_loss`, sums the gradients over devices and applies the
+    optimizer. metrics['nonfinite'] is 1.0 when the loss or the gradient norm is NaN or infinite;
+    with `train.nonfinite_policy='skip'` such a step leaves params, optimizer and LSTM states
+    unchanged (the step counter still advances, so the next step sees new data and negatives).
     """
     if config.train.nonfinite_policy not in NONFINITE_POLICIES:
         raise ValueError(
@@ -159,75 +218,42 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
     loss_scale = float(config.train.get("loss_scale", 1.0))
     if not loss_scale > 0:
         raise ValueError(f"train.loss_scale must be > 0, got {loss_scale}")
+    loss_fn = functools.partial(training_loss, model, softmax_config.chunk_size, loss_scale)
 
     def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
         inputs = stack_directions(batch)
-        rng = jax.random.fold_in(jax.random.wrap_key_data(state.rng), state.step)
-        sample_rng, dropout_rng = jax.random.split(rng)
-        dropout_rng = jax.random.fold_in(dropout_rng, jax.lax.axis_index(AXIS))
-        lstm_state = state.lstm_state
-        if not stateful:
-            lstm_state = jax.tree.map(jnp.zeros_like, lstm_state)
-        mask = inputs["mask"].astype(jnp.float32)  # [2, b, T]
-        global_count = jnp.maximum(jax.lax.psum(mask.sum(axis=(1, 2)), AXIS), 1.0)  # [2]
+        sample_rng, dropout_rng = _step_rngs(state)
+        lstm_state = state.lstm_state if stateful else jax.tree.map(jnp.zeros_like, state.lstm_state)
+        global_count = jnp.maximum(jax.lax.psum(inputs["mask"].astype(jnp.float32).sum(axis=(1, 2)), AXIS), 1.0)
         targets = inputs["targets"]  # [2, b, T]
+        scored, all_ids = Scored(targets), None
         if sampler is not None:
             layout = NegativeSetLayout(sampler, targets.shape[1])
             all_ids, all_log_expected = sampler.draw(sample_rng)  # [D, G, K]: every device draws all sets
-            sampled_ids, sampled_log_expected = layout.local_sets(all_ids), layout.local_sets(all_log_expected)
-            target_log_expected = layout.to_sets(sampler.target_log_expected(targets))  # [S, M]
-        params, opt_state = state.params, state.opt_state
+            scored = Scored(
+                targets, layout.local_sets(all_ids), layout.local_sets(all_log_expected),
+                layout.to_sets(sampler.target_log_expected(targets)), layout,
+            )
+        params, opt_state, view = state.params, state.opt_state, None
         if row_updates:
             # The rows of every device's targets and of every set's negatives: the same on all devices.
             all_targets = jax.lax.all_gather(targets.reshape(-1), AXIS, tiled=True)
-            view = softmax_rows.RowView(
-                softmax_rows.touched_rows(jnp.concatenate([all_targets, all_ids.reshape(-1)]), model.vocab_size),
-                model.vocab_size,
-            )
+            rows = softmax_rows.touched_rows(jnp.concatenate([all_targets, all_ids.reshape(-1)]), model.vocab_size)
+            view = softmax_rows.RowView(rows, model.vocab_size)
             params, opt_state = view.gather(params), view.gather(opt_state)
-            target_rows, sampled_rows = view.positions(targets), view.positions(sampled_ids)
-        elif sampler is not None:
-            target_rows, sampled_rows = targets, sampled_ids
-
-        def loss_fn(params: Any) -> tuple[jax.Array, tuple[list[LSTMState], jax.Array]]:
-            _, top, new_state = model.apply(
-                {"params": params}, inputs, lstm_state, train=True, rngs={"dropout": dropout_rng}
+            scored = scored._replace(
+                target_rows=view.positions(targets), sampled_rows=view.positions(scored.sampled_rows)
             )
-            w, b = params["softmax"]["W"], params["softmax"]["b"]  # all rows, or the touched ones
-            if sampler is not None:
-                nll = softmax_lib.grouped_sampled_softmax_nll(
-                    w, b, layout.to_sets(top), layout.to_sets(target_rows), sampled_rows, sampled_log_expected,
-                    target_log_expected, model.dtype,
-                )
-                nll = layout.from_sets(nll, mask.shape)
-            else:
-                hidden = top.reshape(-1, top.shape[-1])
-                nll = softmax_lib.full_softmax_nll(w, b, hidden, targets.reshape(-1), softmax_config.chunk_size)
-                nll = nll.reshape(mask.shape)
-            # The mean over all tokens: bilm-tf's mean of tower means when the towers hold equal
-            # token counts, as its (always full) training batches do.
-            direction_nll = (nll * mask).sum(axis=(1, 2)) / global_count  # [2]
-            return loss_scale * 0.5 * direction_nll.sum(), (new_state, direction_nll)
 
-        (scaled_loss, (new_lstm_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        (scaled_loss, (new_lstm_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            params, inputs, lstm_state, scored, dropout_rng, global_count
+        )
         grads = jax.lax.psum(grads, AXIS)
         loss = jax.lax.psum(scaled_loss, AXIS) / loss_scale
         direction_nll = jax.lax.psum(direction_nll, AXIS)
-        updates, new_opt_state = state.tx.update(grads, opt_state, params)
-        new_params = optax.apply_updates(params, updates)
-        grad_norm = jnp.sqrt(sum(jnp.sum(g * g) for g in jax.tree.leaves(grads)))
+        grad_norm = _grad_norm(grads)
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)  # Equal on every device (psum-ed).
-        updated = (new_params, new_opt_state, jax.lax.stop_gradient(new_lstm_state))
-        if skip_nonfinite:
-            kept = (params, opt_state, state.lstm_state)
-            updated = jax.tree.map(lambda new, old: jnp.where(finite, new, old), updated, kept)
-        new_params, new_opt_state, new_lstm_state = updated
-        if row_updates:  # Write the touched rows back into the full tables.
-            new_params = view.scatter(state.params, new_params)
-            new_opt_state = view.scatter(state.opt_state, new_opt_state)
-        new_state = state.replace(
-            step=state.step + 1, params=new_params, opt_state=new_opt_state, lstm_state=new_lstm_state
-        )
+        new_state = _apply_gradients(state, params, opt_state, grads, new_lstm_state, finite, skip_nonfinite, view)
         metrics = {
             "train_loss": loss,
             "train_forward_loss": direction_nll[0],
@@ -241,22 +267,26 @@ def make_train_step(model: BiLM, config: ml_collections.ConfigDict) -> Callable[
     return train_step
 
 
-def make_eval_step(model: BiLM, chunk_size: int) -> Callable[[Any, list[LSTMState], Batch], tuple[list[LSTMState], dict]]:
-    """Per-device eval step `(params, lstm_state, batch) -> (lstm_state, sums)`: full softmax.
-
-    Returns summed NLL `[2]` and token counts `[2]` (forward, backward) over the global batch.
-    """
-
-    def eval_step(params: Any, lstm_state: list[LSTMState], batch: Batch) -> tuple[list[LSTMState], dict]:
-        inputs = stack_directions(batch)
-        _, top, new_state = model.apply({"params": params}, inputs, lstm_state, train=False)
-        w, b = params["softmax"]["W"], params["softmax"]["b"]
-        nll = softmax_lib.full_softmax_nll(w, b, top.reshape(-1, top.shape[-1]), inputs["targets"].reshape(-1), chunk_size)
-        mask = inputs["mask"].astype(jnp.float32)
-        sums = {
-            "nll": jax.lax.psum((nll.reshape(mask.shape) * mask).sum(axis=(1, 2)), AXIS),
-            "count": jax.lax.psum(mask.sum(axis=(1, 2)), AXIS),
-        }
-        return new_state, sums
-
-    return eval_step
+def _apply_gradients(
+    state: TrainState,
+    params: Any,
+    opt_state: Any,
+    grads: Any,
+    new_lstm_state: list[LSTMState],
+    finite: jax.Array,
+    skip_nonfinite: bool,
+    view: softmax_rows.RowView | None,
+) -> TrainState:
+    """The next state: the optimizer's update of `params` (all of them, or the softmax rows of
+    `view` written back into the full tables), the new LSTM states, the step + 1; with
+    `skip_nonfinite`, a non-finite step keeps the old params, optimizer and LSTM states."""
+    updates, new_opt_state = state.tx.update(grads, opt_state, params)
+    updated = (optax.apply_updates(params, updates), new_opt_state, jax.lax.stop_gradient(new_lstm_state))
+    if skip_nonfinite:
+        kept = (params, opt_state, state.lstm_state)
+        updated = jax.tree.map(lambda new, old: jnp.where(finite, new, old), updated, kept)
+    new_params, new_opt_state, new_lstm_state = updated
+    if view is not None:
+        new_params = view.scatter(state.params, new_params)
+        new_opt_state = view.scatter(state.opt_state, new_opt_state)
+    return state.replace(step=state.step + 1, params=new_params, opt_state=new_opt_state, lstm_state=new_lstm_state)

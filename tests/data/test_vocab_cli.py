@@ -1,4 +1,4 @@
-"""`python -m elmo_jax.data.vocab build|stats`: order, limits, gzip input, statistics, errors."""
+"""`python -m elmo_jax.data.vocab_cli build|stats`: order, limits, gzip input, statistics, errors."""
 
 import collections
 import gzip
@@ -166,7 +166,7 @@ def test_usage_errors_exit_2(argv, message, capsys):
 def test_module_entry_point_in_a_subprocess(corpus, tmp_path):
     out = tmp_path / "vocab.txt"
     argv = ["build", "--input", corpus, "--output", str(out), "--min_count", "2"]
-    run = subprocess.run([sys.executable, "-m", "elmo_jax.data.vocab", *argv], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "elmo_jax.data.vocab_cli", *argv], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "reading: 100%" in run.stderr  # The progress bar.
     assert [line.split("\t")[0] for line in _lines(out)] == SPECIALS + ["the", "a", "alpha", "mid", "zeta"]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.model.char_cnn import CharCNNEncoder, Highway, WordEncoder
+from elmo_jax.model.char_cnn import CharCNNEncoder, Highway
 from elmo_jax.model.precision import conv1d_valid
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -260,12 +260,3 @@ def test_char_cnn_gradient_matches_finite_differences(cnn_grads: dict[str, Any])
         for g, d in zip(jax.tree_util.tree_leaves(cnn_grads["grads"]), directions)
     )
     np.testing.assert_allclose(analytic, fd, rtol=1e-4)
-
-
-def test_word_encoder_is_a_lookup() -> None:
-    ids = jnp.asarray([[0, 3, 9], [9, 1, 0]], jnp.int32)
-    module = WordEncoder(vocab_size=10, output_dim=4)
-    params = randomize(abstract_params(module, ids), seed=0)
-    assert params["embedding"].shape == (10, 4)
-    out = module.apply({"params": params}, ids)
-    np.testing.assert_array_equal(out, np.asarray(params["embedding"])[np.asarray(ids)])

@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from elmo_jax.model.lstm import BiLSTMLayer, LSTMState, lstm_cell
+from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
+from elmo_jax.model.lstm_recurrence import lstm_recurrence
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -130,7 +131,17 @@ def run_layer(
 run_layer_jit = jax.jit(run_layer, static_argnums=(4, 5, 6))
 
 
-# ----------------------------------------------------------------------------- lstm_cell
+# ----------------------------------------------------------------------------- one time step
+
+
+def lstm_cell(
+    xw: jax.Array, state: LSTMState, w_hidden: jax.Array, w_proj: jax.Array | None,
+    cell_clip: float | None, proj_clip: float | None,
+) -> LSTMState:
+    """One step of the layer's recurrence (`lstm_recurrence` over T = 1): xw `[2, B, 4 DIM]`."""
+    mask = jnp.ones((1, 2, xw.shape[1], 1), bool)
+    _, (c, h) = lstm_recurrence(xw[None], w_hidden, w_proj, mask, state.c, state.h, cell_clip, proj_clip)
+    return LSTMState(c, h)
 
 
 def cell_inputs(seed: int = 0) -> tuple[np.ndarray, LSTMState, np.ndarray, np.ndarray]:

@@ -16,9 +16,8 @@ import jax
 import numpy as np
 
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training import optim, parallel
-from elmo_jax.training.state import create_train_state
-from elmo_jax.training.step import make_train_step
+from elmo_jax.training import parallel
+from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch, tiny_config
 
 VOCAB, STEPS = 50, 20
@@ -28,12 +27,10 @@ def run(n_devices: int | None) -> dict[str, np.ndarray]:
     """n_devices: use the first N devices; None: all devices of all processes."""
     config = tiny_config(**{"model.dropout": 0.0, "train.batch_size": 8})
     model = bilm_from_config(config.model, VOCAB)
-    tx, _ = optim.make_optimizer(config.train, STEPS)
     mesh = parallel.make_mesh(jax.devices()[:n_devices] if n_devices else None)
     rows = 8 // jax.process_count()
     local = slice(jax.process_index() * rows, (jax.process_index() + 1) * rows)
-    state = parallel.place_state(create_train_state(model, tx, 0, 8, config.data.max_chars_per_token), mesh)
-    step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
+    state, step, _ = build_trainer(model, config, mesh, STEPS)
     rng = np.random.default_rng(0)
     losses = []
     for i in range(STEPS):

@@ -28,9 +28,10 @@ from configs import released
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.softmax import sample_log_uniform, unique_sampling_tries
-from elmo_jax.training import optim, parallel
-from elmo_jax.training.state import create_train_state
-from elmo_jax.training.step import AXIS, NegativeSampler, NegativeSetLayout, draw_groups, make_train_step
+from elmo_jax.training import parallel
+from elmo_jax.training.parallel import AXIS
+from elmo_jax.training.step import NegativeSampler, NegativeSetLayout, draw_groups
+from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch, tiny_config
 
 VOCAB, BATCH, STEPS, NEGATIVES = 29, 4, 8, 8
@@ -129,14 +130,11 @@ def run_case(n_devices: int, groups: int, per_direction: bool, row_updates: bool
     """One train step on `n_devices` and the reference update from the same state and batch."""
     config = case_config(groups, per_direction, row_updates)
     model = bilm_from_config(config.model, VOCAB)
-    tx, _ = optim.make_optimizer(config.train, 10)
-    state = create_train_state(model, tx, 0, BATCH, config.data.max_chars_per_token)
+    mesh = parallel.make_mesh(jax.devices()[:n_devices])
+    state, step, _ = build_trainer(model, config, mesh, 10)
     batch = random_batch(np.random.default_rng(0), VOCAB, BATCH, STEPS, config.data.max_chars_per_token)
     negatives = step_negatives(NegativeSampler(config.model.softmax, VOCAB, config.train.batch_size), state)
     reference = bilm_tf_update(model, jax.device_get(state.params), batch, negatives, groups)
-    mesh = parallel.make_mesh(jax.devices()[:n_devices])
-    state = parallel.place_state(state, mesh)
-    step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
     new_state, metrics = step(state, parallel.shard_batch(batch, mesh))
     has_sums = lambda s: hasattr(s, "sum_of_squares")
     accumulators = [s for s in jax.tree.leaves(jax.device_get(new_state.opt_state), is_leaf=has_sums) if has_sums(s)]

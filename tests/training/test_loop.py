@@ -52,13 +52,16 @@ def test_train_writes_metrics_config_checkpoints_and_eval(tmp_path, monkeypatch)
     assert result["tokens"] == sum(len(l.split()) + 1 for l in open(tmp_path / "valid" / "part-0.txt"))
 
 
-def test_rerun_resumes_and_reproduces_uninterrupted_losses(tmp_path):
-    config = _text_config(tmp_path, **{"train.num_steps": 10, "train.log_every_steps": 1})
+@pytest.mark.parametrize("streams", ["sentences", "contiguous"])
+def test_rerun_resumes_and_reproduces_uninterrupted_losses(tmp_path, streams):
+    overrides = {"train.num_steps": 10, "train.log_every_steps": 1, "data.streams": streams}
+    config = _text_config(tmp_path, **overrides)
     straight = str(tmp_path / "straight")
-    train_and_evaluate(config, straight)
+    result = train_and_evaluate(config, straight)
+    assert result["tokens"] == sum(len(l.split()) + 1 for l in open(tmp_path / "valid" / "part-0.txt"))
 
     resumed = str(tmp_path / "resumed")
-    first = _text_config(tmp_path, **{"train.num_steps": 10, "train.log_every_steps": 1})
+    first = _text_config(tmp_path, **overrides)
     first.train.num_steps = 6  # Stops after a checkpoint at 5 and the final one at 6.
     train_and_evaluate(first, resumed)
     train_and_evaluate(config, resumed)  # Same command as `straight`: resumes from step 6.

@@ -8,7 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from elmo_jax.training.metrics_writer import MetricsWriter, write_json_atomic
+from elmo_jax.atomic_write import write_json_atomic
+from elmo_jax.training.metrics_writer import MetricsWriter
 from tests.training.helpers import tensorboard_scalars
 
 

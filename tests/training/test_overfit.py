@@ -7,9 +7,8 @@ from elmo_jax.data.batching import BiLMBatcher
 from elmo_jax.data.sources import InMemorySource
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training import optim, parallel
-from elmo_jax.training.state import create_train_state
-from elmo_jax.training.step import make_train_step
+from elmo_jax.training import parallel
+from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import tiny_config
 
 SENTENCES = [
@@ -34,10 +33,8 @@ def test_tiny_model_memorises_three_sentences():
     )
     vocab = Vocabulary.build(SENTENCES)
     model = bilm_from_config(config.model, len(vocab))
-    tx, _ = optim.make_optimizer(config.train, 300)
     mesh = parallel.make_mesh(jax.devices()[:1])
-    state = parallel.place_state(create_train_state(model, tx, 0, 1, config.data.max_chars_per_token), mesh)
-    step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
+    state, step, _ = build_trainer(model, config, mesh, 300)
     source = InMemorySource(SENTENCES, shuffle=False, num_epochs=None)
     batches = BiLMBatcher(source, vocab, 1, 8, config.data.max_chars_per_token)
     losses = []

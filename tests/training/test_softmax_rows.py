@@ -7,9 +7,9 @@ import optax
 import pytest
 
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training import optim, parallel, softmax_rows
-from elmo_jax.training.state import create_train_state
-from elmo_jax.training.step import make_train_step, uses_row_updates
+from elmo_jax.training import parallel, softmax_rows
+from elmo_jax.training.step import uses_row_updates
+from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch, tiny_config
 
 VOCAB = 53
@@ -59,12 +59,8 @@ def test_a_softmax_leaf_of_another_vocabulary_size_is_an_error_naming_it():
 
 def _train(config, steps: int):
     model = bilm_from_config(config.model, VOCAB)
-    tx, _ = optim.make_optimizer(config.train, 100)
     mesh = parallel.make_mesh(jax.devices()[:1])
-    state = parallel.place_state(
-        create_train_state(model, tx, 0, config.train.batch_size, config.data.max_chars_per_token), mesh
-    )
-    step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
+    state, step, _ = build_trainer(model, config, mesh, 100)
     rng = np.random.default_rng(2)
     losses = []
     for _ in range(steps):

@@ -7,8 +7,9 @@ import pytest
 
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.training import optim, parallel
-from elmo_jax.training.state import create_train_state
-from elmo_jax.training.step import make_train_step, stack_directions
+from elmo_jax.model.bilm import stack_directions
+from elmo_jax.training.step import make_train_step
+from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch, tiny_config
 
 VOCAB = 37
@@ -17,11 +18,8 @@ VOCAB = 37
 def _setup(**overrides):
     config = tiny_config(**{"model.dropout": 0.0, **overrides})
     model = bilm_from_config(config.model, VOCAB)
-    tx, _ = optim.make_optimizer(config.train, 100)
-    state = create_train_state(model, tx, 0, config.train.batch_size, config.data.max_chars_per_token)
     mesh = parallel.make_mesh(jax.devices()[:1])
-    state = parallel.place_state(state, mesh)
-    step = parallel.parallel_train_step(make_train_step(model, config), mesh, state)
+    state, step, _ = build_trainer(model, config, mesh, 100)
     return config, model, state, step, mesh
 
 

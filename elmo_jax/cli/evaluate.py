@@ -1,0 +1,66 @@
+"""Full-softmax perplexity of a trained biLM on held-out text (`python evaluate.py` or
+`elmo-evaluate`): a training workdir's checkpoint, or a bilm-tf/AllenNLP model's files.
+
+  python evaluate.py --workdir=runs/demo [--split=test] [--eval_files=GLOB] [--step=N] [--output=R.json]
+  python evaluate.py --config=configs/demo.py --workdir=runs/demo [--config.eval.batch_size=16]
+  python evaluate.py --options=O --weights=H --softmax_weights=S --vocab=V --eval_files=GLOB [--output=R.json]
+
+A workdir's model is built from WORKDIR/config.json, the config it was trained with. `--config` and
+its overrides may change the evaluation (eval.*, data.streams, data.source, data.eval_split,
+data.eval_files, data.tfds_*); a model key (model.*, data.max_chars_per_token, data.vocab_*) that
+differs from the trained model's is an error naming it. Prints a table and writes
+WORKDIR/eval_<split>_<step>.json.
+
+A bilm-tf/AllenNLP model (as released, or as `python -m elmo_jax.interop.bilm_hdf5` exports a
+checkpoint) is built from its options.json; the rest of the config is configs/default.py's, or
+`--config`'s with its overrides (e.g. --config.eval.batch_size, --config.data.streams). Prints a
+table; `--output` writes the result as JSON, with the fields of a workdir's evaluation.
+"""
+
+import sys
+
+from absl import app, flags
+
+from configs import default
+from elmo_jax import host_memory, quiet_logs
+from elmo_jax.config_flags import define_config_flag
+from elmo_jax.evaluation_job import bilm_files_from_flags, evaluate_bilm_files, evaluate_checkpoint
+
+FLAGS = flags.FLAGS
+define_config_flag(
+    "Optional config. With --workdir (e.g. the config trained with) only its evaluation keys (eval.*, data.streams, "
+    "data.source, data.eval_split, data.eval_files, data.tfds_*) and overrides apply: the model is always built from "
+    "WORKDIR/config.json, and a model key (model.*, data.max_chars_per_token, data.vocab_*) that differs from it is "
+    "an error. With --options it replaces configs/default.py, except for the model, which --options describes."
+)
+flags.DEFINE_string("workdir", None, "Training workdir holding config.json, checkpoints/ and vocab.txt.")
+flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (instead of --workdir; needs the next three).")
+flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file of --options.")
+flags.DEFINE_string("softmax_weights", None, "hdf5 softmax (softmax/W [V, P], softmax/b [V]) of --options.")
+flags.DEFINE_string("vocab", None, "Vocabulary of --softmax_weights, one word per line: line i is softmax row i.")
+flags.DEFINE_string("split", None, "Corpus split to evaluate ('valid' | 'test'); default data.eval_split.")
+flags.DEFINE_string("eval_files", "", "Evaluate these text files (globs) instead of a corpus split.")
+flags.DEFINE_integer("step", None, "Checkpoint step to evaluate (default: the latest).")
+flags.DEFINE_string("output", None, "Also write the result to this JSON file.")
+flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
+    quiet_logs.configure(FLAGS.log_library)
+    try:
+        files = bilm_files_from_flags(FLAGS.flag_values_dict())
+        if files is None:
+            evaluate_checkpoint(FLAGS.workdir, FLAGS.config, FLAGS.split, FLAGS.eval_files, FLAGS.step, FLAGS.output)
+        else:
+            evaluate_bilm_files(files, FLAGS.eval_files, FLAGS.config or default.get_config(), FLAGS.output)
+    except (ValueError, RuntimeError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+
+
+def run() -> None:
+    """The `elmo-evaluate` console script."""
+    app.run(main)

@@ -1,0 +1,97 @@
+"""Continue training a bilm-tf/AllenNLP model (domain adaptation, as bilm-tf's `bin/restart.py`).
+
+`config.init.options` + `config.init.weights` name the model; its shape comes from options.json.
+`config.init.softmax_weights` + `config.init.vocab_file` (line i = softmax row i) add its softmax:
+words of the training vocabulary that the model's vocabulary has keep their rows, new words keep
+a fresh initialisation. Without a softmax file the softmax starts fresh. The optimizer always
+starts fresh: bilm-tf's files hold no optimizer state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_collections
+import numpy as np
+
+from configs import default
+from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
+from elmo_jax.interop.softmax_hdf5 import load_softmax
+
+# The keys that options.json decides: the model's shape.
+SHAPE_KEYS = (
+    "model.token_encoder",
+    "model.char_cnn.embed_dim",
+    "model.char_cnn.filters",
+    "model.char_cnn.activation",
+    "model.char_cnn.n_highway",
+    "model.char_cnn.projection",
+    "model.lstm.dim",
+    "model.lstm.projection_dim",
+    "model.lstm.n_layers",
+    "model.lstm.cell_clip",
+    "model.lstm.proj_clip",
+    "model.lstm.use_skip_connections",
+    "data.max_chars_per_token",
+)
+
+
+def _get(config: ml_collections.ConfigDict, key: str) -> Any:
+    for part in key.split("."):
+        config = config[part]
+    return config
+
+
+def _set(config: ml_collections.ConfigDict, key: str, value: Any) -> None:
+    *parents, last = key.split(".")
+    for part in parents:
+        config = config[part]
+    config[last] = value
+
+
+def _plain(value: Any) -> Any:
+    """Lists for tuples, so `((1, 8),)` and `[[1, 8]]` compare equal."""
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
+def config_with_init_model(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """`config` with the shape of the model `config.init.options` describes.
+
+    A shape key that `config` sets (a value other than configs/default.py's) and options.json
+    contradicts is a ValueError naming the key: the model's shape is not the run's to change.
+    """
+    if not config.init.weights:
+        raise ValueError("config.init.options needs config.init.weights (the model's hdf5 weights)")
+    if bool(config.init.softmax_weights) != bool(config.init.vocab_file):
+        raise ValueError("config.init.softmax_weights and config.init.vocab_file go together (line i = softmax row i)")
+    model_config = load_options(config.init.options)
+    defaults = default.get_config()
+    updated = ml_collections.ConfigDict(config.to_dict())
+    for key in SHAPE_KEYS:
+        given, wanted = _plain(_get(config, key)), _plain(_get(model_config, key))
+        if given != _plain(_get(defaults, key)) and given != wanted:
+            raise ValueError(
+                f"{key}={given!r} disagrees with {config.init.options} ({wanted!r}): continued training takes the "
+                "model's shape from config.init.options, drop the key"
+            )
+        _set(updated, key, wanted)
+    return updated
+
+
+def init_params(config: ml_collections.ConfigDict, vocab: Vocabulary, fresh: dict) -> dict:
+    """Params for training on `vocab`: the model's weights, with `fresh`'s softmax (the freshly
+    initialised params' `softmax` `{W: [V, P], b: [V]}`) where the model's softmax has no row."""
+    params = load_weights(config, config.init.weights)
+    softmax = {name: np.array(value) for name, value in fresh["softmax"].items()}
+    if config.init.softmax_weights:
+        source_vocab = Vocabulary.load(config.init.vocab_file)
+        source = load_softmax(config.init.softmax_weights, len(source_vocab), softmax["W"].shape[1])
+        source_rows = {word: row for row, word in enumerate(source_vocab.words)}
+        pairs = [(row, source_rows[word]) for row, word in enumerate(vocab.words) if word in source_rows]
+        if pairs:
+            target, src = (np.array(a) for a in zip(*pairs))
+            softmax["W"][target] = source["W"][src]
+            softmax["b"][target] = source["b"][src]
+    params["softmax"] = softmax
+    return params

@@ -1,0 +1,42 @@
+"""The package metadata: console scripts that resolve, dependencies that match requirements.txt."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _project() -> dict:
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)["project"]
+
+
+@pytest.mark.parametrize("script", sorted(_project()["scripts"]))
+def test_console_script_names_a_callable(script: str) -> None:
+    """Each in its own process: two absl entry points define the same flags (--config)."""
+    module_name, function = _project()["scripts"][script].split(":")
+    check = f"import importlib; assert callable(getattr(importlib.import_module({module_name!r}), {function!r}))"
+    result = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_console_scripts_cover_every_tool() -> None:
+    assert set(_project()["scripts"]) == {
+        "elmo-train", "elmo-evaluate", "elmo-embed", "elmo-export", "elmo-vocab", "elmo-report"
+    }
+
+
+def test_requirements_install_the_package_with_its_extras() -> None:
+    """requirements*.txt install this package (editable) rather than repeating its dependencies."""
+    with open(os.path.join(ROOT, "requirements.txt")) as f:
+        lines = [line.split("#")[0].strip() for line in f]
+    assert [line for line in lines if line] == ["-e .[tfds,report]"]
+    with open(os.path.join(ROOT, "requirements-dev.txt")) as f:
+        lines = [line.split("#")[0].strip() for line in f]
+    assert [line for line in lines if line] == ["-e .[dev]"]
