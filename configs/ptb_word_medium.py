@@ -1,7 +1,7 @@
 """Zaremba et al. 2014 medium regularized LSTM (published PTB test perplexity 82.7), as a biLM.
 
   python train.py --config=configs/ptb_word_medium.py --workdir=runs/ptb_word_medium
-  python evaluate.py --config=configs/ptb_word_medium.py --workdir=runs/ptb_word_medium --split=test
+  python evaluate.py --workdir=runs/ptb_word_medium --split=test
 
 Word embeddings of 650, two LSTM layers of 650 units, dropout 0.5 on every non-recurrent
 connection (the embeddings included). 39 epochs (theirs); the recipe is configs/ptb.py's.
