@@ -1,0 +1,333 @@
+"""elmo_jax.elmo.Elmo against the embedder's layers mixed by hand; frozen vs fine-tuned biLM weights,
+fixed mixes, padding, stateful calls, dropout, and the tagger of docs/elmo_in_flax.md."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from elmo_jax.elmo import Elmo, batch_to_ids, with_bilm_params
+from elmo_jax.embed import embedder_from_bilm_files, embedder_from_workdir
+from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
+from tests.test_embed import ATOL, RTOL, options
+from tests.training.helpers import make_checkpoint_workdir
+
+DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "elmo_in_flax.md")
+# An empty row, a one-token row, non-ASCII: at most 6 tokens, so every batch here is [B, <= 6, 50].
+SENTENCES = [
+    ["the", "cat", "sat", "on", "the", "mat"],
+    [],
+    ["a"],
+    ["naïve", "café", "中文", "é"],
+]
+# Per output representation: scalar parameters (4 layers) and gamma, far from the initial ones.
+MIXES = [([0.3, -1.2, 0.8, 0.1], 1.7), ([-0.5, 0.4, 1.1, -2.0], 0.6)]
+
+
+@pytest.fixture(scope="module")
+def bilm(tmp_path_factory):
+    """(options path, weights path, NumPy reference) of a random 3-layer biLM with skip connections,
+    LSTM 12 -> 6 (as tests/test_embed.py's `skip_bilm`)."""
+    directory = tmp_path_factory.mktemp("model")
+    opts = options(True)
+    options_path, weights_path = str(directory / "options.json"), str(directory / "weights.hdf5")
+    write_bilm_files(opts, random_bilm_weights(opts, seed=2), options_path, weights_path)
+    return options_path, weights_path, ReferenceBiLM.from_files(options_path, weights_path)
+
+
+def elmo_of(files, n: int = 2, **elmo_options) -> tuple[Elmo, dict]:
+    return Elmo.from_bilm_files(files[0], files[1], n, **elmo_options)
+
+
+def init(model: nn.Module, bilm_params: dict, rows: int = 1, max_chars: int = 50) -> dict:
+    """Variables of `model` (an Elmo or a model holding one) with the pretrained biLM, made without
+    running the biLM (a real `init` costs seconds on CPU; the docs' example runs one): the structure
+    of `model.init` on `rows` rows, random 'params', zero LSTM states."""
+    char_ids = batch_to_ids([["init"]] * rows, max_chars)
+    shapes = jax.eval_shape(functools.partial(model.init, deterministic=True), jax.random.key(0), char_ids)
+    rng = np.random.default_rng(0)
+
+    def fill(collection: str, s: jax.ShapeDtypeStruct) -> jax.Array:
+        return jnp.asarray(rng.normal(size=s.shape) if collection == "params" else np.zeros(s.shape), s.dtype)
+
+    variables = {col: jax.tree.map(functools.partial(fill, col), tree) for col, tree in shapes.items()}
+    return with_bilm_params(variables, bilm_params)
+
+
+@functools.cache
+def apply_fn(module: nn.Module, deterministic: bool = True, mutable: tuple[str, ...] | bool = False):
+    """`module.apply(variables, char_ids, deterministic, mutable=mutable, rngs=...)`, jitted (once
+    per module and arguments)."""
+    return jax.jit(functools.partial(module.apply, deterministic=deterministic, mutable=mutable))
+
+
+def embedder_layers(files, sentences) -> list[np.ndarray]:
+    """The embedder's stateless layers `[L + 1, n, 2P]` of each sentence."""
+    return embedder_from_bilm_files(files[0], files[1], batch_size=len(sentences), stateful=False).embed_batch(
+        sentences
+    )
+
+
+def reference_layers_with_boundaries(reference, tokens: list[str]) -> np.ndarray:
+    """The NumPy reference's layers `[L + 1, n + 2, 2P]` of `<S> tokens </S>` (its `embed`, boundaries kept)."""
+    state = reference.zero_state()
+    x = np.stack([reference.token_embedding(w) for w in ["<S>", *tokens, "</S>"]])
+    forward = reference._lstm(0, x, state)
+    backward = [y[::-1] for y in reference._lstm(1, x[::-1], state)]
+    return np.stack([np.concatenate([x, x], axis=-1)] + [np.concatenate(fb, axis=-1) for fb in zip(forward, backward)])
+
+
+def mix(layers: np.ndarray, scalars, gamma: float) -> np.ndarray:
+    """Peters et al. 2018, eq. 1 in NumPy: gamma * sum_j softmax(s)_j * layers[j]; layers `[L + 1, ..., D]`."""
+    s = np.asarray(scalars, np.float64)
+    weights = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+    return gamma * np.tensordot(weights, np.asarray(layers, np.float64), axes=1)
+
+
+def with_mixes(variables: dict, mixes=MIXES) -> dict:
+    params = {
+        f"scalar_mix_{k}": {"scalar_parameters": jnp.asarray(s, jnp.float32), "gamma": jnp.asarray(g, jnp.float32)}
+        for k, (s, g) in enumerate(mixes)
+    }
+    return {**variables, "params": params}
+
+
+def leaves(tree) -> list[np.ndarray]:
+    return [np.asarray(x) for x in jax.tree.leaves(tree)]
+
+
+class TaskModel(nn.Module):
+    """A head on each of two ELMo representations: scores [batch, time, 3] and the mask."""
+
+    elmo: Elmo
+
+    @nn.compact
+    def __call__(self, char_ids, deterministic: bool):
+        out = self.elmo(char_ids, deterministic=deterministic)
+        a, b = out["elmo_representations"]
+        return nn.Dense(3, name="head")(a) + nn.Dense(3, name="head_b")(b * b), out["mask"]
+
+
+def task_loss(model: TaskModel, variables: dict, char_ids) -> jax.Array:
+    scores, mask = model.apply(variables, char_ids, deterministic=True)
+    return jnp.sum(jnp.sin(scores) * mask[..., None]) / jnp.sum(mask)
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["no_boundaries", "boundaries"])
+def test_outputs_are_scalar_mixes_of_the_embedder_layers(bilm, keep):
+    elmo, bilm_params = elmo_of(bilm, 2, keep_sentence_boundaries=keep)
+    variables = with_mixes(init(elmo, bilm_params))
+    char_ids = batch_to_ids(SENTENCES)
+    out = apply_fn(elmo)(variables, char_ids)
+    layers = embedder_layers(bilm, SENTENCES)
+    lengths = np.array([len(s) for s in SENTENCES])
+    offset = 1 if keep else 0  # <S> at position 0 when kept
+    steps = char_ids.shape[1] + 2 * offset
+    want_mask = (np.arange(steps)[None] < (lengths + 2 * offset)[:, None]) & (lengths > 0)[:, None]
+    np.testing.assert_array_equal(out["mask"], want_mask)
+    assert len(out["elmo_representations"]) == 2
+    for rep, (scalars, gamma) in zip(out["elmo_representations"], MIXES):
+        rep = np.asarray(rep)
+        assert rep.shape == (len(SENTENCES), steps, 12) and rep.dtype == np.float32
+        assert np.all(rep[~want_mask] == 0.0)
+        for row, n in enumerate(lengths):
+            got = rep[row, offset : offset + n]
+            np.testing.assert_allclose(got, mix(layers[row], scalars, gamma), rtol=RTOL, atol=ATOL, err_msg=row)
+            if keep and n:  # <S> and </S> too, from the NumPy reference.
+                want = mix(reference_layers_with_boundaries(bilm[2], SENTENCES[row]), scalars, gamma)
+                np.testing.assert_allclose(rep[row, : n + 2], want, rtol=RTOL, atol=ATOL, err_msg=row)
+    # Two mixes, two outputs.
+    assert not np.allclose(out["elmo_representations"][0], out["elmo_representations"][1], atol=1e-3)
+
+
+def test_layer_norm_uses_the_batch_statistics_with_boundaries(bilm):
+    elmo, bilm_params = elmo_of(bilm, 1, do_layer_norm=True)
+    variables = with_mixes(init(elmo, bilm_params), MIXES[:1])
+    sentences = [SENTENCES[0], SENTENCES[2]]
+    out = apply_fn(elmo)(variables, batch_to_ids(sentences))["elmo_representations"][0]
+    full = [reference_layers_with_boundaries(bilm[2], s) for s in sentences]  # [L + 1, n + 2, 2P] each
+    every = np.concatenate(full, axis=1)  # every unmasked position of the batch, <S> and </S> included
+    mean = every.mean(axis=(1, 2), keepdims=True)
+    std = np.sqrt(every.var(axis=(1, 2), keepdims=True) + 1e-12)
+    for row, (s, layers) in enumerate(zip(sentences, full)):
+        want = mix((layers - mean) / std, *MIXES[0])[1 : len(s) + 1]
+        np.testing.assert_allclose(out[row, : len(s)], want, rtol=1e-4, atol=1e-5)
+
+
+def test_bilm_is_frozen_by_default(bilm):
+    elmo, bilm_params = elmo_of(bilm, 2)
+    model = TaskModel(elmo)
+    variables = init(model, bilm_params)
+    assert set(variables) == {"params", "elmo_bilm"}
+    assert set(variables["params"]) == {"elmo", "head", "head_b"}
+    assert set(variables["params"]["elmo"]) == {"scalar_mix_0", "scalar_mix_1"}
+    frozen = {"elmo_bilm": variables["elmo_bilm"]}
+    assert jax.tree.structure(frozen["elmo_bilm"]["elmo"]["bilm"]) == jax.tree.structure(bilm_params)
+    for got, want in zip(leaves(frozen["elmo_bilm"]["elmo"]["bilm"]), leaves(bilm_params)):
+        np.testing.assert_array_equal(got, want)
+
+    # The gradient w.r.t. 'params' reaches every mix scalar, gamma and head weight; w.r.t. the
+    # frozen collection it is zero (stop_gradient).
+    def loss(params, frozen):
+        return task_loss(model, {"params": params, **frozen}, batch_to_ids(SENTENCES))
+
+    grads, frozen_grads = jax.jit(jax.grad(loss, argnums=(0, 1)))(variables["params"], frozen)
+    assert jax.tree.structure(grads) == jax.tree.structure(variables["params"])
+    assert all(np.any(g != 0) for g in leaves(grads))
+    assert all(np.all(g == 0) for g in leaves(frozen_grads))
+
+    # An optax step over 'params' (weight decay included) changes every mix scalar, gamma and head
+    # weight; the biLM is not in 'params': the optimizer keeps no state for it and cannot reach it.
+    tx = optax.adamw(0.1, weight_decay=0.5)
+    opt_state = tx.init(variables["params"])
+    n_params = sum(g.size for g in leaves(variables["params"]))
+    assert n_params == 2 * (4 + 1) + 2 * (12 * 3 + 3)
+    assert sum(np.size(s) for s in leaves(opt_state)) == 2 * n_params + 1  # mu, nu, count
+    updates, _ = tx.update(grads, opt_state, variables["params"])
+    new_params = optax.apply_updates(variables["params"], updates)
+    assert jax.tree.structure(new_params) == jax.tree.structure(variables["params"])
+    assert all(np.all(a != b) for a, b in zip(leaves(new_params), leaves(variables["params"])))
+
+
+def test_requires_grad_fine_tunes_the_bilm(bilm):
+    elmo, bilm_params = elmo_of(bilm, 2, requires_grad=True)
+    model = TaskModel(elmo)
+    variables = init(model, bilm_params)
+    assert set(variables) == {"params"}
+    assert set(variables["params"]["elmo"]) == {"bilm", "scalar_mix_0", "scalar_mix_1"}
+    loaded = variables["params"]["elmo"]["bilm"]
+    for got, want in zip(leaves(loaded), leaves(bilm_params)):
+        np.testing.assert_array_equal(got, want)
+    char_ids = batch_to_ids(SENTENCES)
+    grads = jax.jit(jax.grad(lambda p: task_loss(model, {"params": p}, char_ids)))(variables["params"])
+    bilm_grads = jax.tree_util.tree_leaves_with_path(grads["elmo"]["bilm"])
+    assert len(bilm_grads) == len(jax.tree.leaves(bilm_params))
+    for path, g in bilm_grads:
+        assert np.all(np.isfinite(g)) and np.any(g != 0), jax.tree_util.keystr(path)
+    tx = optax.sgd(0.1)
+    updates, _ = tx.update(grads, tx.init(variables["params"]), variables["params"])
+    new_bilm = optax.apply_updates(variables["params"], updates)["elmo"]["bilm"]
+    assert all(np.any(a != b) for a, b in zip(leaves(new_bilm), leaves(loaded)))
+
+
+def test_scalar_mix_parameters_fix_the_mix(bilm):
+    fixed = (1.0, -0.5, 0.3, 2.0)
+    elmo, bilm_params = elmo_of(bilm, 2, scalar_mix_parameters=fixed)
+    variables = init(elmo, bilm_params)
+    assert set(variables) == {"elmo_bilm"}  # no params at all: nothing trains
+    out = apply_fn(elmo)(variables, batch_to_ids(SENTENCES))
+    layers = embedder_layers(bilm, SENTENCES)
+    for rep in out["elmo_representations"]:
+        for row, sentence in enumerate(SENTENCES):
+            want = mix(layers[row], fixed, 1.0)
+            np.testing.assert_allclose(rep[row, : len(sentence)], want, rtol=RTOL, atol=ATOL, err_msg=row)
+    with pytest.raises(ValueError, match="scalar_mix_parameters has 3 values, the biLM has 4 layers"):
+        bad, _ = elmo_of(bilm, 1, scalar_mix_parameters=[0.0] * 3)
+        bad.init(jax.random.key(0), batch_to_ids([["a"]]), deterministic=True)
+
+
+def test_stateless_padding_and_other_rows_change_nothing(bilm):
+    elmo, bilm_params = elmo_of(bilm, 1)
+    variables = init(elmo, bilm_params)
+    apply = apply_fn(elmo)
+    s = SENTENCES[2] + ["sat"]  # 2 tokens
+    alone = apply(variables, batch_to_ids([s]))["elmo_representations"][0][0]
+    batched = apply(variables, batch_to_ids([SENTENCES[0], s, SENTENCES[3]]))["elmo_representations"][0]
+    assert alone.shape == (2, 12) and batched.shape == (3, 6, 12)
+    np.testing.assert_allclose(batched[1, :2], alone, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(batched[1, 2:], 0.0)
+    # The same sentence again, in another row of the same batch shape, with other neighbours.
+    last_row = apply(variables, batch_to_ids([SENTENCES[3], SENTENCES[0], s]))["elmo_representations"][0]
+    np.testing.assert_allclose(last_row[2], batched[1], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(last_row[1], batched[0], rtol=0, atol=1e-6)
+
+
+def test_stateful_carries_states_as_the_embedder(bilm):
+    """Row r's final states go to row r of the next call; a shorter call or an empty row leaves the
+    states of the rows it does not fill as they were, as the stateful embedder does."""
+    elmo, bilm_params = elmo_of(bilm, 1, stateful=True, scalar_mix_parameters=(0.0,) * 4)
+    variables = init(elmo, bilm_params, rows=2)  # the first call has a row more: it starts from zeros
+    assert variables["elmo_state"]["lstm"][0].c.shape == (2, 2, 12)
+    apply = apply_fn(elmo, mutable=("elmo_state",))
+    embedder = embedder_from_bilm_files(*bilm[:2], batch_size=3, stateful=True)
+    calls = [
+        [["the", "cat", "sat"], ["a", "b"], ["one", "two", "three"]],
+        [["on", "the", "mat"], ["c", "d", "e"], ["four"]],
+        [["x", "y", "z"]],  # rows 1 and 2 keep their states
+        [[], ["f", "g"], ["five", "six", "seven"]],  # row 0 keeps its state
+        [["w", "v", "u"], ["h"], ["eight", "."]],
+    ]
+    state = variables["elmo_state"]
+    for call, sentences in enumerate(calls):
+        out, new = apply({**variables, "elmo_state": state}, batch_to_ids(sentences))
+        want = embedder.embed_batch(sentences)
+        for row, tokens in enumerate(sentences):
+            np.testing.assert_allclose(
+                out["elmo_representations"][0][row, : len(tokens)], want[row].mean(axis=0),
+                rtol=RTOL, atol=ATOL, err_msg=f"call {call} row {row}",
+            )
+        if call == 1:  # The states matter: a fresh call differs.
+            fresh = apply(variables, batch_to_ids(sentences))[0]["elmo_representations"][0]
+            assert np.abs(fresh - out["elmo_representations"][0]).max() > 1e-3
+        state = new["elmo_state"]
+        assert state["lstm"][0].c.shape == (2, 3, 12)
+    with pytest.raises(ValueError, match="mutable=\\['elmo_state'\\]"):
+        elmo.apply(variables, batch_to_ids(calls[0]), deterministic=True)
+
+
+def test_dropout_only_when_not_deterministic(bilm):
+    elmo, bilm_params = elmo_of(bilm, 1, dropout=0.5)
+    variables = init(elmo, bilm_params)
+    char_ids = batch_to_ids([SENTENCES[0], SENTENCES[2] + ["sat"], SENTENCES[3]])  # as the padding test's
+    clean = np.asarray(apply_fn(elmo)(variables, char_ids)["elmo_representations"][0])
+    train = apply_fn(elmo, deterministic=False)
+    a = np.asarray(train(variables, char_ids, rngs={"dropout": jax.random.key(1)})["elmo_representations"][0])
+    b = np.asarray(train(variables, char_ids, rngs={"dropout": jax.random.key(2)})["elmo_representations"][0])
+    real = clean != 0
+    for dropped in (a, b):
+        kept = dropped != 0
+        assert np.all(~kept[~real])  # padding stays zero
+        np.testing.assert_allclose(dropped[kept], clean[kept] / 0.5, rtol=1e-6)
+        assert 0.35 < 1 - kept[real].mean() < 0.65
+    assert np.any((a != 0) != (b != 0))
+
+
+def test_from_workdir_matches_the_embedder_and_needs_its_char_width(tmp_path):
+    workdir = make_checkpoint_workdir(tmp_path)  # max_chars_per_token 12
+    elmo, bilm_params = Elmo.from_workdir(workdir, 1, scalar_mix_parameters=(0.0,) * 3)
+    assert elmo.max_chars == 12
+    sentences = [["the", "cat", "abcdefghijklmnop"], ["ab", "abcdefgh"]]
+    char_ids = batch_to_ids(sentences, elmo.max_chars)
+    variables = init(elmo, bilm_params, max_chars=12)
+    out = apply_fn(elmo)(variables, char_ids)["elmo_representations"][0]
+    want = embedder_from_workdir(workdir, batch_size=2, stateful=False).embed_batch(sentences)
+    for row, tokens in enumerate(sentences):
+        np.testing.assert_allclose(out[row, : len(tokens)], want[row].mean(axis=0), rtol=RTOL, atol=ATOL)
+    # bilm-tf's 50 chars would truncate and pool this biLM's tokens differently.
+    with pytest.raises(ValueError, match="max_chars=12"):
+        elmo.apply(variables, batch_to_ids(sentences), deterministic=True)
+
+
+def doc_code() -> str:
+    """The one Python code block of docs/elmo_in_flax.md."""
+    with open(DOC, encoding="utf-8") as f:
+        blocks = re.findall(r"^```python\n(.*?)^```$", f.read(), re.DOTALL | re.MULTILINE)
+    assert len(blocks) == 1
+    return blocks[0]
+
+
+def test_tagger_example_of_the_docs_learns(bilm):
+    namespace: dict = {"__name__": "elmo_in_flax"}
+    exec(compile(doc_code(), DOC, "exec", dont_inherit=True), namespace)
+    # No dropout here: this random biLM's tokens differ by less than its noise (released models do not).
+    losses = namespace["train_tagger"](*bilm[:2], dropout=0.0)
+    assert len(losses) == 30 and all(np.isfinite(losses))
+    assert losses[-1] < 0.5 * losses[0] and max(losses[-5:]) < min(losses[:5]), losses
