@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The accelerator rows of the README's performance table: benchmarks/throughput.py on the released
+# The accelerator rows of docs/performance.md's GPU table: benchmarks/throughput.py on the released
 # shapes, float32 and bfloat16, at several batch sizes. One JSON line per run is appended to
 # ${1:-throughput.jsonl} and each run's whole output to the same name with .log; extra arguments
 # are passed to every run (e.g. --steps=10). Every run draws one set of negatives per step, as the

@@ -4,8 +4,8 @@ XLA:CPU allocates every large array (step outputs, the temporaries of a compiled
 `malloc` from its worker threads. glibc serves a large request from a worker thread's arena with a
 fresh `mmap` and returns it to the kernel on `free`, whatever `M_MMAP_MAX` says (a non-main arena
 cannot grow past 64 MiB), so every step page-faults all of its large buffers in again: one fault
-per 4 KiB page, zero-filled by the kernel. At elmo_small's shapes on 2 CPU cores that was a
-fifth of the train step (measured: the step went from about 970 to 770 ms, as in the README).
+per 4 KiB page, zero-filled by the kernel, a large share of a CPU train step (numbers in
+docs/performance.md).
 
 `reuse_freed_memory()` makes all threads share the main arena, serves large requests from the heap
 instead of `mmap`, and keeps up to 2 GiB of free memory at the top of the heap: after the first

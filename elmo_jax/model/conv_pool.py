@@ -15,10 +15,9 @@ except at one position per token and filter. Two ways, picked by `grad_block`:
 - `grad_block=b`: blocks of b tokens in a loop; per block and filter the cotangent `[b, L, n]`
   is built and both gradients are plain matmuls over the unfolded character windows
   (`dW += unfold(x)^T dy`, `dx = fold(dy W^T)`). Each block's buffers stay in the CPU caches; the
-  whole-batch version writes and rereads `[N, L, n]` buffers from memory (470 MB for elmo_small's
-  2 x 32 x 20 tokens) and XLA:CPU's convolution gradients run far below its matmul speed.
-  Measured at elmo_small's shapes on 2 CPU cores (`[1280, 50, 16]` characters, 2048 filters):
-  forward + reverse pass 260 ms with b = 16 against 430 ms for XLA's gradients.
+  whole-batch version writes and rereads `[N, L, n]` buffers from memory and XLA:CPU's
+  convolution gradients run far below its matmul speed, so the blocked pass is the faster one on
+  CPU (timings in docs/performance.md).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ import jax.numpy as jnp
 
 from elmo_jax.model.precision import conv1d_valid, matmul
 
-CPU_GRAD_BLOCK = 16  # Tokens per block on CPU (measured best of 8-256 at elmo_small's shapes).
+CPU_GRAD_BLOCK = 16  # Tokens per block on CPU (the fastest of 8-256 at elmo_small's shapes; docs/performance.md).
 
 
 def resolve_grad_block(grad_block: int) -> int | None:

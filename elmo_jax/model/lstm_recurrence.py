@@ -194,9 +194,9 @@ _recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
 def _resolve_unroll(unroll: int, n_steps: int, dtype: jnp.dtype) -> int:
     """0 (automatic): all steps for low-precision matmuls on GPU/TPU, else 1.
 
-    Measured on an H100 (elmo_original, batch 128 x 20): fully unrolled, the bfloat16 step went
-    from 17.8 to 15.7 ms and the float32 one from 26.6 to 33.4 ms; unrolling 5 steps was slower
-    than 1 for both; on CPU full unrolling doubled the demo's step.
+    On GPU/TPU each loop iteration costs a round trip, which unrolling saves for bfloat16; the
+    larger unrolled float32 step was slower there, and on CPU unrolling slows the step (timings
+    in docs/performance.md).
     """
     if unroll < 0:
         raise ValueError(f"model.unroll must be >= 0, got {unroll}")

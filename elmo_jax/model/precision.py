@@ -13,10 +13,10 @@ def matmul(spec: str, a: jax.Array, b: jax.Array, dtype: jnp.dtype) -> jax.Array
     the result cast to float32 (GPUs and TPUs accumulate in float32; the result is rounded to
     `dtype` before the cast). The cast, rather than `preferred_element_type=float32`, keeps the
     backward pass in `dtype` too: the cotangent is cast back to `dtype` before the transposed
-    dots, where a float32 cotangent would promote them to float32 (measured on an H100: the
-    highway and projection gradients ran as TF32 GEMMs, and with a float32 result XLA runs the
-    char convolutions in TF32 as well, 2x slower). XLA:CPU's DotThunk cannot run
-    bf16 x bf16 -> f32 dots at all ("Unsupported element type for DotThunk::Execute").
+    dots, where a float32 cotangent would promote them to float32 (TF32 on GPUs, for the gradient
+    dots and, with a float32 result, the char convolutions too; see docs/performance.md).
+    XLA:CPU's DotThunk cannot run bf16 x bf16 -> f32 dots at all ("Unsupported element type for
+    DotThunk::Execute").
     """
     dtype = jnp.dtype(dtype)
     if dtype == jnp.float32:
