@@ -4,6 +4,7 @@
       --input sentences.txt --output elmo.hdf5 [--batch_size 32] [--stateless] [--vocab_to_cache vocab.txt] \\
       [--layers all|top|average]
   python -m elmo_jax.embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
+  python -m elmo_jax.embed --workdir runs/ptb_word_small --input sentences.txt --output elmo.hdf5
   python -m elmo_jax.embed --options options.json --weights weights.hdf5 \\
       --token_embeddings vocab.txt --output tokens.hdf5
 
@@ -13,7 +14,7 @@ max_characters_per_token - 2 UTF-8 bytes (48 for released models) are truncated,
 
 Output: one float32 dataset per input line, named by its 0-based line number, shape
 `(n_layers + 1, n_tokens, 2 * projection_dim)` (= 2 * dim for a biLM whose LSTM has no projection,
-projection_dim == dim): layer 0 = `[token embedding; token embedding]`,
+projection_dim == dim, as configs/ptb_*.py): layer 0 = `[token embedding; token embedding]`,
 layer j = `[forward_j; backward_j]`, `<S>`/`</S>` removed. An empty line gives shape
 `(n_layers + 1, 0, 2 * projection_dim)` and leaves its row's LSTM states untouched (bilm-tf
 would run `<S> </S>` through them). `--layers top` (the top LSTM layer) or `--layers average` (the
@@ -26,6 +27,12 @@ batch leaves the other rows' states untouched); `--stateless` resets them every 
 LSTM reads `<S> w1 .. wn </S>`, the backward LSTM its reverse; a row's states freeze after its
 last token, so padding never changes a real token's output.
 
+Word-input biLMs (`model.token_encoder='word'`, e.g. configs/ptb_word_small.py) embed from their
+workdir (`--workdir`; bilm-tf files hold char-CNN biLMs only) with the same layout: each word's
+token embedding is the row of its id in the workdir's vocab.txt, and a word outside that
+vocabulary takes `<UNK>`'s row, as in training (so all unknown words share one layer 0). There
+is no char CNN to skip: `--vocab_to_cache` is refused; `--token_embeddings` writes the table's rows.
+
 Each batch sends its distinct words through the char CNN once (or none of them, for the words of
 `--vocab_to_cache VOCAB`, whose token embeddings are computed up front), then runs the LSTMs over
 the rows that hold a sentence. Compilations: one char-CNN shape per padded word count (64 x 1, 1.5,
@@ -34,7 +41,8 @@ multiple of 16) met; a corpus of batches of 32 sentences meets a handful of each
 
 `--token_embeddings VOCAB` writes the dataset `embedding` `(n_vocab, projection_dim)`: the
 context-independent token embedding of each vocabulary line (first tab-separated field), as
-bilm-tf's `dump_token_embeddings`.
+bilm-tf's `dump_token_embeddings` (a word-input biLM: the embedding row of each word, `<UNK>`'s
+for words outside its vocabulary).
 """
 
 from __future__ import annotations
@@ -55,28 +63,37 @@ from tqdm import tqdm
 
 from elmo_jax import host_memory, quiet_logs
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
-from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, write_atomic
+from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.atomic_write import write_atomic
+from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
-from elmo_jax.token_cache import TokenEmbeddingCache, padded_count
+from elmo_jax.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count
 
 BUCKET = 16  # Sequence lengths are padded to a multiple of this: one compilation per bucket.
 LAYER_MODES = ("all", "top", "average")  # What `embed_file` writes per sentence (`select_layers`).
 
 
 class PretrainedBiLM(NamedTuple):
-    """A biLM read for inference: the module (float32, no dropout), its params (no softmax) and
-    the characters per token its char ids have."""
+    """A biLM read for inference: the module (float32, no dropout), its params (no softmax), the
+    characters per token its char ids have and, for a word-input biLM, its vocabulary (word ids)."""
 
     model: BiLM
     params: dict
     max_chars: int
+    vocab: Vocabulary | None = None
 
 
 @functools.partial(jax.jit, static_argnums=0)
 def _embed_tokens(model: BiLM, params: Any, char_ids: jax.Array) -> jax.Array:
     """char_ids `[N, C]` -> token embeddings `[N, P]`."""
     return model.apply({"params": params}, {"char_ids": char_ids}, method=BiLM.embed_tokens)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _embed_word_ids(model: BiLM, params: Any, token_ids: jax.Array) -> jax.Array:
+    """token_ids `[N]` -> token embeddings `[N, P]` (a word-input biLM's table rows)."""
+    return model.apply({"params": params}, {"token_ids": token_ids}, method=BiLM.embed_tokens)
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -96,11 +113,13 @@ def _run_lstms(
 
 
 def check_embeddable(model: BiLM) -> None:
-    """Raises ValueError unless ELMo layers of `model` exist: a char-CNN biLM whose token embeddings
-    are as wide as its LSTM layers."""
-    if model.token_encoder != "char_cnn":
-        raise ValueError(f"embedding needs a char-CNN biLM, got model.token_encoder={model.token_encoder!r}")
-    if not model.token_projection:
+    """Raises ValueError unless ELMo layers of `model` exist: a word-input biLM, or a char-CNN biLM
+    whose token embeddings are as wide as its LSTM layers."""
+    if model.token_encoder not in ("char_cnn", "word"):
+        raise ValueError(
+            f"embedding needs a char-CNN or word-input biLM, got model.token_encoder={model.token_encoder!r}"
+        )
+    if model.token_encoder == "char_cnn" and not model.token_projection:
         raise ValueError(
             "model.char_cnn.projection=False makes the token embeddings wider than the LSTM layers; "
             "ELMo layers need one width"
@@ -121,13 +140,15 @@ def select_layers(layers: np.ndarray, mode: str) -> np.ndarray:
 
 
 class ElmoEmbedder:
-    """Stateful ELMo representations from a char-CNN biLM and its params.
+    """Stateful ELMo representations from a biLM and its params.
 
     `embed_batch` takes up to `batch_size` sentences (token lists); the LSTM states of row r carry
-    over to row r of the next call unless `stateful=False`. Token embeddings come from a
-    `TokenEmbeddingCache` (each distinct word through the char CNN once, up to
-    `token_cache_size` words; the words of `vocab_to_cache` up front), and only rows holding a
-    sentence run the LSTMs.
+    over to row r of the next call unless `stateful=False`. Only rows holding a sentence run the
+    LSTMs. Token embeddings of a char-CNN biLM come from a `TokenEmbeddingCache` (each distinct
+    word through the char CNN once, up to `token_cache_size` words; the words of `vocab_to_cache`
+    up front). A word-input biLM (`model.token_encoder='word'`) needs `vocab`, its training
+    vocabulary: a word's token embedding is the table row of its id there, `<UNK>`'s for a word
+    outside it (as in training); `vocab_to_cache` is refused and `token_cache_size` unused.
     """
 
     def __init__(
@@ -139,6 +160,7 @@ class ElmoEmbedder:
         stateful: bool = True,
         vocab_to_cache: Sequence[str] | None = None,
         token_cache_size: int = 100_000,
+        vocab: Vocabulary | None = None,
     ):
         check_embeddable(model)
         if batch_size < 1:
@@ -149,12 +171,29 @@ class ElmoEmbedder:
         self.batch_size = batch_size
         self.stateful = stateful
         self.reset_states()
+        if model.token_encoder == "word":
+            self.tokens = self._word_tokens(vocab, vocab_to_cache)
+            return
         widest_filter = max(width for width, _ in model.filters)
         self.tokens = TokenEmbeddingCache(
             lambda char_ids: _embed_tokens(model, self.params, char_ids),
             model.projection_dim, max_chars, widest_filter, token_cache_size,
         )
         self.tokens.add(vocab_to_cache or [])
+
+    def _word_tokens(self, vocab: Vocabulary | None, vocab_to_cache: Sequence[str] | None) -> WordTokenEmbeddings:
+        """The token embeddings of a word-input biLM: rows of its table by `vocab` id."""
+        if vocab_to_cache:
+            raise ValueError(
+                "vocab_to_cache (--vocab_to_cache) caches char-CNN token embeddings; a word-input biLM "
+                "(model.token_encoder='word') looks them up in its embedding table: leave it out"
+            )
+        if vocab is None:
+            raise ValueError("a word-input biLM (model.token_encoder='word') needs vocab: its training vocabulary")
+        table = self.params.get("encoder", {}).get("embedding")
+        if table is not None and table.shape[0] != len(vocab):
+            raise ValueError(f"the vocabulary has {len(vocab)} words, the biLM's embedding table {table.shape[0]} rows")
+        return WordTokenEmbeddings(lambda ids: _embed_word_ids(self.model, self.params, ids), vocab)
 
     @property
     def n_outputs(self) -> int:
@@ -212,7 +251,8 @@ class ElmoEmbedder:
             yield from self.embed_batch(batch)
 
     def token_embeddings(self, words: Sequence[str]) -> np.ndarray:
-        """Context-independent embeddings `[len(words), P]` (`<S>`/`</S>` use their special chars)."""
+        """Context-independent embeddings `[len(words), P]` (`<S>`/`</S>` use their special chars;
+        a word-input biLM: the table rows of the words' vocabulary ids, `<UNK>` for unknown words)."""
         return self.tokens.encode(words)
 
 
@@ -226,15 +266,21 @@ def bilm_from_files(options_path: str, weights_path: str) -> PretrainedBiLM:
 
 def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
     """The biLM of an elmo-jax training checkpoint (latest step by default), in float32 whatever
-    model.dtype it trained in."""
+    model.dtype it trained in; a word-input biLM comes with the workdir's vocab.txt."""
     from elmo_jax.evaluation_job import restore_checkpoint  # Imported here: only this path needs orbax.
 
     config, params = restore_checkpoint(workdir, step)
     model_config = ml_collections.ConfigDict(config.model.to_dict())
     model_config.dtype, model_config.dropout = "float32", 0.0
-    model = bilm_from_config(model_config, vocab_size=1)
+    vocab = None
+    if model_config.token_encoder == "word":  # Its token embeddings are rows by vocabulary id.
+        vocab_path = os.path.join(workdir, "vocab.txt")
+        if not os.path.exists(vocab_path):
+            raise ValueError(f"{workdir}: no vocab.txt, which a word-input biLM needs to map words to ids")
+        vocab = Vocabulary.load(vocab_path)
+    model = bilm_from_config(model_config, vocab_size=len(vocab) if vocab else 1)
     params = {k: v for k, v in params.items() if k != "softmax"}
-    return PretrainedBiLM(model, params, config.data.max_chars_per_token)
+    return PretrainedBiLM(model, params, config.data.max_chars_per_token, vocab)
 
 
 def embedder_from_bilm_files(
@@ -245,7 +291,7 @@ def embedder_from_bilm_files(
     vocab_to_cache: Sequence[str] | None = None,
 ) -> ElmoEmbedder:
     """An embedder for a bilm-tf/AllenNLP model (`options.json` + hdf5 weights)."""
-    model, params, max_chars = bilm_from_files(options_path, weights_path)
+    model, params, max_chars, _ = bilm_from_files(options_path, weights_path)
     return ElmoEmbedder(model, params, max_chars, batch_size, stateful, vocab_to_cache)
 
 
@@ -256,9 +302,12 @@ def embedder_from_workdir(
     stateful: bool = True,
     vocab_to_cache: Sequence[str] | None = None,
 ) -> ElmoEmbedder:
-    """An embedder for an elmo-jax training checkpoint, computing in float32 whatever model.dtype is."""
-    model, params, max_chars = bilm_from_workdir(workdir, step)
-    return ElmoEmbedder(model, params, max_chars, batch_size, stateful, vocab_to_cache)
+    """An embedder for an elmo-jax training checkpoint, computing in float32 whatever model.dtype is.
+
+    Char-CNN and word-input biLMs alike; a word-input biLM maps words to ids by the workdir's
+    vocab.txt (words outside it -> `<UNK>`, as in training) and takes no `vocab_to_cache`."""
+    model, params, max_chars, vocab = bilm_from_workdir(workdir, step)
+    return ElmoEmbedder(model, params, max_chars, batch_size, stateful, vocab_to_cache, vocab=vocab)
 
 
 def read_sentences(path: str) -> Iterator[list[str]]:
@@ -341,7 +390,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m elmo_jax.embed", description="ELMo representations of sentences.")
     parser.add_argument("--options", help="bilm-tf/AllenNLP options.json (with --weights)")
     parser.add_argument("--weights", help="bilm-tf/AllenNLP hdf5 weight file (with --options)")
-    parser.add_argument("--workdir", help="elmo-jax training workdir (instead of --options/--weights)")
+    parser.add_argument(
+        "--workdir",
+        help="elmo-jax training workdir (instead of --options/--weights); a word-input biLM "
+        "(model.token_encoder='word') maps words to ids by its vocab.txt, unknown words -> <UNK> as in training",
+    )
     parser.add_argument("--step", type=int, default=None, help="with --workdir: checkpoint step (default: latest)")
     parser.add_argument("--input", help="sentences, one whitespace-tokenized sentence per line")
     parser.add_argument("--token_embeddings", metavar="VOCAB", help="write the token embeddings of these words instead")
@@ -353,7 +406,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="per sentence: all layers (n_layers + 1, n, 2P), the top layer or their average (n, 2P)",
     )
     parser.add_argument(
-        "--vocab_to_cache", metavar="VOCAB", help="compute these words' token embeddings once, up front (same output)"
+        "--vocab_to_cache", metavar="VOCAB",
+        help="compute these words' token embeddings once, up front (same output; char-CNN biLMs only)",
     )
     parser.add_argument(f"--{quiet_logs.FLAG_NAME}", action="store_true", help=quiet_logs.FLAG_HELP)
     args = parser.parse_args(argv)

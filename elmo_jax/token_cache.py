@@ -1,4 +1,5 @@
-"""Context-independent token embeddings, computed once per distinct word and kept on the host.
+"""Context-independent token embeddings, computed once per distinct word and kept on the host
+(char-CNN biLMs), or looked up by vocabulary id (word-input biLMs: `WordTokenEmbeddings`).
 
 A token embedding depends on the word alone, so an embedder can send each distinct word through
 the char CNN once and reuse the result for every later occurrence (exact). The cache holds up to
@@ -18,6 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, CharIdCache
+from elmo_jax.data.vocab import Vocabulary
 
 TOKEN_CHUNK = 4096  # Words per char-CNN call.
 MIN_WORDS = 64  # The smallest padded count of words per char-CNN call.
@@ -112,3 +114,24 @@ class TokenEmbeddingCache:
             self._table = grown
         self._table[start:needed] = embeddings
         self._index.update((w, start + i) for i, w in enumerate(words))
+
+
+class WordTokenEmbeddings:
+    """Word -> token embedding `[P]` of a word-input biLM: the row of the word's id in `vocab`
+    (`<UNK>`'s for a word outside it, as in training), from `embed(token_ids [N]) -> [N, P]`.
+
+    The same `encode`/`lookup` as `TokenEmbeddingCache`; nothing is held on the host (a lookup
+    costs no more than reading a cache), and ids are padded to `padded_count` (few shapes).
+    """
+
+    def __init__(self, embed: Callable[[np.ndarray], np.ndarray], vocab: Vocabulary):
+        self._embed = embed
+        self.vocab = vocab
+
+    def encode(self, words: Sequence[str]) -> np.ndarray:
+        """Token embeddings of `words`, `[len(words), P]`."""
+        ids = np.zeros(padded_count(len(words), MIN_WORDS), np.int32)
+        ids[: len(words)] = self.vocab.encode(words)
+        return np.asarray(self._embed(ids))[: len(words)]
+
+    lookup = encode

@@ -1,5 +1,6 @@
 """elmo_jax.elmo.Elmo against the embedder's layers mixed by hand; frozen vs fine-tuned biLM weights,
-fixed mixes, padding, stateful calls, dropout, and the tagger of docs/elmo_in_flax.md."""
+fixed mixes, padding, stateful calls, dropout, vocab_to_cache's word ids against char ids, and the
+tagger of docs/elmo_in_flax.md."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import numpy as np
 import optax
 import pytest
 
-from elmo_jax.elmo import Elmo, batch_to_ids, with_bilm_params
+from elmo_jax.elmo import CACHE_NAME, Elmo, batch_to_ids, batch_to_word_ids, with_bilm_params
 from elmo_jax.embed import embedder_from_bilm_files, embedder_from_workdir
+from elmo_jax.model.bilm import BiLM
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
 from tests.test_embed import ATOL, RTOL, options
 from tests.training.helpers import make_checkpoint_workdir
@@ -28,6 +30,8 @@ SENTENCES = [
     ["a"],
     ["naïve", "café", "中文", "é"],
 ]
+# vocab_to_cache: AllenNLP's padding entry at 0, every word of SENTENCES (one twice) and a word none has.
+VOCAB = ("@@PADDING@@", "the", "cat", "sat", "on", "mat", "a", "naïve", "café", "中文", "é", "the", "unused")
 # Per output representation: scalar parameters (4 layers) and gamma, far from the initial ones.
 MIXES = [([0.3, -1.2, 0.8, 0.1], 1.7), ([-0.5, 0.4, 1.1, -2.0], 0.6)]
 
@@ -110,14 +114,14 @@ class TaskModel(nn.Module):
     elmo: Elmo
 
     @nn.compact
-    def __call__(self, char_ids, deterministic: bool):
-        out = self.elmo(char_ids, deterministic=deterministic)
+    def __call__(self, char_ids, deterministic: bool, word_ids=None):
+        out = self.elmo(char_ids, deterministic=deterministic, word_ids=word_ids)
         a, b = out["elmo_representations"]
         return nn.Dense(3, name="head")(a) + nn.Dense(3, name="head_b")(b * b), out["mask"]
 
 
-def task_loss(model: TaskModel, variables: dict, char_ids) -> jax.Array:
-    scores, mask = model.apply(variables, char_ids, deterministic=True)
+def task_loss(model: TaskModel, variables: dict, char_ids, word_ids=None) -> jax.Array:
+    scores, mask = model.apply(variables, char_ids, deterministic=True, word_ids=word_ids)
     return jnp.sum(jnp.sin(scores) * mask[..., None]) / jnp.sum(mask)
 
 
@@ -331,3 +335,116 @@ def test_tagger_example_of_the_docs_learns(bilm):
     losses = namespace["train_tagger"](*bilm[:2], dropout=0.0)
     assert len(losses) == 30 and all(np.isfinite(losses))
     assert losses[-1] < 0.5 * losses[0] and max(losses[-5:]) < min(losses[:5]), losses
+
+
+# ----------------------------------------------------------------------------- vocab_to_cache
+
+
+def init_cached(model: nn.Module, elmo: Elmo, bilm_params: dict, rows: int = 1) -> dict:
+    """`init` with the cache's table as `model.init` stores it (from `elmo.token_cache`), wherever
+    it sits (`init` fills collections other than 'params' with zeros)."""
+    variables = init(model, bilm_params, rows)
+    table = jnp.asarray(elmo.token_cache.table)
+
+    def put(tree):
+        return {k: table if k == CACHE_NAME else put(v) if isinstance(v, dict) else v for k, v in tree.items()}
+
+    return {col: put(tree) for col, tree in variables.items()}
+
+
+@pytest.mark.parametrize("stateful", [False, True], ids=["stateless", "stateful"])
+def test_vocab_to_cache_word_ids_give_the_char_ids_outputs(bilm, stateful):
+    elmo, bilm_params = elmo_of(bilm, 2, vocab_to_cache=VOCAB, stateful=stateful, keep_sentence_boundaries=True)
+    assert elmo.token_cache.table.shape == (len(VOCAB), 6)
+    np.testing.assert_array_equal(elmo.token_cache.table[0], 0.0)  # padding, never looked up
+    np.testing.assert_allclose(  # the char CNN of each word, from the NumPy reference
+        elmo.token_cache.table[1:], [bilm[2].token_embedding(w) for w in VOCAB[1:]], rtol=RTOL, atol=ATOL
+    )
+    variables = with_mixes(init_cached(elmo, elmo, bilm_params, rows=len(SENTENCES)))
+    apply = apply_fn(elmo, mutable=("elmo_state",) if stateful else False)
+    word_ids = batch_to_word_ids(SENTENCES, VOCAB)
+    np.testing.assert_array_equal(word_ids[0], [1, 2, 3, 4, 1, 5])  # the first "the"
+    np.testing.assert_array_equal(word_ids[1], 0)
+    calls = [SENTENCES, SENTENCES[::-1]]  # stateful: the second call starts from the first's states
+    by_chars, by_words = variables, variables
+    for sentences in calls:
+        with_chars = apply(by_chars, batch_to_ids(sentences))
+        with_words = apply(by_words, None, word_ids=batch_to_word_ids(sentences, VOCAB))
+        if stateful:
+            (with_chars, state_c), (with_words, state_w) = with_chars, with_words
+            by_chars, by_words = {**variables, **state_c}, {**variables, **state_w}
+        np.testing.assert_array_equal(with_words["mask"], with_chars["mask"])
+        for got, want in zip(with_words["elmo_representations"], with_chars["elmo_representations"]):
+            assert got.shape == want.shape == (len(SENTENCES), 8, 12)
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    # An id past the table gives NaNs, not another word.
+    bad = batch_to_word_ids(SENTENCES[:1], VOCAB)
+    bad[0, 2] = len(VOCAB)
+    out = apply(variables, None, word_ids=bad)
+    assert np.isnan(np.asarray((out[0] if stateful else out)["elmo_representations"][0])).any()
+
+
+def test_vocab_to_cache_is_frozen_by_default(bilm):
+    elmo, bilm_params = elmo_of(bilm, 2, vocab_to_cache=VOCAB)
+    model = TaskModel(elmo)
+    word_ids = batch_to_word_ids(SENTENCES, VOCAB)
+    # A real init, from word ids alone: the table from the pretrained biLM beside its random weights,
+    # every biLM weight created (the char CNN embeds <S> and </S>), so with_bilm_params finds them.
+    initial = jax.jit(functools.partial(model.init, deterministic=True))(jax.random.key(0), None, word_ids=word_ids[:1, :1])
+    variables = with_bilm_params(initial, bilm_params)
+    assert set(variables) == {"params", "elmo_bilm"}
+    assert set(variables["params"]["elmo"]) == {"scalar_mix_0", "scalar_mix_1"}
+    assert set(variables["elmo_bilm"]["elmo"]) == {"bilm", CACHE_NAME}
+    np.testing.assert_array_equal(variables["elmo_bilm"]["elmo"][CACHE_NAME], elmo.token_cache.table)
+
+    def loss(params, frozen):
+        return task_loss(model, {"params": params, **frozen}, None, word_ids)
+
+    frozen = {"elmo_bilm": variables["elmo_bilm"]}
+    grads, frozen_grads = jax.jit(jax.grad(loss, argnums=(0, 1)))(variables["params"], frozen)
+    assert all(np.any(g != 0) for g in leaves(grads))
+    assert all(np.all(g == 0) for g in leaves(frozen_grads))  # the table and the biLM: stop_gradient
+
+
+def test_vocab_to_cache_with_requires_grad_fine_tunes_the_table(bilm, caplog):
+    """As AllenNLP (its cache is an Embedding with trainable=requires_grad): the table is a parameter
+    of its own; only the rows of the batch's words get a gradient (not padding's row 0)."""
+    with caplog.at_level("WARNING"):
+        elmo, bilm_params = elmo_of(bilm, 2, vocab_to_cache=VOCAB, requires_grad=True)
+    assert "fine-tuned as their own parameter" in caplog.text
+    model = TaskModel(elmo)
+    variables = init_cached(model, elmo, bilm_params)
+    assert set(variables) == {"params"}
+    assert set(variables["params"]["elmo"]) == {"bilm", CACHE_NAME, "scalar_mix_0", "scalar_mix_1"}
+    sentences = [SENTENCES[0], SENTENCES[2]]  # "the cat sat on the mat", "a"
+    word_ids = batch_to_word_ids(sentences, VOCAB)
+    grads = jax.jit(jax.grad(lambda p: task_loss(model, {"params": p}, None, word_ids)))(variables["params"])
+    rows = np.abs(np.asarray(grads["elmo"][CACHE_NAME])).sum(axis=1)
+    used = {1, 2, 3, 4, 5, 6}
+    assert all(rows[i] > 0 for i in used) and all(rows[i] == 0 for i in range(len(VOCAB)) if i not in used)
+    tx = optax.sgd(0.1)
+    updates, _ = tx.update(grads, tx.init(variables["params"]), variables["params"])
+    table = optax.apply_updates(variables["params"], updates)["elmo"][CACHE_NAME]
+    assert np.all(np.asarray(table)[1] != elmo.token_cache.table[1])
+
+
+def test_vocab_to_cache_errors(bilm):
+    elmo, bilm_params = elmo_of(bilm, 1, vocab_to_cache=VOCAB)
+    variables = init_cached(elmo, elmo, bilm_params)
+    char_ids, word_ids = batch_to_ids(SENTENCES), batch_to_word_ids(SENTENCES, VOCAB)
+    with pytest.raises(ValueError, match="char_ids .* or word_ids .*: one of them"):
+        elmo.apply(variables, char_ids, word_ids=word_ids, deterministic=True)
+    with pytest.raises(ValueError, match="one of them"):
+        elmo.apply(variables, deterministic=True)
+    with pytest.raises(ValueError, match="'dog' is not in vocab_to_cache"):
+        batch_to_word_ids([["the", "dog"]], VOCAB)
+    with pytest.raises(ValueError, match="'@@PADDING@@' is not in vocab_to_cache"):
+        batch_to_word_ids([["@@PADDING@@"]], VOCAB)
+    plain, _ = elmo_of(bilm, 1)
+    with pytest.raises(ValueError, match="build the Elmo with vocab_to_cache"):
+        plain.init(jax.random.key(0), word_ids=word_ids, deterministic=True)
+    with pytest.raises(ValueError, match="Elmo.from_bilm_files or Elmo.from_workdir"):
+        Elmo(elmo.bilm, 1, vocab_to_cache=VOCAB).init(jax.random.key(0), char_ids, deterministic=True)
+    with pytest.raises(ValueError, match="Elmo needs a char-CNN biLM, got model.token_encoder='word'"):
+        Elmo(BiLM(vocab_size=5, token_encoder="word"), 1).init(jax.random.key(0), char_ids, deterministic=True)
+

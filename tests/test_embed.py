@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from configs.tests import no_projection
-from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files, main
+from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir, main
 
 from elmo_jax.evaluation_job import restore_checkpoint
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, save_options, save_weights
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.training.state import init_params
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
+from tests.training import helpers
 from tests.training.helpers import make_checkpoint_workdir
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -298,3 +299,108 @@ def test_cli_layers_top_and_average(skip_bilm, tmp_path, mode):
     want = [w[-1] if mode == "top" else w.mean(axis=0) for w in reference.embed_batches(SENTENCES, BATCH)]
     assert_matches([out[str(i)] for i in range(len(LINES))], want)
     assert out["1"].shape == (0, 12) and out["5"].shape == (15, 12)
+
+
+# ----------------------------------------------------------------------------- word-input biLMs
+
+# configs/tests/tiny.py with word inputs: as configs/ptb_word_small.py (no LSTM projection, so layers
+# of 2 * dim; no skip connections or clipping), and with tiny.py's projection 16 -> 8, skips and clips.
+WORD_MODELS = {
+    "ptb_like": {"model.token_encoder": "word", "model.lstm.projection_dim": 16, "model.lstm.use_skip_connections": False,
+                 "model.lstm.cell_clip": 0.0, "model.lstm.proj_clip": 0.0},
+    "projected": {"model.token_encoder": "word"},
+}
+
+
+class WordReference(ReferenceBiLM):
+    """The NumPy reference with a word encoder: a word's token embedding is the row of its line in
+    vocab.txt (`<UNK>`'s for other words); the LSTMs are the reference's, fed bilm-tf datasets
+    assembled here from the Flax params (W_0 = [W_input; W_hidden])."""
+
+    def __init__(self, config, params: dict, vocab_path: str):
+        weights = {}
+        for layer in range(config.model.lstm.n_layers):
+            lstm = {k: np.asarray(v) for k, v in params[f"lstm_{layer}"].items()}
+            for d in (0, 1):
+                root = f"RNN_{d}/RNN/MultiRNNCell/Cell{layer}/LSTMCell/"
+                weights[root + "W_0"] = np.concatenate([lstm["W_input"][d], lstm["W_hidden"][d]])
+                weights[root + "B"] = lstm["B"][d]
+                if "W_P" in lstm:
+                    weights[root + "W_P_0"] = lstm["W_P"][d]
+        opts = {k: config.model.lstm[k] for k in ("dim", "projection_dim", "n_layers", "cell_clip", "proj_clip",
+                                                   "use_skip_connections")}
+        super().__init__({"lstm": opts, "char_cnn": {"max_characters_per_token": 0}}, weights)
+        self.table = np.asarray(params["encoder"]["embedding"], np.float64)
+        with open(vocab_path, encoding="utf-8") as f:
+            self.ids = {line.split("\t")[0].strip(): i for i, line in enumerate(f)}
+
+    def token_embedding(self, word: str) -> np.ndarray:
+        return self.table[self.ids.get(word, self.ids["<UNK>"])]
+
+
+@pytest.fixture(scope="module", params=list(WORD_MODELS))
+def word_workdir(request, tmp_path_factory):
+    """(workdir, NumPy reference) of a word-input biLM's checkpoint (random params)."""
+    tiny = helpers.tiny_config
+    with pytest.MonkeyPatch.context() as patch:  # make_checkpoint_workdir's config, with word inputs
+        patch.setattr(helpers, "tiny_config", lambda **o: tiny(**{**WORD_MODELS[request.param], **o}))
+        workdir = make_checkpoint_workdir(tmp_path_factory.mktemp("word"))
+    config, params = restore_checkpoint(workdir)
+    assert config.model.token_encoder == "word"
+    return workdir, WordReference(config, params, os.path.join(workdir, "vocab.txt"))
+
+
+@pytest.mark.parametrize("stateful", [True, False], ids=["stateful", "stateless"])
+def test_word_workdir_embeds_as_numpy_reference(word_workdir, tmp_path, stateful):
+    """The CLI on a word-input workdir: the layout of char models, unknown words (most of LINES: the
+    corpus has 16 words) as <UNK>, an empty line, states carried or not."""
+    workdir, reference = word_workdir
+    (tmp_path / "in.txt").write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    rc = main(["--workdir", workdir, "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / "out.hdf5"),
+               "--batch_size", str(BATCH)] + ([] if stateful else ["--stateless"]))
+    assert rc == 0
+    out = read_output(tmp_path / "out.hdf5")
+    got = [out[str(i)] for i in range(len(LINES))]
+    want = reference.embed_batches(SENTENCES, BATCH, stateful)
+    assert_matches(got, want)
+    width = 2 * reference.proj
+    assert got[1].shape == (3, 0, width) and got[5].shape == (3, 15, width)
+    unk = reference.token_embedding("<UNK>")
+    np.testing.assert_allclose(got[4][0], np.tile(unk, (4, 2)), rtol=RTOL, atol=ATOL)  # "naïve café 中文 é"
+    assert not np.allclose(got[0][0, 0], np.tile(unk, 2))  # "the" has its own row
+    # The states matter: the other mode differs from the second batch on.
+    assert not np.allclose(got[6], reference.embed_batches(SENTENCES, BATCH, not stateful)[6], atol=1e-3)
+
+
+def test_word_workdir_library_api_and_token_embeddings(word_workdir, tmp_path):
+    workdir, reference = word_workdir
+    embedder = embedder_from_workdir(workdir, batch_size=BATCH, stateful=False)
+    s = SENTENCES
+    got = embedder.embed_batch([s[0], [], s[4]]) + embedder.embed_batch([s[6]])
+    assert_matches(got, reference.embed_batches([s[0], [], s[4], s[6]], BATCH, stateful=False))
+    words = ["<S>", "</S>", "<UNK>", "the", "naïve", "x" * 60]
+    (tmp_path / "vocab.txt").write_text("".join(f"{w}\n" for w in words), encoding="utf-8")
+    rc = main(["--workdir", workdir, "--token_embeddings", str(tmp_path / "vocab.txt"),
+               "--output", str(tmp_path / "tokens.hdf5")])
+    assert rc == 0
+    table = read_output(tmp_path / "tokens.hdf5")["embedding"]
+    assert table.shape == (len(words), reference.proj)
+    np.testing.assert_allclose(table, [reference.token_embedding(w) for w in words], rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(table[4], table[2])  # unknown words: <UNK>'s row
+
+
+def test_word_workdir_refuses_vocab_to_cache(word_workdir, tmp_path, capsys):
+    workdir, _ = word_workdir
+    (tmp_path / "in.txt").write_text("the cat\n")
+    (tmp_path / "vocab.txt").write_text("the\ncat\n")
+    out = str(tmp_path / "out.hdf5")
+    rc = main(["--workdir", workdir, "--input", str(tmp_path / "in.txt"), "--output", out,
+               "--vocab_to_cache", str(tmp_path / "vocab.txt")])
+    assert rc == 1 and not os.path.exists(out)
+    err = capsys.readouterr().err.strip()
+    assert "--vocab_to_cache" in err and "model.token_encoder='word'" in err and len(err.splitlines()) == 1
+    config, params = restore_checkpoint(workdir)
+    model = bilm_from_config(config.model, vocab_size=19)
+    with pytest.raises(ValueError, match="needs vocab"):
+        ElmoEmbedder(model, params, max_chars=12)
+

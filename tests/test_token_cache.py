@@ -1,4 +1,5 @@
-"""The host cache of token embeddings: each word encoded once, trimmed char ids, capacity."""
+"""The host cache of token embeddings: each word encoded once, trimmed char ids, capacity; the
+table lookup of word-input biLMs."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import numpy as np
 import pytest
 
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, words_to_char_ids
-from elmo_jax.token_cache import TokenEmbeddingCache, padded_count, trimmed_char_ids
+from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count, trimmed_char_ids
 
 PAD_ID = PAD_CHAR + ID_SHIFT
 
@@ -101,3 +103,21 @@ def test_encode_pads_to_few_shapes_and_chunks():
 def test_negative_capacity_is_an_error():
     with pytest.raises(ValueError, match="capacity"):
         make_cache(capacity=-1)
+
+
+def test_word_token_embeddings_are_rows_by_vocabulary_id():
+    """Unknown words take <UNK>'s row; ids go to the table padded to few shapes."""
+    table = np.arange(6 * 2, dtype=np.float32).reshape(6, 2)
+    calls: list[int] = []
+
+    def embed(ids: np.ndarray) -> np.ndarray:
+        calls.append(len(ids))
+        return table[ids]
+
+    tokens = WordTokenEmbeddings(embed, Vocabulary(["<S>", "</S>", "<UNK>", "the", "cat", "sat"]))
+    words = ["the", "dog", "<S>", "cat", "the", "</S>"]
+    np.testing.assert_array_equal(tokens.lookup(words), table[[3, 2, 0, 4, 3, 1]])
+    np.testing.assert_array_equal(tokens.encode([]), np.zeros((0, 2)))
+    assert tokens.encode([f"w{i}" for i in range(100)]).shape == (100, 2)
+    assert calls == [64, 64, 128]
+
