@@ -1,0 +1,332 @@
+"""Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4).
+
+  python -m elmo_jax.neighbors --workdir runs/demo --corpus 'ptb.train.txt' \\
+      --query "he will play the role of the king" --word 2 [--layer L] [--k 5] [--same_word]
+  python -m elmo_jax.neighbors --options options.json --weights weights.hdf5 --corpus 'text/*.txt' ...
+
+Prints two lists for word `--word` (0-based) of the whitespace-tokenized `--query` sentence:
+
+- the k corpus tokens whose layer-L ELMo representation (default: the top LSTM layer; 0 is the
+  token embedding) is nearest to the query word's by cosine similarity, each with its sentence
+  and the token marked `[[so]]`. Every token of the corpus is a candidate, as in the paper's
+  Table 4, or only occurrences of the query word with `--same_word`. The query's own occurrence
+  (a corpus line equal to the query, at the query's index) is left out.
+- the k corpus words whose context-free token embedding (layer 0, the char CNN's output) is
+  nearest to the query word's (Kim et al. 2016, Table 6), among the `--max_words` most frequent
+  distinct words of the corpus; the query word itself is left out.
+
+Stateless: each corpus line and the query are embedded with zero LSTM states, so a token's
+representation depends on its own sentence only (not on the lines before it, as a stateful
+`python -m elmo_jax.embed` run would make it).
+
+Memory is bounded whatever the corpus size: lines stream through the embedder in batches, and only
+a running top-k of (similarity, line, token) with the text of those k lines is kept, never the
+representations; the word counts (one entry per distinct word) are the only thing that grows with
+the corpus. Ties are broken by corpus order (earlier line, then earlier token; for words, more
+frequent, then first seen), so the output is deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import heapq
+import itertools
+import sys
+from typing import Iterable, Iterator, NamedTuple, Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from elmo_jax import host_memory, quiet_logs
+from elmo_jax.data.sources import expand_globs
+from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir, read_sentences
+
+WORD_CHUNK = 4096  # Words per char-CNN call for the token-embedding list (memory: WORD_CHUNK x P).
+MARK = "[[{}]]"  # How the matched token is shown in its sentence.
+
+
+class CorpusLine(NamedTuple):
+    """One corpus line: its whitespace tokens and where it is (`path:line`, 1-based)."""
+
+    tokens: list[str]
+    source: str
+
+
+class ContextHit(NamedTuple):
+    """A corpus token near the query word: its cosine similarity, the 0-based index of its line in
+    the corpus stream (sorted files, every line counted), its 0-based index in that line, and the line."""
+
+    similarity: float
+    sentence: int
+    token: int
+    line: CorpusLine
+
+
+class WordHit(NamedTuple):
+    """A corpus word near the query word by token embedding: cosine similarity, the word, its count."""
+
+    similarity: float
+    word: str
+    count: int
+
+
+class ScanResult(NamedTuple):
+    """The contextual top-k (best first), the corpus word counts, and the lines and tokens read."""
+
+    hits: list[ContextHit]
+    word_counts: collections.Counter
+    n_sentences: int
+    n_tokens: int
+
+
+class TopK:
+    """The k best items offered so far, in a min-heap of at most k entries (memory O(k)).
+
+    An item is ranked by (similarity, position): higher similarity first, then the smaller
+    `position` (a tuple, e.g. (line, token)), so ties resolve to corpus order whatever the offer
+    order. The payload is kept only while its item is among the k best.
+    """
+
+    def __init__(self, k: int):
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        self.k = k
+        self._heap: list[tuple] = []  # (similarity, negated position, payload): the root is the worst.
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def threshold(self) -> float:
+        """The similarity an item must exceed to get in once the heap is full (-inf before)."""
+        return self._heap[0][0] if len(self._heap) == self.k else -np.inf
+
+    def offer(self, similarity: float, position: tuple[int, ...], payload: object = None) -> None:
+        item = (float(similarity), tuple(-p for p in position), payload)
+        if len(self._heap) < self.k:
+            heapq.heappush(self._heap, item)
+        elif item[:2] > self._heap[0][:2]:
+            heapq.heapreplace(self._heap, item)
+
+    def best(self) -> list[tuple[float, tuple[int, ...], object]]:
+        """(similarity, position, payload) of the kept items, best first."""
+        ranked = sorted(self._heap, key=lambda item: item[:2], reverse=True)
+        return [(s, tuple(-p for p in negated), payload) for s, negated, payload in ranked]
+
+
+def cosine(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine similarities `[N]` of vectors `[N, D]` to query `[D]`, in float64 (0 for a zero vector).
+
+    Each row is reduced alone (not a matrix product, whose rounding may depend on the row's place in
+    the block), so equal vectors get bit-equal similarities and tie: corpus order then decides.
+    """
+    vectors = np.asarray(vectors, np.float64)
+    query = np.asarray(query, np.float64)
+    norms = np.sqrt((vectors * vectors).sum(axis=-1)) * np.sqrt((query * query).sum())
+    dots = (vectors * query).sum(axis=-1)
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+
+def read_corpus(paths: Sequence[str]) -> Iterator[CorpusLine]:
+    """Every line of the files in order (empty lines included, so line numbers stay right)."""
+    for path in paths:
+        for line_no, tokens in enumerate(read_sentences(path), start=1):
+            yield CorpusLine(tokens, f"{path}:{line_no}")
+
+
+def count_lines(paths: Sequence[str]) -> int:
+    """Newlines in the files: the progress bar's total."""
+    total = 0
+    for path in paths:
+        with open(path, "rb") as f:
+            total += sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    return total
+
+
+def check_query(query: Sequence[str], word: int) -> None:
+    """Raises ValueError unless `word` indexes a token of `query` (no negative indexing)."""
+    if not 0 <= word < len(query):
+        raise ValueError(
+            f"--word {word} is out of range: the query has {len(query)} words (indices 0..{len(query) - 1})"
+            if query else f"--word {word} is out of range: the query has no words"
+        )
+
+
+def check_layer(embedder: ElmoEmbedder, layer: int) -> None:
+    """Raises ValueError unless `layer` is one of the model's n_layers + 1 ELMo layers."""
+    if not 0 <= layer < embedder.n_outputs:
+        raise ValueError(
+            f"--layer {layer} is out of range: the model has layers 0..{embedder.n_outputs - 1} "
+            "(0 = token embeddings)"
+        )
+
+
+def query_vector(embedder: ElmoEmbedder, query: Sequence[str], word: int, layer: int) -> np.ndarray:
+    """The layer-`layer` representation `[2P]` of `query[word]`, the query embedded alone (stateless)."""
+    check_query(query, word)
+    check_layer(embedder, layer)
+    return embedder.embed_batch([list(query)])[0][layer, word]
+
+
+def scan_corpus(
+    embedder: ElmoEmbedder,
+    lines: Iterable[CorpusLine],
+    query: Sequence[str],
+    word: int,
+    layer: int,
+    k: int,
+    same_word: bool = False,
+    progress_total: int | None = None,
+    progress: bool = False,
+) -> ScanResult:
+    """One pass over the corpus: the k tokens nearest to `query[word]` at `layer`, and the word counts.
+
+    The lines stream through `embedder` (stateless: its `stateful` must be False) at most one batch
+    ahead of the similarities; per line only its `[n_tokens]` similarities are computed and the
+    tokens above the running top-k's threshold offered to it.
+    """
+    if embedder.stateful:
+        raise ValueError("scan_corpus needs a stateless embedder (stateful=False)")
+    target = query_vector(embedder, query, word, layer)
+    top = TopK(k)
+    counts: collections.Counter = collections.Counter()
+    n_sentences = n_tokens = 0
+    texts, inputs = itertools.tee(lines)  # tee buffers at most the one batch embed_sentences reads ahead.
+    layers_of = embedder.embed_sentences(line.tokens for line in inputs)
+    bar = tqdm(zip(texts, layers_of), total=progress_total, unit=" lines", desc="scan", disable=not progress)
+    for index, (line, layers) in enumerate(bar):
+        n_sentences += 1
+        n_tokens += len(line.tokens)
+        counts.update(line.tokens)
+        if not line.tokens:
+            continue
+        similarities = cosine(layers[layer], target)
+        candidate = similarities > top.threshold()
+        if same_word:
+            candidate &= np.array([t == query[word] for t in line.tokens])
+        if list(line.tokens) == list(query):
+            candidate[word] = False  # The query itself.
+        for token in np.flatnonzero(candidate):
+            top.offer(similarities[token], (index, int(token)), line)
+    hits = [ContextHit(s, index, token, line) for s, (index, token), line in top.best()]
+    return ScanResult(hits, counts, n_sentences, n_tokens)
+
+
+def nearest_words(
+    embedder: ElmoEmbedder, word: str, word_counts: collections.Counter, k: int, max_words: int
+) -> list[WordHit]:
+    """The k words of the `max_words` most frequent in `word_counts` nearest to `word` by the cosine
+    of their token embeddings (`word` itself excluded); chunks of WORD_CHUNK words through the char CNN."""
+    if max_words < 1:
+        raise ValueError(f"--max_words must be >= 1, got {max_words}")
+    target = embedder.token_embeddings([word])[0]
+    candidates = [(w, c) for w, c in word_counts.most_common(max_words) if w != word]  # Ties: first seen first.
+    top = TopK(k)
+    for start in range(0, len(candidates), WORD_CHUNK):
+        chunk = candidates[start : start + WORD_CHUNK]
+        similarities = cosine(embedder.token_embeddings([w for w, _ in chunk]), target)
+        for rank in np.flatnonzero(similarities > top.threshold()):
+            top.offer(similarities[rank], (start + int(rank),), chunk[rank])
+    return [WordHit(s, w, c) for s, _, (w, c) in top.best()]
+
+
+def marked(tokens: Sequence[str], index: int) -> str:
+    """The tokens joined by spaces with `tokens[index]` shown as [[token]]."""
+    return " ".join(MARK.format(t) if i == index else t for i, t in enumerate(tokens))
+
+
+def format_report(
+    query: Sequence[str], word: int, layer: int, n_layers: int, same_word: bool, scan: ScanResult,
+    words: list[WordHit], n_words: int,
+) -> str:
+    """The printed lists: contexts (similarity, `path:line`, the line with its token marked), then words."""
+    layer_name = "token embeddings" if layer == 0 else f"LSTM layer {layer} of {n_layers}"
+    scope = f"occurrences of {query[word]!r}" if same_word else "all tokens"
+    out = [
+        f"query: {marked(query, word)}",
+        f"nearest contexts ({layer_name}, cosine, {scope} of {scan.n_sentences} lines / {scan.n_tokens} tokens):",
+    ]
+    out += [f"  {h.similarity:.4f}  {h.line.source}  {marked(h.line.tokens, h.token)}" for h in scan.hits]
+    if not scan.hits:
+        out.append("  (none)")
+    out.append(f"nearest words by token embedding (layer 0, cosine, {n_words} most frequent corpus words):")
+    out += [f"  {h.similarity:.4f}  {h.word}  (count {h.count})" for h in words]
+    if not words:
+        out.append("  (none)")
+    return "\n".join(out)
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m elmo_jax.neighbors",
+        description=(
+            "Contextual nearest neighbours (Peters et al. 2018, Table 4): the corpus tokens whose ELMo "
+            "representation is nearest to a query word's, and the corpus words nearest by token embedding. "
+            "Stateless: every line and the query are embedded from zero LSTM states, so a representation "
+            "depends on its own sentence only. The query's own occurrence, should the corpus hold the query line, "
+            "and the query word in the word list are left out."
+        ),
+    )
+    parser.add_argument("--options", help="bilm-tf/AllenNLP options.json (with --weights)")
+    parser.add_argument("--weights", help="bilm-tf/AllenNLP hdf5 weight file (with --options)")
+    parser.add_argument("--workdir", help="elmo-jax training workdir (instead of --options/--weights)")
+    parser.add_argument("--step", type=int, default=None, help="with --workdir: checkpoint step (default: latest)")
+    parser.add_argument("--corpus", required=True, help="comma-separated globs of text files, one sentence a line")
+    parser.add_argument("--query", required=True, help="the query sentence, whitespace-tokenized")
+    parser.add_argument("--word", type=int, required=True, help="0-based index of the query word in --query")
+    parser.add_argument("--layer", type=int, default=None, help="ELMo layer: 0 = token embeddings (default: top LSTM)")
+    parser.add_argument("--k", type=int, default=5, help="neighbours per list (default: 5)")
+    parser.add_argument("--same_word", action="store_true", help="contexts: only occurrences of the query word")
+    parser.add_argument(
+        "--max_words", type=int, default=100_000, metavar="N",
+        help="word list: among the N most frequent corpus words (default: 100000)",
+    )
+    parser.add_argument("--batch_size", type=int, default=32, help="corpus lines per embedder batch (default: 32)")
+    parser.add_argument("--no_progress", action="store_true", help="no progress bar")
+    parser.add_argument(f"--{quiet_logs.FLAG_NAME}", action="store_true", help=quiet_logs.FLAG_HELP)
+    return parser.parse_args(argv)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Raises ValueError (a one-line error) for bad flag combinations and values."""
+    if (args.workdir is None) == (args.options is None and args.weights is None):
+        raise ValueError("give either --workdir, or --options and --weights (not both, not neither)")
+    if args.workdir is None and (args.options is None or args.weights is None):
+        raise ValueError("--options and --weights go together")
+    for flag in ("k", "batch_size", "max_words"):
+        if getattr(args, flag) < 1:
+            raise ValueError(f"--{flag} must be >= 1, got {getattr(args, flag)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
+    args = _parse_args(argv)
+    quiet_logs.configure(args.log_library)
+    try:
+        _check_args(args)
+        query = args.query.split()
+        check_query(query, args.word)
+        paths = expand_globs(args.corpus)
+        if not paths:
+            raise ValueError(f"--corpus {args.corpus!r} names no file")
+        if args.workdir is not None:
+            embedder = embedder_from_workdir(args.workdir, args.step, args.batch_size, stateful=False)
+        else:
+            embedder = embedder_from_bilm_files(args.options, args.weights, args.batch_size, stateful=False)
+        layer = embedder.n_outputs - 1 if args.layer is None else args.layer
+        check_layer(embedder, layer)
+        total = None if args.no_progress else count_lines(paths)
+        scan = scan_corpus(
+            embedder, read_corpus(paths), query, args.word, layer, args.k, args.same_word, total, not args.no_progress
+        )
+        words = nearest_words(embedder, query[args.word], scan.word_counts, args.k, args.max_words)
+        n_words = min(args.max_words, len(scan.word_counts))
+        print(format_report(query, args.word, layer, embedder.n_outputs - 1, args.same_word, scan, words, n_words))
+    except (ValueError, RuntimeError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
