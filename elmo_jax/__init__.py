@@ -1,13 +1,42 @@
-"""elmo-jax: ELMo bidirectional language models in JAX/Flax."""
+"""elmo-jax: ELMo bidirectional language models in JAX/Flax.
+
+The public API, each name imported on first use (so `import elmo_jax.data` stays free of JAX):
+
+- ELMo representations: `ElmoEmbedder`, `embedder_from_bilm_files`, `embedder_from_workdir`;
+  inside a Flax task model: `Elmo`, `batch_to_ids`, `batch_to_word_ids`, `with_bilm_params`, `ScalarMix`.
+- The model: `BiLM`, `bilm_from_config`; a workdir's params: `load_params`.
+- bilm-tf/AllenNLP files: `load_options`, `save_options`, `load_weights`, `save_weights`,
+  `load_softmax`, `save_softmax`, `export_checkpoint`.
+"""
+
+import importlib
 
 __version__ = "0.1.0"
-__all__ = ["Elmo", "batch_to_ids", "with_bilm_params"]
+
+_HOMES = {
+    "Elmo": "elmo_jax.elmo",
+    "batch_to_ids": "elmo_jax.elmo",
+    "batch_to_word_ids": "elmo_jax.elmo",
+    "with_bilm_params": "elmo_jax.elmo",
+    "ElmoEmbedder": "elmo_jax.embed",
+    "embedder_from_bilm_files": "elmo_jax.embed",
+    "embedder_from_workdir": "elmo_jax.embed",
+    "ScalarMix": "elmo_jax.model.scalar_mix",
+    "BiLM": "elmo_jax.model.bilm",
+    "bilm_from_config": "elmo_jax.model.bilm",
+    "load_params": "elmo_jax.training.checkpoint",
+    "load_options": "elmo_jax.interop.bilm_hdf5",
+    "save_options": "elmo_jax.interop.bilm_hdf5",
+    "load_weights": "elmo_jax.interop.bilm_hdf5",
+    "save_weights": "elmo_jax.interop.bilm_hdf5",
+    "export_checkpoint": "elmo_jax.interop.bilm_hdf5",
+    "load_softmax": "elmo_jax.interop.softmax_hdf5",
+    "save_softmax": "elmo_jax.interop.softmax_hdf5",
+}
+__all__ = sorted(_HOMES)
 
 
 def __getattr__(name: str):
-    """`elmo_jax.Elmo` etc., imported on first use: `import elmo_jax.data...` stays free of JAX."""
-    if name in __all__:
-        from elmo_jax import elmo
-
-        return getattr(elmo, name)
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
     raise AttributeError(f"module 'elmo_jax' has no attribute {name!r}")

@@ -27,6 +27,7 @@ def _evaluate(batch_size, unroll_steps, sentences=SENTENCES, vocab_words=WORDS):
     return evaluator(params, sentences, progress=False)
 
 
+@pytest.mark.slow
 def test_every_target_is_counted_once_and_windows_do_not_matter():
     expected_tokens = sum(len(s) + 1 for s in SENTENCES)
     short = _evaluate(batch_size=3, unroll_steps=4)

@@ -40,3 +40,12 @@ def test_requirements_install_the_package_with_its_extras() -> None:
     with open(os.path.join(ROOT, "requirements-dev.txt")) as f:
         lines = [line.split("#")[0].strip() for line in f]
     assert [line for line in lines if line] == ["-e .[dev]"]
+
+
+def test_public_api_resolves_and_data_stays_free_of_jax() -> None:
+    check = (
+        "import sys, elmo_jax, elmo_jax.data.vocab; assert 'jax' not in sys.modules; "
+        "missing = [n for n in elmo_jax.__all__ if getattr(elmo_jax, n, None) is None]; assert not missing, missing"
+    )
+    result = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -71,6 +71,7 @@ def _resume(setup, workdir: str) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_from_latest_checkpoint_and_reproduces_losses(setup, tmp_path):
     workdir = str(tmp_path / "run")
     process = _start(setup, workdir)

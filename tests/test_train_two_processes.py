@@ -22,6 +22,8 @@ from tests.training.helpers import write_corpus
 NUM_STEPS = 40  # Long enough that the pair is still training when the signal arrives.
 PREEMPTED = 143
 
+pytestmark = pytest.mark.slow  # Trains real runs: the full suite only.
+
 
 def _free_port() -> int:
     with socket.socket() as s:

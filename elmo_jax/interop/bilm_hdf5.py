@@ -43,13 +43,14 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import h5py
 import ml_collections
 import numpy as np
 
 from elmo_jax import quiet_logs
+from elmo_jax.atomic_write import write_atomic
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.model.lstm import has_projection
 
@@ -119,7 +120,10 @@ def load_options(path: str) -> ml_collections.ConfigDict:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise OptionsError(f"{path}: not valid JSON ({e})") from None
     if isinstance(options, dict) and "char_cnn" not in options:
-        raise OptionsError(f"{path}: missing key 'char_cnn' (word-input biLMs are not supported)")
+        raise OptionsError(
+            f"{path}: missing key 'char_cnn' (bilm-tf/AllenNLP files hold char-CNN biLMs; embed a word-input "
+            "biLM from its workdir)"
+        )
     _check_keys(options, ("lstm", "char_cnn"), _TRAINING_KEYS, "", path)
     lstm, cnn = options["lstm"], options["char_cnn"]
     _check_keys(lstm, _LSTM_REQUIRED, _LSTM_OPTIONAL, "lstm.", path)
@@ -226,18 +230,6 @@ def _write_json(path: str, obj: dict) -> None:
     with open(path, "w", encoding="utf-8") as f:
         json.dump(obj, f, indent=2)
         f.write("\n")
-
-
-def write_atomic(path: str, write: Callable[[str], None]) -> None:
-    """Calls `write(tmp)` then renames tmp to `path`, so a failed write leaves no partial file."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 # ----------------------------------------------------------------------------- weights

@@ -13,7 +13,8 @@ import os
 import h5py
 import numpy as np
 
-from elmo_jax.interop.bilm_hdf5 import WeightFileError, write_atomic
+from elmo_jax.atomic_write import write_atomic
+from elmo_jax.interop.bilm_hdf5 import WeightFileError
 
 DATASETS = ("softmax/W", "softmax/b")
 

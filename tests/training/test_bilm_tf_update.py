@@ -45,6 +45,8 @@ CASES = {
     "four_towers_two_devices_dense": (2, 4, False, False),  # two towers per device
 }
 
+pytestmark = pytest.mark.slow  # Trains real runs: the full suite only.
+
 
 def case_config(groups: int, per_direction: bool, row_updates: bool):
     """The tiny model with bilm-tf's update: loss scaled by unroll_steps, Adagrad 1.0, clipping."""

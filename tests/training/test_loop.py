@@ -52,6 +52,7 @@ def test_train_writes_metrics_config_checkpoints_and_eval(tmp_path, monkeypatch)
     assert result["tokens"] == sum(len(l.split()) + 1 for l in open(tmp_path / "valid" / "part-0.txt"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("streams", ["sentences", "contiguous"])
 def test_rerun_resumes_and_reproduces_uninterrupted_losses(tmp_path, streams):
     overrides = {"train.num_steps": 10, "train.log_every_steps": 1, "data.streams": streams}
@@ -103,6 +104,7 @@ def _poison_training_batch(monkeypatch, at_step):
     monkeypatch.setattr(parallel, "shard_batch", poisoned)
 
 
+@pytest.mark.slow
 def test_stop_policy_raises_and_never_checkpoints_a_nonfinite_state(tmp_path, monkeypatch):
     # Step 4 is non-finite; it is checkpointed before being logged at step 5.
     config = _text_config(tmp_path, **{"train.checkpoint_every_steps": 2, "train.nonfinite_policy": "stop"})
@@ -145,6 +147,7 @@ def test_a_failing_run_never_removes_what_the_workdir_held(tmp_path):
     assert sorted(os.listdir(workdir)) == ["config.json", "notes.txt", "vocab.txt"]
 
 
+@pytest.mark.slow
 def test_skip_policy_skips_the_update_and_counts_it(tmp_path, monkeypatch):
     config = _text_config(tmp_path, **{"train.nonfinite_policy": "skip"})
     _poison_training_batch(monkeypatch, at_step=4)
@@ -156,6 +159,7 @@ def test_skip_policy_skips_the_update_and_counts_it(tmp_path, monkeypatch):
     assert math.isfinite(result["perplexity"])
 
 
+@pytest.mark.slow
 def test_train_on_a_tfds_dataset(tmp_path):
     rng = np.random.default_rng(0)
     splits = {

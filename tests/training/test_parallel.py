@@ -25,6 +25,7 @@ def one(tmp_path_factory) -> dict:
     return _run(1, str(tmp_path_factory.mktemp("one") / "one.npz"))
 
 
+@pytest.mark.slow
 def test_eight_devices_match_one_device(one, tmp_path):
     eight = _run(8, str(tmp_path / "eight.npz"))
     assert one.keys() == eight.keys()
@@ -39,6 +40,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_processes_match_one_process(one, tmp_path):
     """jax.distributed on localhost (gloo CPU collectives): each process feeds its half."""
     out, port = str(tmp_path / "two.npz"), str(_free_port())

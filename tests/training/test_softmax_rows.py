@@ -71,6 +71,7 @@ def _train(config, steps: int):
     return losses, jax.device_get(state)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optimizer, clip_norm", [("adagrad", 0.5), ("sgd", 0.0)])
 def test_row_updates_train_exactly_as_the_dense_update(optimizer, clip_norm):
     runs = {}
