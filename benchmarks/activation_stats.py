@@ -26,7 +26,7 @@ from elmo_jax.data import corpus  # noqa: E402
 from elmo_jax.data.batching import BiLMBatcher  # noqa: E402
 from elmo_jax.data.sources import InMemorySource  # noqa: E402
 from elmo_jax.data.vocab import Vocabulary  # noqa: E402
-from elmo_jax.evaluation_job import restore_checkpoint  # noqa: E402
+from elmo_jax.training.checkpoint import load_params  # noqa: E402
 from elmo_jax.model import softmax as softmax_lib  # noqa: E402
 from elmo_jax.model.bilm import bilm_from_config  # noqa: E402
 from elmo_jax.model.bilm import stack_directions  # noqa: E402
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch_size", type=int, default=32)
     args = parser.parse_args(argv)
 
-    config, params = restore_checkpoint(args.workdir, args.step)
+    config, params = load_params(args.workdir, args.step)
     vocab = Vocabulary.load(f"{args.workdir}/vocab.txt")
     model = bilm_from_config(config.model, len(vocab))
     sentences = corpus.eval_sentences(config.data, config.data.eval_split)

@@ -267,9 +267,9 @@ def bilm_from_files(options_path: str, weights_path: str) -> PretrainedBiLM:
 def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
     """The biLM of an elmo-jax training checkpoint (latest step by default), in float32 whatever
     model.dtype it trained in; a word-input biLM comes with the workdir's vocab.txt."""
-    from elmo_jax.evaluation_job import restore_checkpoint  # Imported here: only this path needs orbax.
+    from elmo_jax.training.checkpoint import load_params  # Imported here: only this path needs orbax.
 
-    config, params = restore_checkpoint(workdir, step)
+    config, params = load_params(workdir, step)
     model_config = ml_collections.ConfigDict(config.model.to_dict())
     model_config.dtype, model_config.dropout = "float32", 0.0
     vocab = None

@@ -13,7 +13,7 @@ import pytest
 from configs.tests import no_projection
 from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir, main
 
-from elmo_jax.evaluation_job import restore_checkpoint
+from elmo_jax.training.checkpoint import load_params
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, save_options, save_weights
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.training.state import init_params
@@ -205,7 +205,7 @@ def test_cli_errors(skip_bilm, tmp_path, capsys):
 
 def test_checkpoint_to_hdf5_to_embeddings_is_identical(tmp_path):
     workdir = make_checkpoint_workdir(tmp_path)
-    config, params = restore_checkpoint(workdir)
+    config, params = load_params(workdir)
     options_path, weights_path = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
     save_options(config, options_path)
     save_weights(params, config, weights_path)
@@ -345,7 +345,7 @@ def word_workdir(request, tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:  # make_checkpoint_workdir's config, with word inputs
         patch.setattr(helpers, "tiny_config", lambda **o: tiny(**{**WORD_MODELS[request.param], **o}))
         workdir = make_checkpoint_workdir(tmp_path_factory.mktemp("word"))
-    config, params = restore_checkpoint(workdir)
+    config, params = load_params(workdir)
     assert config.model.token_encoder == "word"
     return workdir, WordReference(config, params, os.path.join(workdir, "vocab.txt"))
 
@@ -399,7 +399,7 @@ def test_word_workdir_refuses_vocab_to_cache(word_workdir, tmp_path, capsys):
     assert rc == 1 and not os.path.exists(out)
     err = capsys.readouterr().err.strip()
     assert "--vocab_to_cache" in err and "model.token_encoder='word'" in err and len(err.splitlines()) == 1
-    config, params = restore_checkpoint(workdir)
+    config, params = load_params(workdir)
     model = bilm_from_config(config.model, vocab_size=19)
     with pytest.raises(ValueError, match="needs vocab"):
         ElmoEmbedder(model, params, max_chars=12)

@@ -24,7 +24,7 @@ from absl import app, flags
 from configs import default
 from elmo_jax import host_memory, quiet_logs
 from elmo_jax.config_flags import define_config_flag
-from elmo_jax.evaluation_job import bilm_files_from_flags, evaluate_bilm_files, evaluate_checkpoint
+from elmo_jax.evaluation import bilm_files_from_flags, evaluate_bilm_files, evaluate_checkpoint
 
 FLAGS = flags.FLAGS
 define_config_flag(

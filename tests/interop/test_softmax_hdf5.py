@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.evaluation_job import restore_checkpoint
+from elmo_jax.training.checkpoint import load_params
 from elmo_jax.interop.bilm_hdf5 import WeightFileError
 from elmo_jax.interop.bilm_hdf5 import main as bilm_main
 from elmo_jax.interop.softmax_hdf5 import load_softmax, save_softmax
@@ -62,7 +62,7 @@ def test_inconsistent_shapes_write_nothing(tmp_path):
 
 def test_export_writes_the_softmax_and_the_vocabulary_of_a_checkpoint(tmp_path):
     workdir = make_checkpoint_workdir(tmp_path)
-    _, params = restore_checkpoint(workdir)
+    _, params = load_params(workdir)
     vocab = Vocabulary.load(f"{workdir}/vocab.txt")
     out = {name: str(tmp_path / name) for name in ("options.json", "weights.hdf5", "softmax.hdf5", "vocab.txt")}
     assert bilm_main([

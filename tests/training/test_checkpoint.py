@@ -6,14 +6,16 @@ import logging
 import os
 import shutil
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import orbax.checkpoint as ocp
 import pytest
 
-from elmo_jax.training.checkpoint import CheckpointError, Checkpointer
+from elmo_jax.training.checkpoint import CheckpointError, Checkpointer, load_params
 from elmo_jax.training.state import TrainState
+from tests.training.helpers import make_checkpoint_workdir
 
 
 def _state(value: float, size: int = 3) -> TrainState:
@@ -165,3 +167,20 @@ def test_failed_write_is_an_error_and_keeps_the_previous_checkpoint(tmp_path, mo
     state, data, step = Checkpointer(directory, read_only=True).restore(_state(0.0))
     assert (step, data) == (1, {"position": 1})
     np.testing.assert_array_equal(state.params["w"], np.full(3, 1.0))
+
+
+def test_load_params_uses_the_workdirs_config_and_returns_host_params(tmp_path):
+    workdir = make_checkpoint_workdir(tmp_path)
+    config, params = load_params(workdir)
+    assert config.data.source == "text" and config.model.lstm.dim == 16
+    leaves = jax.tree.leaves(params)
+    assert leaves and all(isinstance(x, np.ndarray) for x in leaves)
+    assert params["lstm_0"]["B"].shape == (2, 4 * 16)
+    assert jax.tree.all(jax.tree.map(np.array_equal, load_params(workdir, step=2)[1], params))
+    with pytest.raises(CheckpointError, match=r"no checkpoint for step 3 \(have \[2\]\)"):
+        load_params(workdir, step=3)
+
+
+def test_load_params_needs_config_json(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        load_params(str(tmp_path))

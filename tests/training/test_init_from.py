@@ -9,10 +9,11 @@ import pytest
 
 from configs import default
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.evaluation_job import BilmFiles, evaluate_bilm_files, restore_checkpoint
+from elmo_jax.evaluation import BilmFiles, evaluate_bilm_files
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.bilm_hdf5 import main as export_main
 from elmo_jax.model.bilm import bilm_from_config
+from elmo_jax.training.checkpoint import load_params
 from elmo_jax.training.init_from import config_with_init_model, init_params
 from elmo_jax.training.loop import train_and_evaluate
 from elmo_jax.training.state import init_params as fresh_params
@@ -67,7 +68,7 @@ def test_a_shape_key_the_config_sets_otherwise_is_an_error_naming_it(source, tmp
 
 def test_shared_words_keep_their_softmax_rows_new_words_fresh_ones(source):
     files, workdir, _ = source
-    _, trained = restore_checkpoint(workdir)
+    _, trained = load_params(workdir)
     source_vocab = Vocabulary.load(files.vocab)
     new_words = source_vocab.words[:3] + ["zebra", "quokka"] + source_vocab.words[5:]
     vocab = Vocabulary(new_words)

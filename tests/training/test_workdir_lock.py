@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from elmo_jax.embed import embedder_from_workdir
-from elmo_jax.evaluation_job import evaluate_checkpoint
+from elmo_jax.evaluation import evaluate_checkpoint
 from elmo_jax.training import workdir_lock
 from elmo_jax.training.loop import train_and_evaluate
 from elmo_jax.training.workdir_lock import WorkdirInUseError
