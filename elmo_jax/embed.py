@@ -344,6 +344,12 @@ def read_vocabulary_words(path: str) -> list[str]:
     return words
 
 
+def count_lines(path: str) -> int:
+    """Newlines in the file at `path` (a progress bar's total), read in 1 MiB chunks."""
+    with open(path, "rb") as f:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
 def embed_file(
     embedder: ElmoEmbedder, input_path: str, output_path: str, progress: bool = True, layers: str = "all"
 ) -> int:
@@ -357,9 +363,7 @@ def embed_file(
     if not os.path.exists(input_path):
         raise FileNotFoundError(f"{input_path}: input file not found")
     count = 0
-
-    with open(input_path, "rb") as f:
-        n_lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    n_lines = count_lines(input_path)
 
     def write(tmp: str) -> None:
         nonlocal count

@@ -40,7 +40,13 @@ from tqdm import tqdm
 
 from elmo_jax import host_memory, quiet_logs
 from elmo_jax.data.sources import expand_globs
-from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir, read_sentences
+from elmo_jax.embed import (
+    ElmoEmbedder,
+    count_lines,
+    embedder_from_bilm_files,
+    embedder_from_workdir,
+    read_sentences,
+)
 
 WORD_CHUNK = 4096  # Words per char-CNN call for the token-embedding list (memory: WORD_CHUNK x P).
 MARK = "[[{}]]"  # How the matched token is shown in its sentence.
@@ -132,15 +138,6 @@ def read_corpus(paths: Sequence[str]) -> Iterator[CorpusLine]:
     for path in paths:
         for line_no, tokens in enumerate(read_sentences(path), start=1):
             yield CorpusLine(tokens, f"{path}:{line_no}")
-
-
-def count_lines(paths: Sequence[str]) -> int:
-    """Newlines in the files: the progress bar's total."""
-    total = 0
-    for path in paths:
-        with open(path, "rb") as f:
-            total += sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-    return total
 
 
 def check_query(query: Sequence[str], word: int) -> None:
@@ -315,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             embedder = embedder_from_bilm_files(args.options, args.weights, args.batch_size, stateful=False)
         layer = embedder.n_outputs - 1 if args.layer is None else args.layer
         check_layer(embedder, layer)
-        total = None if args.no_progress else count_lines(paths)
+        total = None if args.no_progress else sum(count_lines(path) for path in paths)
         scan = scan_corpus(
             embedder, read_corpus(paths), query, args.word, layer, args.k, args.same_word, total, not args.no_progress
         )

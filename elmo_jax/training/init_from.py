@@ -15,6 +15,7 @@ import ml_collections
 import numpy as np
 
 from configs import default
+from configs.overrides import apply_overrides
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.softmax_hdf5 import load_softmax
@@ -43,13 +44,6 @@ def _get(config: ml_collections.ConfigDict, key: str) -> Any:
     return config
 
 
-def _set(config: ml_collections.ConfigDict, key: str, value: Any) -> None:
-    *parents, last = key.split(".")
-    for part in parents:
-        config = config[part]
-    config[last] = value
-
-
 def _plain(value: Any) -> Any:
     """Lists for tuples, so `((1, 8),)` and `[[1, 8]]` compare equal."""
     return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
@@ -67,15 +61,16 @@ def config_with_init_model(config: ml_collections.ConfigDict) -> ml_collections.
         raise ValueError("config.init.softmax_weights and config.init.vocab_file go together (line i = softmax row i)")
     model_config = load_options(config.init.options)
     defaults = default.get_config()
-    updated = ml_collections.ConfigDict(config.to_dict())
-    for key in SHAPE_KEYS:
-        given, wanted = _plain(_get(config, key)), _plain(_get(model_config, key))
-        if given != _plain(_get(defaults, key)) and given != wanted:
+    shape = {key: _get(model_config, key) for key in SHAPE_KEYS}
+    for key, wanted in shape.items():
+        given = _plain(_get(config, key))
+        if given != _plain(_get(defaults, key)) and given != _plain(wanted):
             raise ValueError(
-                f"{key}={given!r} disagrees with {config.init.options} ({wanted!r}): continued training takes the "
-                "model's shape from config.init.options, drop the key"
+                f"{key}={given!r} disagrees with {config.init.options} ({_plain(wanted)!r}): continued training "
+                "takes the model's shape from config.init.options, drop the key"
             )
-        _set(updated, key, wanted)
+    updated = ml_collections.ConfigDict(config.to_dict())
+    apply_overrides(updated, shape, source=config.init.options)
     return updated
 
 
