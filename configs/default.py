@@ -66,8 +66,8 @@ def get_config() -> ml_collections.ConfigDict:
     model.dtype = "float32"  # Compute dtype: 'float32' | 'bfloat16' (parameters stay float32).
     model.remat = False  # Recompute LSTM steps in the backward pass (saves memory on long unrolls).
     model.unroll = 0  # LSTM time steps per loop iteration (0 = automatic: all for bfloat16 on GPU/TPU, else 1).
-    model.conv_grad_block = 0  # Tokens per block of the char convolutions' reverse pass (0 = automatic:
-    #                            16 on CPU, whole batch on GPU/TPU; -1 = whole batch). See model/conv_pool.py.
+    model.conv_block = 0  # Tokens per block of the char convolutions, forward and reverse (0 = automatic:
+    #                       16 on CPU, whole batch on GPU/TPU; -1 = whole batch). See model/conv_pool.py.
     model.softmax = softmax = ml_collections.ConfigDict()
     softmax.sampled = True  # Sampled softmax in training (False: exact full softmax).
     softmax.n_negative_samples = 8192  # Candidates per draw for the sampled softmax (one draw per step by default).

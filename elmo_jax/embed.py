@@ -35,9 +35,10 @@ is no char CNN to skip: `--vocab_to_cache` is refused; `--token_embeddings` writ
 
 Each batch sends its distinct words through the char CNN once (or none of them, for the words of
 `--vocab_to_cache VOCAB`, whose token embeddings are computed up front), then runs the LSTMs over
-the rows that hold a sentence. Compilations: one char-CNN shape per padded word count (64 x 1, 1.5,
-2, 3, 4, 6, ...) and one LSTM shape per (rows: 1, 2, 3, 4, 6, ... up to the batch size; length: a
-multiple of 16) met; a corpus of batches of 32 sentences meets a handful of each.
+its sentences longest first, in chunks of time steps that run only the sentences still running
+(`ragged_lstm`). Compilations: one char-CNN shape per padded word count (64 x 1, 1.5, 2, 3, 4, 6,
+...) and one LSTM chunk per running-row count (1, 2, 3, 4, 6, 8, then multiples of 8) met; a
+corpus of batches of 32 sentences meets a handful of each.
 
 `--token_embeddings VOCAB` writes the dataset `embedding` `(n_vocab, projection_dim)`: the
 context-independent token embedding of each vocabulary line (first tab-separated field), as
@@ -56,7 +57,6 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import h5py
 import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
 from tqdm import tqdm
@@ -67,10 +67,9 @@ from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.atomic_write import write_atomic
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.model.bilm import BiLM, bilm_from_config
-from elmo_jax.model.lstm import LSTMState
-from elmo_jax.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count
+from elmo_jax.ragged_lstm import run_lstms
+from elmo_jax.token_cache import TokenEmbeddingCache, WordTokenEmbeddings
 
-BUCKET = 16  # Sequence lengths are padded to a multiple of this: one compilation per bucket.
 LAYER_MODES = ("all", "top", "average")  # What `embed_file` writes per sentence (`select_layers`).
 
 
@@ -94,22 +93,6 @@ def _embed_tokens(model: BiLM, params: Any, char_ids: jax.Array) -> jax.Array:
 def _embed_word_ids(model: BiLM, params: Any, token_ids: jax.Array) -> jax.Array:
     """token_ids `[N]` -> token embeddings `[N, P]` (a word-input biLM's table rows)."""
     return model.apply({"params": params}, {"token_ids": token_ids}, method=BiLM.embed_tokens)
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _run_lstms(
-    model: BiLM, params: Any, x: jax.Array, mask: jax.Array, rows: jax.Array, state: list[LSTMState]
-) -> tuple[jax.Array, list[LSTMState]]:
-    """The LSTM stacks over the rows of a batch that hold a sentence.
-
-    x `[2, R, T, P]` token embeddings, mask `[2, R, T]`; rows `[R]`: the state row of each (the
-    batch size for padding rows, whose new states are dropped). Returns (layers
-    `[L + 1, 2, R, T, P]`, the whole new state).
-    """
-    row_state = jax.tree.map(lambda s: jnp.take(s, rows, axis=1, mode="clip"), state)
-    layers, _, new_rows = model.apply({"params": params}, x, mask, row_state, method=BiLM.contextualize)
-    state = jax.tree.map(lambda s, new: s.at[:, rows].set(new, mode="drop"), state, new_rows)
-    return jnp.stack(layers), state
 
 
 def check_embeddable(model: BiLM) -> None:
@@ -212,30 +195,27 @@ class ElmoEmbedder:
             self.reset_states()
         p = self.model.projection_dim
         out = [np.zeros((self.n_outputs, 0, 2 * p), np.float32) for _ in sentences]
-        active = [row for row, tokens in enumerate(sentences) if tokens]  # An empty sentence leaves its row untouched.
+        # Longest first (`ragged_lstm.run_lstms`); an empty sentence leaves its row untouched.
+        active = sorted((row for row, tokens in enumerate(sentences) if tokens), key=lambda r: -len(sentences[r]))
         if not active:
             return out
-        n_rows = min(padded_count(len(active), 1), self.batch_size)
-        steps = -(-max(len(sentences[row]) + 2 for row in active) // BUCKET) * BUCKET
-        word_ids = np.zeros((2, n_rows, steps), np.int64)  # Each position's index in `words`.
-        mask = np.zeros((2, n_rows, steps), bool)
+        lengths = np.array([len(sentences[row]) + 2 for row in active])
+        word_ids = np.zeros((2, len(active), lengths[0]), np.int64)  # Each position's index in `words`.
         words: dict[str, int] = {}
         for i, row in enumerate(active):
             ids = [words.setdefault(w, len(words)) for w in (BOS_TOKEN, *sentences[row], EOS_TOKEN)]
             word_ids[0, i, : len(ids)] = ids
             word_ids[1, i, : len(ids)] = ids[::-1]  # The backward LM reads the reversed sentence.
-            mask[:, i, : len(ids)] = True
-        rows = np.full(n_rows, self.batch_size, np.int32)
-        rows[: len(active)] = active
-        x = self.tokens.lookup(list(words))[word_ids]  # [2, R, T, P]
-        layers, self._state = _run_lstms(self.model, self.params, x, mask, rows, self._state)
-        layers = np.asarray(layers)
+        x = self.tokens.lookup(list(words))[word_ids]  # [2, n, T, P]
+        lstm_layers, self._state = run_lstms(self.model, self.params, x, lengths, np.array(active), self._state)
         for i, row in enumerate(active):
             n = len(sentences[row])
-            forward = layers[:, 0, i, 1 : n + 1]
-            backward = layers[:, 1, i, n:0:-1]  # Reversed positions n..1 are tokens 1..n.
-            both = np.concatenate([forward, backward], axis=-1)
+            forward = np.concatenate([x[None, 0, i, 1 : n + 1], lstm_layers[:, 0, i, 1 : n + 1]])
+            backward = lstm_layers[:, 1, i, n:0:-1]  # Reversed positions n..1 are tokens 1..n.
+            both = np.empty((self.n_outputs, n, 2 * p), np.float32)
+            both[:, :, :p] = forward
             both[0, :, p:] = forward[0]  # Layer 0 is [x; x], as bilm-tf.
+            both[1:, :, p:] = backward
             out[row] = both
         return out
 

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import ml_collections
 
 from elmo_jax.model.char_cnn import CharCNNEncoder
-from elmo_jax.model.conv_pool import resolve_grad_block
+from elmo_jax.model.conv_pool import resolve_block
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.softmax import SoftmaxWeights
 from elmo_jax.model.word_encoder import WordEncoder
@@ -60,13 +60,13 @@ class BiLM(nn.Module):
     remat: bool = False
     dtype: Any = jnp.float32
     unroll: int = 0
-    conv_grad_block: int = 0  # Char CNN reverse pass (conv_pool.resolve_grad_block).
+    conv_block: int = 0  # Char CNN convolutions (conv_pool.resolve_block).
 
     def setup(self) -> None:
         if self.token_encoder == "char_cnn":
             self.encoder = CharCNNEncoder(
                 self.char_embed_dim, tuple(map(tuple, self.filters)), self.n_highway,
-                self.projection_dim, self.activation, self.dtype, resolve_grad_block(self.conv_grad_block),
+                self.projection_dim, self.activation, self.dtype, resolve_block(self.conv_block),
                 self.init_range, self.token_projection,
             )
         elif self.token_encoder == "word":
@@ -157,5 +157,5 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         remat=model.get("remat", False),
         dtype=DTYPES[model.dtype],
         unroll=model.get("unroll", 0),
-        conv_grad_block=model.get("conv_grad_block", 0),
+        conv_block=model.get("conv_block", 0),
     )

@@ -65,7 +65,7 @@ class CharCNNEncoder(nn.Module):
     output_dim: int
     activation: str = "relu"
     dtype: jnp.dtype = jnp.float32
-    grad_block: int | None = None  # Reverse pass of the convolutions (conv_pool.conv_max_over_positions).
+    conv_block: int | None = None  # Tokens per block of the convolutions (conv_pool.conv_max_over_positions).
     init_range: float = 0.0  # > 0: weights from U(-init_range, init_range) instead of bilm-tf's.
     project: bool = True
 
@@ -89,7 +89,7 @@ class CharCNNEncoder(nn.Module):
                 init = weight_init(self.init_range, _normal(np.sqrt(1.0 / (width * self.embed_dim))))
             kernels.append(self.param(f"W_cnn_{i}", init, (width, self.embed_dim, channels)))
             biases.append(self.param(f"b_cnn_{i}", nn.initializers.zeros, (channels,)))
-        pooled = conv_max_over_positions(x, kernels, self.dtype, self.grad_block)  # [N, n_i] each
+        pooled = conv_max_over_positions(x, kernels, self.dtype, self.conv_block)  # [N, n_i] each
         pooled = [act(p + bias) for p, bias in zip(pooled, biases)]
         h = jnp.concatenate(pooled, axis=-1)  # [N, F]
         h = Highway(self.n_highway, self.dtype, self.init_range, name="highway")(h)

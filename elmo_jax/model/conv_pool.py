@@ -9,15 +9,15 @@ output are identical character windows (in practice: windows of padding), so the
 gradients are the same.
 
 The reverse pass then needs the gradients of each convolution for a cotangent that is zero
-except at one position per token and filter. Two ways, picked by `grad_block`:
-- `grad_block=None`: XLA's convolution gradients over the whole batch (the transposed
-  convolutions autodiff would use). Fast on GPU/TPU.
-- `grad_block=b`: blocks of b tokens in a loop; per block and filter the cotangent `[b, L, n]`
-  is built and both gradients are plain matmuls over the unfolded character windows
-  (`dW += unfold(x)^T dy`, `dx = fold(dy W^T)`). Each block's buffers stay in the CPU caches; the
-  whole-batch version writes and rereads `[N, L, n]` buffers from memory and XLA:CPU's
-  convolution gradients run far below its matmul speed, so the blocked pass is the faster one on
-  CPU (timings in docs/performance.md).
+except at one position per token and filter. Both passes run one of two ways, picked by `block`:
+- `block=None`: XLA's convolutions and convolution gradients over the whole batch (the
+  transposed convolutions autodiff would use). Fast on GPU/TPU.
+- `block=b`: blocks of b tokens in a loop, every convolution a plain matmul over the unfolded
+  character windows: forward `y = unfold(x) W` and its max; reverse, with the cotangent `[b, L, n]`
+  built per block and filter, `dW += unfold(x)^T dy`, `dx = fold(dy W^T)`. Each block's buffers
+  stay in the CPU caches; the whole-batch version writes and rereads `[N, L, n]` buffers from
+  memory, and XLA:CPU's convolutions and their gradients run far below its matmul speed, so the
+  blocked passes are the faster ones on CPU (timings in docs/performance.md).
 """
 
 from __future__ import annotations
@@ -30,20 +30,20 @@ import jax.numpy as jnp
 
 from elmo_jax.model.precision import conv1d_valid, matmul
 
-CPU_GRAD_BLOCK = 16  # Tokens per block on CPU (the fastest of 8-256 at elmo_small's shapes; docs/performance.md).
+CPU_BLOCK = 16  # Tokens per block on CPU (the fastest of 8-256 at elmo_small's shapes; docs/performance.md).
 
 
-def resolve_grad_block(grad_block: int) -> int | None:
-    """`model.conv_grad_block` -> block size, or None for XLA's whole-batch gradients.
+def resolve_block(block: int) -> int | None:
+    """`model.conv_block` -> block size, or None for XLA's whole-batch convolutions.
 
-    0 = automatic: CPU_GRAD_BLOCK on CPU, None on GPU/TPU (where the blocked loop would run
-    many small kernels one after another); -1 = None everywhere; b > 0 = blocks of b tokens.
+    0 = automatic: CPU_BLOCK on CPU, None on GPU/TPU (where the blocked loop would run many
+    small kernels one after another); -1 = None everywhere; b > 0 = blocks of b tokens.
     """
-    if grad_block < -1:
-        raise ValueError(f"model.conv_grad_block must be >= -1, got {grad_block}")
-    if grad_block == 0:
-        return CPU_GRAD_BLOCK if jax.default_backend() == "cpu" else None
-    return None if grad_block == -1 else grad_block
+    if block < -1:
+        raise ValueError(f"model.conv_block must be >= -1, got {block}")
+    if block == 0:
+        return CPU_BLOCK if jax.default_backend() == "cpu" else None
+    return None if block == -1 else block
 
 
 def _positions(length: int) -> jax.Array:
@@ -84,18 +84,25 @@ def _fold(windows: jax.Array, width: int, n_chars: int) -> jax.Array:
 
 @partial(jax.custom_vjp, nondiff_argnums=(2, 3))
 def conv_max_over_positions(
-    x: jax.Array, kernels: Sequence[jax.Array], dtype: jnp.dtype, grad_block: int | None
+    x: jax.Array, kernels: Sequence[jax.Array], dtype: jnp.dtype, block: int | None
 ) -> list[jax.Array]:
     """Max over positions of each valid convolution: x `[N, C, d]`, kernels `[w_i, d, n_i]` -> `[N, n_i]` each.
 
-    Convolutions in `dtype` with float32 results (`precision.conv1d_valid`). grad_block: tokens
-    per block of the reverse pass, or None for XLA's whole-batch convolution gradients (see the
-    module docstring; `resolve_grad_block` turns the config value into this).
+    Convolutions in `dtype` with float32 results (`precision.conv1d_valid`). block: tokens
+    per block of both passes, or None for XLA's whole-batch convolutions (see the module
+    docstring; `resolve_block` turns the config value into this).
     """
-    return _forward(x, kernels, dtype)[0]
+    return _forward(x, kernels, dtype, block)[0]
 
 
-def _forward(x, kernels, dtype):
+def _forward(x, kernels, dtype, block):
+    if block is None:
+        return _whole_batch_forward(x, kernels, dtype)
+    return _blocked_forward(x, kernels, dtype, block)
+
+
+def _whole_batch_forward(x, kernels, dtype):
+    """XLA's convolutions over the whole batch, then the max over positions."""
     pooled, indices = [], []
     for kernel in kernels:
         out, index = _max_and_first_argmax(conv1d_valid(x, kernel, dtype))
@@ -104,11 +111,39 @@ def _forward(x, kernels, dtype):
     return pooled, (x, list(kernels), indices)
 
 
-def _backward(dtype, grad_block, residuals, cotangents):
+def _blocked_forward(x, kernels, dtype, block):
+    """The same as matmuls over the unfolded windows and their max, `block` tokens at a time."""
+    n_tokens = x.shape[0]
+
+    def body(x_b):
+        pooled, indices = [], []
+        for kernel in kernels:
+            width, _, channels = kernel.shape
+            y = matmul("blk,kn->bln", _unfold(x_b, width), kernel.reshape(-1, channels), dtype)
+            out, index = _max_and_first_argmax(y)
+            pooled.append(out)
+            indices.append(index)
+        return pooled, indices
+
+    pooled, indices = jax.lax.map(body, _blocks(x, block))
+    def unblock(a: jax.Array) -> jax.Array:
+        return a.reshape(-1, *a.shape[2:])[:n_tokens]
+
+    return [unblock(p) for p in pooled], (x, list(kernels), [unblock(i) for i in indices])
+
+
+def _blocks(a: jax.Array, block: int) -> jax.Array:
+    """`[N, ...]` -> `[ceil(N / block), block, ...]`, zero-padded."""
+    n_blocks = -(-a.shape[0] // block)
+    a = jnp.pad(a, ((0, n_blocks * block - a.shape[0]),) + ((0, 0),) * (a.ndim - 1))
+    return a.reshape(n_blocks, block, *a.shape[1:])
+
+
+def _backward(dtype, block, residuals, cotangents):
     x, kernels, indices = residuals
-    if grad_block is None:
+    if block is None:
         return _whole_batch_grads(x, kernels, indices, cotangents, dtype)
-    return _blocked_grads(x, kernels, indices, cotangents, dtype, grad_block)
+    return _blocked_grads(x, kernels, indices, cotangents, dtype, block)
 
 
 def _whole_batch_grads(x, kernels, indices, cotangents, dtype):
@@ -125,12 +160,6 @@ def _whole_batch_grads(x, kernels, indices, cotangents, dtype):
 def _blocked_grads(x, kernels, indices, cotangents, dtype, block):
     """The same gradients as matmuls over the unfolded windows, `block` tokens at a time."""
     n_tokens, n_chars, dim = x.shape
-    n_blocks = -(-n_tokens // block)
-    pad = n_blocks * block - n_tokens
-
-    def blocks(a: jax.Array) -> jax.Array:  # [N, ...] -> [n_blocks, block, ...]; padded tokens get g = 0.
-        a = jnp.pad(a, ((0, pad),) + ((0, 0),) * (a.ndim - 1))
-        return a.reshape(n_blocks, block, *a.shape[1:])
 
     def body(d_kernels, xs):
         x_b, indices_b, cotangents_b = xs
@@ -145,10 +174,10 @@ def _blocked_grads(x, kernels, indices, cotangents, dtype, block):
         return new_d_kernels, dx_b
 
     init = [jnp.zeros(k.shape, jnp.float32) for k in kernels]
-    xs = (blocks(x), [blocks(i) for i in indices], [blocks(g) for g in cotangents])
+    xs = (_blocks(x, block), [_blocks(i, block) for i in indices], [_blocks(g, block) for g in cotangents])
     d_kernels, dx = jax.lax.scan(body, init, xs)
-    dx = dx.reshape(n_blocks * block, n_chars, dim)[:n_tokens]
+    dx = dx.reshape(-1, n_chars, dim)[:n_tokens]
     return dx.astype(x.dtype), [d.astype(k.dtype) for d, k in zip(d_kernels, kernels)]
 
 
-conv_max_over_positions.defvjp(lambda x, kernels, dtype, grad_block: _forward(x, kernels, dtype), _backward)
+conv_max_over_positions.defvjp(lambda x, kernels, dtype, block: _forward(x, kernels, dtype, block), _backward)

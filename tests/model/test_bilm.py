@@ -225,14 +225,15 @@ def test_bilm_from_config_conversions() -> None:
     assert model.filters == FILTERS and model.projection_dim == P
 
 
-def test_conv_grad_block_reaches_the_encoder_and_keeps_the_gradients() -> None:
-    """Blocked (3 tokens), whole-batch and automatic reverse passes of the char CNN agree."""
+def test_conv_block_reaches_the_encoder_and_keeps_the_outputs_and_gradients() -> None:
+    """Blocked (3 tokens), whole-batch and automatic passes of the char CNN agree."""
     inputs, state = make_inputs(), random_state(1)
     params = random_params(make_model(), seed=2)
-    grads = {}
+    grads, outputs = {}, {}
     for block in (3, -1, 0):
-        model = bilm_from_config(small_model_config(conv_grad_block=block), VOCAB)
-        assert model.conv_grad_block == block
+        model = bilm_from_config(small_model_config(conv_block=block), VOCAB)
+        assert model.conv_block == block
+        outputs[block] = model.apply({"params": params}, inputs, state)[0]
 
         def loss(p: Any) -> jax.Array:
             layers, _, _ = model.apply({"params": p}, inputs, state)
@@ -240,7 +241,7 @@ def test_conv_grad_block_reaches_the_encoder_and_keeps_the_gradients() -> None:
 
         grads[block] = jax.jit(jax.grad(loss))(params)
     for block in (-1, 0):
-        for a, b in zip(jax.tree.leaves(grads[3]), jax.tree.leaves(grads[block])):
+        for a, b in zip(jax.tree.leaves((outputs[3], grads[3])), jax.tree.leaves((outputs[block], grads[block]))):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert np.abs(np.asarray(grads[3]["encoder"]["W_cnn_1"])).max() > 0
 

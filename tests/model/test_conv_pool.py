@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from elmo_jax.model.conv_pool import CPU_GRAD_BLOCK, conv_max_over_positions, resolve_grad_block
+from elmo_jax.model.conv_pool import CPU_BLOCK, conv_max_over_positions, resolve_block
 from tests.model.test_char_cnn import np_conv1d_valid
 
 FILTERS = ((1, 3), (2, 4), (4, 5))
@@ -38,10 +38,10 @@ def example(seed: int = 0):
     return x, kernels, cotangents
 
 
-@pytest.mark.parametrize("grad_block", [None, 1, 3, CPU_GRAD_BLOCK])
-def test_values_and_gradients_match_numpy(grad_block):
+@pytest.mark.parametrize("block", [None, 1, 3, CPU_BLOCK])
+def test_values_and_gradients_match_numpy(block):
     x, kernels, cotangents = example()
-    f = jax.jit(lambda x, k: conv_max_over_positions(x, k, jnp.float32, grad_block))
+    f = jax.jit(lambda x, k: conv_max_over_positions(x, k, jnp.float32, block))
     pooled, vjp = jax.vjp(f, jnp.asarray(x), [jnp.asarray(k) for k in kernels])
     x64, k64 = x.astype(np.float64), [k.astype(np.float64) for k in kernels]
     for out, kernel in zip(pooled, k64):
@@ -67,9 +67,9 @@ def test_blocked_bfloat16_gradients_are_close_to_float32():
         np.testing.assert_allclose(b, a, rtol=0.05, atol=0.05 * float(jnp.max(jnp.abs(a))))
 
 
-def test_resolve_grad_block():
-    assert resolve_grad_block(0) == (CPU_GRAD_BLOCK if jax.default_backend() == "cpu" else None)
-    assert resolve_grad_block(-1) is None
-    assert resolve_grad_block(8) == 8
-    with pytest.raises(ValueError, match="model.conv_grad_block"):
-        resolve_grad_block(-2)
+def test_resolve_block():
+    assert resolve_block(0) == (CPU_BLOCK if jax.default_backend() == "cpu" else None)
+    assert resolve_block(-1) is None
+    assert resolve_block(8) == 8
+    with pytest.raises(ValueError, match="model.conv_block"):
+        resolve_block(-2)

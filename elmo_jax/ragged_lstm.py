@@ -1,0 +1,102 @@
+"""The biLM's LSTM stacks over sentences of different lengths, running only the rows still running.
+
+A padded batch `[2, R, T]` makes every row pay for the longest sentence: in batches of 32
+consecutive PTB sentences, more than half of the positions are padding. Here the rows are sorted
+by length (longest first) and time is cut into chunks of `CHUNK` steps; chunk k runs only the
+rows whose sentence reaches into it (a prefix of the sorted rows, rounded up by `row_bucket` to
+few shapes), through all layers, carrying each row's state to the next chunk. The outputs equal
+those of the padded batch: a row's state freezes after its last token either way, and rows never
+interact.
+
+Compilations: one chunk function per row count met (`row_bucket`: 1, 2, 3, 4, 6, 8, then
+multiples of 8), one state gather and one scatter.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from elmo_jax.model.bilm import BiLM
+from elmo_jax.model.lstm import LSTMState
+
+CHUNK = 8  # Time steps per call.
+_SMALL_ROW_COUNTS = (1, 2, 3, 4, 6, 8)
+
+
+def row_bucket(n: int) -> int:
+    """The row count a chunk of n running rows is padded to: 1, 2, 3, 4, 6, 8, then multiples of 8."""
+    if n <= 8:
+        return next(size for size in _SMALL_ROW_COUNTS if size >= n)
+    return -(-n // 8) * 8
+
+
+@jax.jit
+def _gather_rows(state: list[LSTMState], order: jax.Array) -> list[LSTMState]:
+    """The states of all rows `[2, B, .]` in `order` (a permutation of the B rows)."""
+    return jax.tree.map(lambda s: jnp.take(s, order, axis=1), state)
+
+
+@jax.jit
+def _scatter_rows(state: list[LSTMState], sorted_state: list[LSTMState], order: jax.Array) -> list[LSTMState]:
+    """`state` with row `order[i]` replaced by row i of `sorted_state` (the inverse of `_gather_rows`)."""
+    return jax.tree.map(lambda s, new: s.at[:, order].set(new), state, sorted_state)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _run_chunk(
+    model: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: list[LSTMState]
+) -> tuple[jax.Array, list[LSTMState]]:
+    """The LSTM stacks over one chunk of the first R rows.
+
+    x `[2, R, CHUNK, F]` token embeddings, mask `[2, R, CHUNK]`; state: every row's `[2, B, .]`
+    (sorted order), of which rows [0, R) run. Returns (LSTM layers `[L, 2, R, CHUNK, P]`, state).
+    """
+    n_rows = x.shape[1]
+    rows_state = jax.tree.map(lambda s: s[:, :n_rows], state)
+    layers, _, new_rows = model.apply({"params": params}, x, mask, rows_state, method=BiLM.contextualize)
+    state = jax.tree.map(lambda s, new: s.at[:, :n_rows].set(new), state, new_rows)
+    return jnp.stack(layers[1:]), state
+
+
+def run_lstms(
+    model: BiLM, params: Any, x: np.ndarray, lengths: np.ndarray, rows: np.ndarray, state: list[LSTMState]
+) -> tuple[np.ndarray, list[LSTMState]]:
+    """The LSTM layers of n sentences, each row continuing from its state row.
+
+    x `[2, n, T, F]`: the token embeddings of the forward and backward streams (row i's first
+    `lengths[i]` positions hold tokens; T >= max length); lengths `[n]`, non-increasing; rows
+    `[n]`: distinct state rows (of the B rows of `state`, `[2, B, .]` per layer). Returns the
+    LSTM layers `[L, 2, n, T', P]` (T' = the longest length rounded up to CHUNK; what positions
+    past a row's length hold is unspecified) and `state` with the n rows advanced (the others
+    untouched).
+    """
+    n = len(lengths)
+    if np.any(np.diff(lengths) > 0) or lengths[-1] < 1:
+        raise ValueError("lengths must be >= 1 and sorted longest first")
+    batch_size = state[0].c.shape[1]
+    n_chunks = -(-int(lengths[0]) // CHUNK)
+    steps = min(x.shape[2], n_chunks * CHUNK)
+    padded_rows = min(row_bucket(n), batch_size)
+    x_padded = np.zeros((2, padded_rows, n_chunks * CHUNK, x.shape[-1]), np.float32)
+    x_padded[:, :n, :steps] = x[:, :, :steps]
+    mask = np.zeros((2, padded_rows, n_chunks * CHUNK), bool)
+    mask[:, :n] = np.arange(n_chunks * CHUNK) < lengths[:, None]
+    order = np.concatenate([rows, np.setdiff1d(np.arange(batch_size), rows)]).astype(np.int32)
+    sorted_state = _gather_rows(state, order)
+    chunks = []
+    for k in range(n_chunks):
+        running = int(np.sum(lengths > k * CHUNK))
+        n_rows = min(row_bucket(running), padded_rows)
+        time = slice(k * CHUNK, (k + 1) * CHUNK)
+        out, sorted_state = _run_chunk(model, params, x_padded[:, :n_rows, time], mask[:, :n_rows, time], sorted_state)
+        chunks.append((n_rows, out))
+    layers = np.zeros((model.n_layers, 2, n, n_chunks * CHUNK, model.projection_dim), np.float32)
+    for k, (n_rows, out) in enumerate(chunks):
+        kept = min(n_rows, n)
+        layers[:, :, :kept, k * CHUNK : (k + 1) * CHUNK] = np.asarray(out)[:, :, :kept]
+    return layers, _scatter_rows(state, sorted_state, order)

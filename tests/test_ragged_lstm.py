@@ -1,0 +1,91 @@
+"""The chunked, running-rows-only LSTM stacks against one padded call of the biLM's LSTMs."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from elmo_jax.model.bilm import BiLM
+from elmo_jax.model.lstm import LSTMState
+from elmo_jax.ragged_lstm import CHUNK, row_bucket, run_lstms
+
+BATCH, DIM, PROJ = 12, 10, 6
+
+
+@pytest.fixture(scope="module")
+def bilm():
+    model = BiLM(vocab_size=1, dim=DIM, projection_dim=PROJ, n_layers=2, cell_clip=3.0, proj_clip=3.0,
+                 use_skip_connections=True, dropout=0.0, filters=((1, 4), (2, 4)), char_embed_dim=4)
+    x = jnp.zeros((2, 1, 3, PROJ))
+    variables = model.init(jax.random.key(0), x, jnp.ones((2, 1, 3), bool), model.initial_state(1),
+                           method=BiLM.contextualize)
+    params = jax.tree.map(lambda p: p * 4.0, variables["params"])  # Large enough weights to reach the clips.
+    return model, params
+
+
+def random_state(seed: int) -> list[LSTMState]:
+    rng = np.random.default_rng(seed)
+    return [LSTMState(jnp.asarray(rng.normal(size=(2, BATCH, DIM)), jnp.float32),
+                      jnp.asarray(rng.normal(size=(2, BATCH, PROJ)), jnp.float32)) for _ in range(2)]
+
+
+def padded_reference(model, params, x, lengths, rows, state):
+    """One call of the LSTM stacks over the padded rows (masks freeze finished rows)."""
+    mask = np.arange(x.shape[2]) < lengths[:, None]
+    row_state = jax.tree.map(lambda s: s[:, rows], state)
+    layers, _, new_rows = model.apply({"params": params}, jnp.asarray(x), jnp.asarray(np.stack([mask, mask])),
+                                      row_state, method=BiLM.contextualize)
+    new_state = jax.tree.map(lambda s, new: s.at[:, rows].set(new), state, new_rows)
+    return np.stack([np.asarray(a) for a in layers[1:]]), new_state
+
+
+@pytest.mark.parametrize("lengths, rows", [
+    ([3 * CHUNK + 5, 2 * CHUNK, CHUNK + 1, CHUNK, CHUNK - 1, 2, 1, 1, 1], [4, 0, 11, 7, 1, 2, 9, 3, 10]),
+    ([CHUNK], [5]),
+    ([2 * CHUNK + 3] * BATCH, list(range(BATCH))[::-1]),
+], ids=["mixed", "one_row", "full_batch"])
+def test_run_lstms_equals_one_padded_call(bilm, lengths, rows):
+    model, params = bilm
+    lengths, rows = np.array(lengths), np.array(rows)
+    x = np.random.default_rng(1).normal(size=(2, len(lengths), lengths[0], PROJ)).astype(np.float32)
+    state = random_state(2)
+    layers, new_state = run_lstms(model, params, x, lengths, rows, state)
+    want_layers, want_state = padded_reference(model, params, x, lengths, rows, state)
+    assert layers.shape[:3] == (2, 2, len(lengths)) and layers.shape[3] % CHUNK == 0
+    for i, n in enumerate(lengths):  # Real positions only.
+        np.testing.assert_allclose(layers[:, :, i, :n], want_layers[:, :, i, :n], rtol=1e-5, atol=1e-6)
+    for got, want in zip(jax.tree.leaves(new_state), jax.tree.leaves(want_state)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+    untouched = np.setdiff1d(np.arange(BATCH), rows)
+    for got, before in zip(jax.tree.leaves(new_state), jax.tree.leaves(state)):
+        np.testing.assert_array_equal(np.asarray(got)[:, untouched], np.asarray(before)[:, untouched])
+
+
+def test_longer_padding_than_needed_is_ignored(bilm):
+    model, params = bilm
+    lengths, rows = np.array([5, 3]), np.array([0, 1])
+    x = np.random.default_rng(3).normal(size=(2, 2, 4 * CHUNK, PROJ)).astype(np.float32)
+    state = random_state(4)
+    layers, new_state = run_lstms(model, params, x, lengths, rows, state)
+    assert layers.shape[3] == CHUNK  # One chunk covers the longest row.
+    want_layers, want_state = padded_reference(model, params, x[:, :, :5], lengths, rows, state)
+    np.testing.assert_allclose(layers[:, :, 0, :5], want_layers[:, :, 0], rtol=1e-5, atol=1e-6)
+    for got, want in zip(jax.tree.leaves(new_state), jax.tree.leaves(want_state)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("lengths", [[2, 5], [3, 0]])
+def test_unsorted_or_empty_lengths_are_refused(bilm, lengths):
+    model, params = bilm
+    x = np.zeros((2, 2, 5, PROJ), np.float32)
+    with pytest.raises(ValueError, match="sorted longest first"):
+        run_lstms(model, params, x, np.array(lengths), np.array([0, 1]), random_state(0))
+
+
+def test_row_bucket_has_few_sizes_and_covers_n():
+    assert [row_bucket(n) for n in range(1, 10)] == [1, 2, 3, 4, 6, 6, 8, 8, 16]
+    sizes = {row_bucket(n) for n in range(1, 65)}
+    assert sizes == {1, 2, 3, 4, 6, 8, 16, 24, 32, 40, 48, 56, 64}
+    assert all(n <= row_bucket(n) < n + 8 for n in range(1, 65))
