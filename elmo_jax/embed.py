@@ -48,7 +48,6 @@ for words outside its vocabulary).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import logging
 import os
@@ -59,12 +58,14 @@ import h5py
 import jax
 import ml_collections
 import numpy as np
+from absl import flags
 from tqdm import tqdm
 
 from elmo_jax import host_memory, quiet_logs
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.atomic_write import write_atomic
+from elmo_jax.cli import tool_flags
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.ragged_lstm import run_lstms
@@ -370,64 +371,66 @@ def dump_token_embeddings(embedder: ElmoEmbedder, vocab_path: str, output_path: 
     return len(embeddings)
 
 
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m elmo_jax.embed", description="ELMo representations of sentences.")
-    parser.add_argument("--options", help="bilm-tf/AllenNLP options.json (with --weights)")
-    parser.add_argument("--weights", help="bilm-tf/AllenNLP hdf5 weight file (with --options)")
-    parser.add_argument(
-        "--workdir",
-        help="elmo-jax training workdir (instead of --options/--weights); a word-input biLM "
-        "(model.token_encoder='word') maps words to ids by its vocab.txt, unknown words -> <UNK> as in training",
-    )
-    parser.add_argument("--step", type=int, default=None, help="with --workdir: checkpoint step (default: latest)")
-    parser.add_argument("--input", help="sentences, one whitespace-tokenized sentence per line")
-    parser.add_argument("--token_embeddings", metavar="VOCAB", help="write the token embeddings of these words instead")
-    parser.add_argument("--output", required=True, help="hdf5 file to write")
-    parser.add_argument("--batch_size", type=int, default=1, help="consecutive lines per batch (state rows)")
-    parser.add_argument("--stateless", action="store_true", help="reset the LSTM states every batch")
-    parser.add_argument(
-        "--layers", choices=LAYER_MODES, default="all",
-        help="per sentence: all layers (n_layers + 1, n, 2P), the top layer or their average (n, 2P)",
-    )
-    parser.add_argument(
-        "--vocab_to_cache", metavar="VOCAB",
-        help="compute these words' token embeddings once, up front (same output; char-CNN biLMs only)",
-    )
-    parser.add_argument(f"--{quiet_logs.FLAG_NAME}", action="store_true", help=quiet_logs.FLAG_HELP)
-    args = parser.parse_args(argv)
-    if (args.workdir is None) == (args.options is None and args.weights is None):
-        parser.error("give either --options and --weights, or --workdir")
-    if args.workdir is None and (args.options is None or args.weights is None):
-        parser.error("--options and --weights go together")
-    if (args.input is None) == (args.token_embeddings is None):
-        parser.error("give exactly one of --input and --token_embeddings")
-    if args.batch_size < 1:
-        parser.error(f"--batch_size must be >= 1, got {args.batch_size}")
-    return args
+_FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
+flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)
+flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=_FLAGS)
+flags.DEFINE_string(
+    "workdir", None,
+    "elmo-jax training workdir (instead of --options/--weights); a word-input biLM "
+    "(model.token_encoder='word') maps words to ids by its vocab.txt, unknown words -> <UNK> as in training",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
+flags.DEFINE_string("input", None, "sentences, one whitespace-tokenized sentence per line", flag_values=_FLAGS)
+flags.DEFINE_string(
+    "token_embeddings", None, "vocabulary file: write the token embeddings of its words instead", flag_values=_FLAGS
+)
+flags.DEFINE_string("output", None, "hdf5 file to write", flag_values=_FLAGS)
+flags.DEFINE_integer("batch_size", 1, "consecutive lines per batch (state rows)", flag_values=_FLAGS)
+flags.DEFINE_bool("stateless", False, "reset the LSTM states every batch", flag_values=_FLAGS)
+flags.DEFINE_enum(
+    "layers", "all", LAYER_MODES,
+    "per sentence: all layers (n_layers + 1, n, 2P), the top layer or their average (n, 2P)", flag_values=_FLAGS,
+)
+flags.DEFINE_string(
+    "vocab_to_cache", None,
+    "vocabulary file: compute its words' token embeddings once, up front (same output; char-CNN biLMs only)",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
+
+
+def _embed() -> None:
+    """The CLI: checks the flags' combinations, then writes --output."""
+    if (_FLAGS.workdir is None) == (_FLAGS.options is None and _FLAGS.weights is None):
+        raise tool_flags.UsageError("give either --options and --weights, or --workdir")
+    if _FLAGS.workdir is None and (_FLAGS.options is None or _FLAGS.weights is None):
+        raise tool_flags.UsageError("--options and --weights go together")
+    if (_FLAGS.input is None) == (_FLAGS.token_embeddings is None):
+        raise tool_flags.UsageError("give exactly one of --input and --token_embeddings")
+    if _FLAGS.batch_size < 1:
+        raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
+    quiet_logs.configure(_FLAGS.log_library)
+    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
+    cache = read_vocabulary_words(_FLAGS.vocab_to_cache) if _FLAGS.vocab_to_cache else None
+    stateful = not _FLAGS.stateless
+    if _FLAGS.workdir is not None:
+        embedder = embedder_from_workdir(_FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful, cache)
+    else:
+        embedder = embedder_from_bilm_files(_FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful, cache)
+    if _FLAGS.input is not None:
+        n = embed_file(embedder, _FLAGS.input, _FLAGS.output, layers=_FLAGS.layers)
+        print(f"wrote {n} sentences to {_FLAGS.output}")
+    else:
+        n = dump_token_embeddings(embedder, _FLAGS.token_embeddings, _FLAGS.output)
+        print(f"wrote {n} token embeddings to {_FLAGS.output}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse_args(argv)
-    quiet_logs.configure(args.log_library)
-    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-    try:
-        cache = read_vocabulary_words(args.vocab_to_cache) if args.vocab_to_cache else None
-        if args.workdir is not None:
-            embedder = embedder_from_workdir(args.workdir, args.step, args.batch_size, not args.stateless, cache)
-        else:
-            embedder = embedder_from_bilm_files(
-                args.options, args.weights, args.batch_size, not args.stateless, cache
-            )
-        if args.input is not None:
-            n = embed_file(embedder, args.input, args.output, layers=args.layers)
-            print(f"wrote {n} sentences to {args.output}")
-        else:
-            n = dump_token_embeddings(embedder, args.token_embeddings, args.output)
-            print(f"wrote {n} token embeddings to {args.output}")
-    except (ValueError, RuntimeError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    """`python -m elmo_jax.embed` / `elmo-embed`: the exit status (elmo_jax.cli.tool_flags)."""
+    return tool_flags.run(
+        _FLAGS, argv, _embed, doc=__doc__, required=["output"], errors=(ValueError, RuntimeError, OSError)
+    )
 
 
 if __name__ == "__main__":

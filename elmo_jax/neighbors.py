@@ -28,7 +28,6 @@ frequent, then first seen), so the output is deterministic.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import heapq
 import itertools
@@ -36,9 +35,11 @@ import sys
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
+from absl import flags
 from tqdm import tqdm
 
 from elmo_jax import host_memory, quiet_logs
+from elmo_jax.cli import tool_flags
 from elmo_jax.data.sources import expand_globs
 from elmo_jax.embed import (
     ElmoEmbedder,
@@ -253,76 +254,66 @@ def format_report(
     return "\n".join(out)
 
 
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m elmo_jax.neighbors",
-        description=(
-            "Contextual nearest neighbours (Peters et al. 2018, Table 4): the corpus tokens whose ELMo "
-            "representation is nearest to a query word's, and the corpus words nearest by token embedding. "
-            "Stateless: every line and the query are embedded from zero LSTM states, so a representation "
-            "depends on its own sentence only. The query's own occurrence, should the corpus hold the query line, "
-            "and the query word in the word list are left out."
-        ),
-    )
-    parser.add_argument("--options", help="bilm-tf/AllenNLP options.json (with --weights)")
-    parser.add_argument("--weights", help="bilm-tf/AllenNLP hdf5 weight file (with --options)")
-    parser.add_argument("--workdir", help="elmo-jax training workdir (instead of --options/--weights)")
-    parser.add_argument("--step", type=int, default=None, help="with --workdir: checkpoint step (default: latest)")
-    parser.add_argument("--corpus", required=True, help="comma-separated globs of text files, one sentence a line")
-    parser.add_argument("--query", required=True, help="the query sentence, whitespace-tokenized")
-    parser.add_argument("--word", type=int, required=True, help="0-based index of the query word in --query")
-    parser.add_argument("--layer", type=int, default=None, help="ELMo layer: 0 = token embeddings (default: top LSTM)")
-    parser.add_argument("--k", type=int, default=5, help="neighbours per list (default: 5)")
-    parser.add_argument("--same_word", action="store_true", help="contexts: only occurrences of the query word")
-    parser.add_argument(
-        "--max_words", type=int, default=100_000, metavar="N",
-        help="word list: among the N most frequent corpus words (default: 100000)",
-    )
-    parser.add_argument("--batch_size", type=int, default=32, help="corpus lines per embedder batch (default: 32)")
-    parser.add_argument("--no_progress", action="store_true", help="no progress bar")
-    parser.add_argument(f"--{quiet_logs.FLAG_NAME}", action="store_true", help=quiet_logs.FLAG_HELP)
-    return parser.parse_args(argv)
+_FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
+flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)
+flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=_FLAGS)
+flags.DEFINE_string("workdir", None, "elmo-jax training workdir (instead of --options/--weights)", flag_values=_FLAGS)
+flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
+flags.DEFINE_string("corpus", None, "comma-separated globs of text files, one sentence a line", flag_values=_FLAGS)
+flags.DEFINE_string("query", None, "the query sentence, whitespace-tokenized", flag_values=_FLAGS)
+flags.DEFINE_integer("word", None, "0-based index of the query word in --query", flag_values=_FLAGS)
+flags.DEFINE_integer("layer", None, "ELMo layer: 0 = token embeddings (default: top LSTM)", flag_values=_FLAGS)
+flags.DEFINE_integer("k", 5, "neighbours per list", flag_values=_FLAGS)
+flags.DEFINE_bool("same_word", False, "contexts: only occurrences of the query word", flag_values=_FLAGS)
+flags.DEFINE_integer("max_words", 100_000, "word list: among the N most frequent corpus words", flag_values=_FLAGS)
+flags.DEFINE_integer("batch_size", 32, "corpus lines per embedder batch", flag_values=_FLAGS)
+flags.DEFINE_bool("no_progress", False, "no progress bar", flag_values=_FLAGS)
+flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
 
 
-def _check_args(args: argparse.Namespace) -> None:
-    """Raises ValueError (a one-line error) for bad flag combinations and values."""
-    if (args.workdir is None) == (args.options is None and args.weights is None):
-        raise ValueError("give either --workdir, or --options and --weights (not both, not neither)")
-    if args.workdir is None and (args.options is None or args.weights is None):
-        raise ValueError("--options and --weights go together")
+def _check_flags() -> None:
+    """Raises UsageError (a one-line error) for bad flag combinations and values."""
+    if (_FLAGS.workdir is None) == (_FLAGS.options is None and _FLAGS.weights is None):
+        raise tool_flags.UsageError("give either --workdir, or --options and --weights (not both, not neither)")
+    if _FLAGS.workdir is None and (_FLAGS.options is None or _FLAGS.weights is None):
+        raise tool_flags.UsageError("--options and --weights go together")
     for flag in ("k", "batch_size", "max_words"):
-        if getattr(args, flag) < 1:
-            raise ValueError(f"--{flag} must be >= 1, got {getattr(args, flag)}")
+        if _FLAGS[flag].value < 1:
+            raise tool_flags.UsageError(f"--{flag} must be >= 1, got {_FLAGS[flag].value}")
+
+
+def _neighbors() -> None:
+    """The CLI: both lists of the query word on stdout."""
+    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
+    quiet_logs.configure(_FLAGS.log_library)
+    _check_flags()
+    query = _FLAGS.query.split()
+    check_query(query, _FLAGS.word)
+    paths = expand_globs(_FLAGS.corpus)
+    if not paths:
+        raise ValueError(f"--corpus {_FLAGS.corpus!r} names no file")
+    if _FLAGS.workdir is not None:
+        embedder = embedder_from_workdir(_FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful=False)
+    else:
+        embedder = embedder_from_bilm_files(_FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful=False)
+    layer = embedder.n_outputs - 1 if _FLAGS.layer is None else _FLAGS.layer
+    check_layer(embedder, layer)
+    progress = not _FLAGS.no_progress
+    total = sum(count_lines(path) for path in paths) if progress else None
+    scan = scan_corpus(
+        embedder, read_corpus(paths), query, _FLAGS.word, layer, _FLAGS.k, _FLAGS.same_word, total, progress
+    )
+    words = nearest_words(embedder, query[_FLAGS.word], scan.word_counts, _FLAGS.k, _FLAGS.max_words)
+    n_words = min(_FLAGS.max_words, len(scan.word_counts))
+    print(format_report(query, _FLAGS.word, layer, embedder.n_outputs - 1, _FLAGS.same_word, scan, words, n_words))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-    args = _parse_args(argv)
-    quiet_logs.configure(args.log_library)
-    try:
-        _check_args(args)
-        query = args.query.split()
-        check_query(query, args.word)
-        paths = expand_globs(args.corpus)
-        if not paths:
-            raise ValueError(f"--corpus {args.corpus!r} names no file")
-        if args.workdir is not None:
-            embedder = embedder_from_workdir(args.workdir, args.step, args.batch_size, stateful=False)
-        else:
-            embedder = embedder_from_bilm_files(args.options, args.weights, args.batch_size, stateful=False)
-        layer = embedder.n_outputs - 1 if args.layer is None else args.layer
-        check_layer(embedder, layer)
-        total = None if args.no_progress else sum(count_lines(path) for path in paths)
-        scan = scan_corpus(
-            embedder, read_corpus(paths), query, args.word, layer, args.k, args.same_word, total, not args.no_progress
-        )
-        words = nearest_words(embedder, query[args.word], scan.word_counts, args.k, args.max_words)
-        n_words = min(args.max_words, len(scan.word_counts))
-        print(format_report(query, args.word, layer, embedder.n_outputs - 1, args.same_word, scan, words, n_words))
-    except (ValueError, RuntimeError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    """`python -m elmo_jax.neighbors`: the exit status (elmo_jax.cli.tool_flags)."""
+    return tool_flags.run(
+        _FLAGS, argv, _neighbors, doc=__doc__, required=["corpus", "query", "word"],
+        errors=(ValueError, RuntimeError, OSError),
+    )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 
-FLAG_NAME = "log_library"  # The entry points' flag (absl or argparse) for `configure`.
+FLAG_NAME = "log_library"  # The entry points' absl flag for `configure`.
 FLAG_HELP = (
     "Also show the INFO and WARNING log lines of libraries (orbax, jax, absl); by default only their "
     "errors appear beside elmo-jax's own lines."
@@ -37,7 +37,7 @@ def configure(log_library: bool = False) -> None:
     """Logs to stderr elmo_jax's records at INFO and up, libraries' at ERROR and up (INFO with `log_library`).
 
     Call once, after parsing the flags: the filter goes on the root logger's handlers (absl's,
-    which `app.run` installs, or a plain stderr handler added here for an argparse tool).
+    which `app.run` installs, or a plain stderr handler added here for a tool run without it).
     """
     root = logging.getLogger()
     root.setLevel(logging.INFO)

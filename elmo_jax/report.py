@@ -10,7 +10,6 @@ against steps and against tokens (2 x 2 plots, one line per run) and prints the 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -19,8 +18,11 @@ import statistics
 import sys
 from typing import Any, Sequence
 
+from absl import flags
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
+
+from elmo_jax.cli import tool_flags
 
 
 class ReportError(ValueError):
@@ -198,20 +200,21 @@ def run_names(run_dirs: Sequence[str]) -> list[str]:
     return names if len(set(names)) == len(names) else list(run_dirs)
 
 
+_FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
+flags.DEFINE_string("output", "report.png", "figure to write (PNG)", flag_values=_FLAGS)
+
+
+def _report(*run_dirs: str) -> None:
+    """The CLI: the table of the runs on stdout, their figure in --output."""
+    runs = [load_run(d, name) for d, name in zip(run_dirs, run_names(run_dirs))]
+    print(markdown_table(runs))
+    plot(runs, _FLAGS.output)
+    print(f"wrote {_FLAGS.output}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m elmo_jax.report", description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="training workdirs")
-    parser.add_argument("--output", default="report.png", help="figure to write (PNG; default report.png)")
-    args = parser.parse_args(argv)
-    try:
-        runs = [load_run(d, name) for d, name in zip(args.run_dirs, run_names(args.run_dirs))]
-        print(markdown_table(runs))
-        plot(runs, args.output)
-    except (ReportError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(f"wrote {args.output}", file=sys.stderr)
-    return 0
+    """`python -m elmo_jax.report RUN_DIR...` / `elmo-report`: the exit status (elmo_jax.cli.tool_flags)."""
+    return tool_flags.run(_FLAGS, argv, _report, doc=__doc__, positional="RUN_DIR", errors=(ReportError, OSError))
 
 
 if __name__ == "__main__":

@@ -194,13 +194,32 @@ def test_cli_errors(skip_bilm, tmp_path, capsys):
     (tmp_path / "vocab.txt").write_text("a\n\nb\n")
     assert main(model + ["--token_embeddings", str(tmp_path / "vocab.txt"), "--output", out]) == 1
     assert "vocab.txt:2: empty token" in capsys.readouterr().err
-    for argv in (
-        ["--workdir", str(tmp_path), "--options", options_path, "--input", "x", "--output", out],
-        ["--options", options_path, "--input", "x", "--output", out],
-        ["--workdir", str(tmp_path), "--input", "x", "--token_embeddings", "v", "--output", out],
+    for argv, message in (
+        (["--workdir", str(tmp_path), "--options", options_path, "--input", "x", "--output", out],
+         "give either --options and --weights, or --workdir"),
+        (["--options", options_path, "--input", "x", "--output", out], "--options and --weights go together"),
+        (["--workdir", str(tmp_path), "--input", "x", "--token_embeddings", "v", "--output", out],
+         "give exactly one of --input and --token_embeddings"),
+        (model + ["--input", "x", "--output", out, "--batch_size", "0"], "--batch_size must be >= 1, got 0"),
+        (model + ["--input", "x", "--output", out, "--layers", "middle"], "--layers=middle: value should be one of"),
+        (model + ["--input", "x"], "the following arguments are required: --output"),
     ):
-        with pytest.raises(SystemExit):
-            main(argv)
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_cli_twice_in_one_process_starts_from_the_defaults(skip_bilm, tmp_path):
+    """main() parses each argv from the flags' defaults: nothing of the previous call's flags stays."""
+    options_path, weights_path, reference = skip_bilm
+    (tmp_path / "in.txt").write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    model = ["--options", options_path, "--weights", weights_path, "--input", str(tmp_path / "in.txt")]
+    assert main(model + ["--output", str(tmp_path / "top.hdf5"), "--layers", "top", "--stateless",
+                         "--batch_size", str(BATCH)]) == 0
+    assert read_output(tmp_path / "top.hdf5")["0"].shape == (6, 12)  # The top layer of 6 tokens.
+    assert main(model + ["--output", str(tmp_path / "all.hdf5")]) == 0  # --layers all, stateful, batches of 1.
+    out = read_output(tmp_path / "all.hdf5")
+    assert_matches([out[str(i)] for i in range(len(LINES))], reference.embed_batches(SENTENCES, 1))
 
 
 def test_checkpoint_to_hdf5_to_embeddings_is_identical(tmp_path):

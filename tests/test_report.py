@@ -120,6 +120,28 @@ def test_missing_files_are_one_line_errors(tmp_path, capsys):
     assert capsys.readouterr().err == f"error: {run_dir}: no config.json (needed for tokens per step)\n"
 
 
+def test_each_call_starts_from_the_defaults(tmp_path, monkeypatch, capsys):
+    """--output of one call does not carry over to the next, which writes the default report.png."""
+    run_dir = make_run(tmp_path, "a", [train(10, 5.0, 100.0)])
+    monkeypatch.chdir(tmp_path)
+    assert report.main([run_dir, "--output", "first.png"]) == 0
+    assert report.main([run_dir]) == 0
+    assert capsys.readouterr().err == "wrote first.png\nwrote report.png\n"
+    assert_png(tmp_path / "first.png")
+    assert_png(tmp_path / "report.png")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [([], "the following arguments are required: RUN_DIR"), (["--output", "r.png"], "required: RUN_DIR"),
+     (["a", "--output"], "Missing value for flag --output")],
+)
+def test_usage_errors_are_one_line(argv, message, capsys):
+    assert report.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+
+
 def test_report_of_a_real_training_run(tiny_training_run, tmp_path, capsys):
     workdir, _, result = tiny_training_run
     output = str(tmp_path / "real.png")

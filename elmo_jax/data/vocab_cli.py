@@ -10,15 +10,16 @@ are streamed line by line, so memory grows with the number of distinct words onl
 
 from __future__ import annotations
 
-import argparse
 import collections
 import os
 import sys
 from dataclasses import dataclass
 from typing import Sequence
 
+from absl import flags
 from tqdm import tqdm
 
+from elmo_jax.cli import tool_flags
 from elmo_jax.data.sources import DataError, TextFileSource
 from elmo_jax.data.vocab import SPECIAL_TOKENS, Vocabulary, VocabularyError
 
@@ -56,20 +57,49 @@ def count_words(patterns: str, progress: bool = True) -> CorpusCounts:
     return counts
 
 
-def build(args: argparse.Namespace) -> None:
-    counts = count_words(args.input, progress=not args.quiet)
-    vocab = Vocabulary.from_counts(counts.words, min_count=args.min_count, max_size=args.max_size or None)
-    vocab.save(args.output, with_counts=args.counts)
+# Each command's own flags (see elmo_jax.cli.tool_flags).
+_BUILD = flags.FlagValues()
+_STATS = flags.FlagValues()
+flags.DEFINE_string("output", None, "vocabulary file to write", flag_values=_BUILD)
+flags.DEFINE_integer("min_count", 1, "drop words seen fewer times", flag_values=_BUILD)
+flags.DEFINE_integer("max_size", 0, "at most N lines, the 3 special tokens included (0 = all)", flag_values=_BUILD)
+flags.DEFINE_bool(
+    "counts", True,
+    "each word with its count; --nocounts: one word per line without its count (elmo-jax then cannot check the "
+    "frequency order)",
+    flag_values=_BUILD,
+)
+flags.DEFINE_string("vocab", None, "vocabulary file: also print the OOV rates of tokens and types", flag_values=_STATS)
+for _command_flags in (_BUILD, _STATS):
+    flags.DEFINE_string(
+        "input", None, "comma-separated globs of text files (optionally .gz)", flag_values=_command_flags
+    )
+    flags.DEFINE_bool("quiet", False, "no progress bar", flag_values=_command_flags)
+_ERRORS = (DataError, VocabularyError, OSError)
+
+
+def _build() -> None:
+    """`build`: write a bilm-tf vocabulary of the most frequent words."""
+    if _BUILD.min_count < 1:
+        raise tool_flags.UsageError(f"--min_count must be >= 1, got {_BUILD.min_count}")
+    if _BUILD.max_size and _BUILD.max_size < len(SPECIAL_TOKENS):
+        raise tool_flags.UsageError(
+            f"--max_size must be 0 or >= {len(SPECIAL_TOKENS)} (the special tokens), got {_BUILD.max_size}"
+        )
+    counts = count_words(_BUILD.input, progress=not _BUILD.quiet)
+    vocab = Vocabulary.from_counts(counts.words, min_count=_BUILD.min_count, max_size=_BUILD.max_size or None)
+    vocab.save(_BUILD.output, with_counts=_BUILD.counts)
     kept = sum(c for w, c in zip(vocab.words, vocab.counts) if w not in SPECIAL_TOKENS)
     print(
-        f"wrote {len(vocab)} words to {args.output}: {len(vocab) - len(SPECIAL_TOKENS)} of "
+        f"wrote {len(vocab)} words to {_BUILD.output}: {len(vocab) - len(SPECIAL_TOKENS)} of "
         f"{len(counts.words)} types, covering {100 * kept / counts.tokens:.2f}% of {counts.tokens} tokens"
     )
 
 
-def stats(args: argparse.Namespace) -> None:
-    vocab = Vocabulary.load(args.vocab) if args.vocab else None  # Fails before a long pass over the corpus.
-    counts = count_words(args.input, progress=not args.quiet)
+def _stats() -> None:
+    """`stats`: print sentence, token and type counts (and OOV rates)."""
+    vocab = Vocabulary.load(_STATS.vocab) if _STATS.vocab else None  # Fails before a long pass over the corpus.
+    counts = count_words(_STATS.input, progress=not _STATS.quiet)
     rows = [("sentences", f"{counts.sentences}"), ("tokens", f"{counts.tokens}"), ("types", f"{len(counts.words)}")]
     if vocab is not None:
         oov = {w: c for w, c in counts.words.items() if w not in vocab}
@@ -83,42 +113,17 @@ def stats(args: argparse.Namespace) -> None:
         print(f"{name:<{width}}  {value}")
 
 
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m elmo_jax.data.vocab_cli", description="Vocabulary tools.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    b = commands.add_parser("build", help="write a bilm-tf vocabulary of the most frequent words")
-    b.add_argument("--output", required=True, help="vocabulary file to write")
-    b.add_argument("--min_count", type=int, default=1, help="drop words seen fewer times")
-    b.add_argument("--max_size", type=int, default=0, help="at most N lines, the 3 special tokens included (0 = all)")
-    b.add_argument(
-        "--nocounts", dest="counts", action="store_false",
-        help="one word per line without its count (elmo-jax then cannot check the frequency order)",
-    )
-    s = commands.add_parser("stats", help="print sentence, token and type counts (and OOV rates)")
-    s.add_argument("--vocab", help="vocabulary file: also print the OOV rates of tokens and types")
-    for p in (b, s):
-        p.add_argument("--input", required=True, help="comma-separated globs of text files (optionally .gz)")
-        p.add_argument("--quiet", action="store_true", help="no progress bar")
-    args = parser.parse_args(argv)
-    if args.command == "build":
-        if args.min_count < 1:
-            b.error(f"--min_count must be >= 1, got {args.min_count}")
-        if args.max_size and args.max_size < len(SPECIAL_TOKENS):
-            b.error(f"--max_size must be 0 or >= {len(SPECIAL_TOKENS)} (the special tokens), got {args.max_size}")
-    return args
+def _build_main(argv: Sequence[str]) -> int:
+    return tool_flags.run(_BUILD, argv, _build, doc=_build.__doc__, required=["input", "output"], errors=_ERRORS)
+
+
+def _stats_main(argv: Sequence[str]) -> int:
+    return tool_flags.run(_STATS, argv, _stats, doc=_stats.__doc__, required=["input"], errors=_ERRORS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse_args(argv)
-    try:
-        if args.command == "build":
-            build(args)
-        else:
-            stats(args)
-    except (DataError, VocabularyError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    """`python -m elmo_jax.data.vocab_cli` / `elmo-vocab`: the exit status (elmo_jax.cli.tool_flags)."""
+    return tool_flags.run_commands({"build": _build_main, "stats": _stats_main}, argv, doc=__doc__)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ ignores the key).
 
 Export a trained elmo-jax checkpoint:
 
-  python -m elmo_jax.interop.bilm_hdf5 --workdir runs/demo --options out/options.json \
+  python -m elmo_jax.interop.bilm_hdf5 --workdir runs/demo --options out/options.json \\
       --weights out/weights.hdf5 [--step N] [--softmax_weights out/softmax.hdf5 --vocab out/vocab.txt]
 
 With the softmax and the vocabulary, `python evaluate.py --options ... --weights ... --softmax_weights
@@ -38,7 +38,6 @@ With the softmax and the vocabulary, `python evaluate.py --options ... --weights
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -48,9 +47,11 @@ from typing import Any, Mapping, Sequence
 import h5py
 import ml_collections
 import numpy as np
+from absl import flags
 
 from elmo_jax import quiet_logs
 from elmo_jax.atomic_write import write_atomic
+from elmo_jax.cli import tool_flags
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.model.lstm import has_projection
 
@@ -461,29 +462,36 @@ def export_checkpoint(
         Vocabulary.load(os.path.join(workdir, "vocab.txt")).save(vocab_path, with_counts=False)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m elmo_jax.interop.bilm_hdf5",
-        description="Export an elmo-jax checkpoint as bilm-tf/AllenNLP options.json + hdf5 weights "
-        "(and its softmax and vocabulary).",
+_FLAGS = flags.FlagValues()  # The export CLI's own flags (see elmo_jax.cli.tool_flags).
+flags.DEFINE_string("workdir", None, "elmo-jax training workdir", flag_values=_FLAGS)
+flags.DEFINE_string("options", None, "options.json to write", flag_values=_FLAGS)
+flags.DEFINE_string("weights", None, "hdf5 weight file to write", flag_values=_FLAGS)
+flags.DEFINE_integer("step", None, "checkpoint step (default: the latest)", flag_values=_FLAGS)
+flags.DEFINE_string(
+    "softmax_weights", None, "also write the softmax (softmax/W, softmax/b) to this hdf5 file", flag_values=_FLAGS
+)
+flags.DEFINE_string(
+    "vocab", None, "also write the vocabulary (one word per line, softmax row order)", flag_values=_FLAGS
+)
+flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
+
+
+def _export() -> None:
+    """The CLI: `export_checkpoint` with the flags."""
+    quiet_logs.configure(_FLAGS.log_library)
+    export_checkpoint(
+        _FLAGS.workdir, _FLAGS.options, _FLAGS.weights, _FLAGS.step, _FLAGS.softmax_weights, _FLAGS.vocab
     )
-    parser.add_argument("--workdir", required=True, help="elmo-jax training workdir")
-    parser.add_argument("--options", required=True, help="options.json to write")
-    parser.add_argument("--weights", required=True, help="hdf5 weight file to write")
-    parser.add_argument("--step", type=int, default=None, help="checkpoint step (default: the latest)")
-    parser.add_argument("--softmax_weights", help="also write the softmax (softmax/W, softmax/b) to this hdf5 file")
-    parser.add_argument("--vocab", help="also write the vocabulary (one word per line, softmax row order)")
-    parser.add_argument(f"--{quiet_logs.FLAG_NAME}", action="store_true", help=quiet_logs.FLAG_HELP)
-    args = parser.parse_args(argv)
-    quiet_logs.configure(args.log_library)
-    try:
-        export_checkpoint(args.workdir, args.options, args.weights, args.step, args.softmax_weights, args.vocab)
-    except (ValueError, RuntimeError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    written = [path for path in (args.options, args.weights, args.softmax_weights, args.vocab) if path]
+    written = [path for path in (_FLAGS.options, _FLAGS.weights, _FLAGS.softmax_weights, _FLAGS.vocab) if path]
     print(f"wrote {', '.join(written)}")
-    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m elmo_jax.interop.bilm_hdf5` / `elmo-export`: the exit status (elmo_jax.cli.tool_flags)."""
+    return tool_flags.run(
+        _FLAGS, argv, _export, doc=__doc__, required=["workdir", "options", "weights"],
+        errors=(ValueError, RuntimeError, OSError),
+    )
 
 
 if __name__ == "__main__":

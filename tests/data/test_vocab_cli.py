@@ -153,14 +153,37 @@ def test_failed_write_keeps_the_previous_file(corpus, tmp_path, monkeypatch):
         (["build", "--input", "x", "--output", "v", "--min_count", "0"], "--min_count must be >= 1"),
         (["build", "--input", "x", "--output", "v", "--max_size", "2"], "--max_size must be 0 or >= 3"),
         (["stats"], "required: --input"),
-        ([], "required: command"),
+        (["stats", "--input", "x", "--output", "v"], "Unknown command line flag 'output'"),  # A flag of build.
+        ([], "required: command (build, stats)"),
+        (["count", "--input", "x"], "invalid command 'count' (choose from build, stats)"),
     ],
 )
-def test_usage_errors_exit_2(argv, message, capsys):
-    with pytest.raises(SystemExit) as e:
-        vocab_cli.main(argv)
-    assert e.value.code == 2
-    assert message in capsys.readouterr().err
+def test_usage_errors_are_one_line_exit_1(argv, message, capsys):
+    assert vocab_cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_each_call_starts_from_the_defaults(corpus, tmp_path, capsys):
+    """Flags given to one call of main() do not carry over to the next."""
+    out = str(tmp_path / "vocab.txt")
+    assert vocab_cli.main(["build", "--input", corpus, "--output", out, "--nocounts", "--max_size", "5", "--quiet"]) == 0
+    assert vocab_cli.main(["build", "--input", corpus, "--output", out, "--quiet"]) == 0
+    assert _lines(out)[3] == "the\t5"  # With its count,
+    assert len(_lines(out)) == len(set(_expected_counts()) | set(SPECIALS))  # and every word (no --max_size).
+    capsys.readouterr()
+    assert vocab_cli.main(["stats", "--input", corpus, "--vocab", out, "--quiet"]) == 0
+    assert vocab_cli.main(["stats", "--input", corpus, "--quiet"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert [row.split()[0] for row in rows] == ["sentences", "tokens", "types", "OOV", "OOV"] + ["sentences", "tokens", "types"]
+
+
+def test_help_lists_the_commands_and_each_commands_flags(capsys):
+    assert vocab_cli.main(["--help"]) == 0
+    assert "commands: build, stats" in capsys.readouterr().out
+    assert vocab_cli.main(["build", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--[no]counts" in out and "--min_count" in out and "--vocab" not in out
 
 
 def test_module_entry_point_in_a_subprocess(corpus, tmp_path):

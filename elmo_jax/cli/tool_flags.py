@@ -1,0 +1,102 @@
+"""absl flags for the tools whose `main(argv)` returns an exit status: elmo-embed, elmo-export,
+elmo-vocab, elmo-report and `python -m elmo_jax.neighbors`.
+
+train.py and evaluate.py define their flags on absl's global FLAGS and run under `app.run`, which
+parses them once and exits the process. A tool's `main(argv)` is also called in process, many
+times (tests, notebooks, beside train/evaluate's flags): so each tool defines its flags on a
+`flags.FlagValues` of its own, and `run` parses every argv from the defaults again and returns
+the exit status instead of exiting.
+
+Exit status, as train.py and evaluate.py give it: 0, also after printing the help (-h, --help);
+1 with one line `error: ...` on stderr for bad input: a flag absl cannot parse (unknown, without
+its value, not an integer, not one of its choices), a required flag or argument not given, an
+argument the tool does not take, a `UsageError` of the tool (flags that do not go together, a
+value out of range), or one of the tool's `errors` (a missing or unreadable file, ...).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable, Mapping, Sequence
+
+from absl import flags
+
+HELP_ARGS = ("-h", "--help", "--helpshort", "--helpfull")  # argparse's and absl's spellings.
+
+
+class UsageError(Exception):
+    """Flags that parse but cannot be used as given: `error: <message>` on stderr, exit status 1."""
+
+
+def run(
+    flag_values: flags.FlagValues,
+    argv: Sequence[str] | None,
+    body: Callable[..., None],
+    *,
+    doc: str,
+    required: Sequence[str] = (),
+    positional: str | None = None,
+    errors: tuple[type[Exception], ...] = (),
+) -> int:
+    """Parses `argv` (default: sys.argv[1:]) into `flag_values`, calls `body(*arguments)` and returns
+    the exit status (see the module docstring).
+
+    `required` names the flags that must be given. `positional` names the tool's arguments (one or
+    more, e.g. 'RUN_DIR'); without it the tool takes none and `body()` gets no arguments. Help is
+    `doc` (the tool's usage) and the flags.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if _wants_help(argv):
+        print(f"{doc.strip()}\n{flag_values.get_help(include_special_flags=False)}")
+        return 0
+    try:
+        body(*_parse(flag_values, argv, required, positional))
+    except (UsageError, *errors) as e:
+        return _error(e)
+    return 0
+
+
+def run_commands(
+    commands: Mapping[str, Callable[[Sequence[str]], int]], argv: Sequence[str] | None, *, doc: str
+) -> int:
+    """A tool whose first argument names a command (`elmo-vocab build ...`): returns the command's
+    `main(the other arguments)`, each command a `run` of its own flags (and its own help)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in commands:
+        return commands[argv[0]](argv[1:])
+    names = ", ".join(commands)
+    if argv and argv[0] in HELP_ARGS:
+        print(f"{doc.strip()}\n\ncommands: {names} (COMMAND --help lists its flags)")
+        return 0
+    if not argv:
+        return _error(f"the following arguments are required: command ({names})")
+    return _error(f"invalid command {argv[0]!r} (choose from {names})")
+
+
+def _wants_help(argv: Sequence[str]) -> bool:
+    args = argv[: argv.index("--")] if "--" in argv else argv
+    return any(arg in HELP_ARGS for arg in args)
+
+
+def _parse(
+    flag_values: flags.FlagValues, argv: list[str], required: Sequence[str], positional: str | None
+) -> list[str]:
+    """The positional arguments, once `argv`'s flags are in `flag_values`; raises UsageError."""
+    flag_values.unparse_flags()  # From the defaults: nothing of an earlier call's argv (even one that failed) stays.
+    try:
+        arguments = flag_values(["", *argv])[1:]
+    except (flags.Error, ValueError) as e:  # ValueError: a value given to --noFLAG.
+        raise UsageError(e) from e
+    missing = [f"--{name}" for name in required if not flag_values[name].present]
+    if positional is not None and not arguments:
+        missing.insert(0, positional)
+    if missing:
+        raise UsageError(f"the following arguments are required: {', '.join(missing)}")
+    if arguments and positional is None:
+        raise UsageError(f"unexpected arguments: {' '.join(arguments)}")
+    return arguments
+
+
+def _error(message: object) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1
