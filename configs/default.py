@@ -68,6 +68,8 @@ def get_config() -> ml_collections.ConfigDict:
     model.unroll = 0  # LSTM time steps per loop iteration (0 = automatic: all for bfloat16 on GPU/TPU, else 1).
     model.conv_block = 0  # Tokens per block of the char convolutions, forward and reverse (0 = automatic:
     #                       16 on CPU, whole batch on GPU/TPU; -1 = whole batch). See model/conv_pool.py.
+    model.distinct_fraction = 0.0  # > 0: the char CNN encodes each distinct word of a batch once when at most this
+    #                                fraction of its tokens are distinct, else every token (configs/ptb.py: 0.5).
     model.softmax = softmax = ml_collections.ConfigDict()
     softmax.sampled = True  # Sampled softmax in training (False: exact full softmax).
     softmax.n_negative_samples = 8192  # Candidates per draw for the sampled softmax (one draw per step by default).

@@ -37,6 +37,7 @@ def ptb_config(
     config.data.max_chars_per_token = 21  # The longest PTB word has 19 characters.
     m = config.model
     m.token_encoder = token_encoder
+    m.distinct_fraction = 0.5  # A PTB batch is 45% distinct words: the char CNN encodes each once.
     m.init_range = 0.05
     m.lstm.dim = dim
     m.lstm.projection_dim = dim  # = dim: no projection.

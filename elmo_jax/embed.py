@@ -159,8 +159,9 @@ class ElmoEmbedder:
             self.tokens = self._word_tokens(vocab, vocab_to_cache)
             return
         widest_filter = max(width for width, _ in model.filters)
+        encoder = model.clone(distinct_fraction=0.0)  # The cache sends it distinct words only.
         self.tokens = TokenEmbeddingCache(
-            lambda char_ids: _embed_tokens(model, self.params, char_ids),
+            lambda char_ids: _embed_tokens(encoder, self.params, char_ids),
             model.projection_dim, max_chars, widest_filter, token_cache_size,
         )
         self.tokens.add(vocab_to_cache or [])

@@ -15,6 +15,7 @@ import ml_collections
 
 from elmo_jax.model.char_cnn import CharCNNEncoder
 from elmo_jax.model.conv_pool import resolve_block
+from elmo_jax.model.distinct_rows import distinct_rows
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.softmax import SoftmaxWeights
 from elmo_jax.model.word_encoder import WordEncoder
@@ -61,6 +62,7 @@ class BiLM(nn.Module):
     dtype: Any = jnp.float32
     unroll: int = 0
     conv_block: int = 0  # Char CNN convolutions (conv_pool.resolve_block).
+    distinct_fraction: float = 0.0  # > 0: encode each distinct word once (see embed_tokens).
 
     def setup(self) -> None:
         if self.token_encoder == "char_cnn":
@@ -95,10 +97,30 @@ class BiLM(nn.Module):
         ]
 
     def embed_tokens(self, inputs: dict[str, jax.Array]) -> jax.Array:
-        """Context-independent token embeddings `[..., P]`."""
-        if self.token_encoder == "char_cnn":
-            return self.encoder(inputs["char_ids"])
-        return self.encoder(inputs["token_ids"])
+        """Context-independent token embeddings `[..., P]`.
+
+        The char CNN encodes each distinct word of the call once when there are at most
+        `distinct_fraction` x tokens of them (`distinct_rows`; same result, its gradients summed
+        over a word's tokens), else every token; 0 = every token always.
+        """
+        if self.token_encoder != "char_cnn":
+            return self.encoder(inputs["token_ids"])
+        char_ids = inputs["char_ids"]
+        lead_shape, n_chars = char_ids.shape[:-1], char_ids.shape[-1]
+        flat = char_ids.reshape(-1, n_chars)
+        capacity = int(flat.shape[0] * self.distinct_fraction)
+        if capacity == 0 or self.is_initializing():
+            return self.encoder(char_ids)
+        rows, index, count = distinct_rows(flat, capacity)
+
+        def each_distinct_word(module: "BiLM", rows: jax.Array, index: jax.Array, flat: jax.Array) -> jax.Array:
+            return jnp.take(module.encoder(rows), index, axis=0)
+
+        def every_token(module: "BiLM", rows: jax.Array, index: jax.Array, flat: jax.Array) -> jax.Array:
+            return module.encoder(flat)
+
+        out = nn.cond(count <= capacity, each_distinct_word, every_token, self, rows, index, flat)
+        return out.reshape(*lead_shape, out.shape[-1])
 
     def __call__(
         self, inputs: dict[str, jax.Array], state: list[LSTMState], train: bool = False
@@ -130,6 +152,9 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         raise ValueError(f"model.token_encoder must be one of {ENCODERS}, got {model.token_encoder!r}")
     if model.dtype not in DTYPES:
         raise ValueError(f"model.dtype must be one of {sorted(DTYPES)}, got {model.dtype!r}")
+    distinct_fraction = model.get("distinct_fraction", 0.0)
+    if not 0.0 <= distinct_fraction <= 1.0:
+        raise ValueError(f"model.distinct_fraction must be in [0, 1], got {distinct_fraction}")
     init_range = model.get("init_range", 0.0)
     if init_range > 0 and model.lstm.get("initializer", "uniform") != "uniform":
         raise ValueError(
@@ -158,4 +183,5 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         dtype=DTYPES[model.dtype],
         unroll=model.get("unroll", 0),
         conv_block=model.get("conv_block", 0),
+        distinct_fraction=distinct_fraction,
     )

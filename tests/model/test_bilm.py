@@ -246,6 +246,41 @@ def test_conv_block_reaches_the_encoder_and_keeps_the_outputs_and_gradients() ->
     assert np.abs(np.asarray(grads[3]["encoder"]["W_cnn_1"])).max() > 0
 
 
+def repeated_word_inputs(seed: int, n_words: int = 5) -> dict[str, np.ndarray]:
+    """make_inputs with every token one of n_words random words."""
+    inputs = make_inputs(seed)
+    rng = np.random.default_rng(seed)
+    words = rng.integers(1, N_CHARACTERS, (n_words, C))
+    inputs["char_ids"] = words[rng.integers(0, n_words, (2, B, T))].astype(np.int32)
+    return inputs
+
+
+def test_each_distinct_word_once_keeps_the_outputs_and_gradients() -> None:
+    """5 distinct words in 16 tokens: fractions 0.5 and 1 encode 5 rows, 0.25 (room for 4) and 0
+    every token; all give the same layers and gradients."""
+    inputs, state = repeated_word_inputs(3), random_state(1)
+    params = random_params(make_model(), seed=2)
+    results = {}
+    for fraction in (0.0, 0.25, 0.5, 1.0):
+        model = bilm_from_config(small_model_config(distinct_fraction=fraction), VOCAB)
+        assert model.distinct_fraction == fraction
+
+        def loss(p: Any) -> tuple[jax.Array, Any]:
+            layers, _, _ = model.apply({"params": p}, inputs, state)
+            weights = [jnp.cos(jnp.arange(layer.size).reshape(layer.shape)) for layer in layers]
+            return sum(jnp.sum(layer * w) for layer, w in zip(layers, weights)), layers
+
+        results[fraction] = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
+    for fraction in (0.25, 0.5, 1.0):
+        for a, b in zip(jax.tree.leaves(results[0.0]), jax.tree.leaves(results[fraction])):
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_distinct_fraction_out_of_range_is_an_error() -> None:
+    with pytest.raises(ValueError, match="model.distinct_fraction"):
+        bilm_from_config(small_model_config(distinct_fraction=1.5), VOCAB)
+
+
 def test_bilm_from_config_rejects_bad_dtype() -> None:
     with pytest.raises(ValueError, match="model.dtype"):
         bilm_from_config(small_model_config(dtype="float16"), VOCAB)
