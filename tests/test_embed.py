@@ -21,7 +21,7 @@ from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write
 from tests.training import helpers
 from tests.training.helpers import make_checkpoint_workdir
 
-RTOL, ATOL = 1e-5, 1e-6
+RTOL, ATOL = 1e-5, 2e-6  # float32 against a float64 NumPy reference, through up to 3 LSTM layers.
 BATCH = 3
 
 
