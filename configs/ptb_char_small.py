@@ -10,9 +10,8 @@ projection: `model.char_cnn.projection=False`); the softmax is shared by the two
 none on the token embeddings; the rest of the recipe is configs/ptb.py's.
 
 Result (one H100, 18 epochs): test perplexity 91.64 forward, 90.13 backward, 90.88 biLM, against
-the published 92.3. On 2 AMD EPYC Zen 4 cores 18 epochs take about 2.5 hours; 14 epochs at
-dropout 0.25 (`--config.train.num_epochs=14 --config.model.dropout=0.25`) trained there in 1 h
-56 min to 92.36 / 91.36 / 91.86 (docs/reproductions.md).
+the published 92.3. On 2 AMD EPYC Zen 4 cores 18 epochs take about 2.5 hours:
+configs/ptb_char_small_cpu.py is the 2-hour CPU variant.
 """
 
 from configs import ptb

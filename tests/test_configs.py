@@ -29,7 +29,7 @@ TINY_SHAPES = {
 }
 CONFIGS = [
     "default", "demo", "elmo_small", "elmo_medium", "elmo_original", "tests.tiny",
-    "ptb_char_small", "ptb_char_large", "ptb_word_small", "ptb_word_medium",
+    "ptb_char_small", "ptb_char_small_cpu", "ptb_char_large", "ptb_word_small", "ptb_word_medium",
 ]
 
 
@@ -45,6 +45,14 @@ def _n_params(config, vocab_size=1000):
 def test_config_builds(name):
     config = importlib.import_module(f"configs.{name}").get_config()
     assert _n_params(config) > 0
+
+
+def test_ptb_char_small_cpu_differs_from_ptb_char_small_in_epochs_and_dropout_only():
+    small = importlib.import_module("configs.ptb_char_small").get_config().to_dict()
+    cpu = importlib.import_module("configs.ptb_char_small_cpu").get_config().to_dict()
+    assert (cpu["train"].pop("num_epochs"), small["train"].pop("num_epochs")) == (15, 18)
+    assert (cpu["model"].pop("dropout"), small["model"].pop("dropout")) == (0.25, 0.3)
+    assert cpu == small
 
 
 @pytest.mark.parametrize(
