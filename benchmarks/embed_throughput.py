@@ -22,7 +22,9 @@ batches (elmo-jax's embedder always; PyTorch unless `--no-torch_token_cache`). W
 takes `vocab_to_cache` (checked at run time), a second row also precomputes the PTB training
 vocabulary in both (untimed: `setup_s`). Each record also has both frameworks' float32 matmul
 peak (2048 x 2048, measured once per run), the largest difference between the two outputs on the
-first batch, and the machine.
+first batch, and the machine. MFU: the pass's model FLOPs (`pass_gflop`: the LSTMs at every
+position, the highway layers and token projection once per distinct word; convolutions and
+elementwise work not counted) per second, over each framework's own matmul peak.
 
 --check: on small random biLMs (with and without LSTM projection, highway, CNN_proj and skip
 connections; empty sentences, tokens over 48 bytes, non-ASCII), asserts that every PyTorch variant
@@ -58,9 +60,11 @@ from benchmarks.pytorch_embed import matmul_peak_gflops as torch_matmul_peak_gfl
 from benchmarks.throughput import matmul_peak_gflops as jax_matmul_peak_gflops
 from elmo_jax import host_memory
 from elmo_jax.data.sources import ptb_sentences
+from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
 from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files
 from elmo_jax.interop.bilm_hdf5 import save_options, save_weights
 from elmo_jax.model.bilm import bilm_from_config
+from elmo_jax.model.flops import forward_flops_per_direction
 from elmo_jax.training import parallel
 from elmo_jax.training.state import init_params
 
@@ -97,6 +101,18 @@ def write_random_model(name: str, directory: str) -> tuple[str, str]:
     save_options(config, paths[0])
     save_weights(params, config, paths[1])
     return paths
+
+
+def pass_gflop(name: str, sentences: list[list[str]], vocab: list[str] | None) -> float:
+    """The model GFLOP of one pass (elmo_jax.model.flops): the LSTMs at every position of both
+    directions (`<S>`/`</S>` included) and the highway layers and token projection once per distinct
+    word not in `vocab` (precomputed); the convolutions and elementwise work are not counted."""
+    config = importlib.import_module(f"configs.elmo_{name}").get_config()
+    parts = forward_flops_per_direction(config.model, vocab_size=1, max_chars=config.data.max_chars_per_token)
+    positions = sum(len(s) + 2 for s in sentences if s)
+    words = {w for s in sentences for w in s} | {BOS_TOKEN, EOS_TOKEN}
+    new_words = len(words - set(vocab or ()))
+    return (2 * parts["lstm"] * positions + (parts["highway"] + parts.get("token_projection", 0)) * new_words) / 1e9
 
 
 def make_jax_embedder(paths: tuple[str, str], batch_size: int, vocab: list[str] | None) -> ElmoEmbedder:
@@ -219,6 +235,11 @@ def run_benchmark(args: argparse.Namespace) -> list[dict]:
                     make_torch_elmo, options, weights, args.conv, args.torch_token_cache, rows_vocab
                 )
                 row = benchmark_row(make_jax, make_torch, sentences, batch_size, args.repeats, compiles)
+                gflop = pass_gflop(name, sentences, rows_vocab)
+                row["pass_gflop"] = round(gflop, 1)
+                for framework in ("jax", "torch"):
+                    seconds = statistics.median(row[f"{framework}_pass_s"])
+                    row[f"{framework}_mfu"] = round(gflop / seconds / context[f"{framework}_matmul_peak_gflops"], 3)
                 records.append({"model": name, "batch_size": batch_size, "vocab_cached": cached, **row, **context})
                 print(json.dumps(records[-1]), flush=True)
     return records
@@ -228,15 +249,16 @@ def markdown_table(records: list[dict]) -> str:
     """The records as a Markdown table, the machine and matmul peaks in a line under it."""
     lines = [
         "| model | batch | vocab cached | elmo-jax tokens/s | elmo-jax sentences/s | PyTorch tokens/s "
-        "| PyTorch sentences/s | elmo-jax / PyTorch | elmo-jax first pass (s) | compilations (s) | max abs diff |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| PyTorch sentences/s | elmo-jax / PyTorch | elmo-jax MFU | PyTorch MFU | elmo-jax first pass (s) "
+        "| compilations (s) | max abs diff |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in records:
         lines.append(
             f"| {r['model']} | {r['batch_size']} | {'yes' if r['vocab_cached'] else 'no'} "
             f"| {r['jax_tokens_per_sec']:,.0f} | {r['jax_sentences_per_sec']:,.1f} "
             f"| {r['torch_tokens_per_sec']:,.0f} | {r['torch_sentences_per_sec']:,.1f} | {r['jax_over_torch']:.2f}x "
-            f"| {r['jax_first_pass_s']:.1f} | {r['jax_compilations']} ({r['jax_compile_s']:.1f}) "
+            f"| {r['jax_mfu']:.2f} | {r['torch_mfu']:.2f} | {r['jax_first_pass_s']:.1f} | {r['jax_compilations']} ({r['jax_compile_s']:.1f}) "
             f"| {r['max_abs_diff_first_batch']:.1e} |"
         )
     if records:

@@ -35,10 +35,11 @@ is no char CNN to skip: `--vocab_to_cache` is refused; `--token_embeddings` writ
 
 Each batch sends its distinct words through the char CNN once (or none of them, for the words of
 `--vocab_to_cache VOCAB`, whose token embeddings are computed up front), then runs the LSTMs over
-its sentences longest first, in chunks of time steps that run only the sentences still running
-(`ragged_lstm`). Compilations: one char-CNN shape per padded word count (64 x 1, 1.5, 2, 3, 4, 6,
-...) and one LSTM chunk per running-row count (1, 2, 3, 4, 6, 8, then multiples of 8) met; a
-corpus of batches of 32 sentences meets a handful of each.
+its sentences longest first, in chunks of time steps that run only the sentences still running,
+with the first LSTM layer's input matmul done once per distinct word of the batch (`ragged_lstm`).
+Compilations: one char-CNN shape and one first-layer input matmul per padded word count (64 x 1,
+1.5, 2, 3, 4, 6, ...) and one LSTM chunk per running-row count (1, 2, 3, 4, 6, 8, then multiples
+of 8) met; a corpus of batches of 32 sentences meets a handful of each.
 
 `--token_embeddings VOCAB` writes the dataset `embedding` `(n_vocab, projection_dim)`: the
 context-independent token embedding of each vocabulary line (first tab-separated field), as
@@ -208,11 +209,13 @@ class ElmoEmbedder:
             ids = [words.setdefault(w, len(words)) for w in (BOS_TOKEN, *sentences[row], EOS_TOKEN)]
             word_ids[0, i, : len(ids)] = ids
             word_ids[1, i, : len(ids)] = ids[::-1]  # The backward LM reads the reversed sentence.
-        x = self.tokens.lookup(list(words))[word_ids]  # [2, n, T, P]
-        lstm_layers, self._state = run_lstms(self.model, self.params, x, lengths, np.array(active), self._state)
+        embeddings = self.tokens.lookup(list(words))  # [n_words, P]
+        lstm_layers, self._state = run_lstms(
+            self.model, self.params, embeddings, word_ids, lengths, np.array(active), self._state
+        )
         for i, row in enumerate(active):
             n = len(sentences[row])
-            forward = np.concatenate([x[None, 0, i, 1 : n + 1], lstm_layers[:, 0, i, 1 : n + 1]])
+            forward = np.concatenate([embeddings[None, word_ids[0, i, 1 : n + 1]], lstm_layers[:, 0, i, 1 : n + 1]])
             backward = lstm_layers[:, 1, i, n:0:-1]  # Reversed positions n..1 are tokens 1..n.
             both = np.empty((self.n_outputs, n, 2 * p), np.float32)
             both[:, :, :p] = forward

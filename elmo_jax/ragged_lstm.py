@@ -8,8 +8,12 @@ few shapes), through all layers, carrying each row's state to the next chunk. Th
 those of the padded batch: a row's state freezes after its last token either way, and rows never
 interact.
 
+The first layer's input half of the gates, x W_input, depends on the token alone: it is computed
+once per distinct word of the call and gathered for each position.
+
 Compilations: one chunk function per row count met (`row_bucket`: 1, 2, 3, 4, 6, 8, then
-multiples of 8), one state gather and one scatter.
+multiples of 8), one gates computation per padded word count (`padded_count`), one gather per
+(word count, row count), one state gather and one scatter.
 """
 
 from __future__ import annotations
@@ -23,16 +27,18 @@ import numpy as np
 
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
+from elmo_jax.token_cache import MIN_WORDS, padded_count
 
 CHUNK = 8  # Time steps per call.
+ROW_STEP = 8  # Above 8 rows, chunks run a multiple of this many rows.
 _SMALL_ROW_COUNTS = (1, 2, 3, 4, 6, 8)
 
 
 def row_bucket(n: int) -> int:
-    """The row count a chunk of n running rows is padded to: 1, 2, 3, 4, 6, 8, then multiples of 8."""
+    """The row count a chunk of n running rows is padded to: 1, 2, 3, 4, 6, 8, then multiples of ROW_STEP."""
     if n <= 8:
         return next(size for size in _SMALL_ROW_COUNTS if size >= n)
-    return -(-n // 8) * 8
+    return -(-n // ROW_STEP) * ROW_STEP
 
 
 @jax.jit
@@ -48,42 +54,68 @@ def _scatter_rows(state: list[LSTMState], sorted_state: list[LSTMState], order: 
 
 
 @functools.partial(jax.jit, static_argnums=0)
+def _first_layer_gates(model: BiLM, params: Any, words: jax.Array) -> jax.Array:
+    """Token embeddings `[W, F]` -> the first LSTM layer's x W_input `[2, W, 4 dim]`."""
+    return model.apply({"params": params}, words, method=BiLM.first_layer_gates)
+
+
+@jax.jit
+def _gather_gates(gates: jax.Array, ids: jax.Array) -> jax.Array:
+    """gates `[2, W, G]`, ids `[2, R, T]` (rows of gates) -> `[2, R, T, G]`."""
+    return jax.vmap(lambda table, rows: jnp.take(table, rows, axis=0))(gates, ids)
+
+
+@functools.partial(jax.jit, static_argnums=0)
 def _run_chunk(
-    model: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: list[LSTMState]
+    model: BiLM, params: Any, first_gates: jax.Array, mask: jax.Array, state: list[LSTMState]
 ) -> tuple[jax.Array, list[LSTMState]]:
     """The LSTM stacks over one chunk of the first R rows.
 
-    x `[2, R, CHUNK, F]` token embeddings, mask `[2, R, CHUNK]`; state: every row's `[2, B, .]`
-    (sorted order), of which rows [0, R) run. Returns (LSTM layers `[L, 2, R, CHUNK, P]`, state).
+    first_gates `[2, R, CHUNK, 4 dim]` (the first layer's x W_input), mask `[2, R, CHUNK]`;
+    state: every row's `[2, B, .]` (sorted order), of which rows [0, R) run. Returns (LSTM
+    layers `[L, 2, R, CHUNK, P]`, state).
     """
-    n_rows = x.shape[1]
+    n_rows = first_gates.shape[1]
     rows_state = jax.tree.map(lambda s: s[:, :n_rows], state)
-    layers, _, new_rows = model.apply({"params": params}, x, mask, rows_state, method=BiLM.contextualize)
+    layers, new_rows = model.apply(
+        {"params": params}, first_gates, mask, rows_state, method=BiLM.contextualize_from_gates
+    )
     state = jax.tree.map(lambda s, new: s.at[:, :n_rows].set(new), state, new_rows)
-    return jnp.stack(layers[1:]), state
+    return jnp.stack(layers), state
 
 
 def run_lstms(
-    model: BiLM, params: Any, x: np.ndarray, lengths: np.ndarray, rows: np.ndarray, state: list[LSTMState]
+    model: BiLM,
+    params: Any,
+    words: np.ndarray,
+    word_ids: np.ndarray,
+    lengths: np.ndarray,
+    rows: np.ndarray,
+    state: list[LSTMState],
 ) -> tuple[np.ndarray, list[LSTMState]]:
     """The LSTM layers of n sentences, each row continuing from its state row.
 
-    x `[2, n, T, F]`: the token embeddings of the forward and backward streams (row i's first
+    words `[W, F]`: the token embeddings of the distinct words; word_ids `[2, n, T]`: the word
+    (row of `words`) at each position of the forward and backward streams (row i's first
     `lengths[i]` positions hold tokens; T >= max length); lengths `[n]`, non-increasing; rows
-    `[n]`: distinct state rows (of the B rows of `state`, `[2, B, .]` per layer). Returns the
-    LSTM layers `[L, 2, n, T', P]` (T' = the longest length rounded up to CHUNK; what positions
-    past a row's length hold is unspecified) and `state` with the n rows advanced (the others
-    untouched).
+    `[n]`: distinct state rows (of the B rows of `state`, `[2, B, .]` per layer). The first
+    layer's x W_input is computed once per word (`BiLM.first_layer_gates`), not per position.
+    Returns the LSTM layers `[L, 2, n, T', P]` (T' = the longest length rounded up to CHUNK;
+    what positions past a row's length hold is unspecified) and `state` with the n rows advanced
+    (the others untouched).
     """
     n = len(lengths)
     if np.any(np.diff(lengths) > 0) or lengths[-1] < 1:
         raise ValueError("lengths must be >= 1 and sorted longest first")
     batch_size = state[0].c.shape[1]
     n_chunks = -(-int(lengths[0]) // CHUNK)
-    steps = min(x.shape[2], n_chunks * CHUNK)
+    steps = min(word_ids.shape[2], n_chunks * CHUNK)
     padded_rows = min(row_bucket(n), batch_size)
-    x_padded = np.zeros((2, padded_rows, n_chunks * CHUNK, x.shape[-1]), np.float32)
-    x_padded[:, :n, :steps] = x[:, :, :steps]
+    padded_words = np.zeros((padded_count(len(words) + 1, MIN_WORDS), words.shape[1]), np.float32)
+    padded_words[: len(words)] = words  # Row len(words) (zeros) fills the padding positions.
+    gates = _first_layer_gates(model, params, padded_words)
+    ids = np.full((2, padded_rows, n_chunks * CHUNK), len(words), np.int32)
+    ids[:, :n, :steps] = word_ids[:, :, :steps]
     mask = np.zeros((2, padded_rows, n_chunks * CHUNK), bool)
     mask[:, :n] = np.arange(n_chunks * CHUNK) < lengths[:, None]
     order = np.concatenate([rows, np.setdiff1d(np.arange(batch_size), rows)]).astype(np.int32)
@@ -93,7 +125,8 @@ def run_lstms(
         running = int(np.sum(lengths > k * CHUNK))
         n_rows = min(row_bucket(running), padded_rows)
         time = slice(k * CHUNK, (k + 1) * CHUNK)
-        out, sorted_state = _run_chunk(model, params, x_padded[:, :n_rows, time], mask[:, :n_rows, time], sorted_state)
+        first_gates = _gather_gates(gates, ids[:, :n_rows, time])
+        out, sorted_state = _run_chunk(model, params, first_gates, mask[:, :n_rows, time], sorted_state)
         chunks.append((n_rows, out))
     layers = np.zeros((model.n_layers, 2, n, n_chunks * CHUNK, model.projection_dim), np.float32)
     for k, (n_rows, out) in enumerate(chunks):

@@ -31,8 +31,16 @@ def random_state(seed: int) -> list[LSTMState]:
                       jnp.asarray(rng.normal(size=(2, BATCH, PROJ)), jnp.float32)) for _ in range(2)]
 
 
+def random_words(seed: int, n_words: int, lengths: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Token embeddings of n_words words `[W, PROJ]` and each position's word `[2, n, n_steps]`
+    (words repeat, as in text; positions past a row's length hold arbitrary words)."""
+    rng = np.random.default_rng(seed)
+    words = rng.normal(size=(n_words, PROJ)).astype(np.float32)
+    return words, rng.integers(0, n_words, size=(2, len(lengths), n_steps))
+
+
 def padded_reference(model, params, x, lengths, rows, state):
-    """One call of the LSTM stacks over the padded rows (masks freeze finished rows)."""
+    """One call of the LSTM stacks over the padded rows x `[2, n, T, PROJ]` (masks freeze finished rows)."""
     mask = np.arange(x.shape[2]) < lengths[:, None]
     row_state = jax.tree.map(lambda s: s[:, rows], state)
     layers, _, new_rows = model.apply({"params": params}, jnp.asarray(x), jnp.asarray(np.stack([mask, mask])),
@@ -49,10 +57,10 @@ def padded_reference(model, params, x, lengths, rows, state):
 def test_run_lstms_equals_one_padded_call(bilm, lengths, rows):
     model, params = bilm
     lengths, rows = np.array(lengths), np.array(rows)
-    x = np.random.default_rng(1).normal(size=(2, len(lengths), lengths[0], PROJ)).astype(np.float32)
+    words, word_ids = random_words(1, 7, lengths, lengths[0])
     state = random_state(2)
-    layers, new_state = run_lstms(model, params, x, lengths, rows, state)
-    want_layers, want_state = padded_reference(model, params, x, lengths, rows, state)
+    layers, new_state = run_lstms(model, params, words, word_ids, lengths, rows, state)
+    want_layers, want_state = padded_reference(model, params, words[word_ids], lengths, rows, state)
     assert layers.shape[:3] == (2, 2, len(lengths)) and layers.shape[3] % CHUNK == 0
     for i, n in enumerate(lengths):  # Real positions only.
         np.testing.assert_allclose(layers[:, :, i, :n], want_layers[:, :, i, :n], rtol=1e-5, atol=1e-6)
@@ -66,22 +74,30 @@ def test_run_lstms_equals_one_padded_call(bilm, lengths, rows):
 def test_longer_padding_than_needed_is_ignored(bilm):
     model, params = bilm
     lengths, rows = np.array([5, 3]), np.array([0, 1])
-    x = np.random.default_rng(3).normal(size=(2, 2, 4 * CHUNK, PROJ)).astype(np.float32)
+    words, word_ids = random_words(3, 4, lengths, 4 * CHUNK)
     state = random_state(4)
-    layers, new_state = run_lstms(model, params, x, lengths, rows, state)
+    layers, new_state = run_lstms(model, params, words, word_ids, lengths, rows, state)
     assert layers.shape[3] == CHUNK  # One chunk covers the longest row.
-    want_layers, want_state = padded_reference(model, params, x[:, :, :5], lengths, rows, state)
+    want_layers, want_state = padded_reference(model, params, words[word_ids[:, :, :5]], lengths, rows, state)
     np.testing.assert_allclose(layers[:, :, 0, :5], want_layers[:, :, 0], rtol=1e-5, atol=1e-6)
     for got, want in zip(jax.tree.leaves(new_state), jax.tree.leaves(want_state)):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
 
 
+def test_first_layer_gates_are_the_layers_input_matmul(bilm):
+    model, params = bilm
+    x = np.random.default_rng(5).normal(size=(3, PROJ)).astype(np.float32)
+    gates = model.apply({"params": params}, jnp.asarray(x), method=BiLM.first_layer_gates)
+    want = np.einsum("ni,dig->dng", x.astype(np.float64), np.asarray(params["lstm_0"]["W_input"], np.float64))
+    np.testing.assert_allclose(np.asarray(gates), want, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("lengths", [[2, 5], [3, 0]])
 def test_unsorted_or_empty_lengths_are_refused(bilm, lengths):
     model, params = bilm
-    x = np.zeros((2, 2, 5, PROJ), np.float32)
+    words, word_ids = np.zeros((1, PROJ), np.float32), np.zeros((2, 2, 5), np.int64)
     with pytest.raises(ValueError, match="sorted longest first"):
-        run_lstms(model, params, x, np.array(lengths), np.array([0, 1]), random_state(0))
+        run_lstms(model, params, words, word_ids, np.array(lengths), np.array([0, 1]), random_state(0))
 
 
 def test_row_bucket_has_few_sizes_and_covers_n():

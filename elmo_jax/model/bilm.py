@@ -133,10 +133,7 @@ class BiLM(nn.Module):
     def contextualize(
         self, x: jax.Array, mask: jax.Array, state: list[LSTMState], train: bool = False
     ) -> tuple[list[jax.Array], jax.Array, list[LSTMState]]:
-        """Token embeddings x `[2, B, T, F]` through the LSTM stacks: `__call__` without the encoder.
-
-        Embedding calls it with embeddings computed once per distinct word.
-        """
+        """Token embeddings x `[2, B, T, F]` through the LSTM stacks: `__call__` without the encoder."""
         layers, new_state = [x], []
         for i, (layer, layer_state) in enumerate(zip(self.layers, state)):
             drop = self.token_drop if i == 0 else self.drop
@@ -144,6 +141,26 @@ class BiLM(nn.Module):
             layers.append(x)
             new_state.append(final)
         return layers, self.drop(x, deterministic=not train), new_state
+
+    def first_layer_gates(self, x: jax.Array) -> jax.Array:
+        """The first LSTM layer's x W_input for both directions: token embeddings x `[N, F]` ->
+        `[2, N, 4 dim]`. A token embedding depends on the word alone, so embedding computes these
+        once per distinct word and gathers them for `contextualize_from_gates`."""
+        return self.layers[0].input_gates(x)
+
+    def contextualize_from_gates(
+        self, first_gates: jax.Array, mask: jax.Array, state: list[LSTMState]
+    ) -> tuple[list[jax.Array], list[LSTMState]]:
+        """Inference `contextualize` from the first layer's x W_input `[2, B, T, 4 dim]`
+        (`first_layer_gates` of each position's token): returns the LSTM layers (`[2, B, T, P]`
+        each, without the token embeddings) and the final states."""
+        x, final = self.layers[0].from_input_gates(first_gates, mask, state[0])
+        outputs, new_state = [x], [final]
+        for layer, layer_state in zip(self.layers[1:], state[1:]):
+            x, final = layer(x, mask, layer_state)
+            outputs.append(x)
+            new_state.append(final)
+        return outputs, new_state
 
 
 def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:

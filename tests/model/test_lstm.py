@@ -269,6 +269,25 @@ def test_bilstm_all_masked_keeps_initial_state() -> None:
     np.testing.assert_array_equal(out, np.broadcast_to(state.h[:, :, None], out.shape))
 
 
+def test_bilstm_from_input_gates_equals_call() -> None:
+    x, mask, state = layer_inputs()
+    params = layer_params(P, seed=1)
+    layer = BiLSTMLayer(DIM, P, *CLIPS["clip"])
+    words = x.reshape(-1, x.shape[-1])[:5]  # Inputs that repeat: 5 rows of x, each position one of them.
+    ids = np.random.default_rng(3).integers(0, 5, size=x.shape[:3])
+    gates = layer.apply({"params": params}, jnp.asarray(words), method=BiLSTMLayer.input_gates)
+    first_gates = jnp.stack([gates[d][ids[d]] for d in range(2)])
+    out, final = layer.apply({"params": params}, first_gates, mask, state, method=BiLSTMLayer.from_input_gates)
+    want_out, want_final = run_layer_jit(params, words[ids], mask, state, CLIPS["clip"], False, False)
+    np.testing.assert_allclose(out, want_out, rtol=RTOL, atol=ATOL)
+    for got, want in zip(final, want_final):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    with pytest.raises(ValueError, match="residual"):
+        BiLSTMLayer(DIM, P, residual=True).apply(
+            {"params": params}, first_gates, mask, state, method=BiLSTMLayer.from_input_gates
+        )
+
+
 def loss_and_grads(remat: bool, residual: bool = False) -> tuple[tuple[jax.Array, Any], Any]:
     """value_and_grad (outputs, final state as aux) of a weighted sum of outputs and final state
     w.r.t. (params, x, state), clipping on."""
