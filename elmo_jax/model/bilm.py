@@ -134,13 +134,21 @@ class BiLM(nn.Module):
         self, x: jax.Array, mask: jax.Array, state: list[LSTMState], train: bool = False
     ) -> tuple[list[jax.Array], jax.Array, list[LSTMState]]:
         """Token embeddings x `[2, B, T, F]` through the LSTM stacks: `__call__` without the encoder."""
-        layers, new_state = [x], []
-        for i, (layer, layer_state) in enumerate(zip(self.layers, state)):
+        outputs, new_state = self._lstm_layers(0, x, mask, state, train)
+        return [x, *outputs], self.drop(outputs[-1], deterministic=not train), new_state
+
+    def _lstm_layers(
+        self, first: int, x: jax.Array, mask: jax.Array, state: list[LSTMState], train: bool
+    ) -> tuple[list[jax.Array], list[LSTMState]]:
+        """LSTM layers `first`.. over x `[2, B, T, .]` (the input of layer `first`), dropout before
+        each; returns their outputs `[2, B, T, P]` and final states."""
+        outputs, new_state = [], []
+        for i in range(first, len(self.layers)):
             drop = self.token_drop if i == 0 else self.drop
-            x, final = layer(drop(x, deterministic=not train), mask, layer_state)
-            layers.append(x)
+            x, final = self.layers[i](drop(x, deterministic=not train), mask, state[i])
+            outputs.append(x)
             new_state.append(final)
-        return layers, self.drop(x, deterministic=not train), new_state
+        return outputs, new_state
 
     def first_layer_gates(self, x: jax.Array) -> jax.Array:
         """The first LSTM layer's x W_input for both directions: token embeddings x `[N, F]` ->
@@ -155,12 +163,8 @@ class BiLM(nn.Module):
         (`first_layer_gates` of each position's token): returns the LSTM layers (`[2, B, T, P]`
         each, without the token embeddings) and the final states."""
         x, final = self.layers[0].from_input_gates(first_gates, mask, state[0])
-        outputs, new_state = [x], [final]
-        for layer, layer_state in zip(self.layers[1:], state[1:]):
-            x, final = layer(x, mask, layer_state)
-            outputs.append(x)
-            new_state.append(final)
-        return outputs, new_state
+        outputs, new_state = self._lstm_layers(1, x, mask, state, train=False)
+        return [x, *outputs], [final, *new_state]
 
 
 def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
