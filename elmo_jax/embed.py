@@ -33,10 +33,14 @@ token embedding is the row of its id in the workdir's vocab.txt, and a word outs
 vocabulary takes `<UNK>`'s row, as in training (so all unknown words share one layer 0). There
 is no char CNN to skip: `--vocab_to_cache` is refused; `--token_embeddings` writes the table's rows.
 
-Each batch sends its distinct words through the char CNN once (or none of them, for the words of
-`--vocab_to_cache VOCAB`, whose token embeddings are computed up front), then runs the LSTMs over
-its sentences longest first, in chunks of time steps that run only the sentences still running,
-with the first LSTM layer's input matmul done once per distinct word of the batch (`ragged_lstm`).
+Consecutive batches (up to GROUP_POSITIONS token positions) run the LSTMs together: their distinct
+words go through the char CNN once (or none of them, for the words of `--vocab_to_cache VOCAB`,
+whose token embeddings are computed up front), the first LSTM layer's input matmul is done once
+per distinct word, and the sentences run as token streams, one per row: stateful, row r's
+sentences of all the batches one after another (exactly what running the batches in turn does);
+stateless, the sentences packed longest first into `batch_size` streams of about equal length, the
+state zeroed where each starts. The streams run in chunks of time steps, only the rows still
+running (`ragged_lstm`), so almost no position is padding.
 Compilations: one char-CNN shape and one first-layer input matmul per padded word count (64 x 1,
 1.5, 2, 3, 4, 6, ...) and one LSTM chunk per running-row count (1, 2, 3, 4, 6, 8, then multiples
 of 8) met; a corpus of batches of 32 sentences meets a handful of each.
@@ -50,6 +54,7 @@ for words outside its vocabulary).
 from __future__ import annotations
 
 import functools
+import heapq
 import logging
 import os
 import sys
@@ -72,6 +77,7 @@ from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.ragged_lstm import run_lstms
 from elmo_jax.token_cache import TokenEmbeddingCache, WordTokenEmbeddings
 
+GROUP_POSITIONS = 8192  # `embed_sentences` runs the LSTMs over consecutive batches of about this many positions.
 LAYER_MODES = ("all", "top", "average")  # What `embed_file` writes per sentence (`select_layers`).
 
 
@@ -122,6 +128,16 @@ def select_layers(layers: np.ndarray, mode: str) -> np.ndarray:
     if mode == "average":
         return layers.mean(axis=0)
     raise ValueError(f"layers must be one of {LAYER_MODES}, got {mode!r}")
+
+
+class _Stream(list):
+    """One row of an LSTM run: (sentence index, start position) of each sentence in it, and its length."""
+
+    length = 0
+
+    def add(self, index: int, positions: int) -> None:
+        self.append((index, self.length))
+        self.length += positions
 
 
 class ElmoEmbedder:
@@ -194,46 +210,95 @@ class ElmoEmbedder:
         """ELMo layers of up to `batch_size` sentences, each `[n_layers + 1, n_tokens, 2 * P]` float32."""
         if len(sentences) > self.batch_size:
             raise ValueError(f"{len(sentences)} sentences in a batch of {self.batch_size} rows")
-        if not self.stateful:
-            self.reset_states()
-        p = self.model.projection_dim
-        out = [np.zeros((self.n_outputs, 0, 2 * p), np.float32) for _ in sentences]
-        # Longest first (`ragged_lstm.run_lstms`); an empty sentence leaves its row untouched.
-        active = sorted((row for row, tokens in enumerate(sentences) if tokens), key=lambda r: -len(sentences[r]))
-        if not active:
-            return out
-        lengths = np.array([len(sentences[row]) + 2 for row in active])
-        word_ids = np.zeros((2, len(active), lengths[0]), np.int64)  # Each position's index in `words`.
-        words: dict[str, int] = {}
-        for i, row in enumerate(active):
-            ids = [words.setdefault(w, len(words)) for w in (BOS_TOKEN, *sentences[row], EOS_TOKEN)]
-            word_ids[0, i, : len(ids)] = ids
-            word_ids[1, i, : len(ids)] = ids[::-1]  # The backward LM reads the reversed sentence.
-        embeddings = self.tokens.lookup(list(words))  # [n_words, P]
-        lstm_layers, self._state = run_lstms(
-            self.model, self.params, embeddings, word_ids, lengths, np.array(active), self._state
-        )
-        for i, row in enumerate(active):
-            n = len(sentences[row])
-            forward = np.concatenate([embeddings[None, word_ids[0, i, 1 : n + 1]], lstm_layers[:, 0, i, 1 : n + 1]])
-            backward = lstm_layers[:, 1, i, n:0:-1]  # Reversed positions n..1 are tokens 1..n.
-            both = np.empty((self.n_outputs, n, 2 * p), np.float32)
-            both[:, :, :p] = forward
-            both[0, :, p:] = forward[0]  # Layer 0 is [x; x], as bilm-tf.
-            both[1:, :, p:] = backward
-            out[row] = both
-        return out
+        return self._embed_batches([sentences])
 
     def embed_sentences(self, sentences: Iterable[Sequence[str]]) -> Iterator[np.ndarray]:
-        """ELMo layers of each sentence, in order, computed in batches of `batch_size` consecutive sentences."""
+        """ELMo layers of each sentence, in order, computed in batches of `batch_size` consecutive
+        sentences; consecutive batches run the LSTMs together, up to GROUP_POSITIONS positions."""
+        group: list[list[Sequence[str]]] = []
         batch: list[Sequence[str]] = []
+        positions = 0
         for sentence in sentences:
             batch.append(sentence)
+            positions += len(sentence) + 2
             if len(batch) == self.batch_size:
-                yield from self.embed_batch(batch)
+                group.append(batch)
                 batch = []
+                if positions >= GROUP_POSITIONS:
+                    yield from self._embed_batches(group)
+                    group, positions = [], 0
         if batch:
-            yield from self.embed_batch(batch)
+            group.append(batch)
+        if group:
+            yield from self._embed_batches(group)
+
+    def _embed_batches(self, batches: Sequence[Sequence[Sequence[str]]]) -> list[np.ndarray]:
+        """ELMo layers of the sentences of consecutive batches, in order, in one run of the LSTMs.
+
+        Stateful, row r's sentences of all the batches form one token stream that continues from
+        row r's state (as running the batches one after another does); stateless, the sentences
+        are packed into `batch_size` streams of about equal length, the state zeroed at each
+        sentence's start. Each sentence is `<S> w1 .. wn </S>` in the forward stream, reversed in
+        the backward one, so only the streams' last chunks run fewer than all rows.
+        """
+        sentences = [sentence for batch in batches for sentence in batch]
+        p = self.model.projection_dim
+        out = [np.zeros((self.n_outputs, 0, 2 * p), np.float32) for _ in sentences]
+        streams = self._stateful_streams(batches) if self.stateful else self._packed_streams(sentences)
+        active = sorted((row for row, segments in enumerate(streams) if segments), key=lambda r: -streams[r].length)
+        if not active:
+            return out
+        lengths = np.array([streams[row].length for row in active])
+        word_ids = np.zeros((2, len(active), lengths[0]), np.int64)  # Each position's index in `words`.
+        starts = np.zeros((len(active), lengths[0]), bool)
+        words: dict[str, int] = {}
+        for i, row in enumerate(active):
+            for index, start in streams[row]:
+                ids = [words.setdefault(w, len(words)) for w in (BOS_TOKEN, *sentences[index], EOS_TOKEN)]
+                word_ids[0, i, start : start + len(ids)] = ids
+                word_ids[1, i, start : start + len(ids)] = ids[::-1]  # The backward LM reads it reversed.
+                starts[i, start] = True
+        embeddings = self.tokens.lookup(list(words))  # [n_words, P]
+        state = self._state if self.stateful else self.model.initial_state(self.batch_size)
+        lstm_layers, state = run_lstms(
+            self.model, self.params, embeddings, word_ids, lengths, np.array(active), state,
+            reset=None if self.stateful else starts,
+        )
+        if self.stateful:
+            self._state = state
+        for i, row in enumerate(active):
+            for index, start in streams[row]:
+                n = len(sentences[index])
+                tokens = slice(start + 1, start + n + 1)
+                forward = np.concatenate([embeddings[None, word_ids[0, i, tokens]], lstm_layers[:, 0, i, tokens]])
+                backward = lstm_layers[:, 1, i, start + n : start : -1]  # Reversed positions: tokens 1..n.
+                both = np.empty((self.n_outputs, n, 2 * p), np.float32)
+                both[:, :, :p] = forward
+                both[0, :, p:] = forward[0]  # Layer 0 is [x; x], as bilm-tf.
+                both[1:, :, p:] = backward
+                out[index] = both
+        return out
+
+    def _stateful_streams(self, batches: Sequence[Sequence[Sequence[str]]]) -> list["_Stream"]:
+        """Row r's stream: the non-empty sentences in row r of each batch, one after another."""
+        streams = [_Stream() for _ in range(self.batch_size)]
+        offset = 0
+        for batch in batches:
+            for row, sentence in enumerate(batch):
+                if sentence:
+                    streams[row].add(offset + row, len(sentence) + 2)
+            offset += len(batch)
+        return streams
+
+    def _packed_streams(self, sentences: Sequence[Sequence[str]]) -> list["_Stream"]:
+        """The non-empty sentences in `batch_size` streams, longest first into the shortest stream."""
+        streams = [_Stream() for _ in range(self.batch_size)]
+        shortest = [(0, row) for row in range(self.batch_size)]  # A heap of (length, row).
+        for index in sorted((i for i, s in enumerate(sentences) if s), key=lambda i: -len(sentences[i])):
+            _, row = heapq.heappop(shortest)
+            streams[row].add(index, len(sentences[index]) + 2)
+            heapq.heappush(shortest, (streams[row].length, row))
+        return streams
 
     def token_embeddings(self, words: Sequence[str]) -> np.ndarray:
         """Context-independent embeddings `[len(words), P]` (`<S>`/`</S>` use their special chars;

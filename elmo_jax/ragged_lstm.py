@@ -1,11 +1,12 @@
-"""The biLM's LSTM stacks over sentences of different lengths, running only the rows still running.
+"""The biLM's LSTM stacks over token streams of different lengths, running only the rows still running.
 
-A padded batch `[2, R, T]` makes every row pay for the longest sentence: in batches of 32
-consecutive PTB sentences, more than half of the positions are padding. Here the rows are sorted
-by length (longest first) and time is cut into chunks of `CHUNK` steps; chunk k runs only the
-rows whose sentence reaches into it (a prefix of the sorted rows, rounded up by `row_bucket` to
-few shapes), through all layers, carrying each row's state to the next chunk. The outputs equal
-those of the padded batch: a row's state freezes after its last token either way, and rows never
+A padded batch `[2, R, T]` makes every row pay for the longest row: in batches of 32 consecutive
+PTB sentences, more than half of the positions are padding. Here the rows (token streams: one
+sentence, or several one after another, the state zeroed at each start where `reset` says so)
+are sorted by length (longest first) and time is cut into chunks of `CHUNK` steps; chunk k runs
+only the rows that reach into it (a prefix of the sorted rows, rounded up by `row_bucket` to few
+shapes), through all layers, carrying each row's state to the next chunk. The outputs equal those
+of the padded batch: a row's state freezes after its last token either way, and rows never
 interact.
 
 The first layer's input half of the gates, x W_input, depends on the token alone: it is computed
@@ -67,18 +68,19 @@ def _gather_gates(gates: jax.Array, ids: jax.Array) -> jax.Array:
 
 @functools.partial(jax.jit, static_argnums=0)
 def _run_chunk(
-    model: BiLM, params: Any, first_gates: jax.Array, mask: jax.Array, state: list[LSTMState]
+    model: BiLM, params: Any, first_gates: jax.Array, mask: jax.Array, reset: jax.Array, state: list[LSTMState]
 ) -> tuple[jax.Array, list[LSTMState]]:
     """The LSTM stacks over one chunk of the first R rows.
 
-    first_gates `[2, R, CHUNK, 4 dim]` (the first layer's x W_input), mask `[2, R, CHUNK]`;
-    state: every row's `[2, B, .]` (sorted order), of which rows [0, R) run. Returns (LSTM
-    layers `[L, 2, R, CHUNK, P]`, state).
+    first_gates `[2, R, CHUNK, 4 dim]` (the first layer's x W_input), mask and reset `[R, CHUNK]`
+    (both directions alike); state: every row's `[2, B, .]` (sorted order), of which rows [0, R)
+    run. Returns (LSTM layers `[L, 2, R, CHUNK, P]`, state).
     """
     n_rows = first_gates.shape[1]
     rows_state = jax.tree.map(lambda s: s[:, :n_rows], state)
+    mask, reset = (jnp.broadcast_to(a, (2, *a.shape)) for a in (mask, reset))
     layers, new_rows = model.apply(
-        {"params": params}, first_gates, mask, rows_state, method=BiLM.contextualize_from_gates
+        {"params": params}, first_gates, mask, rows_state, reset, method=BiLM.contextualize_from_gates
     )
     state = jax.tree.map(lambda s, new: s.at[:, :n_rows].set(new), state, new_rows)
     return jnp.stack(layers), state
@@ -92,14 +94,17 @@ def run_lstms(
     lengths: np.ndarray,
     rows: np.ndarray,
     state: list[LSTMState],
+    reset: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[LSTMState]]:
-    """The LSTM layers of n sentences, each row continuing from its state row.
+    """The LSTM layers of n token streams, each row continuing from its state row.
 
     words `[W, F]`: the token embeddings of the distinct words; word_ids `[2, n, T]`: the word
     (row of `words`) at each position of the forward and backward streams (row i's first
     `lengths[i]` positions hold tokens; T >= max length); lengths `[n]`, non-increasing; rows
-    `[n]`: distinct state rows (of the B rows of `state`, `[2, B, .]` per layer). The first
-    layer's x W_input is computed once per word (`BiLM.first_layer_gates`), not per position.
+    `[n]`: distinct state rows (of the B rows of `state`, `[2, B, .]` per layer); reset: optional
+    `[n, T]` bool, the state is zeroed before the positions where true (in both directions: a row
+    may hold several sentences, each starting from zeros). The first layer's x W_input is computed
+    once per word (`BiLM.first_layer_gates`), not per position.
     Returns the LSTM layers `[L, 2, n, T', P]` (T' = the longest length rounded up to CHUNK;
     what positions past a row's length hold is unspecified) and `state` with the n rows advanced
     (the others untouched).
@@ -116,8 +121,11 @@ def run_lstms(
     gates = _first_layer_gates(model, params, padded_words)
     ids = np.full((2, padded_rows, n_chunks * CHUNK), len(words), np.int32)
     ids[:, :n, :steps] = word_ids[:, :, :steps]
-    mask = np.zeros((2, padded_rows, n_chunks * CHUNK), bool)
-    mask[:, :n] = np.arange(n_chunks * CHUNK) < lengths[:, None]
+    mask = np.zeros((padded_rows, n_chunks * CHUNK), bool)
+    mask[:n] = np.arange(n_chunks * CHUNK) < lengths[:, None]
+    resets = np.zeros((padded_rows, n_chunks * CHUNK), bool)
+    if reset is not None:
+        resets[:n, :steps] = reset[:, :steps]
     order = np.concatenate([rows, np.setdiff1d(np.arange(batch_size), rows)]).astype(np.int32)
     sorted_state = _gather_rows(state, order)
     chunks = []
@@ -126,7 +134,9 @@ def run_lstms(
         n_rows = min(row_bucket(running), padded_rows)
         time = slice(k * CHUNK, (k + 1) * CHUNK)
         first_gates = _gather_gates(gates, ids[:, :n_rows, time])
-        out, sorted_state = _run_chunk(model, params, first_gates, mask[:, :n_rows, time], sorted_state)
+        out, sorted_state = _run_chunk(
+            model, params, first_gates, mask[:n_rows, time], resets[:n_rows, time], sorted_state
+        )
         chunks.append((n_rows, out))
     layers = np.zeros((model.n_layers, 2, n, n_chunks * CHUNK, model.projection_dim), np.float32)
     for k, (n_rows, out) in enumerate(chunks):

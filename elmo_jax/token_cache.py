@@ -74,9 +74,11 @@ class TokenEmbeddingCache:
         out = [self._table[:0]]
         for start in range(0, len(words), TOKEN_CHUNK):
             part = list(words[start : start + TOKEN_CHUNK])
-            char_ids = np.zeros((padded_count(len(part), MIN_WORDS), self._chars.max_chars), np.int32)
-            char_ids[: len(part)] = self._chars.encode(part)
-            out.append(np.asarray(self._encode(trimmed_char_ids(char_ids, self._widest_filter)))[: len(part)])
+            trimmed = trimmed_char_ids(self._chars.encode(part), self._widest_filter)
+            # The padding rows (all zeros: no token) come after the trimming, which they would defeat.
+            char_ids = np.zeros((padded_count(len(part), MIN_WORDS), trimmed.shape[1]), np.int32)
+            char_ids[: len(part)] = trimmed
+            out.append(np.asarray(self._encode(char_ids))[: len(part)])
         return np.concatenate(out)
 
     def add(self, words: Sequence[str]) -> None:

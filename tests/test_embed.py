@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from configs.tests import no_projection
+from elmo_jax import embed
 from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir, main
 
 from elmo_jax.training.checkpoint import load_params
@@ -103,6 +104,30 @@ def test_stateless_matches_reference(skip_bilm):
     # The states matter: the stateful run differs from the second batch on.
     stateful = reference.embed_batches(SENTENCES, BATCH, stateful=True)
     assert not np.allclose(got[6], stateful[6], atol=1e-3)
+
+
+@pytest.mark.parametrize("stateful", [True, False], ids=["stateful", "stateless"])
+@pytest.mark.parametrize("group_positions", [1, 40])
+def test_batches_grouped_into_several_lstm_runs_match_reference(skip_bilm, monkeypatch, stateful, group_positions):
+    """embed_sentences runs the LSTMs over groups of consecutive batches (GROUP_POSITIONS): one
+    batch per run, or a couple, give the same output as the reference's batch-by-batch run."""
+    options_path, weights_path, reference = skip_bilm
+    monkeypatch.setattr(embed, "GROUP_POSITIONS", group_positions)
+    sentences = SENTENCES + SENTENCES[::-1] + [[]] + SENTENCES[2:5]  # 20 lines: 7 batches of 3.
+    embedder = embedder_from_bilm_files(options_path, weights_path, batch_size=BATCH, stateful=stateful)
+    assert_matches(list(embedder.embed_sentences(sentences)), reference.embed_batches(sentences, BATCH, stateful))
+
+
+def test_stateless_packs_sentences_into_batch_size_rows(skip_bilm):
+    """Stateless, a batch's sentences are packed into streams one after another (the state zeroed
+    at each start): nine sentences in two rows give each sentence's own output."""
+    options_path, weights_path, reference = skip_bilm
+    sentences = [s for s in SENTENCES if s] + [SENTENCES[0], SENTENCES[5]]
+    embedder = embedder_from_bilm_files(options_path, weights_path, batch_size=2, stateful=False)
+    streams = embedder._packed_streams(sentences)
+    assert sorted(index for stream in streams for index, _ in stream) == list(range(len(sentences)))
+    assert all(len(stream) >= 4 for stream in streams)  # Several sentences per row.
+    assert_matches(list(embedder.embed_sentences(sentences)), reference.embed_batches(sentences, 1, stateful=False))
 
 
 def test_short_batch_leaves_other_rows_states_untouched(skip_bilm):

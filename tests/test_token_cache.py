@@ -18,10 +18,12 @@ class CountingEncoder:
 
     def __init__(self):
         self.encoded: list[int] = []
+        self.shapes: list[tuple[int, int]] = []
 
     def __call__(self, char_ids: np.ndarray) -> np.ndarray:
         real = np.where(char_ids == PAD_ID, 0, char_ids)
         self.encoded.append(int((char_ids[:, 0] != 0).sum()))
+        self.shapes.append(char_ids.shape)
         return np.stack([real.sum(1), (real != 0).sum(1), char_ids[:, 0]], axis=1).astype(np.float32)
 
 
@@ -98,6 +100,8 @@ def test_encode_pads_to_few_shapes_and_chunks():
     words = [f"w{i}" for i in range(5000)]
     np.testing.assert_array_equal(cache.encode(words), expected(words))
     assert encoder.encoded == [4096, 904] and len(cache) == 0
+    # Padded to 1024 words; the characters trimmed to the longest word (w4999: 5 + BOW/EOW) + 7, to 16.
+    assert encoder.shapes == [(4096, 16), (1024, 16)]
 
 
 def test_negative_capacity_is_an_error():

@@ -64,8 +64,12 @@ def _stacked(step_shape: tuple[int, ...], n_steps: int, axis: int) -> jax.Array:
     return jnp.zeros(shape, jnp.float32)
 
 
-def _forward(xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, unroll, save: bool):
+def _forward(
+    xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, unroll, save: bool, reset=None
+):
     """The time loop: returns the final (c, h), the outputs and (with `save`) the residuals.
+
+    `reset` (optional, the layout of `mask`): where true, the state is zeroed before the step.
 
     The residuals are the activated gates [sigmoid(i), tanh(j), sigmoid(f + 1), sigmoid(o)],
     written over xw step by step (XLA updates the buffer in place when xw is not needed
@@ -87,6 +91,9 @@ def _forward(xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dty
     def body(t, carry):
         c, h, hs, res = carry
         m_t = _read(mask, t, axis)
+        if reset is not None:
+            r_t = _read(reset, t, axis)
+            c, h = jnp.where(r_t, 0.0, c), jnp.where(r_t, 0.0, h)
         z = (_read(res[0] if save else xw, t, axis) + bias) + matmul("dbp,dpg->dbg", h, w_hidden, dtype)
         i, j, f, o = jnp.split(z, 4, axis=-1)
         sig_i, tanh_j, sig_f, sig_o = (
@@ -219,6 +226,7 @@ def lstm_recurrence(
     time_axis: int = 0,
     bias: jax.Array | None = None,
     unroll: int = 1,
+    reset: jax.Array | None = None,
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
     """Runs the LSTM-with-projection over time for both directions.
 
@@ -236,6 +244,9 @@ def lstm_recurrence(
     through a hand-written VJP (`jax.custom_vjp`: no forward mode); the mask gets no cotangent.
     unroll: time steps per loop iteration, in both loops (`fori_loop`'s unroll); 0 = automatic:
     all of them for bfloat16 on GPU/TPU, otherwise 1 (see `_resolve_unroll`).
+    reset: optional, the layout of `mask`: where true, the state is zeroed before the step (a new
+    sequence starts there, so several can share a row: inference packs sentences that way). With
+    it, gradients come from JAX's autodiff of the loop rather than the hand-written reverse pass.
     """
     if time_axis not in (0, 2):
         raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
@@ -249,6 +260,13 @@ def lstm_recurrence(
         return jnp.zeros(hs_shape, jnp.float32), (c0, h0)
     bias = jnp.zeros((2, xw.shape[-1]), jnp.float32) if bias is None else jnp.asarray(bias, jnp.float32)
     unroll = _resolve_unroll(unroll, xw.shape[time_axis], dtype)
+    if reset is not None:
+        reset = jnp.asarray(reset).astype(bool)
+        final, hs, _ = _forward(
+            xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, jnp.dtype(dtype), time_axis, unroll,
+            save=False, reset=reset,
+        )
+        return hs, final
     return _recurrence(
         cell_clip, proj_clip, jnp.dtype(dtype), time_axis, unroll, xw, bias, w_hidden, w_proj, mask, c0, h0
     )

@@ -260,3 +260,50 @@ def test_bilstm_bfloat16_runs_on_cpu_and_is_close_to_float32() -> None:
         assert a.dtype == jnp.float32
         scale = np.abs(np.asarray(b)).max()
         np.testing.assert_allclose(a, b, rtol=0, atol=3e-2 * scale + 1e-6)
+
+
+@pytest.mark.parametrize("time_axis", [0, 2])
+def test_reset_runs_packed_sequences_as_separate_ones(time_axis: int) -> None:
+    """Two sequences one after another in each row, the state zeroed where the second starts: the
+    outputs and gradients equal those of two separate runs, the second from a zero state."""
+    xw, w_hidden, w_proj, _, c0, h0 = make_inputs(9)
+    split = 3  # Steps [0, 3) are the first sequence, [3, T) the second.
+    mask = np.ones((T, 2, B, 1), bool)
+    mask[5:, 0, 1] = False  # The second sequence of one row ends early.
+    reset = np.zeros_like(mask)
+    reset[split] = True
+    zeros = (np.zeros_like(c0), np.zeros_like(h0))
+    args = (0.5, 0.5)
+
+    def layout(a):
+        return a if time_axis == 0 else jnp.moveaxis(a, 0, 2)
+
+    def packed(xw, w_hidden, w_proj, c0, h0):
+        hs, final = lstm_recurrence(
+            layout(xw), w_hidden, w_proj, layout(mask), c0, h0, *args, time_axis=time_axis, reset=layout(reset)
+        )
+        return (hs if time_axis == 0 else jnp.moveaxis(hs, 2, 0)), final
+
+    def separate(xw, w_hidden, w_proj, c0, h0):
+        first, _ = lstm_recurrence(xw[:split], w_hidden, w_proj, mask[:split], c0, h0, *args)
+        second, final = lstm_recurrence(xw[split:], w_hidden, w_proj, mask[split:], *zeros, *args)
+        return jnp.concatenate([first, second]), final
+
+    inputs = (xw, w_hidden, w_proj, c0, h0)
+    got, want = packed(*inputs), separate(*inputs)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+    # Without the reset the second sequence would continue from the first's state.
+    unreset, _ = lstm_recurrence(xw, w_hidden, w_proj, mask, c0, h0, *args)
+    assert not np.allclose(unreset[split:], want[0][split:], atol=1e-3)
+
+    d_hs, d_c, d_h = cotangents(10)
+
+    def loss(fn, *a):
+        hs, (c, h) = fn(*a)
+        return jnp.sum(hs * d_hs) + jnp.sum(c * d_c) + jnp.sum(h * d_h)
+
+    grads = [jax.grad(lambda *a: loss(fn, *a), argnums=range(5))(*inputs) for fn in (packed, separate)]
+    for name, a, b in zip(["xw", "w_hidden", "w_proj", "c0", "h0"], *grads):
+        assert np.abs(b).max() > 1e-3, name
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=name)
