@@ -7,9 +7,9 @@ the char CNN once and reuse the result for every later occurrence (exact). The c
 (`vocab_to_cache`) is always held.
 
 Encoding trims the character axis: every character window that lies wholly in the padding after
-a word gives the same convolution output, so the char CNN over the first `longest word + widest
+a word gives the same convolution output, so the char CNN over a word's first `length + widest
 filter` characters (rounded up to a multiple of 8) has the same max over positions as over all
-`max_chars`.
+`max_chars`; words are encoded in groups of one such length.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, CharIdCache
 from elmo_jax.data.vocab import Vocabulary
 
-TOKEN_CHUNK = 4096  # Words per char-CNN call.
+TOKEN_CHUNK = 512  # Words per char-CNN call.
 MIN_WORDS = 64  # The smallest padded count of words per char-CNN call.
 CHAR_STEP = 8  # Trimmed character lengths are multiples of this (few shapes to compile).
 
@@ -34,16 +34,21 @@ def padded_count(n: int, smallest: int) -> int:
     return size
 
 
+def needed_chars(char_ids: np.ndarray, widest_filter: int) -> np.ndarray:
+    """char_ids `[N, C]` -> `[N]`: the characters each word's char CNN output needs, min(C, its
+    length + widest filter, rounded up to CHAR_STEP)."""
+    n_chars = char_ids.shape[1]
+    lengths = (char_ids != PAD_CHAR + ID_SHIFT).sum(axis=1)
+    return np.minimum(n_chars, -(-(lengths + widest_filter) // CHAR_STEP) * CHAR_STEP)
+
+
 def trimmed_char_ids(char_ids: np.ndarray, widest_filter: int) -> np.ndarray:
-    """char_ids `[N, C]` cut to `[N, C']`, C' = min(C, longest word + widest filter, rounded up to 8).
+    """char_ids `[N, C]` cut to `[N, C']`, C' = the most `needed_chars` of any word.
 
     Each word keeps its characters and at least one all-padding window per filter width (when it
     had one), so each filter's max over positions is unchanged.
     """
-    n_chars = char_ids.shape[1]
-    longest = int((char_ids != PAD_CHAR + ID_SHIFT).sum(axis=1).max(initial=0))
-    keep = -(-(longest + widest_filter) // CHAR_STEP) * CHAR_STEP
-    return char_ids[:, : min(n_chars, keep)]
+    return char_ids[:, : int(needed_chars(char_ids, widest_filter).max(initial=0))]
 
 
 class TokenEmbeddingCache:
@@ -70,16 +75,23 @@ class TokenEmbeddingCache:
         return len(self._index)
 
     def encode(self, words: Sequence[str]) -> np.ndarray:
-        """Token embeddings of `words` through the char CNN (no cache), `[len(words), P]`."""
-        out = [self._table[:0]]
-        for start in range(0, len(words), TOKEN_CHUNK):
-            part = list(words[start : start + TOKEN_CHUNK])
-            trimmed = trimmed_char_ids(self._chars.encode(part), self._widest_filter)
-            # The padding rows (all zeros: no token) come after the trimming, which they would defeat.
-            char_ids = np.zeros((padded_count(len(part), MIN_WORDS), trimmed.shape[1]), np.int32)
-            char_ids[: len(part)] = trimmed
-            out.append(np.asarray(self._encode(char_ids))[: len(part)])
-        return np.concatenate(out)
+        """Token embeddings of `words` through the char CNN (no cache), `[len(words), P]`.
+
+        Words are encoded in groups of one trimmed length (`needed_chars`: most words need far
+        fewer characters than the longest), TOKEN_CHUNK words a call, the last call of a group
+        padded to `padded_count` words.
+        """
+        out = np.zeros((len(words), self._table.shape[1]), np.float32)
+        char_ids = self._chars.encode(list(words)) if len(words) else np.zeros((0, self._chars.max_chars), np.int32)
+        needed = needed_chars(char_ids, self._widest_filter)
+        for n_chars in np.unique(needed):
+            group = np.flatnonzero(needed == n_chars)
+            for start in range(0, len(group), TOKEN_CHUNK):
+                part = group[start : start + TOKEN_CHUNK]
+                padded = np.zeros((padded_count(len(part), MIN_WORDS), n_chars), np.int32)  # Zero rows: no token.
+                padded[: len(part)] = char_ids[part, :n_chars]
+                out[part] = np.asarray(self._encode(padded))[: len(part)]
+        return out
 
     def add(self, words: Sequence[str]) -> None:
         """Encodes and holds `words` beyond the capacity (the `vocab_to_cache` vocabulary)."""

@@ -99,9 +99,22 @@ def test_encode_pads_to_few_shapes_and_chunks():
     cache, encoder = make_cache()
     words = [f"w{i}" for i in range(5000)]
     np.testing.assert_array_equal(cache.encode(words), expected(words))
-    assert encoder.encoded == [4096, 904] and len(cache) == 0
-    # Padded to 1024 words; the characters trimmed to the longest word (w4999: 5 + BOW/EOW) + 7, to 16.
-    assert encoder.shapes == [(4096, 16), (1024, 16)]
+    # 9 calls of 512 words and 392 padded to 512; the characters trimmed to the longest word
+    # (w4999: 5 + BOW/EOW) + the widest filter (7), rounded up to 16.
+    assert encoder.encoded == [512] * 9 + [392] and len(cache) == 0
+    assert encoder.shapes == [(512, 16)] * 10
+
+
+def test_encode_groups_words_by_trimmed_length():
+    """Short words are not padded to the longest word's characters: one call per trimmed length,
+    the output in the words' order."""
+    cache, encoder = make_cache()
+    words = ["a", "y" * 20, "cat", "z" * 60, "<S>", "y" * 12]
+    np.testing.assert_array_equal(cache.encode(words), expected(words))
+    # 1 + 2 + 7 -> 16 (a, cat, <S>); 12 + 2 + 7 -> 24; 20 + 2 + 7 -> 32; the 48-byte cut + 2 -> 50.
+    assert sorted(encoder.shapes) == [(64, 16), (64, 24), (64, 32), (64, 50)]
+    assert sorted(encoder.encoded) == [1, 1, 1, 3]
+    assert cache.encode([]).shape == (0, 3)
 
 
 def test_negative_capacity_is_an_error():
