@@ -66,6 +66,8 @@ def get_config() -> ml_collections.ConfigDict:
     model.dtype = "float32"  # Compute dtype: 'float32' | 'bfloat16' (parameters stay float32).
     model.remat = False  # Recompute LSTM steps in the backward pass (saves memory on long unrolls).
     model.unroll = 0  # LSTM time steps per loop iteration (0 = automatic: all for bfloat16 on GPU/TPU, else 1).
+    model.lstm_kernel = "xla"  # The LSTM time loop: 'xla' | 'pallas' (model/pallas_lstm.py: Triton kernels on GPU,
+    #                            Pallas's slow interpreter elsewhere; not yet measured on a GPU).
     model.conv_block = 0  # Tokens per block of the char convolutions, forward and reverse (0 = automatic:
     #                       16 on CPU, whole batch on GPU/TPU; -1 = whole batch). See model/conv_pool.py.
     model.distinct_fraction = 0.0  # > 0: the char CNN encodes each distinct word of a batch once when at most this

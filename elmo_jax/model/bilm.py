@@ -61,6 +61,7 @@ class BiLM(nn.Module):
     remat: bool = False
     dtype: Any = jnp.float32
     unroll: int = 0
+    lstm_kernel: str = "xla"  # The LSTM time loop: 'xla' | 'pallas' (BiLSTMLayer.kernel).
     conv_block: int = 0  # Char CNN convolutions (conv_pool.resolve_block).
     distinct_fraction: float = 0.0  # > 0: encode each distinct word once (see embed_tokens).
 
@@ -80,7 +81,7 @@ class BiLM(nn.Module):
                 self.dim, self.projection_dim, self.cell_clip, self.proj_clip,
                 residual=self.use_skip_connections and i > 0, remat=self.remat, dtype=self.dtype,
                 unroll=self.unroll, initializer=self.lstm_initializer, init_range=self.init_range,
-                name=f"lstm_{i}",
+                kernel=self.lstm_kernel, name=f"lstm_{i}",
             )
             for i in range(self.n_layers)
         ]
@@ -205,6 +206,7 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         remat=model.get("remat", False),
         dtype=DTYPES[model.dtype],
         unroll=model.get("unroll", 0),
+        lstm_kernel=model.get("lstm_kernel", "xla"),
         conv_block=model.get("conv_block", 0),
         distinct_fraction=distinct_fraction,
     )

@@ -22,9 +22,11 @@ import jax.numpy as jnp
 
 from elmo_jax.model.initializers import uniform_symmetric
 from elmo_jax.model.lstm_recurrence import lstm_recurrence
+from elmo_jax.model.pallas_lstm import pallas_lstm_recurrence
 from elmo_jax.model.precision import matmul
 
 KERNEL_INITIALIZERS = ("uniform", "glorot_uniform")
+TIME_LOOP_KERNELS = ("xla", "pallas")  # BiLSTMLayer.kernel: lstm_recurrence or pallas_lstm_recurrence.
 
 
 class LSTMState(NamedTuple):
@@ -68,6 +70,8 @@ class BiLSTMLayer(nn.Module):
     residuals. `dtype` is the dtype of the matmul operands (state and gate math stay float32).
     `unroll`: time steps per loop iteration (0 = automatic; see `lstm_recurrence`).
     `initializer`: of the kernels, 'uniform' | 'glorot_uniform' (see `kernel_limits`).
+    `kernel`: the time loop, 'xla' (`lstm_recurrence`) or 'pallas' (`pallas_lstm_recurrence`:
+    Triton kernels on GPU, Pallas's interpreter on other backends); runs with `reset` take 'xla'.
     """
 
     dim: int
@@ -80,6 +84,7 @@ class BiLSTMLayer(nn.Module):
     unroll: int = 0
     initializer: str = "uniform"
     init_range: float = 0.0  # Of the 'uniform' initializer (see `kernel_limits`).
+    kernel: str = "xla"
 
     @property
     def projected(self) -> bool:
@@ -124,6 +129,13 @@ class BiLSTMLayer(nn.Module):
     def _recurrence(self, xw, bias, w_hidden, w_proj, mask, c0, h0, reset=None):
         # Time stays on axis 2 (no [2, B, T] <-> [T, 2, B] transposes); the bias is added inside
         # the loop (no extra pass over xw).
+        if self.kernel not in TIME_LOOP_KERNELS:
+            raise ValueError(f"model.lstm_kernel must be one of {TIME_LOOP_KERNELS}, got {self.kernel!r}")
+        if self.kernel == "pallas" and reset is None:
+            return pallas_lstm_recurrence(
+                xw, w_hidden, w_proj, mask[..., None], c0, h0, self.cell_clip, self.proj_clip, self.dtype,
+                time_axis=2, bias=bias, interpret=jax.default_backend() != "gpu",
+            )
         return lstm_recurrence(
             xw, w_hidden, w_proj, mask[..., None], c0, h0,
             self.cell_clip, self.proj_clip, self.dtype, time_axis=2, bias=bias, unroll=self.unroll,

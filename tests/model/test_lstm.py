@@ -426,3 +426,24 @@ def test_bilstm_without_projection_has_no_w_p_and_matches_numpy() -> None:
         np.testing.assert_allclose(h_seq[d, b, t], previous, rtol=0, atol=1e-6)
     assert sorted(grads) == sorted(params)
     assert all(np.abs(np.asarray(g)).max() > 1e-3 for g in grads.values())
+
+
+def test_bilstm_pallas_kernel_same_outputs_and_gradients(plain_grads: tuple[tuple[jax.Array, Any], Any]) -> None:
+    """kernel='pallas' (Pallas's interpreter on CPU) gives the XLA time loop's outputs and gradients;
+    an unknown kernel is refused."""
+    x, mask, state = layer_inputs()
+    params = layer_params(P, seed=1)
+    r_out, r_c, r_h = readout_weights()
+    layer = BiLSTMLayer(DIM, P, *CLIPS["clip"], kernel="pallas")
+
+    def loss(p: Any, x_: jax.Array, s: LSTMState) -> jax.Array:
+        out, final = layer.apply({"params": p}, x_, mask, s)
+        return jnp.sum(out * r_out) + jnp.sum(final.c * r_c) + jnp.sum(final.h * r_h), (out, final)
+
+    (loss_p, (out_p, final_p)), grads_p = jax.value_and_grad(loss, argnums=(0, 1, 2), has_aux=True)(params, x, state)
+    (loss_x, (out_x, final_x)), grads_x = plain_grads
+    np.testing.assert_allclose(loss_p, loss_x, rtol=1e-5)
+    for got, want in zip(jax.tree.leaves((out_p, final_p, grads_p)), jax.tree.leaves((out_x, final_x, grads_x))):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="model.lstm_kernel"):
+        BiLSTMLayer(DIM, P, kernel="cudnn").init(jax.random.key(0), x, mask, state)

@@ -1,0 +1,458 @@
+"""The LSTM-with-projection recurrence of `lstm_recurrence` as two Pallas kernels (GPU/Triton lowering).
+
+Same equations, arguments, masking, clipping, layouts and result as
+`elmo_jax.model.lstm_recurrence.lstm_recurrence` (read its docstring): per direction and step
+  z = xw_t + b + h W_hidden (gates i, j, f, o),  c' = clip(sigmoid(f + 1) c + sigmoid(i) tanh(j)),
+  m = sigmoid(o) tanh(c'),  h' = clip(m W_proj),  (c, h) <- (c', h') where mask_t else (c, h).
+
+Forward kernel (one `pallas_call` per recurrence). Grid (direction, batch block): program (d, b)
+owns rows [b*block_batch, (b+1)*block_batch) of direction d for the whole sequence; rows never
+interact, so no program waits for another. The time loop runs inside the kernel (`fori_loop`).
+  On chip across all steps (loop carries, i.e. registers; Triton spills what does not fit): the
+  rows' state, c as dim / block_hidden tiles `[block_batch, block_hidden]` and h as `[block_batch, P]`
+  (without a projection, as tiles like c). The state is never written to and read back from HBM
+  between steps, so a step's only HBM traffic is reading its xw slice and the weights and writing
+  its outputs (and residuals).
+  Streamed per step: W_hidden and W_proj are too large to be one block (ELMo original: 16 MiB and
+  4 MiB per direction in bfloat16), so a static Python loop over hidden tiles k loads, per tile,
+  the four gate column blocks of W_hidden `[P, block_hidden]` (columns g*dim + k*block_hidden
+  for g = i, j, f, o: the same hidden units), computes those units' gates, updates their cell
+  state right away, and accumulates m_k W_proj[k] (`[block_hidden, P]`) into the float32 h'.
+  Only one tile's weights and gate values are needed at a time. Per tile and step the kernel
+  writes the outputs' slices and, for training, the residuals `lstm_recurrence` keeps: the
+  activated gates, the previous c, m (with a projection) and the pre-clip h' (with proj_clip).
+
+Reverse kernel: the same grid and the reverse time loop, with the algebra of `_recurrence_bwd`.
+  On chip across steps: the carried cotangents dc (tiles) and dh. Per step it reads the
+  residuals of step t tile by tile, emits dz_t (written where the gates' columns are) and
+  dh'_t, and accumulates dz_t W_hidden^T into the next dh; the weights are streamed as in the
+  forward kernel. The weight gradients are then one large XLA matmul each over all steps and
+  both directions (`precision.matmul`, as `_recurrence_bwd`), d xw is dz and d bias its sum.
+
+Matmul operands are cast to `dtype` (weights once, outside the kernels, so they are read in
+`dtype`); dots accumulate in float32 (`preferred_element_type`), state and gate math are float32.
+Unlike `precision.matmul` the float32 dot result is not rounded to `dtype` first, so on a GPU
+bfloat16 results differ from `lstm_recurrence`'s by about bfloat16's rounding (on CPU, XLA keeps
+float32 results of bfloat16 dots too and the two agree to float32 summation order).
+
+Tile defaults (for an H100, 227 KiB of shared memory per block): block_batch 16, the smallest M
+of a tensor-core dot; block_hidden the largest power of two <= 128 dividing dim whose W_hidden
+gate tile `[P, block_hidden]` takes <= 64 KiB in `dtype` (ELMo original, P = 512, bfloat16: 64;
+ELMo small, P = 128: 128). Triton stages a dot's operands in shared memory: one gate tile,
+the h operand (`[16, P]`) and the W_proj tile (`[block_hidden, P]`, <= 64 KiB too) fit together.
+c on chip is `block_batch * dim` floats per program (ELMo original: 256 KiB at block_batch 16,
+more than the register file: Triton spills it to local memory), h `block_batch * P`.
+On the GPU lowering (interpret=False) every block and tile size must be a power of two >= 16
+(Triton's tensor sizes and dot shapes); in interpret mode any sizes that divide the dims work.
+The tests run the kernels in interpret mode and lower them for CUDA without a GPU (Triton
+modules that verify); compiling them with Triton (PTX, shared memory, register spills of c,
+compile time of the unrolled tile loop: 64 tiles x 5 dots per step for ELMo original) and their
+speed are unchecked. Each program reads all of W_hidden and W_proj every step and the grid has
+only 2 * B / block_batch programs (16 for B = 128), so the forward step may be bound by one SM's
+bandwidth to L2 rather than by compute: an open question for the GPU, not measured.
+
+Differences from `lstm_recurrence`: no `unroll` (the loop is in the kernel) and no `reset`; the
+gate residuals are a new buffer rather than written over xw, and dz a new one rather than
+written over them (no `input_output_aliases`: within a program a tile's load and store of the
+same address may run on different threads, which would need a barrier).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+from elmo_jax.model.lstm_recurrence import FORGET_BIAS, _clip, _clip_grad
+from elmo_jax.model.precision import matmul
+
+DEFAULT_BLOCK_BATCH = 16
+MAX_BLOCK_HIDDEN = 128
+GATE_TILE_BYTES = 64 * 1024  # W_hidden gate tile [P, block_hidden] budget in shared memory
+
+
+@dataclasses.dataclass(frozen=True)
+class _Config:
+    """Static (hashable) settings of one recurrence."""
+
+    cell_clip: float | None
+    proj_clip: float | None
+    dtype: jnp.dtype
+    axis: int
+    block_batch: int
+    block_hidden: int
+    interpret: bool
+    num_warps: int | None
+    num_stages: int | None
+
+
+# ---------------------------------------------------------------------------------------------
+# Block specs. Sequences are [T, 2, B, X] (time_axis 0) or [2, B, T, X] (time_axis 2); in the
+# kernel a sequence ref is [T, block_batch, X] or [block_batch, T, X] and `_at` indexes step t.
+
+
+def _seq_shape(step_shape: tuple[int, ...], n_steps: int, axis: int) -> tuple[int, ...]:
+    shape = list(step_shape)
+    shape.insert(axis, n_steps)
+    return tuple(shape)
+
+
+def _seq_spec(axis: int, n_steps: int, block_batch: int, width: int) -> pl.BlockSpec:
+    if axis == 0:
+        return pl.BlockSpec((n_steps, None, block_batch, width), lambda d, b: (0, d, b, 0))
+    return pl.BlockSpec((None, block_batch, n_steps, width), lambda d, b: (d, b, 0, 0))
+
+
+def _state_spec(block_batch: int, width: int) -> pl.BlockSpec:
+    return pl.BlockSpec((None, block_batch, width), lambda d, b: (d, b, 0))
+
+
+def _weight_spec(rows: int, cols: int) -> pl.BlockSpec:
+    return pl.BlockSpec((None, rows, cols), lambda d, b: (d, 0, 0))
+
+
+def _at(axis: int, t, cols=slice(None)) -> tuple:
+    """Index of step t's `[block_batch, cols]` slice of a sequence ref."""
+    return (t, slice(None), cols) if axis == 0 else (slice(None), t, cols)
+
+
+def _dot(a: jax.Array, b: jax.Array, dtype: jnp.dtype, transpose_b: bool = False) -> jax.Array:
+    """a @ b (or a @ b^T) with operands in `dtype`, accumulated and returned in float32."""
+    dims = (((1,), (1 if transpose_b else 0,)), ((), ()))
+    return jax.lax.dot_general(a.astype(dtype), b.astype(dtype), dims, preferred_element_type=jnp.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels.
+
+
+def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projected: bool, save: bool) -> None:
+    """One program: block_batch rows of one direction, all steps (see the module docstring)."""
+    refs = list(refs)
+    xw_ref, bias_ref, w_hidden_ref = refs[:3]
+    w_proj_ref = refs[3] if projected else None
+    mask_ref, c0_ref, h0_ref, hs_ref, c_out_ref, h_out_ref, *res_refs = refs[3 + projected:]
+    if save:
+        gates_ref, c_prev_ref = res_refs[:2]
+        m_ref = res_refs[2] if projected else None
+        h_raw_ref = res_refs[-1] if cfg.proj_clip is not None else None
+    axis, dtype, th = cfg.axis, cfg.dtype, cfg.block_hidden
+    n_tiles = dim // th
+    hid = [pl.ds(k * th, th) for k in range(n_tiles)]  # hidden units of tile k
+    # h's pieces: one [bb, P] with a projection, else the hidden tiles (Triton cannot slice or
+    # concatenate values, so h is kept as the pieces it is computed in and each piece is a K block).
+    h_rows = [pl.ds(0, p)] if projected else hid
+
+    def gate_cols(g: int, k: int) -> pl.Slice:
+        return pl.ds(g * dim + k * th, th)
+
+    def step(t, carry):
+        cs, hs = carry
+        live = mask_ref[_at(axis, t)] > 0  # [bb, 1]
+        h_ops = [h.astype(dtype) for h in hs]
+        h_raw = jnp.zeros((hs[0].shape[0], p), jnp.float32) if projected else None
+        new_cs, new_hs = [], []
+        for k in range(n_tiles):
+            z = []
+            for g in range(4):
+                cols = gate_cols(g, k)
+                z_g = xw_ref[_at(axis, t, cols)] + bias_ref[cols][None, :]
+                for h_op, rows in zip(h_ops, h_rows):
+                    z_g = z_g + _dot(h_op, w_hidden_ref[rows, cols], dtype)
+                z.append(z_g)
+            sig_i, tanh_j = jax.nn.sigmoid(z[0]), jnp.tanh(z[1])
+            sig_f, sig_o = jax.nn.sigmoid(z[2] + FORGET_BIAS), jax.nn.sigmoid(z[3])
+            c = cs[k]
+            c_clip = _clip(sig_f * c + sig_i * tanh_j, cfg.cell_clip)
+            m = sig_o * jnp.tanh(c_clip)
+            new_cs.append(jnp.where(live, c_clip, c))
+            if save:
+                for g, a in enumerate((sig_i, tanh_j, sig_f, sig_o)):
+                    gates_ref[_at(axis, t, gate_cols(g, k))] = a
+                c_prev_ref[_at(axis, t, hid[k])] = c
+            if projected:
+                if save:
+                    m_ref[_at(axis, t, hid[k])] = m
+                h_raw = h_raw + _dot(m, w_proj_ref[hid[k], :], dtype)
+            else:  # h' = m, never clipped
+                h_new = jnp.where(live, m, hs[k])
+                hs_ref[_at(axis, t, hid[k])] = h_new
+                new_hs.append(h_new)
+        if projected:
+            if save and cfg.proj_clip is not None:
+                h_raw_ref[_at(axis, t)] = h_raw
+            h_new = jnp.where(live, _clip(h_raw, cfg.proj_clip), hs[0])
+            hs_ref[_at(axis, t)] = h_new
+            new_hs.append(h_new)
+        return tuple(new_cs), tuple(new_hs)
+
+    c_init = tuple(c0_ref[:, rows] for rows in hid)
+    h_init = tuple(h0_ref[:, rows] for rows in h_rows)
+    cs, hs = jax.lax.fori_loop(0, n_steps, step, (c_init, h_init))
+    for c, rows in zip(cs, hid):
+        c_out_ref[:, rows] = c
+    for h, rows in zip(hs, h_rows):
+        h_out_ref[:, rows] = h
+
+
+def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projected: bool) -> None:
+    """The reverse time loop of `_recurrence_bwd` for one program's rows: dz_t, dh'_t, dc0, dh0."""
+    refs = list(refs)
+    mask_ref, gates_ref, c_prev_ref = refs[:3]
+    refs = refs[3:]
+    h_raw_ref = refs.pop(0) if cfg.proj_clip is not None else None
+    d_hs_ref, d_c_ref, d_h_ref, w_hidden_ref = refs[:4]
+    refs = refs[4:]
+    w_proj_ref = refs.pop(0) if projected else None
+    dz_ref = refs.pop(0)
+    dh_raw_ref = refs.pop(0) if projected else None
+    dc0_ref, dh0_ref = refs
+    axis, dtype, th = cfg.axis, cfg.dtype, cfg.block_hidden
+    n_tiles = dim // th
+    hid = [pl.ds(k * th, th) for k in range(n_tiles)]
+    h_rows = [pl.ds(0, p)] if projected else hid
+
+    def gate_cols(g: int, k: int) -> pl.Slice:
+        return pl.ds(g * dim + k * th, th)
+
+    def step(k_rev, carry):
+        dcs, dhs = carry
+        t = n_steps - 1 - k_rev
+        live = mask_ref[_at(axis, t)] > 0  # [bb, 1]
+        dhs = tuple(dh + d_hs_ref[_at(axis, t, rows)] for dh, rows in zip(dhs, h_rows))
+        # Where the mask is 0 the state passed through unchanged: its cotangent goes straight back,
+        # and the step itself gets none (dz = 0, dh' = 0).
+        if projected:
+            dh_raw = jnp.where(live, dhs[0], 0.0)
+            if cfg.proj_clip is not None:
+                dh_raw = dh_raw * _clip_grad(h_raw_ref[_at(axis, t)], cfg.proj_clip)
+            dh_raw_ref[_at(axis, t)] = dh_raw
+        acc = [jnp.zeros_like(dh) for dh in dhs]  # dz_t W_hidden^T, by piece of h
+        new_dcs = []
+        for k in range(n_tiles):
+            d_m = _dot(dh_raw, w_proj_ref[hid[k], :], dtype, transpose_b=True) if projected else (
+                jnp.where(live, dhs[k], 0.0)
+            )
+            sig_i, tanh_j, sig_f, sig_o = (gates_ref[_at(axis, t, gate_cols(g, k))] for g in range(4))
+            c_prev = c_prev_ref[_at(axis, t, hid[k])]
+            c_raw = sig_f * c_prev + sig_i * tanh_j
+            tanh_c = jnp.tanh(_clip(c_raw, cfg.cell_clip))
+            dc = dcs[k]
+            dc_raw = jnp.where(live, dc, 0.0) + d_m * sig_o * (1.0 - tanh_c * tanh_c)
+            if cfg.cell_clip is not None:
+                dc_raw = dc_raw * _clip_grad(c_raw, cfg.cell_clip)
+            dz = (
+                dc_raw * tanh_j * sig_i * (1.0 - sig_i),
+                dc_raw * sig_i * (1.0 - tanh_j * tanh_j),
+                dc_raw * c_prev * sig_f * (1.0 - sig_f),
+                d_m * tanh_c * sig_o * (1.0 - sig_o),
+            )
+            for g, dz_g in enumerate(dz):
+                cols = gate_cols(g, k)
+                dz_ref[_at(axis, t, cols)] = dz_g
+                for n, rows in enumerate(h_rows):
+                    acc[n] = acc[n] + _dot(dz_g, w_hidden_ref[rows, cols], dtype, transpose_b=True)
+            new_dcs.append(jnp.where(live, dc_raw * sig_f, dc))
+        new_dhs = tuple(jnp.where(live, a, dh) for a, dh in zip(acc, dhs))
+        return tuple(new_dcs), new_dhs
+
+    dc_init = tuple(d_c_ref[:, rows] for rows in hid)
+    dh_init = tuple(d_h_ref[:, rows] for rows in h_rows)
+    dcs, dhs = jax.lax.fori_loop(0, n_steps, step, (dc_init, dh_init))
+    for dc, rows in zip(dcs, hid):
+        dc0_ref[:, rows] = dc
+    for dh, rows in zip(dhs, h_rows):
+        dh0_ref[:, rows] = dh
+
+
+def _call(kernel, cfg: _Config, grid, in_specs, out_specs, out_shape, name: str):
+    extra = {}
+    if not cfg.interpret:
+        from jax.experimental.pallas import triton as plgpu
+
+        extra["compiler_params"] = plgpu.CompilerParams(num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    return pl.pallas_call(
+        kernel, out_shape=out_shape, grid=grid, in_specs=in_specs, out_specs=out_specs,
+        interpret=cfg.interpret, name=name, **extra,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The two passes and the custom VJP.
+
+
+def _forward(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool):
+    """Runs the forward kernel: hs, the final (c, h) and (with `save`) the residuals."""
+    axis, bb = cfg.axis, cfg.block_batch
+    n_steps = xw.shape[axis]
+    _, batch, dim = c0.shape
+    p = h0.shape[-1]
+    projected = w_proj is not None
+    seq = partial(_seq_spec, axis, n_steps, bb)
+    f32 = lambda shape: jax.ShapeDtypeStruct(shape, jnp.float32)
+    inputs = [xw, bias, w_hidden.astype(cfg.dtype)] + ([w_proj.astype(cfg.dtype)] if projected else [])
+    inputs += [mask, c0, h0]
+    in_specs = [seq(4 * dim), pl.BlockSpec((None, 4 * dim), lambda d, b: (d, 0)), _weight_spec(p, 4 * dim)]
+    in_specs += [_weight_spec(dim, p)] if projected else []
+    in_specs += [seq(1), _state_spec(bb, dim), _state_spec(bb, p)]
+    out_shape = [f32(_seq_shape(h0.shape, n_steps, axis)), f32(c0.shape), f32(h0.shape)]
+    out_specs = [seq(p), _state_spec(bb, dim), _state_spec(bb, p)]
+    if save:  # gates, c_prev [, m] [, h']
+        widths = [4 * dim, dim] + ([dim] if projected else []) + ([p] if cfg.proj_clip is not None else [])
+        out_shape += [f32(_seq_shape((2, batch, w), n_steps, axis)) for w in widths]
+        out_specs += [seq(w) for w in widths]
+    kernel = partial(_forward_kernel, cfg=cfg, n_steps=n_steps, dim=dim, p=p, projected=projected, save=save)
+    hs, c_t, h_t, *res = _call(
+        kernel, cfg, (2, batch // bb), in_specs, out_specs, out_shape, "lstm_forward"
+    )(*inputs)
+    return hs, (c_t, h_t), res
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _recurrence(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0):
+    hs, final, _ = _forward(cfg, xw, bias, w_hidden, w_proj, mask, c0, h0, save=False)
+    return hs, final
+
+
+def _recurrence_fwd(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0):
+    hs, final, res = _forward(cfg, xw, bias, w_hidden, w_proj, mask, c0, h0, save=True)
+    return (hs, final), (w_hidden, w_proj, mask, h0, hs, res)
+
+
+def _recurrence_bwd(cfg: _Config, residuals, cotangents):
+    w_hidden, w_proj, mask, h0, hs, res = residuals
+    gates, c_prev, *rest = res
+    projected = w_proj is not None
+    m_all = rest.pop(0) if projected else None
+    h_raw = rest  # [h'] with proj_clip, else []
+    d_hs, (d_c, d_h) = cotangents
+    axis, bb, dtype = cfg.axis, cfg.block_batch, cfg.dtype
+    n_steps = hs.shape[axis]
+    _, batch, dim = d_c.shape
+    p = d_h.shape[-1]
+    seq = partial(_seq_spec, axis, n_steps, bb)
+    f32 = lambda shape: jax.ShapeDtypeStruct(shape, jnp.float32)
+
+    inputs = [mask, gates, c_prev, *h_raw, d_hs, d_c, d_h, w_hidden.astype(dtype)]
+    inputs += [w_proj.astype(dtype)] if projected else []
+    in_specs = [seq(1), seq(4 * dim), seq(dim)] + [seq(p) for _ in h_raw]
+    in_specs += [seq(p), _state_spec(bb, dim), _state_spec(bb, p), _weight_spec(p, 4 * dim)]
+    in_specs += [_weight_spec(dim, p)] if projected else []
+    out_shape = [f32(gates.shape)] + ([f32(hs.shape)] if projected else []) + [f32(d_c.shape), f32(d_h.shape)]
+    out_specs = [seq(4 * dim)] + ([seq(p)] if projected else []) + [_state_spec(bb, dim), _state_spec(bb, p)]
+    kernel = partial(_backward_kernel, cfg=cfg, n_steps=n_steps, dim=dim, p=p, projected=projected)
+    dz, *outs = _call(kernel, cfg, (2, batch // bb), in_specs, out_specs, out_shape, "lstm_backward")(*inputs)
+    dh_raw = outs.pop(0) if projected else None
+    dc0, dh0 = outs
+
+    # The weight gradients: one matmul each over all steps (and both directions batched).
+    steps = "tdb" if axis == 0 else "dbt"
+    h_prev = jnp.concatenate(
+        [jnp.expand_dims(h0, axis), jax.lax.slice_in_dim(hs, 0, n_steps - 1, axis=axis)], axis=axis
+    )
+    d_w_hidden = matmul(f"{steps}p,{steps}g->dpg", h_prev, dz, dtype).astype(w_hidden.dtype)
+    d_w_proj = (
+        matmul(f"{steps}k,{steps}p->dkp", m_all, dh_raw, dtype).astype(w_proj.dtype) if projected else None
+    )
+    d_bias = jnp.sum(dz, axis=(0, 2) if axis == 0 else (1, 2))
+    return dz, d_bias, d_w_hidden, d_w_proj, None, dc0, dh0
+
+
+_recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public entry point.
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def default_block_hidden(dim: int, p: int, dtype: jnp.dtype) -> int:
+    """The largest power of two <= 128 that divides dim and whose W_hidden gate tile `[P, .]`
+    takes <= 64 KiB in `dtype` (at least 16 where 16 divides dim); dim itself if no power of
+    two > 1 divides it (interpret mode only)."""
+    itemsize = jnp.dtype(dtype).itemsize
+    best = 0
+    size = 1
+    while size <= min(dim, MAX_BLOCK_HIDDEN):
+        if dim % size == 0 and (size <= 16 or p * size * itemsize <= GATE_TILE_BYTES):
+            best = size
+        size *= 2
+    return best if best > 1 else dim
+
+
+def pallas_lstm_recurrence(
+    xw: jax.Array,
+    w_hidden: jax.Array,
+    w_proj: jax.Array | None,
+    mask: jax.Array,
+    c0: jax.Array,
+    h0: jax.Array,
+    cell_clip: float | None,
+    proj_clip: float | None,
+    dtype: jnp.dtype = jnp.float32,
+    time_axis: int = 0,
+    bias: jax.Array | None = None,
+    interpret: bool = False,
+    block_batch: int | None = None,
+    block_hidden: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+    """Runs the LSTM-with-projection over time for both directions, as Pallas kernels.
+
+    Same arguments and result as `lstm_recurrence` (without `unroll`):
+    With `time_axis=0`: xw `[T, 2, B, 4*dim]` float32 input contribution (x W_input + b), mask
+    `[T, 2, B, 1]` (state frozen where 0), outputs hs `[T, 2, B, P]`. With `time_axis=2` the same
+    with time third: xw `[2, B, T, 4*dim]`, mask `[2, B, T, 1]`, hs `[2, B, T, P]`.
+    w_hidden: `[2, P, 4*dim]`; w_proj: `[2, dim, P]`, or None for no projection (P = dim);
+    c0 `[2, B, dim]`, h0 `[2, B, P]`: the initial state. cell_clip / proj_clip: static; None or 0
+    for no clipping (proj_clip is ignored without a projection). Matmul operands are cast to
+    `dtype`, dots accumulate in float32, state and gate math are float32. bias: optional
+    `[2, 4*dim]` added to xw inside the loop.
+
+    Returns hs (the state h after each step: at a masked step, the frozen previous h) and the
+    final state (c `[2, B, dim]`, h `[2, B, P]`). Reverse-mode differentiable in xw, bias, the
+    weights and the initial state (`jax.custom_vjp`); the mask gets no cotangent.
+
+    interpret: run the kernels in Pallas's interpreter (any backend) instead of lowering them
+    with Triton (GPU). block_batch: rows per program (default 16, or B if B < 16); must divide
+    B. block_hidden: hidden units per weight tile (default `default_block_hidden`); must divide
+    dim. Without interpret both must be powers of two >= 16, as must P. num_warps / num_stages:
+    Triton compiler parameters (None: Pallas's defaults).
+    """
+    if time_axis not in (0, 2):
+        raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
+    cell_clip = float(cell_clip) if cell_clip else None
+    proj_clip = float(proj_clip) if proj_clip and w_proj is not None else None
+    xw, c0, h0 = (jnp.asarray(a, jnp.float32) for a in (xw, c0, h0))
+    mask = jnp.asarray(mask).astype(jnp.float32)  # Triton loads float32 more readily than i1
+    _, batch, dim = c0.shape
+    p = h0.shape[-1]
+    if xw.shape[time_axis] == 0:  # no steps: nothing to run
+        return jnp.zeros(_seq_shape(h0.shape, 0, time_axis), jnp.float32), (c0, h0)
+    if block_batch is None:
+        block_batch = min(DEFAULT_BLOCK_BATCH, batch)
+    if block_hidden is None:
+        block_hidden = default_block_hidden(dim, p, dtype)
+    if block_batch <= 0 or batch % block_batch:
+        raise ValueError(f"block_batch={block_batch} must divide the batch size {batch}")
+    if block_hidden <= 0 or dim % block_hidden:
+        raise ValueError(f"block_hidden={block_hidden} must divide the hidden size dim={dim}")
+    if not interpret:
+        for name, value in (("block_batch", block_batch), ("block_hidden", block_hidden), ("P (h's size)", p)):
+            if not (_is_pow2(value) and value >= 16):
+                raise ValueError(
+                    f"{name}={value}: the Triton lowering needs a power of two >= 16 (or use interpret=True)"
+                )
+    bias = jnp.zeros((2, xw.shape[-1]), jnp.float32) if bias is None else jnp.asarray(bias, jnp.float32)
+    cfg = _Config(
+        cell_clip, proj_clip, jnp.dtype(dtype), time_axis, int(block_batch), int(block_hidden), bool(interpret),
+        num_warps, num_stages,
+    )
+    return _recurrence(cfg, xw, bias, w_hidden, w_proj, mask, c0, h0)
