@@ -38,9 +38,10 @@ words go through the char CNN once (or none of them, for the words of `--vocab_t
 whose token embeddings are computed up front), the first LSTM layer's input matmul is done once
 per distinct word, and the sentences run as token streams, one per row: stateful, row r's
 sentences of all the batches one after another (exactly what running the batches in turn does);
-stateless, the sentences packed longest first into `batch_size` streams of about equal length, the
-state zeroed where each starts. The streams run in chunks of time steps, only the rows still
-running (`ragged_lstm`), so almost no position is padding.
+stateless, the sentences packed longest first into `batch_size` streams of about equal length,
+each starting from the state after `<S>` (forward) or `</S>` (backward), which is the same for
+every sentence, so a sentence of n words runs n steps, not n + 2. The streams run in chunks of
+time steps, only the rows still running (`ragged_lstm`), so almost no position is padding.
 Compilations: one char-CNN shape and one first-layer input matmul per padded word count (64 x 1,
 1.5, 2, 3, 4, 6, ...) and one LSTM chunk per running-row count (1, 2, 3, 4, 6, 8, then multiples
 of 8) met; a corpus of batches of 32 sentences meets a handful of each.
@@ -74,6 +75,7 @@ from elmo_jax.atomic_write import write_atomic
 from elmo_jax.cli import tool_flags
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.model.bilm import BiLM, bilm_from_config
+from elmo_jax.model.lstm import LSTMState
 from elmo_jax.ragged_lstm import run_lstms
 from elmo_jax.token_cache import TokenEmbeddingCache, WordTokenEmbeddings
 
@@ -171,6 +173,7 @@ class ElmoEmbedder:
         self.params = jax.device_put({k: v for k, v in params.items() if k != "softmax"})
         self.batch_size = batch_size
         self.stateful = stateful
+        self._boundary_state: list[LSTMState] | None = None  # See `_sentence_start_state`.
         self.reset_states()
         if model.token_encoder == "word":
             self.tokens = self._word_tokens(vocab, vocab_to_cache)
@@ -237,13 +240,17 @@ class ElmoEmbedder:
 
         Stateful, row r's sentences of all the batches form one token stream that continues from
         row r's state (as running the batches one after another does); stateless, the sentences
-        are packed into `batch_size` streams of about equal length, the state zeroed at each
-        sentence's start. Each sentence is `<S> w1 .. wn </S>` in the forward stream, reversed in
-        the backward one, so only the streams' last chunks run fewer than all rows.
+        are packed into `batch_size` streams of about equal length, each sentence's state set at
+        its start to the state after the boundary token (`_sentence_start_state`), so a sentence
+        takes only its n tokens' positions. Stateful, each sentence is `<S> w1 .. wn </S>` in the
+        forward stream (the state after `</S>` carries on to the row's next sentence). The backward
+        stream holds each sentence reversed in place. Only the streams' last chunks run fewer than
+        all rows.
         """
         sentences = [sentence for batch in batches for sentence in batch]
         p = self.model.projection_dim
         out = [np.zeros((self.n_outputs, 0, 2 * p), np.float32) for _ in sentences]
+        edge = 1 if self.stateful else 0  # Boundary tokens at each end of a sentence's positions.
         streams = self._stateful_streams(batches) if self.stateful else self._packed_streams(sentences)
         active = sorted((row for row, segments in enumerate(streams) if segments), key=lambda r: -streams[r].length)
         if not active:
@@ -254,7 +261,8 @@ class ElmoEmbedder:
         words: dict[str, int] = {}
         for i, row in enumerate(active):
             for index, start in streams[row]:
-                ids = [words.setdefault(w, len(words)) for w in (BOS_TOKEN, *sentences[index], EOS_TOKEN)]
+                read = (BOS_TOKEN, *sentences[index], EOS_TOKEN) if edge else sentences[index]
+                ids = [words.setdefault(w, len(words)) for w in read]
                 word_ids[0, i, start : start + len(ids)] = ids
                 word_ids[1, i, start : start + len(ids)] = ids[::-1]  # The backward LM reads it reversed.
                 starts[i, start] = True
@@ -263,21 +271,35 @@ class ElmoEmbedder:
         lstm_layers, state = run_lstms(
             self.model, self.params, embeddings, word_ids, lengths, np.array(active), state,
             reset=None if self.stateful else starts,
+            reset_state=None if self.stateful else self._sentence_start_state(),
         )
         if self.stateful:
             self._state = state
         for i, row in enumerate(active):
             for index, start in streams[row]:
                 n = len(sentences[index])
-                tokens = slice(start + 1, start + n + 1)
+                tokens = slice(start + edge, start + edge + n)
                 forward = np.concatenate([embeddings[None, word_ids[0, i, tokens]], lstm_layers[:, 0, i, tokens]])
-                backward = lstm_layers[:, 1, i, start + n : start : -1]  # Reversed positions: tokens 1..n.
+                backward = lstm_layers[:, 1, i, tokens][:, ::-1]  # The backward stream holds w_n .. w_1.
                 both = np.empty((self.n_outputs, n, 2 * p), np.float32)
                 both[:, :, :p] = forward
                 both[0, :, p:] = forward[0]  # Layer 0 is [x; x], as bilm-tf.
                 both[1:, :, p:] = backward
                 out[index] = both
         return out
+
+    def _sentence_start_state(self) -> list[LSTMState]:
+        """Each layer's state `[2, 1, .]` after reading a sentence's first token from zeros: `<S>`
+        in the forward direction, `</S>` in the backward one. Stateless sentences start from it: the
+        boundary tokens' own outputs are not returned, so their steps need not run."""
+        if self._boundary_state is None:
+            embeddings = self.tokens.lookup([BOS_TOKEN, EOS_TOKEN])
+            word_ids = np.array([0, 1]).reshape(2, 1, 1)  # Forward reads <S>, backward </S>.
+            _, self._boundary_state = run_lstms(
+                self.model, self.params, embeddings, word_ids, np.array([1]), np.array([0]),
+                self.model.initial_state(1),
+            )
+        return self._boundary_state
 
     def _stateful_streams(self, batches: Sequence[Sequence[Sequence[str]]]) -> list["_Stream"]:
         """Row r's stream: the non-empty sentences in row r of each batch, one after another."""
@@ -296,7 +318,7 @@ class ElmoEmbedder:
         shortest = [(0, row) for row in range(self.batch_size)]  # A heap of (length, row).
         for index in sorted((i for i, s in enumerate(sentences) if s), key=lambda i: -len(sentences[i])):
             _, row = heapq.heappop(shortest)
-            streams[row].add(index, len(sentences[index]) + 2)
+            streams[row].add(index, len(sentences[index]))
             heapq.heappush(shortest, (streams[row].length, row))
         return streams
 

@@ -2,7 +2,7 @@
 
 A padded batch `[2, R, T]` makes every row pay for the longest row: in batches of 32 consecutive
 PTB sentences, more than half of the positions are padding. Here the rows (token streams: one
-sentence, or several one after another, the state zeroed at each start where `reset` says so)
+sentence, or several one after another, the state reset at each start where `reset` says so)
 are sorted by length (longest first) and time is cut into chunks of `CHUNK` steps; chunk k runs
 only the rows that reach into it (a prefix of the sorted rows, rounded up by `row_bucket` to few
 shapes), through all layers, carrying each row's state to the next chunk. The outputs equal those
@@ -68,19 +68,26 @@ def _gather_gates(gates: jax.Array, ids: jax.Array) -> jax.Array:
 
 @functools.partial(jax.jit, static_argnums=0)
 def _run_chunk(
-    model: BiLM, params: Any, first_gates: jax.Array, mask: jax.Array, reset: jax.Array, state: list[LSTMState]
+    model: BiLM,
+    params: Any,
+    first_gates: jax.Array,
+    mask: jax.Array,
+    reset: jax.Array,
+    reset_state: list[LSTMState],
+    state: list[LSTMState],
 ) -> tuple[jax.Array, list[LSTMState]]:
     """The LSTM stacks over one chunk of the first R rows.
 
     first_gates `[2, R, CHUNK, 4 dim]` (the first layer's x W_input), mask and reset `[R, CHUNK]`
-    (both directions alike); state: every row's `[2, B, .]` (sorted order), of which rows [0, R)
-    run. Returns (LSTM layers `[L, 2, R, CHUNK, P]`, state).
+    (both directions alike); reset_state: each layer's `[2, 1, .]`; state: every row's `[2, B, .]`
+    (sorted order), of which rows [0, R) run. Returns (LSTM layers `[L, 2, R, CHUNK, P]`, state).
     """
     n_rows = first_gates.shape[1]
     rows_state = jax.tree.map(lambda s: s[:, :n_rows], state)
     mask, reset = (jnp.broadcast_to(a, (2, *a.shape)) for a in (mask, reset))
     layers, new_rows = model.apply(
-        {"params": params}, first_gates, mask, rows_state, reset, method=BiLM.contextualize_from_gates
+        {"params": params}, first_gates, mask, rows_state, reset, reset_state,
+        method=BiLM.contextualize_from_gates,
     )
     state = jax.tree.map(lambda s, new: s.at[:, :n_rows].set(new), state, new_rows)
     return jnp.stack(layers), state
@@ -95,6 +102,7 @@ def run_lstms(
     rows: np.ndarray,
     state: list[LSTMState],
     reset: np.ndarray | None = None,
+    reset_state: list[LSTMState] | None = None,
 ) -> tuple[np.ndarray, list[LSTMState]]:
     """The LSTM layers of n token streams, each row continuing from its state row.
 
@@ -102,8 +110,9 @@ def run_lstms(
     (row of `words`) at each position of the forward and backward streams (row i's first
     `lengths[i]` positions hold tokens; T >= max length); lengths `[n]`, non-increasing; rows
     `[n]`: distinct state rows (of the B rows of `state`, `[2, B, .]` per layer); reset: optional
-    `[n, T]` bool, the state is zeroed before the positions where true (in both directions: a row
-    may hold several sentences, each starting from zeros). The first layer's x W_input is computed
+    `[n, T]` bool, the state becomes `reset_state` (each layer's `[2, 1, .]`; default zeros) before
+    the positions where true (in both directions: a row may hold several sentences, each starting
+    from that state). The first layer's x W_input is computed
     once per word (`BiLM.first_layer_gates`), not per position.
     Returns the LSTM layers `[L, 2, n, T', P]` (T' = the longest length rounded up to CHUNK;
     what positions past a row's length hold is unspecified) and `state` with the n rows advanced
@@ -128,6 +137,8 @@ def run_lstms(
         resets[:n, :steps] = reset[:, :steps]
     order = np.concatenate([rows, np.setdiff1d(np.arange(batch_size), rows)]).astype(np.int32)
     sorted_state = _gather_rows(state, order)
+    if reset_state is None:
+        reset_state = jax.tree.map(lambda s: jnp.zeros_like(s[:, :1]), state)
     chunks = []
     for k in range(n_chunks):
         running = int(np.sum(lengths > k * CHUNK))
@@ -135,7 +146,7 @@ def run_lstms(
         time = slice(k * CHUNK, (k + 1) * CHUNK)
         first_gates = _gather_gates(gates, ids[:, :n_rows, time])
         out, sorted_state = _run_chunk(
-            model, params, first_gates, mask[:n_rows, time], resets[:n_rows, time], sorted_state
+            model, params, first_gates, mask[:n_rows, time], resets[:n_rows, time], reset_state, sorted_state
         )
         chunks.append((n_rows, out))
     layers = np.zeros((model.n_layers, 2, n, n_chunks * CHUNK, model.projection_dim), np.float32)

@@ -127,6 +127,8 @@ def test_stateless_packs_sentences_into_batch_size_rows(skip_bilm):
     streams = embedder._packed_streams(sentences)
     assert sorted(index for stream in streams for index, _ in stream) == list(range(len(sentences)))
     assert all(len(stream) >= 4 for stream in streams)  # Several sentences per row.
+    # A sentence takes its words' positions only: it starts from the state after <S> / </S>.
+    assert sum(stream.length for stream in streams) == sum(len(s) for s in sentences)
     assert_matches(list(embedder.embed_sentences(sentences)), reference.embed_batches(sentences, 1, stateful=False))
 
 

@@ -135,19 +135,27 @@ class BiLM(nn.Module):
         self, x: jax.Array, mask: jax.Array, state: list[LSTMState], train: bool = False
     ) -> tuple[list[jax.Array], jax.Array, list[LSTMState]]:
         """Token embeddings x `[2, B, T, F]` through the LSTM stacks: `__call__` without the encoder."""
-        outputs, new_state = self._lstm_layers(0, x, mask, state, None, train)
+        outputs, new_state = self._lstm_layers(0, x, mask, state, None, None, train)
         return [x, *outputs], self.drop(outputs[-1], deterministic=not train), new_state
 
     def _lstm_layers(
-        self, first: int, x: jax.Array, mask: jax.Array, state: list[LSTMState], reset: jax.Array | None,
+        self,
+        first: int,
+        x: jax.Array,
+        mask: jax.Array,
+        state: list[LSTMState],
+        reset: jax.Array | None,
+        reset_state: list[LSTMState] | None,
         train: bool,
     ) -> tuple[list[jax.Array], list[LSTMState]]:
         """LSTM layers `first`.. over x `[2, B, T, .]` (the input of layer `first`), dropout before
-        each; returns their outputs `[2, B, T, P]` and final states. reset: see `BiLSTMLayer`."""
+        each; returns their outputs `[2, B, T, P]` and final states. reset, reset_state (one
+        `LSTMState` per layer): see `BiLSTMLayer`."""
         outputs, new_state = [], []
         for i in range(first, len(self.layers)):
             drop = self.token_drop if i == 0 else self.drop
-            x, final = self.layers[i](drop(x, deterministic=not train), mask, state[i], reset)
+            layer_reset_state = None if reset_state is None else reset_state[i]
+            x, final = self.layers[i](drop(x, deterministic=not train), mask, state[i], reset, layer_reset_state)
             outputs.append(x)
             new_state.append(final)
         return outputs, new_state
@@ -159,14 +167,21 @@ class BiLM(nn.Module):
         return self.layers[0].input_gates(x)
 
     def contextualize_from_gates(
-        self, first_gates: jax.Array, mask: jax.Array, state: list[LSTMState], reset: jax.Array | None = None
+        self,
+        first_gates: jax.Array,
+        mask: jax.Array,
+        state: list[LSTMState],
+        reset: jax.Array | None = None,
+        reset_state: list[LSTMState] | None = None,
     ) -> tuple[list[jax.Array], list[LSTMState]]:
         """Inference `contextualize` from the first layer's x W_input `[2, B, T, 4 dim]`
         (`first_layer_gates` of each position's token): returns the LSTM layers (`[2, B, T, P]`
-        each, without the token embeddings) and the final states. reset: optional `[2, B, T]`, the
-        state is zeroed before the step where true (sentences packed one after another in a row)."""
-        x, final = self.layers[0].from_input_gates(first_gates, mask, state[0], reset)
-        outputs, new_state = self._lstm_layers(1, x, mask, state, reset, train=False)
+        each, without the token embeddings) and the final states. reset: optional `[2, B, T]`, each
+        layer's state becomes its `reset_state` (`[2, 1, .]`, default zeros) before the step where
+        true (sentences packed one after another in a row)."""
+        first_reset_state = None if reset_state is None else reset_state[0]
+        x, final = self.layers[0].from_input_gates(first_gates, mask, state[0], reset, first_reset_state)
+        outputs, new_state = self._lstm_layers(1, x, mask, state, reset, reset_state, train=False)
         return [x, *outputs], [final, *new_state]
 
 

@@ -93,10 +93,16 @@ class BiLSTMLayer(nn.Module):
 
     @nn.compact
     def __call__(
-        self, x: jax.Array, mask: jax.Array, state: LSTMState, reset: jax.Array | None = None
+        self,
+        x: jax.Array,
+        mask: jax.Array,
+        state: LSTMState,
+        reset: jax.Array | None = None,
+        reset_state: LSTMState | None = None,
     ) -> tuple[jax.Array, LSTMState]:
         """x: `[2, B, T, in]`, mask: `[2, B, T]` (state frozen where 0); reset: optional `[2, B, T]`
-        (state zeroed before the step where true: several sequences in one row, `lstm_recurrence`).
+        (the state becomes `reset_state`, `[2, 1, .]`, default zeros, before the step where true:
+        several sequences in one row, `lstm_recurrence`).
 
         Returns outputs `[2, B, T, P]` (plus the input when residual) and the final state.
         """
@@ -111,22 +117,24 @@ class BiLSTMLayer(nn.Module):
         if self.projected:
             w_proj = self.param("W_P", uniform_symmetric(proj_limit), (2, self.dim, self.projection_dim))
 
-        def run(x, w_input, bias, w_hidden, w_proj, mask, c0, h0, reset):
+        def run(x, w_input, bias, w_hidden, w_proj, mask, c0, h0, reset, reset_state):
             n_dir, n_batch, n_steps, _ = x.shape
             # A [2, B*T, in] operand: the dot that computes dW_input then needs no transpose of
             # d xw (XLA:CPU copies the whole [2, B, T, 4*dim] cotangent for the 4-D einsum).
             xw = matmul("dni,dig->dng", x.reshape(n_dir, n_batch * n_steps, -1), w_input, self.dtype)
             xw = xw.reshape(n_dir, n_batch, n_steps, -1)
-            return self._recurrence(xw, bias, w_hidden, w_proj, mask, c0, h0, reset)
+            return self._recurrence(xw, bias, w_hidden, w_proj, mask, c0, h0, reset, reset_state)
 
         if self.remat:
             run = jax.checkpoint(run)
-        outputs, (c_final, h_final) = run(x, w_input, bias, w_hidden, w_proj, mask, state.c, state.h, reset)
+        outputs, (c_final, h_final) = run(
+            x, w_input, bias, w_hidden, w_proj, mask, state.c, state.h, reset, reset_state
+        )
         if self.residual:
             outputs = outputs + x
         return outputs, LSTMState(c_final, h_final)
 
-    def _recurrence(self, xw, bias, w_hidden, w_proj, mask, c0, h0, reset=None):
+    def _recurrence(self, xw, bias, w_hidden, w_proj, mask, c0, h0, reset=None, reset_state=None):
         # Time stays on axis 2 (no [2, B, T] <-> [T, 2, B] transposes); the bias is added inside
         # the loop (no extra pass over xw).
         if self.kernel not in TIME_LOOP_KERNELS:
@@ -139,7 +147,7 @@ class BiLSTMLayer(nn.Module):
         return lstm_recurrence(
             xw, w_hidden, w_proj, mask[..., None], c0, h0,
             self.cell_clip, self.proj_clip, self.dtype, time_axis=2, bias=bias, unroll=self.unroll,
-            reset=None if reset is None else reset[..., None],
+            reset=None if reset is None else reset[..., None], reset_state=reset_state,
         )
 
     def input_gates(self, x: jax.Array) -> jax.Array:
@@ -148,7 +156,12 @@ class BiLSTMLayer(nn.Module):
         return matmul("ni,dig->dng", x, self.variables["params"]["W_input"], self.dtype)
 
     def from_input_gates(
-        self, xw: jax.Array, mask: jax.Array, state: LSTMState, reset: jax.Array | None = None
+        self,
+        xw: jax.Array,
+        mask: jax.Array,
+        state: LSTMState,
+        reset: jax.Array | None = None,
+        reset_state: LSTMState | None = None,
     ) -> tuple[jax.Array, LSTMState]:
         """`__call__` given its inputs' x W_input, xw `[2, B, T, 4 dim]` (inference, no residual):
         a caller whose inputs repeat (token embeddings) computes each distinct row's gates once."""
@@ -156,6 +169,6 @@ class BiLSTMLayer(nn.Module):
             raise ValueError("a residual LSTM layer adds its inputs to its outputs: call it with them")
         params = self.variables["params"]
         outputs, (c_final, h_final) = self._recurrence(
-            xw, params["B"], params["W_hidden"], params.get("W_P"), mask, state.c, state.h, reset
+            xw, params["B"], params["W_hidden"], params.get("W_P"), mask, state.c, state.h, reset, reset_state
         )
         return outputs, LSTMState(c_final, h_final)

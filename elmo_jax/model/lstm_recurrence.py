@@ -65,11 +65,13 @@ def _stacked(step_shape: tuple[int, ...], n_steps: int, axis: int) -> jax.Array:
 
 
 def _forward(
-    xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, unroll, save: bool, reset=None
+    xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, unroll, save: bool,
+    reset=None, reset_state=None,
 ):
     """The time loop: returns the final (c, h), the outputs and (with `save`) the residuals.
 
-    `reset` (optional, the layout of `mask`): where true, the state is zeroed before the step.
+    `reset` (optional, the layout of `mask`): where true, the state becomes `reset_state` (c, h)
+    before the step (broadcast against c0, h0).
 
     The residuals are the activated gates [sigmoid(i), tanh(j), sigmoid(f + 1), sigmoid(o)],
     written over xw step by step (XLA updates the buffer in place when xw is not needed
@@ -93,7 +95,7 @@ def _forward(
         m_t = _read(mask, t, axis)
         if reset is not None:
             r_t = _read(reset, t, axis)
-            c, h = jnp.where(r_t, 0.0, c), jnp.where(r_t, 0.0, h)
+            c, h = jnp.where(r_t, reset_state[0], c), jnp.where(r_t, reset_state[1], h)
         z = (_read(res[0] if save else xw, t, axis) + bias) + matmul("dbp,dpg->dbg", h, w_hidden, dtype)
         i, j, f, o = jnp.split(z, 4, axis=-1)
         sig_i, tanh_j, sig_f, sig_o = (
@@ -227,6 +229,7 @@ def lstm_recurrence(
     bias: jax.Array | None = None,
     unroll: int = 1,
     reset: jax.Array | None = None,
+    reset_state: tuple[jax.Array, jax.Array] | None = None,
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
     """Runs the LSTM-with-projection over time for both directions.
 
@@ -244,9 +247,11 @@ def lstm_recurrence(
     through a hand-written VJP (`jax.custom_vjp`: no forward mode); the mask gets no cotangent.
     unroll: time steps per loop iteration, in both loops (`fori_loop`'s unroll); 0 = automatic:
     all of them for bfloat16 on GPU/TPU, otherwise 1 (see `_resolve_unroll`).
-    reset: optional, the layout of `mask`: where true, the state is zeroed before the step (a new
-    sequence starts there, so several can share a row: inference packs sentences that way). With
-    it, gradients come from JAX's autodiff of the loop rather than the hand-written reverse pass.
+    reset: optional, the layout of `mask`: where true, the state is set to `reset_state` before the
+    step (a new sequence starts there, so several can share a row: inference packs sentences that
+    way). reset_state: (c, h), broadcast against (c0, h0), e.g. `[2, 1, dim]`, `[2, 1, P]`; default
+    zeros. With `reset`, gradients come from JAX's autodiff of the loop rather than the
+    hand-written reverse pass.
     """
     if time_axis not in (0, 2):
         raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
@@ -262,9 +267,11 @@ def lstm_recurrence(
     unroll = _resolve_unroll(unroll, xw.shape[time_axis], dtype)
     if reset is not None:
         reset = jnp.asarray(reset).astype(bool)
+        if reset_state is None:
+            reset_state = (jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32))
         final, hs, _ = _forward(
             xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, jnp.dtype(dtype), time_axis, unroll,
-            save=False, reset=reset,
+            save=False, reset=reset, reset_state=tuple(jnp.asarray(a, jnp.float32) for a in reset_state),
         )
         return hs, final
     return _recurrence(

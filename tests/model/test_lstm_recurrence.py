@@ -263,16 +263,24 @@ def test_bilstm_bfloat16_runs_on_cpu_and_is_close_to_float32() -> None:
 
 
 @pytest.mark.parametrize("time_axis", [0, 2])
-def test_reset_runs_packed_sequences_as_separate_ones(time_axis: int) -> None:
-    """Two sequences one after another in each row, the state zeroed where the second starts: the
-    outputs and gradients equal those of two separate runs, the second from a zero state."""
+@pytest.mark.parametrize("start", ["zeros", "given"])
+def test_reset_runs_packed_sequences_as_separate_ones(time_axis: int, start: str) -> None:
+    """Two sequences one after another in each row, the state reset where the second starts (to
+    zeros, or to a given state per direction): the outputs and gradients equal those of two
+    separate runs, the second from that state."""
     xw, w_hidden, w_proj, _, c0, h0 = make_inputs(9)
     split = 3  # Steps [0, 3) are the first sequence, [3, T) the second.
     mask = np.ones((T, 2, B, 1), bool)
     mask[5:, 0, 1] = False  # The second sequence of one row ends early.
     reset = np.zeros_like(mask)
     reset[split] = True
-    zeros = (np.zeros_like(c0), np.zeros_like(h0))
+    rng = np.random.default_rng(11)
+    reset_state = None
+    if start == "given":
+        reset_state = tuple(rng.normal(0, 0.5, (2, 1, n)).astype(np.float32) for n in (DIM, P))
+        second_start = tuple(np.broadcast_to(a, b.shape) for a, b in zip(reset_state, (c0, h0)))
+    else:
+        second_start = (np.zeros_like(c0), np.zeros_like(h0))
     args = (0.5, 0.5)
 
     def layout(a):
@@ -280,13 +288,14 @@ def test_reset_runs_packed_sequences_as_separate_ones(time_axis: int) -> None:
 
     def packed(xw, w_hidden, w_proj, c0, h0):
         hs, final = lstm_recurrence(
-            layout(xw), w_hidden, w_proj, layout(mask), c0, h0, *args, time_axis=time_axis, reset=layout(reset)
+            layout(xw), w_hidden, w_proj, layout(mask), c0, h0, *args, time_axis=time_axis, reset=layout(reset),
+            reset_state=reset_state,
         )
         return (hs if time_axis == 0 else jnp.moveaxis(hs, 2, 0)), final
 
     def separate(xw, w_hidden, w_proj, c0, h0):
         first, _ = lstm_recurrence(xw[:split], w_hidden, w_proj, mask[:split], c0, h0, *args)
-        second, final = lstm_recurrence(xw[split:], w_hidden, w_proj, mask[split:], *zeros, *args)
+        second, final = lstm_recurrence(xw[split:], w_hidden, w_proj, mask[split:], *second_start, *args)
         return jnp.concatenate([first, second]), final
 
     inputs = (xw, w_hidden, w_proj, c0, h0)
