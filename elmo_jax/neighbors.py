@@ -179,9 +179,10 @@ def scan_corpus(
 ) -> ScanResult:
     """One pass over the corpus: the k tokens nearest to `query[word]` at `layer`, and the word counts.
 
-    The lines stream through `embedder` (stateless: its `stateful` must be False) at most one batch
-    ahead of the similarities; per line only its `[n_tokens]` similarities are computed and the
-    tokens above the running top-k's threshold offered to it.
+    The lines stream through `embedder` (stateless: its `stateful` must be False) at most one group
+    of batches (`embed.GROUP_POSITIONS` token positions, plus a batch) ahead of the similarities;
+    per line only its `[n_tokens]` similarities are computed and the tokens above the running
+    top-k's threshold offered to it.
     """
     if embedder.stateful:
         raise ValueError("scan_corpus needs a stateless embedder (stateful=False)")
@@ -189,7 +190,7 @@ def scan_corpus(
     top = TopK(k)
     counts: collections.Counter = collections.Counter()
     n_sentences = n_tokens = 0
-    texts, inputs = itertools.tee(lines)  # tee buffers at most the one batch embed_sentences reads ahead.
+    texts, inputs = itertools.tee(lines)  # tee buffers the lines of the group embed_sentences reads ahead.
     layers_of = embedder.embed_sentences(line.tokens for line in inputs)
     bar = tqdm(zip(texts, layers_of), total=progress_total, unit=" lines", desc="scan", disable=not progress)
     for index, (line, layers) in enumerate(bar):
