@@ -70,6 +70,9 @@ def get_config() -> ml_collections.ConfigDict:
     #                            Pallas's slow interpreter elsewhere; not yet measured on a GPU).
     model.conv_block = 0  # Tokens per block of the char convolutions, forward and reverse (0 = automatic:
     #                       16 on CPU, whole batch on GPU/TPU; -1 = whole batch). See model/conv_pool.py.
+    model.conv_kernel = "xla"  # The char convolutions' forward pass: 'xla' | 'pallas' (model/pallas_conv_pool.py: the
+    #                            max over positions in the kernel; Triton on GPU, the slow interpreter elsewhere;
+    #                            not yet measured on a GPU). The reverse pass follows conv_block.
     model.distinct_fraction = 0.0  # > 0: the char CNN encodes each distinct word of a batch once when at most this
     #                                fraction of its tokens are distinct, else every token (configs/ptb.py: 0.5).
     model.softmax = softmax = ml_collections.ConfigDict()

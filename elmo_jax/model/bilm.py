@@ -63,6 +63,7 @@ class BiLM(nn.Module):
     unroll: int = 0
     lstm_kernel: str = "xla"  # The LSTM time loop: 'xla' | 'pallas' (BiLSTMLayer.kernel).
     conv_block: int = 0  # Char CNN convolutions (conv_pool.resolve_block).
+    conv_kernel: str = "xla"  # Their forward pass: 'xla' | 'pallas' (CharCNNEncoder.conv_kernel).
     distinct_fraction: float = 0.0  # > 0: encode each distinct word once (see embed_tokens).
 
     def setup(self) -> None:
@@ -70,7 +71,7 @@ class BiLM(nn.Module):
             self.encoder = CharCNNEncoder(
                 self.char_embed_dim, tuple(map(tuple, self.filters)), self.n_highway,
                 self.projection_dim, self.activation, self.dtype, resolve_block(self.conv_block),
-                self.init_range, self.token_projection,
+                self.init_range, self.token_projection, self.conv_kernel,
             )
         elif self.token_encoder == "word":
             self.encoder = WordEncoder(self.vocab_size, self.projection_dim, self.init_range)
@@ -223,5 +224,6 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         unroll=model.get("unroll", 0),
         lstm_kernel=model.get("lstm_kernel", "xla"),
         conv_block=model.get("conv_block", 0),
+        conv_kernel=model.get("conv_kernel", "xla"),
         distinct_fraction=distinct_fraction,
     )

@@ -21,6 +21,7 @@ from elmo_jax.model.initializers import uniform_symmetric, weight_init
 from elmo_jax.model.precision import matmul
 
 ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}
+CONV_KERNELS = ("xla", "pallas")  # CharCNNEncoder.conv_kernel: conv_pool's passes or its fused Pallas forward.
 
 
 def _normal(stddev: float) -> nn.initializers.Initializer:
@@ -68,11 +69,14 @@ class CharCNNEncoder(nn.Module):
     conv_block: int | None = None  # Tokens per block of the convolutions (conv_pool.conv_max_over_positions).
     init_range: float = 0.0  # > 0: weights from U(-init_range, init_range) instead of bilm-tf's.
     project: bool = True
+    conv_kernel: str = "xla"  # 'pallas': the convolutions' forward pass as Pallas kernels (pallas_conv_pool).
 
     @nn.compact
     def __call__(self, char_ids: jax.Array) -> jax.Array:
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"model.char_cnn.activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+        if self.conv_kernel not in CONV_KERNELS:
+            raise ValueError(f"model.conv_kernel must be one of {CONV_KERNELS}, got {self.conv_kernel!r}")
         act = ACTIVATIONS[self.activation]
         table = self.param(
             "char_embed", weight_init(self.init_range, uniform_symmetric(1.0)), (N_CHARACTERS, self.embed_dim)
@@ -89,7 +93,8 @@ class CharCNNEncoder(nn.Module):
                 init = weight_init(self.init_range, _normal(np.sqrt(1.0 / (width * self.embed_dim))))
             kernels.append(self.param(f"W_cnn_{i}", init, (width, self.embed_dim, channels)))
             biases.append(self.param(f"b_cnn_{i}", nn.initializers.zeros, (channels,)))
-        pooled = conv_max_over_positions(x, kernels, self.dtype, self.conv_block)  # [N, n_i] each
+        fused = self.conv_kernel == "pallas"
+        pooled = conv_max_over_positions(x, kernels, self.dtype, self.conv_block, fused)  # [N, n_i] each
         pooled = [act(p + bias) for p, bias in zip(pooled, biases)]
         h = jnp.concatenate(pooled, axis=-1)  # [N, F]
         h = Highway(self.n_highway, self.dtype, self.init_range, name="highway")(h)

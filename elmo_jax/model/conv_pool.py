@@ -18,6 +18,9 @@ except at one position per token and filter. Both passes run one of two ways, pi
   stay in the CPU caches; the whole-batch version writes and rereads `[N, L, n]` buffers from
   memory, and XLA:CPU's convolutions and their gradients run far below its matmul speed, so the
   blocked passes are the faster ones on CPU (timings in docs/performance.md).
+With `fused=True` the forward pass is instead one Pallas kernel per filter width that keeps the
+running max on chip (`pallas_conv_pool`: Triton on GPU, Pallas's interpreter elsewhere); the
+reverse pass still runs as `block` says.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Sequence
 import jax
 import jax.numpy as jnp
 
+from elmo_jax.model.pallas_conv_pool import pallas_conv_max
 from elmo_jax.model.precision import conv1d_valid, matmul
 
 CPU_BLOCK = 16  # Tokens per block on CPU (the fastest of 8-256 at elmo_small's shapes; docs/performance.md).
@@ -82,23 +86,33 @@ def _fold(windows: jax.Array, width: int, n_chars: int) -> jax.Array:
     )
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(2, 3))
+@partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4))
 def conv_max_over_positions(
-    x: jax.Array, kernels: Sequence[jax.Array], dtype: jnp.dtype, block: int | None
+    x: jax.Array, kernels: Sequence[jax.Array], dtype: jnp.dtype, block: int | None, fused: bool = False
 ) -> list[jax.Array]:
     """Max over positions of each valid convolution: x `[N, C, d]`, kernels `[w_i, d, n_i]` -> `[N, n_i]` each.
 
     Convolutions in `dtype` with float32 results (`precision.conv1d_valid`). block: tokens
     per block of both passes, or None for XLA's whole-batch convolutions (see the module
-    docstring; `resolve_block` turns the config value into this).
+    docstring; `resolve_block` turns the config value into this). fused: the forward pass as
+    Pallas kernels (`pallas_conv_pool`), the reverse pass as `block` says.
     """
-    return _forward(x, kernels, dtype, block)[0]
+    return _forward(x, kernels, dtype, block, fused)[0]
 
 
-def _forward(x, kernels, dtype, block):
+def _forward(x, kernels, dtype, block, fused):
+    if fused:
+        return _fused_forward(x, kernels, dtype)
     if block is None:
         return _whole_batch_forward(x, kernels, dtype)
     return _blocked_forward(x, kernels, dtype, block)
+
+
+def _fused_forward(x, kernels, dtype):
+    """One Pallas kernel per filter width: the max and its first argmax, without the `[N, L, n]` outputs."""
+    interpret = jax.default_backend() != "gpu"
+    results = [pallas_conv_max(x, kernel, jnp.dtype(dtype), interpret=interpret) for kernel in kernels]
+    return [out for out, _ in results], (x, list(kernels), [index for _, index in results])
 
 
 def _whole_batch_forward(x, kernels, dtype):
@@ -139,7 +153,7 @@ def _blocks(a: jax.Array, block: int) -> jax.Array:
     return a.reshape(n_blocks, block, *a.shape[1:])
 
 
-def _backward(dtype, block, residuals, cotangents):
+def _backward(dtype, block, fused, residuals, cotangents):
     x, kernels, indices = residuals
     if block is None:
         return _whole_batch_grads(x, kernels, indices, cotangents, dtype)
@@ -180,4 +194,6 @@ def _blocked_grads(x, kernels, indices, cotangents, dtype, block):
     return dx.astype(x.dtype), [d.astype(k.dtype) for d, k in zip(d_kernels, kernels)]
 
 
-conv_max_over_positions.defvjp(lambda x, kernels, dtype, block: _forward(x, kernels, dtype, block), _backward)
+conv_max_over_positions.defvjp(
+    lambda x, kernels, dtype, block, fused: _forward(x, kernels, dtype, block, fused), _backward
+)

@@ -211,6 +211,29 @@ def test_char_cnn_rejects_unknown_activation() -> None:
         abstract_params(make_encoder("gelu"), jnp.asarray(char_ids_example()))
 
 
+def test_char_cnn_pallas_conv_kernel_same_outputs_and_gradients() -> None:
+    """conv_kernel='pallas' (the fused forward kernel, interpreted on CPU) gives the XLA path's
+    embeddings and parameter gradients; an unknown kernel is refused."""
+    ids = jnp.asarray(char_ids_example(5))
+    plain = make_encoder()
+    fused = CharCNNEncoder(EMBED_DIM, FILTERS, N_HIGHWAY, OUTPUT_DIM, "relu", conv_kernel="pallas")
+    params = randomize(abstract_params(plain, ids), seed=6)
+    readout = jax.random.normal(jax.random.key(7), (2, 3, OUTPUT_DIM))
+
+    def loss(module, p):
+        out = module.apply({"params": p}, ids)
+        return jnp.sum(out * readout), out
+
+    (_, out_x), grads_x = jax.value_and_grad(lambda p: loss(plain, p), has_aux=True)(params)
+    (_, out_p), grads_p = jax.value_and_grad(lambda p: loss(fused, p), has_aux=True)(params)
+    np.testing.assert_allclose(out_p, out_x, rtol=1e-5, atol=1e-6)
+    assert float(jnp.max(jnp.abs(grads_x["W_cnn_0"]))) > 0
+    for got, want in zip(jax.tree.leaves(grads_p), jax.tree.leaves(grads_x)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="model.conv_kernel"):
+        abstract_params(CharCNNEncoder(EMBED_DIM, FILTERS, N_HIGHWAY, OUTPUT_DIM, conv_kernel="cudnn"), ids)
+
+
 @pytest.fixture(scope="module")
 def cnn_grads() -> dict[str, Any]:
     """jax.grad of sum(out * weights) for the tanh encoder, with everything needed to check it."""

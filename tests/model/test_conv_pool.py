@@ -38,10 +38,13 @@ def example(seed: int = 0):
     return x, kernels, cotangents
 
 
-@pytest.mark.parametrize("block", [None, 1, 3, CPU_BLOCK])
-def test_values_and_gradients_match_numpy(block):
+@pytest.mark.parametrize(
+    "block,fused", [(None, False), (1, False), (3, False), (CPU_BLOCK, False), (None, True), (3, True)]
+)
+def test_values_and_gradients_match_numpy(block, fused):
+    """fused: the forward pass by pallas_conv_pool's kernel (interpreted on CPU), the reverse as block says."""
     x, kernels, cotangents = example()
-    f = jax.jit(lambda x, k: conv_max_over_positions(x, k, jnp.float32, block))
+    f = jax.jit(lambda x, k: conv_max_over_positions(x, k, jnp.float32, block, fused))
     pooled, vjp = jax.vjp(f, jnp.asarray(x), [jnp.asarray(k) for k in kernels])
     x64, k64 = x.astype(np.float64), [k.astype(np.float64) for k in kernels]
     for out, kernel in zip(pooled, k64):

@@ -1,0 +1,96 @@
+"""pallas_conv_max (interpret mode on CPU) vs NumPy: the max over positions and its first argmax;
+bfloat16 operands; argument checks; lowering to Triton for CUDA without a GPU."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from elmo_jax.model.pallas_conv_pool import default_block_filters, pallas_conv_max
+from tests.model.test_char_cnn import np_conv1d_valid
+
+
+def example(n_tokens: int, n_chars: int, dim: int, width: int, n_filters: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n_tokens, n_chars, dim)).astype(np.float32)
+    x[1, 2:] = x[1, 1]  # Identical characters from 1 on (as padding): those windows tie.
+    kernel = rng.normal(size=(width, dim, n_filters)).astype(np.float32)
+    return x, kernel
+
+
+@pytest.mark.parametrize(
+    "n_tokens,n_chars,dim,width,n_filters,block_tokens,block_filters",
+    [
+        (7, 9, 3, 1, 4, 4, 2),  # tokens padded to 8; two filter blocks
+        (7, 9, 3, 4, 6, 32, None),  # one token block; default filter block (2)
+        (5, 6, 2, 6, 3, 2, 3),  # width = all characters: one position
+        (16, 12, 16, 3, 32, 16, 16),  # the GPU lowering's shapes
+    ],
+)
+def test_matches_numpy_max_and_first_argmax(n_tokens, n_chars, dim, width, n_filters, block_tokens, block_filters):
+    x, kernel = example(n_tokens, n_chars, dim, width, n_filters)
+    pooled, index = pallas_conv_max(
+        jnp.asarray(x), jnp.asarray(kernel), jnp.float32, block_tokens, block_filters, interpret=True
+    )
+    conv = np_conv1d_valid(x.astype(np.float64), kernel.astype(np.float64))  # [N, L, n]
+    assert pooled.shape == index.shape == (n_tokens, n_filters) and index.dtype == jnp.int32
+    np.testing.assert_allclose(pooled, conv.max(axis=1), rtol=1e-5, atol=1e-5)
+    # The argmax's window gives the max (ties within float32 rounding may pick either)...
+    picked = np.take_along_axis(conv, np.asarray(index)[:, None, :], axis=1)[:, 0]
+    np.testing.assert_allclose(picked, conv.max(axis=1), rtol=1e-5, atol=1e-5)
+    # ... and where windows tie exactly, it is the first of them.
+    if n_chars - width >= 2:
+        tied = conv[1, 1:].max(axis=0) >= conv[1, 0]  # token 1's best window is one of the tied ones
+        np.testing.assert_array_equal(np.asarray(index)[1][tied], 1)
+
+
+def test_bfloat16_operands_close_to_float32():
+    x, kernel = example(9, 10, 4, 3, 8, seed=1)
+    out32, _ = pallas_conv_max(jnp.asarray(x), jnp.asarray(kernel), jnp.float32, 4, interpret=True)
+    out16, _ = pallas_conv_max(jnp.asarray(x), jnp.asarray(kernel), jnp.bfloat16, 4, interpret=True)
+    assert out16.dtype == jnp.float32
+    scale = float(jnp.max(jnp.abs(out32)))
+    np.testing.assert_allclose(out16, out32, rtol=0, atol=2e-2 * scale)
+    assert float(jnp.max(jnp.abs(out16 - out32))) > 0  # bfloat16 was used
+
+
+def test_argument_checks():
+    x = jnp.zeros((4, 5, 3))
+    with pytest.raises(ValueError, match="does not match"):
+        pallas_conv_max(x, jnp.zeros((2, 4, 8)), interpret=True)
+    with pytest.raises(ValueError, match="needs >= 6 characters"):
+        pallas_conv_max(x, jnp.zeros((6, 3, 8)), interpret=True)
+    with pytest.raises(ValueError, match="block_filters=3"):
+        pallas_conv_max(x, jnp.zeros((2, 3, 8)), block_filters=3, interpret=True)
+
+
+def test_default_block_filters():
+    assert default_block_filters(1024) == 128  # ELMo's widest filter count
+    assert default_block_filters(32) == 32
+    assert default_block_filters(96) == 32
+    assert default_block_filters(7) == 1
+
+
+def test_lowers_to_triton_for_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel lowers through Pallas's Triton lowering to a Triton module that passes MLIR
+    verification, without a GPU (cross-platform lowering for CUDA): every primitive it uses has a
+    Triton lowering rule. Compiling it to PTX and its speed need a GPU."""
+    from jax._src.pallas.triton import lowering  # private: the hook that sees each Triton module
+
+    verified = []
+    original = lowering.lower_jaxpr_to_triton_module
+
+    def lower_and_verify(*args, **kwargs):
+        result = original(*args, **kwargs)
+        verified.append(result.module.operation.verify())
+        return result
+
+    monkeypatch.setattr(lowering, "lower_jaxpr_to_triton_module", lower_and_verify)
+    x = jax.ShapeDtypeStruct((40, 50, 16), jnp.float32)
+    kernel = jax.ShapeDtypeStruct((7, 16, 256), jnp.float32)
+    fn = jax.jit(lambda x, k: pallas_conv_max(x, k, jnp.bfloat16, 32))
+    text = fn.trace(x, kernel).lower(lowering_platforms=("cuda",)).as_text()
+    assert text.count("__gpu$xla.gpu.triton") == 1
+    assert verified == [True]
