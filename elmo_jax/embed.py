@@ -68,7 +68,7 @@ import numpy as np
 from absl import flags
 from tqdm import tqdm
 
-from elmo_jax import host_memory, quiet_logs
+from elmo_jax import compilation_cache, host_memory, quiet_logs
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.atomic_write import write_atomic
@@ -489,6 +489,9 @@ flags.DEFINE_string(
     flag_values=_FLAGS,
 )
 flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
+flags.DEFINE_string(
+    compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
+)
 
 
 def _embed() -> None:
@@ -502,6 +505,7 @@ def _embed() -> None:
     if _FLAGS.batch_size < 1:
         raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
     quiet_logs.configure(_FLAGS.log_library)
+    compilation_cache.configure(_FLAGS.compilation_cache)
     host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
     cache = read_vocabulary_words(_FLAGS.vocab_to_cache) if _FLAGS.vocab_to_cache else None
     stateful = not _FLAGS.stateless

@@ -38,7 +38,7 @@ import numpy as np
 from absl import flags
 from tqdm import tqdm
 
-from elmo_jax import host_memory, quiet_logs
+from elmo_jax import compilation_cache, host_memory, quiet_logs
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.sources import expand_globs
 from elmo_jax.embed import (
@@ -270,6 +270,9 @@ flags.DEFINE_integer("max_words", 100_000, "word list: among the N most frequent
 flags.DEFINE_integer("batch_size", 32, "corpus lines per embedder batch", flag_values=_FLAGS)
 flags.DEFINE_bool("no_progress", False, "no progress bar", flag_values=_FLAGS)
 flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
+flags.DEFINE_string(
+    compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
+)
 
 
 def _check_flags() -> None:
@@ -287,6 +290,7 @@ def _neighbors() -> None:
     """The CLI: both lists of the query word on stdout."""
     host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
     quiet_logs.configure(_FLAGS.log_library)
+    compilation_cache.configure(_FLAGS.compilation_cache)
     _check_flags()
     query = _FLAGS.query.split()
     check_query(query, _FLAGS.word)

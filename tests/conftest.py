@@ -13,9 +13,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from elmo_jax import host_memory  # noqa: E402
+from elmo_jax import compilation_cache, host_memory  # noqa: E402
 
 host_memory.reuse_freed_memory()
+# The tools run in process must not cache this process's compilations on disk (scripts run as
+# subprocesses get JAX's own cache settings from tests/entry_points.py).
+os.environ[compilation_cache.ENV_VAR] = ""
 
 
 @pytest.fixture(scope="session")

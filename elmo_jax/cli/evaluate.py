@@ -22,7 +22,7 @@ import sys
 from absl import app, flags
 
 from configs import default
-from elmo_jax import host_memory, quiet_logs
+from elmo_jax import compilation_cache, host_memory, quiet_logs
 from elmo_jax.config_flags import define_config_flag
 from elmo_jax.evaluation import bilm_files_from_flags, evaluate_bilm_files, evaluate_checkpoint
 
@@ -43,6 +43,7 @@ flags.DEFINE_string("eval_files", "", "Evaluate these text files (globs) instead
 flags.DEFINE_integer("step", None, "Checkpoint step to evaluate (default: the latest).")
 flags.DEFINE_string("output", None, "Also write the result to this JSON file.")
 flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP)
+flags.DEFINE_string(compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP)
 
 
 def main(argv: list[str]) -> None:
@@ -50,6 +51,7 @@ def main(argv: list[str]) -> None:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
     quiet_logs.configure(FLAGS.log_library)
+    compilation_cache.configure(FLAGS.compilation_cache)
     try:
         files = bilm_files_from_flags(FLAGS.flag_values_dict())
         if files is None:

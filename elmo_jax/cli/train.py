@@ -13,7 +13,7 @@ import sys
 
 from absl import app, flags
 
-from elmo_jax import host_memory, quiet_logs
+from elmo_jax import compilation_cache, host_memory, quiet_logs
 from elmo_jax.config_flags import define_config_flag
 from elmo_jax.training import preemption
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
@@ -23,6 +23,7 @@ FLAGS = flags.FLAGS
 define_config_flag("Path to a config file (configs/*.py).")
 flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics and evaluation results.")
 flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP)
+flags.DEFINE_string(compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP)
 flags.mark_flags_as_required(["config", "workdir"])
 
 
@@ -31,6 +32,7 @@ def main(argv: list[str]) -> None:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
     quiet_logs.configure(FLAGS.log_library)
+    compilation_cache.configure(FLAGS.compilation_cache)
     initialize_distributed(FLAGS.config.distributed)
     try:
         train_and_evaluate(FLAGS.config, FLAGS.workdir)

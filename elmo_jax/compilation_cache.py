@@ -1,0 +1,49 @@
+"""A persistent cache of XLA compilations for the command-line tools: a second run skips compiling.
+
+JAX compiles each jitted function once per new shape, in every process. Embedding a file with ELMo
+small compiles about 30 programs (6 s on 2 CPU cores) before the first output, and evaluation and
+training compile their steps. The tools keep the compiled programs in a directory, and later runs
+of the same model and shapes load them instead (measurements in docs/embedding_performance.md).
+JAX keys each entry by the program, its compile options, the backend and the jax version, so a
+changed model or an upgraded jax compiles afresh.
+
+The directory: the tools' `--compilation_cache` flag. Its default is `$ELMO_JAX_COMPILATION_CACHE`
+if set, else JAX's own `$JAX_COMPILATION_CACHE_DIR` if set, else `$XDG_CACHE_HOME/elmo_jax/jax`
+(`~/.cache/elmo_jax/jax`). An empty value turns the cache off.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+
+FLAG_NAME = "compilation_cache"  # The entry points' absl flag for `configure`.
+FLAG_HELP = (
+    "Directory of the persistent XLA compilation cache: later runs with the same model and shapes load "
+    "the compiled programs instead of compiling them again. Empty: no cache."
+)
+ENV_VAR = "ELMO_JAX_COMPILATION_CACHE"
+
+
+def default_dir() -> str:
+    """`$ELMO_JAX_COMPILATION_CACHE` when set (empty: no cache), else `$JAX_COMPILATION_CACHE_DIR`
+    when set, else `$XDG_CACHE_HOME/elmo_jax/jax`."""
+    for name in (ENV_VAR, "JAX_COMPILATION_CACHE_DIR"):
+        if name in os.environ:
+            return os.environ[name]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "elmo_jax", "jax")
+
+
+def configure(directory: str) -> None:
+    """Caches every compilation of this process in `directory` (nothing when empty).
+
+    Call before the first compilation. Every program is cached, however fast it compiled: the
+    embedder's are many small ones (about 0.2 s each), below JAX's default 1 s threshold.
+    """
+    if not directory:
+        return
+    jax.config.update("jax_compilation_cache_dir", os.path.expanduser(directory))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
