@@ -112,8 +112,8 @@ def run_lstms(
     `[n]`: distinct state rows (of the B rows of `state`, `[2, B, .]` per layer); reset: optional
     `[n, T]` bool, the state becomes `reset_state` (each layer's `[2, 1, .]`; default zeros) before
     the positions where true (in both directions: a row may hold several sentences, each starting
-    from that state). The first layer's x W_input is computed
-    once per word (`BiLM.first_layer_gates`), not per position.
+    from that state). The first layer's x W_input is computed once per word
+    (`BiLM.first_layer_gates`), not per position.
     Returns the LSTM layers `[L, 2, n, T', P]` (T' = the longest length rounded up to CHUNK;
     what positions past a row's length hold is unspecified) and `state` with the n rows advanced
     (the others untouched).

@@ -57,11 +57,32 @@ def _write(buf: jax.Array, value: jax.Array, t: jax.Array, axis: int) -> jax.Arr
     return jax.lax.dynamic_update_index_in_dim(buf, value, t, axis)
 
 
-def _stacked(step_shape: tuple[int, ...], n_steps: int, axis: int) -> jax.Array:
-    """A float32 buffer for `n_steps` per-step values of shape `step_shape`, time on `axis`."""
+def stacked_shape(step_shape: tuple[int, ...], n_steps: int, axis: int) -> tuple[int, ...]:
+    """The shape of `n_steps` per-step values of shape `step_shape`, time on `axis`."""
     shape = list(step_shape)
     shape.insert(axis, n_steps)
-    return jnp.zeros(shape, jnp.float32)
+    return tuple(shape)
+
+
+def _stacked(step_shape: tuple[int, ...], n_steps: int, axis: int) -> jax.Array:
+    """A float32 buffer for `n_steps` per-step values of shape `step_shape`, time on `axis`."""
+    return jnp.zeros(stacked_shape(step_shape, n_steps, axis), jnp.float32)
+
+
+def recurrence_inputs(xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis: int, bias):
+    """The argument handling `lstm_recurrence` and `pallas_lstm_recurrence` share: checks
+    `time_axis`, turns clips of None or 0 into None (proj_clip also without a projection), casts
+    xw and the state to float32 and makes bias zeros `[2, 4*dim]` when None.
+
+    Returns (xw, c0, h0, bias, cell_clip, proj_clip).
+    """
+    if time_axis not in (0, 2):
+        raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
+    cell_clip = float(cell_clip) if cell_clip else None
+    proj_clip = float(proj_clip) if proj_clip and w_proj is not None else None
+    xw, c0, h0 = (jnp.asarray(a, jnp.float32) for a in (xw, c0, h0))
+    bias = jnp.zeros((2, xw.shape[-1]), jnp.float32) if bias is None else jnp.asarray(bias, jnp.float32)
+    return xw, c0, h0, bias, cell_clip, proj_clip
 
 
 def _forward(
@@ -253,17 +274,12 @@ def lstm_recurrence(
     zeros. With `reset`, gradients come from JAX's autodiff of the loop rather than the
     hand-written reverse pass.
     """
-    if time_axis not in (0, 2):
-        raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
-    cell_clip = float(cell_clip) if cell_clip else None
-    proj_clip = float(proj_clip) if proj_clip and w_proj is not None else None
+    xw, c0, h0, bias, cell_clip, proj_clip = recurrence_inputs(
+        xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis, bias
+    )
     mask = jnp.asarray(mask).astype(bool)
-    xw, c0, h0 = (jnp.asarray(a, jnp.float32) for a in (xw, c0, h0))
     if xw.shape[time_axis] == 0:  # no steps: nothing to run (the loops below assume one)
-        hs_shape = list(h0.shape)
-        hs_shape.insert(time_axis, 0)
-        return jnp.zeros(hs_shape, jnp.float32), (c0, h0)
-    bias = jnp.zeros((2, xw.shape[-1]), jnp.float32) if bias is None else jnp.asarray(bias, jnp.float32)
+        return _stacked(h0.shape, 0, time_axis), (c0, h0)
     unroll = _resolve_unroll(unroll, xw.shape[time_axis], dtype)
     if reset is not None:
         reset = jnp.asarray(reset).astype(bool)

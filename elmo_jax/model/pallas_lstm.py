@@ -66,7 +66,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from elmo_jax.model.lstm_recurrence import FORGET_BIAS, _clip, _clip_grad
+from elmo_jax.model.lstm_recurrence import FORGET_BIAS, _clip, _clip_grad, recurrence_inputs, stacked_shape
 from elmo_jax.model.precision import matmul
 
 DEFAULT_BLOCK_BATCH = 16
@@ -92,12 +92,6 @@ class _Config:
 # ---------------------------------------------------------------------------------------------
 # Block specs. Sequences are [T, 2, B, X] (time_axis 0) or [2, B, T, X] (time_axis 2); in the
 # kernel a sequence ref is [T, block_batch, X] or [block_batch, T, X] and `_at` indexes step t.
-
-
-def _seq_shape(step_shape: tuple[int, ...], n_steps: int, axis: int) -> tuple[int, ...]:
-    shape = list(step_shape)
-    shape.insert(axis, n_steps)
-    return tuple(shape)
 
 
 def _seq_spec(axis: int, n_steps: int, block_batch: int, width: int) -> pl.BlockSpec:
@@ -127,6 +121,17 @@ def _dot(a: jax.Array, b: jax.Array, dtype: jnp.dtype, transpose_b: bool = False
 
 # ---------------------------------------------------------------------------------------------
 # Kernels.
+
+
+def _loop_on_chip(step, n_steps: int, *carries: tuple) -> None:
+    """Runs `step(t, carry)` for t in [0, n_steps) with the carry on chip: each of `carries` is
+    (input ref, column slices, output ref); the carry holds the input's pieces `[:, slice]` and
+    its final pieces are written to the output ref."""
+    init = tuple(tuple(in_ref[:, cols] for cols in slices) for in_ref, slices, _ in carries)
+    final = jax.lax.fori_loop(0, n_steps, step, init)
+    for pieces, (_, slices, out_ref) in zip(final, carries):
+        for piece, cols in zip(pieces, slices):
+            out_ref[:, cols] = piece
 
 
 def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projected: bool, save: bool) -> None:
@@ -189,13 +194,7 @@ def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, project
             new_hs.append(h_new)
         return tuple(new_cs), tuple(new_hs)
 
-    c_init = tuple(c0_ref[:, rows] for rows in hid)
-    h_init = tuple(h0_ref[:, rows] for rows in h_rows)
-    cs, hs = jax.lax.fori_loop(0, n_steps, step, (c_init, h_init))
-    for c, rows in zip(cs, hid):
-        c_out_ref[:, rows] = c
-    for h, rows in zip(hs, h_rows):
-        h_out_ref[:, rows] = h
+    _loop_on_chip(step, n_steps, (c0_ref, hid, c_out_ref), (h0_ref, h_rows, h_out_ref))
 
 
 def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projected: bool) -> None:
@@ -259,13 +258,7 @@ def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projec
         new_dhs = tuple(jnp.where(live, a, dh) for a, dh in zip(acc, dhs))
         return tuple(new_dcs), new_dhs
 
-    dc_init = tuple(d_c_ref[:, rows] for rows in hid)
-    dh_init = tuple(d_h_ref[:, rows] for rows in h_rows)
-    dcs, dhs = jax.lax.fori_loop(0, n_steps, step, (dc_init, dh_init))
-    for dc, rows in zip(dcs, hid):
-        dc0_ref[:, rows] = dc
-    for dh, rows in zip(dhs, h_rows):
-        dh0_ref[:, rows] = dh
+    _loop_on_chip(step, n_steps, (d_c_ref, hid, dc0_ref), (d_h_ref, h_rows, dh0_ref))
 
 
 def _call(kernel, cfg: _Config, grid, in_specs, out_specs, out_shape, name: str):
@@ -298,11 +291,11 @@ def _forward(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool)
     in_specs = [seq(4 * dim), pl.BlockSpec((None, 4 * dim), lambda d, b: (d, 0)), _weight_spec(p, 4 * dim)]
     in_specs += [_weight_spec(dim, p)] if projected else []
     in_specs += [seq(1), _state_spec(bb, dim), _state_spec(bb, p)]
-    out_shape = [f32(_seq_shape(h0.shape, n_steps, axis)), f32(c0.shape), f32(h0.shape)]
+    out_shape = [f32(stacked_shape(h0.shape, n_steps, axis)), f32(c0.shape), f32(h0.shape)]
     out_specs = [seq(p), _state_spec(bb, dim), _state_spec(bb, p)]
     if save:  # gates, c_prev [, m] [, h']
         widths = [4 * dim, dim] + ([dim] if projected else []) + ([p] if cfg.proj_clip is not None else [])
-        out_shape += [f32(_seq_shape((2, batch, w), n_steps, axis)) for w in widths]
+        out_shape += [f32(stacked_shape((2, batch, w), n_steps, axis)) for w in widths]
         out_specs += [seq(w) for w in widths]
     kernel = partial(_forward_kernel, cfg=cfg, n_steps=n_steps, dim=dim, p=p, projected=projected, save=save)
     hs, c_t, h_t, *res = _call(
@@ -426,16 +419,14 @@ def pallas_lstm_recurrence(
     dim. Without interpret both must be powers of two >= 16, as must P. num_warps / num_stages:
     Triton compiler parameters (None: Pallas's defaults).
     """
-    if time_axis not in (0, 2):
-        raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
-    cell_clip = float(cell_clip) if cell_clip else None
-    proj_clip = float(proj_clip) if proj_clip and w_proj is not None else None
-    xw, c0, h0 = (jnp.asarray(a, jnp.float32) for a in (xw, c0, h0))
+    xw, c0, h0, bias, cell_clip, proj_clip = recurrence_inputs(
+        xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis, bias
+    )
     mask = jnp.asarray(mask).astype(jnp.float32)  # Triton loads float32 more readily than i1
     _, batch, dim = c0.shape
     p = h0.shape[-1]
     if xw.shape[time_axis] == 0:  # no steps: nothing to run
-        return jnp.zeros(_seq_shape(h0.shape, 0, time_axis), jnp.float32), (c0, h0)
+        return jnp.zeros(stacked_shape(h0.shape, 0, time_axis), jnp.float32), (c0, h0)
     if block_batch is None:
         block_batch = min(DEFAULT_BLOCK_BATCH, batch)
     if block_hidden is None:
@@ -450,7 +441,6 @@ def pallas_lstm_recurrence(
                 raise ValueError(
                     f"{name}={value}: the Triton lowering needs a power of two >= 16 (or use interpret=True)"
                 )
-    bias = jnp.zeros((2, xw.shape[-1]), jnp.float32) if bias is None else jnp.asarray(bias, jnp.float32)
     cfg = _Config(
         cell_clip, proj_clip, jnp.dtype(dtype), time_axis, int(block_batch), int(block_hidden), bool(interpret),
         num_warps, num_stages,

@@ -10,6 +10,7 @@ import pytest
 
 from elmo_jax.model.pallas_conv_pool import default_block_filters, pallas_conv_max
 from tests.model.test_char_cnn import np_conv1d_valid
+from tests.model.triton_lowering import record_triton_verification
 
 
 def example(n_tokens: int, n_chars: int, dim: int, width: int, n_filters: int, seed: int = 0):
@@ -77,17 +78,7 @@ def test_lowers_to_triton_for_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel lowers through Pallas's Triton lowering to a Triton module that passes MLIR
     verification, without a GPU (cross-platform lowering for CUDA): every primitive it uses has a
     Triton lowering rule. Compiling it to PTX and its speed need a GPU."""
-    from jax._src.pallas.triton import lowering  # private: the hook that sees each Triton module
-
-    verified = []
-    original = lowering.lower_jaxpr_to_triton_module
-
-    def lower_and_verify(*args, **kwargs):
-        result = original(*args, **kwargs)
-        verified.append(result.module.operation.verify())
-        return result
-
-    monkeypatch.setattr(lowering, "lower_jaxpr_to_triton_module", lower_and_verify)
+    verified = record_triton_verification(monkeypatch)
     x = jax.ShapeDtypeStruct((40, 50, 16), jnp.float32)
     kernel = jax.ShapeDtypeStruct((7, 16, 256), jnp.float32)
     fn = jax.jit(lambda x, k: pallas_conv_max(x, k, jnp.bfloat16, 32))

@@ -12,6 +12,7 @@ import pytest
 from elmo_jax.model.lstm_recurrence import lstm_recurrence
 from elmo_jax.model.pallas_lstm import default_block_hidden, pallas_lstm_recurrence
 from tests.model.test_lstm_recurrence import reference_recurrence
+from tests.model.triton_lowering import record_triton_verification
 
 RTOL, ATOL = 1e-5, 1e-5
 T, B, DIM, P = 6, 4, 16, 8
@@ -238,17 +239,7 @@ def test_lowers_to_triton_for_gpu(projected: bool, time_axis: int, monkeypatch: 
     op verifiers), without a GPU: cross-platform lowering for CUDA. This checks that every primitive
     the kernels use has a Triton lowering rule; it does not compile them to PTX (shared memory,
     registers, Triton's own passes), which needs a GPU."""
-    from jax._src.pallas.triton import lowering  # private: the hook that sees each Triton module
-
-    verified = []
-    original = lowering.lower_jaxpr_to_triton_module
-
-    def lower_and_verify(*args, **kwargs):
-        result = original(*args, **kwargs)
-        verified.append(result.module.operation.verify())
-        return result
-
-    monkeypatch.setattr(lowering, "lower_jaxpr_to_triton_module", lower_and_verify)
+    verified = record_triton_verification(monkeypatch)
     t, b, dim, p = 3, 32, 32, 16 if projected else 32
     steps = (t, 2, b) if time_axis == 0 else (2, b, t)
     shapes = [steps + (4 * dim,), (2, p, 4 * dim), (2, dim, p), (2, b, dim), (2, b, p)]
