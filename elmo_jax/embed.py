@@ -41,7 +41,9 @@ sentences of all the batches one after another (exactly what running the batches
 stateless, the sentences packed longest first into `batch_size` streams of about equal length,
 each starting from the state after `<S>` (forward) or `</S>` (backward), which is the same for
 every sentence, so a sentence of n words runs n steps, not n + 2. The streams run in chunks of
-time steps, only the rows still running (`ragged_lstm`), so almost no position is padding.
+time steps, only the rows still running (`ragged_lstm`), so almost no position is padding; on
+CPUs (`--lstm_engine auto`, the default) a C++ kernel built for the machine on first use
+(`elmo_jax.cpu_lstm`) runs all of a group's steps instead, each direction on its own core.
 Compilations: one char-CNN shape and one first-layer input matmul per padded word count (64 x 1,
 1.5, 2, 3, 4, 6, ...) and one LSTM chunk per running-row count (1, 2, 3, 4, 6, 8, then multiples
 of 8) met; a corpus of batches of 32 sentences meets a handful of each.
@@ -63,6 +65,7 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import h5py
 import jax
+import jax.numpy as jnp
 import ml_collections
 import numpy as np
 from absl import flags
@@ -73,6 +76,7 @@ from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.atomic_write import write_atomic
 from elmo_jax.cli import tool_flags
+from elmo_jax.cpu_lstm import CpuLstmStack, KernelUnavailable
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
@@ -81,6 +85,7 @@ from elmo_jax.token_cache import TokenEmbeddingCache, WordTokenEmbeddings
 
 GROUP_POSITIONS = 8192  # `embed_sentences` runs the LSTMs over consecutive batches of about this many positions.
 LAYER_MODES = ("all", "top", "average")  # What `embed_file` writes per sentence (`select_layers`).
+LSTM_ENGINES = ("auto", "cpu", "xla")  # What runs the LSTMs (`cpu_lstm_stack`).
 
 
 class PretrainedBiLM(NamedTuple):
@@ -119,6 +124,26 @@ def check_embeddable(model: BiLM) -> None:
         )
 
 
+def cpu_lstm_stack(model: BiLM, params: Mapping, engine: str) -> CpuLstmStack | None:
+    """The C++ kernel that runs the LSTMs, or None for jitted chunks (`ragged_lstm.run_lstms`).
+
+    engine: 'cpu' (the kernel; KernelUnavailable if it cannot be built here), 'xla' (None) or
+    'auto': the kernel when JAX computes on the CPU and the biLM is float32, unless it cannot be
+    built (then None, with a warning).
+    """
+    if engine not in LSTM_ENGINES:
+        raise ValueError(f"lstm_engine must be one of {LSTM_ENGINES}, got {engine!r}")
+    if engine == "xla" or (engine == "auto" and (jax.default_backend() != "cpu" or model.dtype != jnp.float32)):
+        return None
+    try:
+        return CpuLstmStack(model, params)
+    except KernelUnavailable as e:
+        if engine == "cpu":
+            raise
+        logging.warning("running the LSTMs with XLA: %s", e)
+        return None
+
+
 def select_layers(layers: np.ndarray, mode: str) -> np.ndarray:
     """One sentence's ELMo layers `[n_layers + 1, n_tokens, 2P]` as `mode` asks: 'all' (as they are),
     'top' (the top LSTM layer, `[n_tokens, 2P]`) or 'average' (the mean over layers, `[n_tokens, 2P]`),
@@ -152,6 +177,8 @@ class ElmoEmbedder:
     up front). A word-input biLM (`model.token_encoder='word'`) needs `vocab`, its training
     vocabulary: a word's token embedding is the table row of its id there, `<UNK>`'s for a word
     outside it (as in training); `vocab_to_cache` is refused and `token_cache_size` unused.
+    `lstm_engine`: what runs the LSTMs, 'auto' | 'cpu' | 'xla' (`cpu_lstm_stack`); the outputs
+    agree to float32 rounding.
     """
 
     def __init__(
@@ -164,6 +191,7 @@ class ElmoEmbedder:
         vocab_to_cache: Sequence[str] | None = None,
         token_cache_size: int = 100_000,
         vocab: Vocabulary | None = None,
+        lstm_engine: str = "auto",
     ):
         check_embeddable(model)
         if batch_size < 1:
@@ -173,6 +201,7 @@ class ElmoEmbedder:
         self.params = jax.device_put({k: v for k, v in params.items() if k != "softmax"})
         self.batch_size = batch_size
         self.stateful = stateful
+        self._cpu_stack = cpu_lstm_stack(model, self.params, lstm_engine)
         self._boundary_state: list[LSTMState] | None = None  # See `_sentence_start_state`.
         self.reset_states()
         if model.token_encoder == "word":
@@ -271,7 +300,7 @@ class ElmoEmbedder:
         lstm_layers, state = run_lstms(
             self.model, self.params, embeddings, word_ids, lengths, np.array(active), state,
             reset=None if self.stateful else starts,
-            reset_state=None if self.stateful else self._sentence_start_state(),
+            reset_state=None if self.stateful else self._sentence_start_state(), cpu_stack=self._cpu_stack,
         )
         if self.stateful:
             self._state = state
@@ -297,7 +326,7 @@ class ElmoEmbedder:
             word_ids = np.array([0, 1]).reshape(2, 1, 1)  # Forward reads <S>, backward </S>.
             _, self._boundary_state = run_lstms(
                 self.model, self.params, embeddings, word_ids, np.array([1]), np.array([0]),
-                self.model.initial_state(1),
+                self.model.initial_state(1), cpu_stack=self._cpu_stack,
             )
         return self._boundary_state
 
@@ -361,10 +390,11 @@ def embedder_from_bilm_files(
     batch_size: int = 1,
     stateful: bool = True,
     vocab_to_cache: Sequence[str] | None = None,
+    lstm_engine: str = "auto",
 ) -> ElmoEmbedder:
     """An embedder for a bilm-tf/AllenNLP model (`options.json` + hdf5 weights)."""
     model, params, max_chars, _ = bilm_from_files(options_path, weights_path)
-    return ElmoEmbedder(model, params, max_chars, batch_size, stateful, vocab_to_cache)
+    return ElmoEmbedder(model, params, max_chars, batch_size, stateful, vocab_to_cache, lstm_engine=lstm_engine)
 
 
 def embedder_from_workdir(
@@ -373,13 +403,16 @@ def embedder_from_workdir(
     batch_size: int = 1,
     stateful: bool = True,
     vocab_to_cache: Sequence[str] | None = None,
+    lstm_engine: str = "auto",
 ) -> ElmoEmbedder:
     """An embedder for an elmo-jax training checkpoint, computing in float32 whatever model.dtype is.
 
     Char-CNN and word-input biLMs alike; a word-input biLM maps words to ids by the workdir's
     vocab.txt (words outside it -> `<UNK>`, as in training) and takes no `vocab_to_cache`."""
     model, params, max_chars, vocab = bilm_from_workdir(workdir, step)
-    return ElmoEmbedder(model, params, max_chars, batch_size, stateful, vocab_to_cache, vocab=vocab)
+    return ElmoEmbedder(
+        model, params, max_chars, batch_size, stateful, vocab_to_cache, vocab=vocab, lstm_engine=lstm_engine
+    )
 
 
 def read_sentences(path: str) -> Iterator[list[str]]:
@@ -488,6 +521,12 @@ flags.DEFINE_string(
     "vocabulary file: compute its words' token embeddings once, up front (same output; char-CNN biLMs only)",
     flag_values=_FLAGS,
 )
+flags.DEFINE_enum(
+    "lstm_engine", "auto", LSTM_ENGINES,
+    "what runs the LSTMs: a C++ kernel built for this CPU on first use (cpu), jitted XLA (xla), or the kernel "
+    "when computing on the CPU in float32 (auto)",
+    flag_values=_FLAGS,
+)
 flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
 flags.DEFINE_string(
     compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
@@ -510,9 +549,13 @@ def _embed() -> None:
     cache = read_vocabulary_words(_FLAGS.vocab_to_cache) if _FLAGS.vocab_to_cache else None
     stateful = not _FLAGS.stateless
     if _FLAGS.workdir is not None:
-        embedder = embedder_from_workdir(_FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful, cache)
+        embedder = embedder_from_workdir(
+            _FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful, cache, lstm_engine=_FLAGS.lstm_engine
+        )
     else:
-        embedder = embedder_from_bilm_files(_FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful, cache)
+        embedder = embedder_from_bilm_files(
+            _FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful, cache, lstm_engine=_FLAGS.lstm_engine
+        )
     if _FLAGS.input is not None:
         n = embed_file(embedder, _FLAGS.input, _FLAGS.output, layers=_FLAGS.layers)
         print(f"wrote {n} sentences to {_FLAGS.output}")

@@ -12,6 +12,9 @@ interact.
 The first layer's input half of the gates, x W_input, depends on the token alone: it is computed
 once per distinct word of the call and gathered for each position.
 
+On CPUs `run_lstms` can instead run every layer, step and row in one call of a C++ kernel
+(`CpuLstmStack`, given as `cpu_stack`): no chunks, no compilations, rows skipped once finished.
+
 Compilations: one chunk function per row count met (`row_bucket`: 1, 2, 3, 4, 6, 8, then
 multiples of 8), one gates computation per padded word count (`padded_count`), one gather per
 (word count, row count), one state gather and one scatter.
@@ -26,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from elmo_jax.cpu_lstm import CpuLstmStack
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.token_cache import MIN_WORDS, padded_count
@@ -103,6 +107,7 @@ def run_lstms(
     state: list[LSTMState],
     reset: np.ndarray | None = None,
     reset_state: list[LSTMState] | None = None,
+    cpu_stack: CpuLstmStack | None = None,
 ) -> tuple[np.ndarray, list[LSTMState]]:
     """The LSTM layers of n token streams, each row continuing from its state row.
 
@@ -114,9 +119,9 @@ def run_lstms(
     the positions where true (in both directions: a row may hold several sentences, each starting
     from that state). The first layer's x W_input is computed once per word
     (`BiLM.first_layer_gates`), not per position.
-    Returns the LSTM layers `[L, 2, n, T', P]` (T' = the longest length rounded up to CHUNK;
-    what positions past a row's length hold is unspecified) and `state` with the n rows advanced
-    (the others untouched).
+    cpu_stack: the C++ kernel for this model and params (`CpuLstmStack`): all chunks in one call.
+    Returns the LSTM layers `[L, 2, n, T', P]` (T' >= the longest length; what positions past a
+    row's length hold is unspecified) and `state` with the n rows advanced (the others untouched).
     """
     n = len(lengths)
     if np.any(np.diff(lengths) > 0) or lengths[-1] < 1:
@@ -128,6 +133,8 @@ def run_lstms(
     padded_words = np.zeros((padded_count(len(words) + 1, MIN_WORDS), words.shape[1]), np.float32)
     padded_words[: len(words)] = words  # Row len(words) (zeros) fills the padding positions.
     gates = _first_layer_gates(model, params, padded_words)
+    if cpu_stack is not None:
+        return _run_on_cpu_stack(cpu_stack, gates, word_ids[:, :, :steps], lengths, rows, state, reset, reset_state)
     ids = np.full((2, padded_rows, n_chunks * CHUNK), len(words), np.int32)
     ids[:, :n, :steps] = word_ids[:, :, :steps]
     mask = np.zeros((padded_rows, n_chunks * CHUNK), bool)
@@ -154,3 +161,27 @@ def run_lstms(
         kept = min(n_rows, n)
         layers[:, :, :kept, k * CHUNK : (k + 1) * CHUNK] = np.asarray(out)[:, :, :kept]
     return layers, _scatter_rows(state, sorted_state, order)
+
+
+def _run_on_cpu_stack(
+    cpu_stack: CpuLstmStack,
+    gates: jax.Array,
+    word_ids: np.ndarray,
+    lengths: np.ndarray,
+    rows: np.ndarray,
+    state: list[LSTMState],
+    reset: np.ndarray | None,
+    reset_state: list[LSTMState] | None,
+) -> tuple[np.ndarray, list[LSTMState]]:
+    """`run_lstms` in one call of the C++ kernel (its arguments; gates: `_first_layer_gates`)."""
+    steps = word_ids.shape[2]
+    row_state = [LSTMState(np.asarray(s.c)[:, rows], np.asarray(s.h)[:, rows]) for s in state]
+    layers, new_rows = cpu_stack.run(
+        np.asarray(gates), word_ids, lengths, row_state, None if reset is None else reset[:, :steps], reset_state
+    )
+    new_state = []
+    for old, new in zip(state, new_rows):
+        c, h = np.array(old.c), np.array(old.h)
+        c[:, rows], h[:, rows] = new.c, new.h
+        new_state.append(LSTMState(c, h))
+    return layers, new_state

@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -19,6 +20,8 @@ host_memory.reuse_freed_memory()
 # The tools run in process must not cache this process's compilations on disk (scripts run as
 # subprocesses get JAX's own cache settings from tests/entry_points.py).
 os.environ[compilation_cache.ENV_VAR] = ""
+# The CPU LSTM kernel is compiled once per test session, in a directory of its own (not ~/.cache).
+os.environ.setdefault("ELMO_JAX_KERNEL_CACHE", tempfile.mkdtemp(prefix="elmo_jax_kernels_"))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,118 @@
+"""The biLM's LSTM stacks over token streams on CPUs, in one call of lstm_stack.cc (inference).
+
+`CpuLstmStack` holds a biLM's LSTM weights as contiguous float32 arrays and runs every layer of
+both directions over `n` token streams for all their steps at once: each (direction, block of
+rows) on its own thread, with no synchronisation, and each step's gates, cell update and
+projection fused in one pass over the weights (lstm_stack.cc). It computes what
+`BiLM.contextualize_from_gates` computes for float32 biLMs, to float32 rounding.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Any, Mapping
+
+import numpy as np
+
+from elmo_jax.cpu_lstm.build import load_library
+from elmo_jax.model.lstm import LSTMState, has_projection
+
+_F32 = ctypes.POINTER(ctypes.c_float)
+_I32 = ctypes.POINTER(ctypes.c_int32)
+
+
+_INT_FIELDS = ("n_layers", "rows", "steps", "dim", "proj", "words", "residual", "n_threads")
+_ARRAY_FIELDS = ("bias", "w_input", "w_hidden", "w_proj", "reset_c", "reset_h", "c", "h", "out")
+
+
+class _Args(ctypes.Structure):
+    """lstm_stack.cc's `LstmStackArgs`."""
+
+    _fields_ = [
+        *((name, ctypes.c_int32) for name in _INT_FIELDS),
+        ("cell_clip", ctypes.c_float),
+        ("proj_clip", ctypes.c_float),
+        ("gate_table", _F32),
+        ("ids", _I32),
+        ("lengths", _I32),
+        ("reset", ctypes.POINTER(ctypes.c_uint8)),
+        *((name, _F32) for name in _ARRAY_FIELDS),
+    ]
+
+
+def _pointer(array: np.ndarray | None, kind) -> Any:
+    return None if array is None else array.ctypes.data_as(kind)
+
+
+def _f32(array: Any) -> np.ndarray:
+    return np.ascontiguousarray(array, np.float32)
+
+
+def cpu_threads() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class CpuLstmStack:
+    """The LSTM stacks of a float32 biLM (`model`: its `n_layers`, `dim`, `projection_dim`, clips
+    and skip connections; `params`: its variables' params) ready for `run`. Builds the kernel on
+    first use (`load_library`; KernelUnavailable when it cannot)."""
+
+    def __init__(self, model: Any, params: Mapping, n_threads: int | None = None):
+        self._library = load_library()
+        layers = [params[f"lstm_{i}"] for i in range(model.n_layers)]
+        self.n_layers, self.dim, self.proj = model.n_layers, model.dim, model.projection_dim
+        self.cell_clip = float(model.cell_clip or 0.0)
+        projected = has_projection(self.dim, self.proj)
+        self.proj_clip = float(model.proj_clip or 0.0) if projected else 0.0
+        self.residual = bool(model.use_skip_connections)
+        self.n_threads = n_threads or cpu_threads()
+        self.bias = _f32(np.stack([layer["B"] for layer in layers]))
+        self.w_hidden = _f32(np.stack([layer["W_hidden"] for layer in layers]))
+        gates = 4 * self.dim
+        above_first = [layer["W_input"] for layer in layers[1:]]
+        self.w_input = _f32(np.stack(above_first) if above_first else np.zeros((0, 2, self.proj, gates)))
+        self.w_proj = _f32(np.stack([layer["W_P"] for layer in layers])) if projected else None
+
+    def run(
+        self,
+        gate_table: np.ndarray,
+        ids: np.ndarray,
+        lengths: np.ndarray,
+        state: list[LSTMState],
+        reset: np.ndarray | None = None,
+        reset_state: list[LSTMState] | None = None,
+    ) -> tuple[np.ndarray, list[LSTMState]]:
+        """Runs the stacks over n token streams.
+
+        gate_table `[2, W, 4 dim]`: the first layer's x W_input of W words; ids `[2, n, T]`: the
+        word (row of gate_table) at each position of the forward and backward streams; lengths
+        `[n]`: row i runs positions [0, lengths[i]) and its state stays after them; state: each
+        layer's `[2, n, .]` initial state; reset: optional `[n, T]`, each layer's state becomes its
+        `reset_state` (`[2, 1, .]`, default zeros) before the positions where true.
+        Returns the layers' outputs `[L, 2, n, T, P]` (zeros past a row's length) and the final states.
+        """
+        n_rows, n_steps = ids.shape[1:]
+        table = _f32(gate_table)
+        ids = np.ascontiguousarray(ids, np.int32)
+        if ids.size and (ids.min() < 0 or ids.max() >= table.shape[1]):
+            raise ValueError(f"word ids must index the {table.shape[1]} rows of gate_table")
+        lengths = np.ascontiguousarray(np.minimum(lengths, n_steps), np.int32)
+        reset = None if reset is None else np.ascontiguousarray(reset, np.uint8)
+        if reset_state is None:
+            reset_state = [LSTMState(np.zeros((2, 1, self.dim)), np.zeros((2, 1, self.proj)))] * self.n_layers
+        reset_c = _f32(np.stack([np.broadcast_to(s.c, (2, 1, self.dim))[:, 0] for s in reset_state]))
+        reset_h = _f32(np.stack([np.broadcast_to(s.h, (2, 1, self.proj))[:, 0] for s in reset_state]))
+        c = np.array(np.stack([s.c for s in state]), np.float32, order="C")  # Copies: updated in place.
+        h = np.array(np.stack([s.h for s in state]), np.float32, order="C")
+        out = np.zeros((self.n_layers, 2, n_rows, n_steps, self.proj), np.float32)
+        args = _Args(
+            self.n_layers, n_rows, n_steps, self.dim, self.proj, table.shape[1], int(self.residual), self.n_threads,
+            self.cell_clip, self.proj_clip, _pointer(table, _F32), _pointer(ids, _I32), _pointer(lengths, _I32),
+            _pointer(reset, ctypes.POINTER(ctypes.c_uint8)),
+            *(_pointer(a, _F32) for a in (self.bias, self.w_input, self.w_hidden, self.w_proj, reset_c, reset_h)),
+            *(_pointer(a, _F32) for a in (c, h, out)),
+        )
+        self._library.elmo_lstm_stack(ctypes.byref(args))
+        return out, [LSTMState(c[i], h[i]) for i in range(self.n_layers)]
