@@ -126,6 +126,9 @@ def run_lstms(
     n = len(lengths)
     if np.any(np.diff(lengths) > 0) or lengths[-1] < 1:
         raise ValueError("lengths must be >= 1 and sorted longest first")
+    if cpu_stack is not None:
+        longest = int(lengths[0])
+        return _run_on_cpu_stack(cpu_stack, words, word_ids[:, :, :longest], lengths, rows, state, reset, reset_state)
     batch_size = state[0].c.shape[1]
     n_chunks = -(-int(lengths[0]) // CHUNK)
     steps = min(word_ids.shape[2], n_chunks * CHUNK)
@@ -133,8 +136,6 @@ def run_lstms(
     padded_words = np.zeros((padded_count(len(words) + 1, MIN_WORDS), words.shape[1]), np.float32)
     padded_words[: len(words)] = words  # Row len(words) (zeros) fills the padding positions.
     gates = _first_layer_gates(model, params, padded_words)
-    if cpu_stack is not None:
-        return _run_on_cpu_stack(cpu_stack, gates, word_ids[:, :, :steps], lengths, rows, state, reset, reset_state)
     ids = np.full((2, padded_rows, n_chunks * CHUNK), len(words), np.int32)
     ids[:, :n, :steps] = word_ids[:, :, :steps]
     mask = np.zeros((padded_rows, n_chunks * CHUNK), bool)
@@ -165,7 +166,7 @@ def run_lstms(
 
 def _run_on_cpu_stack(
     cpu_stack: CpuLstmStack,
-    gates: jax.Array,
+    words: np.ndarray,
     word_ids: np.ndarray,
     lengths: np.ndarray,
     rows: np.ndarray,
@@ -173,11 +174,11 @@ def _run_on_cpu_stack(
     reset: np.ndarray | None,
     reset_state: list[LSTMState] | None,
 ) -> tuple[np.ndarray, list[LSTMState]]:
-    """`run_lstms` in one call of the C++ kernel (its arguments; gates: `_first_layer_gates`)."""
+    """`run_lstms` in one call of the C++ kernel (its arguments)."""
     steps = word_ids.shape[2]
     row_state = [LSTMState(np.asarray(s.c)[:, rows], np.asarray(s.h)[:, rows]) for s in state]
     layers, new_rows = cpu_stack.run(
-        np.asarray(gates), word_ids, lengths, row_state, None if reset is None else reset[:, :steps], reset_state
+        words, word_ids, lengths, row_state, None if reset is None else reset[:, :steps], reset_state
     )
     new_state = []
     for old, new in zip(state, new_rows):

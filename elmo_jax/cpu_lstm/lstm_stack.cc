@@ -7,7 +7,8 @@
 // W_hidden (and W_input above the first layer), packed in panels that hold the i, j, f, o columns
 // of the same V cells. A register block computes those four gates of ROWS rows, and the gate
 // arithmetic runs while the panel's outputs are still in the cache; then h' = m W_P. The first
-// layer's x W_input is read from a table of one row per distinct word.
+// layer's input depends on the word alone, so its x W_input is computed once per distinct word,
+// into a table that the steps read.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -27,6 +28,7 @@ constexpr int GATE_VECTORS = 2;  // gates per register block (of the 4 of a pane
 constexpr int PROJ_VECTORS = 2;  // projection outputs per register block: PROJ_VECTORS x V
 constexpr int PROJ_COLS = PROJ_VECTORS * V;
 constexpr int PREFETCH_PANELS = 2;  // how far ahead the table rows of the first layer are fetched
+constexpr int TABLE_TILE = 256;  // words per tile of the table's matmul (their embeddings stay in L2)
 
 typedef float vec __attribute__((vector_size(V * sizeof(float))));
 typedef int32_t ivec __attribute__((vector_size(V * sizeof(int32_t))));
@@ -62,9 +64,10 @@ inline vec tanh_(vec x) { return 1.0f - 2.0f / (vexp(x + x) + 1.0f); }
 inline int round_up(int n, int k) { return (n + k - 1) / k * k; }
 
 // z[r][g0 + g] += x[r, :k] . panel[:k, g] for R rows and G gates: one register block.
-// x: R rows of stride x_stride; panel: [k][G][V], gates g0 .. g0 + G - 1; z: [R][4] vectors.
+// x: packed [k][R] (the R values broadcast at each k are adjacent); panel: [k][G][V], gates
+// g0 .. g0 + G - 1; z: [R][4] vectors.
 template <int R, int G>
-inline void gate_block(vec* z, int g0, const float* x, int x_stride, const float* panel, int k_size) {
+inline void gate_block(vec* z, int g0, const float* x, const float* panel, int k_size) {
   vec acc[R][G];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -76,7 +79,7 @@ inline void gate_block(vec* z, int g0, const float* x, int x_stride, const float
     for (int g = 0; g < G; ++g) w[g] = load(panel + (size_t(k) * G + g) * V);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const float a = x[size_t(r) * x_stride + k];
+      const float a = x[size_t(k) * R + r];
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) acc[r][g] += a * w[g];
     }
@@ -88,9 +91,9 @@ inline void gate_block(vec* z, int g0, const float* x, int x_stride, const float
 }
 
 // out[r, :Q V] = m[r, :k] . panel for R rows: one register block of the projection.
-// m: R rows of stride m_stride; panel: [k][Q V]; out: R rows of stride out_stride.
+// m: packed [k][R]; panel: [k][Q V]; out: R rows of stride out_stride.
 template <int R, int Q>
-inline void proj_block(const float* m, int m_stride, const float* panel, int k_size, float* out, int out_stride) {
+inline void proj_block(const float* m, const float* panel, int k_size, float* out, int out_stride) {
   vec acc[R][Q] = {};
   for (int k = 0; k < k_size; ++k) {
     vec w[Q];
@@ -98,7 +101,7 @@ inline void proj_block(const float* m, int m_stride, const float* panel, int k_s
     for (int q = 0; q < Q; ++q) w[q] = load(panel + size_t(k) * Q * V + q * V);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const float a = m[size_t(r) * m_stride + k];
+      const float a = m[size_t(k) * R + r];
 #pragma GCC unroll 4
       for (int q = 0; q < Q; ++q) acc[r][q] += a * w[q];
     }
@@ -118,12 +121,12 @@ extern "C" {
 struct LstmStackArgs {
   int32_t n_layers, rows, steps, dim, proj, words, residual, n_threads;
   float cell_clip, proj_clip;
-  const float* gate_table;  // [2, words, 4 dim]: the first layer's x W_input of each word
-  const int32_t* ids;       // [2, rows, steps]: the word at each position (a row of gate_table)
+  const float* embeddings;  // [words, proj]: the token embedding of each word (the first layer's input)
+  const int32_t* ids;       // [2, rows, steps]: the word at each position (a row of embeddings)
   const int32_t* lengths;   // [rows]: row r runs steps [0, lengths[r]); its state stays after
   const uint8_t* reset;     // [rows, steps] or nullptr: the state becomes reset_* before the step
   const float* bias;        // [L, 2, 4 dim]
-  const float* w_input;     // [L - 1, 2, proj, 4 dim]: the layers above the first
+  const float* w_input;     // [L, 2, proj, 4 dim]
   const float* w_hidden;    // [L, 2, proj, 4 dim]
   const float* w_proj;      // [L, 2, dim, proj] or nullptr
   const float* reset_c;     // [L, 2, dim]
@@ -133,6 +136,7 @@ struct LstmStackArgs {
   float* out;               // [L, 2, rows, steps, proj]: each layer's output (h, + its input
                             // above the first layer with `residual`); positions past a row's
                             // length are left as they are
+  float* table;             // elmo_lstm_table_floats(words, dim) floats of scratch space
 };
 
 }  // extern "C"
@@ -167,24 +171,38 @@ std::vector<float> pack_proj(const float* w, int dim, int proj, int proj_p) {
   return out;
 }
 
+// Matmul operands packed for the register blocks: [rows / ROWS][k][ROWS], the ROWS values that a
+// block broadcasts at each k adjacent (one cache line instead of ROWS).
+struct Packed {
+  int k_size;
+  std::vector<float> data;
+  Packed(int rows_p, int k) : k_size(k), data(size_t(rows_p) * k) {}
+  float* block(int r0) { return &data[size_t(r0) * k_size]; }  // r0: a multiple of ROWS
+  const float* block(int r0) const { return &data[size_t(r0) * k_size]; }
+  float& at(int r, int k) { return data[(size_t(r / ROWS) * k_size + k) * ROWS + r % ROWS]; }
+  void set_row(int r, const float* row, int n) { for (int k = 0; k < n; ++k) at(r, k) = row[k]; }
+};
+
 // The state and scratch of one layer for a task's rows (row strides one vector longer than the
 // rows: rows 4 KiB apart would share cache sets).
 struct LayerRows {
   int m_stride, h_stride;
-  std::vector<float> c, m, h, h_raw, y;  // y: the layer's output at this step
-  LayerRows(int rows_p, int dim_p, int proj_p)
+  std::vector<float> c, h, h_raw, y;  // y: the layer's output at this step
+  Packed m, h_packed, y_packed;       // m = sigmoid(o) tanh(c), and h and y as matmul operands
+  LayerRows(int rows_p, int dim_p, int proj_p, int proj)
       : m_stride(dim_p + V), h_stride(proj_p + V),
-        c(size_t(rows_p) * m_stride), m(size_t(rows_p) * m_stride),
-        h(size_t(rows_p) * h_stride), h_raw(size_t(rows_p) * h_stride), y(size_t(rows_p) * h_stride) {}
+        c(size_t(rows_p) * m_stride), h(size_t(rows_p) * h_stride), h_raw(size_t(rows_p) * h_stride),
+        y(size_t(rows_p) * h_stride), m(rows_p, dim_p), h_packed(rows_p, proj), y_packed(rows_p, proj) {}
 };
 
 class Task {
  public:
-  Task(const LstmStackArgs& a, const std::vector<PackedLayer>& packed, int d, int row0, int n_rows)
-      : a_(a), packed_(packed), d_(d), row0_(row0), n_rows_(n_rows),
+  // table: the first layer's x W_input of each word in direction d (`input_gate_table`).
+  Task(const LstmStackArgs& a, const std::vector<PackedLayer>& packed, const float* table, int d, int row0, int n_rows)
+      : a_(a), packed_(packed), table_(table), d_(d), row0_(row0), n_rows_(n_rows),
         dim_p_(round_up(a.dim, V)), proj_p_(round_up(a.proj, PROJ_COLS)), rows_p_(round_up(n_rows, ROWS)),
         gates_(4 * a.dim), live_(rows_p_, 0), table_rows_(rows_p_), z_(size_t(rows_p_) * 4) {
-    for (int l = 0; l < a.n_layers; ++l) layers_.emplace_back(rows_p_, dim_p_, proj_p_);
+    for (int l = 0; l < a.n_layers; ++l) layers_.emplace_back(rows_p_, dim_p_, proj_p_, a.proj);
   }
 
   void run() {
@@ -192,6 +210,7 @@ class Task {
       for (int r = 0; r < n_rows_; ++r) {
         std::memcpy(&layers_[l].c[size_t(r) * layers_[l].m_stride], &a_.c[state_row(l, r) * a_.dim], sizeof(float) * a_.dim);
         std::memcpy(&layers_[l].h[size_t(r) * layers_[l].h_stride], &a_.h[state_row(l, r) * a_.proj], sizeof(float) * a_.proj);
+        layers_[l].h_packed.set_row(r, &a_.h[state_row(l, r) * a_.proj], a_.proj);
       }
     for (int t = 0; t < a_.steps; ++t) {
       int live_rows = 0;  // rows [0, live_rows) hold every row that runs this step
@@ -200,7 +219,7 @@ class Task {
         live_[r] = r < n_rows_ && t < a_.lengths[row];
         if (live_[r]) live_rows = r + 1;
         const size_t word = live_[r] ? a_.ids[(size_t(d_) * a_.rows + row) * a_.steps + t] : 0;
-        table_rows_[r] = live_[r] ? a_.gate_table + (size_t(d_) * a_.words + word) * gates_ : nullptr;
+        table_rows_[r] = live_[r] ? table_ + word * 4 * V : nullptr;
       }
       if (live_rows == 0) continue;
       const int blocks = round_up(live_rows, ROWS);
@@ -224,6 +243,7 @@ class Task {
       if (live_[r] && a_.reset && a_.reset[size_t(row0_ + r) * a_.steps + t]) {
         std::memcpy(&s.c[size_t(r) * s.m_stride], &a_.reset_c[(size_t(l) * 2 + d_) * a_.dim], sizeof(float) * a_.dim);
         std::memcpy(&s.h[size_t(r) * s.h_stride], &a_.reset_h[(size_t(l) * 2 + d_) * a_.proj], sizeof(float) * a_.proj);
+        s.h_packed.set_row(r, &s.h[size_t(r) * s.h_stride], a_.proj);
       }
     const LayerRows* below = l > 0 ? &layers_[l - 1] : nullptr;
     for (int u0 = 0; u0 < dim_p_; u0 += V) {
@@ -232,72 +252,113 @@ class Task {
         for (int g = 0; g < 4; ++g) z_[r * 4 + g] = load(&w.bias[size_t(g) * dim_p_ + u0]);
       if (l == 0) add_table_gates(u0, n_rows);
       else
-        add_gates(&w.input[size_t(u0 / V) * a_.proj * 4 * V], below->y.data(), below->h_stride, n_rows);
-      add_gates(&w.hidden[size_t(u0 / V) * a_.proj * 4 * V], s.h.data(), s.h_stride, n_rows);
+        add_gates(&w.input[size_t(u0 / V) * a_.proj * 4 * V], below->y_packed, n_rows);
+      add_gates(&w.hidden[size_t(u0 / V) * a_.proj * 4 * V], s.h_packed, n_rows);
       for (int r = 0; r < n_rows; ++r) {
         if (!live_[r]) continue;
         const vec* z = &z_[r * 4];
         float* c = &s.c[size_t(r) * s.m_stride + u0];
         const vec c_new = clip(sigmoid(z[2] + 1.0f) * load(c) + sigmoid(z[0]) * tanh_(z[1]), a_.cell_clip);
         store(c, c_new);
-        store(&s.m[size_t(r) * s.m_stride + u0], sigmoid(z[3]) * tanh_(c_new));
+        float m[V];
+        store(m, sigmoid(z[3]) * tanh_(c_new));
+        for (int l = 0; l < V; ++l) s.m.at(r, u0 + l) = m[l];
       }
     }
     if (!w.proj.empty())
       for (int j0 = 0; j0 < proj_p_; j0 += PROJ_COLS)
         for (int r0 = 0; r0 < n_rows; r0 += ROWS)
-          proj_block<ROWS, PROJ_VECTORS>(&s.m[size_t(r0) * s.m_stride], s.m_stride, &w.proj[size_t(j0 / PROJ_COLS) * a_.dim * PROJ_COLS],
-                                         a_.dim, &s.h_raw[size_t(r0) * s.h_stride + j0], s.h_stride);
+          proj_block<ROWS, PROJ_VECTORS>(s.m.block(r0), &w.proj[size_t(j0 / PROJ_COLS) * a_.dim * PROJ_COLS], a_.dim,
+                                         &s.h_raw[size_t(r0) * s.h_stride + j0], s.h_stride);
     const bool add_input = a_.residual && l > 0;
     const float proj_clip = w.proj.empty() ? 0.0f : a_.proj_clip;
     for (int r = 0; r < n_rows; ++r) {
       if (!live_[r]) continue;
       float* h = &s.h[size_t(r) * s.h_stride];
       float* y = &s.y[size_t(r) * s.h_stride];
-      const float* h_new = w.proj.empty() ? &s.m[size_t(r) * s.m_stride] : &s.h_raw[size_t(r) * s.h_stride];
+      const float* h_raw = &s.h_raw[size_t(r) * s.h_stride];
       for (int j = 0; j < a_.proj; ++j) {
-        const float v = proj_clip > 0 ? std::min(std::max(h_new[j], -proj_clip), proj_clip) : h_new[j];
+        const float h_new = w.proj.empty() ? s.m.at(r, j) : h_raw[j];
+        const float v = proj_clip > 0 ? std::min(std::max(h_new, -proj_clip), proj_clip) : h_new;
         h[j] = v;
         y[j] = add_input ? v + below->y[size_t(r) * below->h_stride + j] : v;
+        s.h_packed.at(r, j) = v;
+        s.y_packed.at(r, j) = y[j];
       }
       std::memcpy(&a_.out[(((size_t(l) * 2 + d_) * a_.rows + row0_ + r) * a_.steps + t) * a_.proj], y, sizeof(float) * a_.proj);
     }
   }
 
-  // z += x . panel for rows [0, n_rows): x `[rows, proj]` (stride x_stride), panel: one panel of
-  // packed gates. Each group of gates is read by every row block while it is in L1.
-  void add_gates(const float* panel, const float* x, int x_stride, int n_rows) {
+  // z += x . panel for rows [0, n_rows): x `[rows, proj]` packed, panel: one panel of packed
+  // gates. Each group of gates is read by every row block while it is in L1.
+  void add_gates(const float* panel, const Packed& x, int n_rows) {
     for (int g0 = 0; g0 < 4; g0 += GATE_VECTORS)
       for (int r0 = 0; r0 < n_rows; r0 += ROWS)
-        gate_block<ROWS, GATE_VECTORS>(&z_[r0 * 4], g0, &x[size_t(r0) * x_stride], x_stride,
-                                       panel + size_t(g0) * a_.proj * V, a_.proj);
+        gate_block<ROWS, GATE_VECTORS>(&z_[r0 * 4], g0, x.block(r0), panel + size_t(g0) * a_.proj * V, a_.proj);
   }
 
   // z += the first layer's gates of each row's word, cells [u0, u0 + V).
   void add_table_gates(int u0, int n_rows) {
-    const int n = std::min(V, a_.dim - u0);  // the last panel of a dim that is not a multiple of V
+    const size_t panel = size_t(u0 / V) * a_.words * 4 * V;
     for (int r = 0; r < n_rows; ++r) {
       const float* row = table_rows_[r];
       if (!row) continue;
-      if (u0 + PREFETCH_PANELS * V < a_.dim)  // the rows are far apart: fetch them ahead
-        for (int g = 0; g < 4; ++g) __builtin_prefetch(row + g * a_.dim + u0 + PREFETCH_PANELS * V, 0, 2);
-      for (int g = 0; g < 4; ++g) {
-        if (n == V) { z_[r * 4 + g] += load(row + g * a_.dim + u0); continue; }
-        float tmp[V] = {};
-        std::memcpy(tmp, row + g * a_.dim + u0, sizeof(float) * n);
-        z_[r * 4 + g] += load(tmp);
-      }
+      if (u0 + PREFETCH_PANELS * V < dim_p_)  // the words' rows are far apart: fetch them ahead
+        for (int g = 0; g < 4; ++g) __builtin_prefetch(row + panel + PREFETCH_PANELS * a_.words * 4 * V + g * V, 0, 2);
+      for (int g = 0; g < 4; ++g) z_[r * 4 + g] += load(row + panel + g * V);
     }
   }
 
   const LstmStackArgs& a_;
   const std::vector<PackedLayer>& packed_;
+  const float* table_;
   const int d_, row0_, n_rows_, dim_p_, proj_p_, rows_p_, gates_;
   std::vector<char> live_;
   std::vector<const float*> table_rows_;
   std::vector<vec> z_;
   std::vector<LayerRows> layers_;
 };
+
+}  // namespace
+
+namespace {
+
+// The first layer's x W_input of words [w0, w1) in one direction (first: its packed first layer),
+// in panels like the weights': table[u / V][w][g][u % V] = embeddings[w] . W_input[:, g dim + u]
+// (dim_p / V panels of words x 4 x V), so that a step reads a word's panel as 4 vectors in a row.
+// Tiles of TABLE_TILE words, every panel of W_input per tile.
+void input_gate_table(const LstmStackArgs& a, const PackedLayer& first, int w0, int w1, float* table) {
+  const int dim_p = round_up(a.dim, V);
+  Packed x(TABLE_TILE, a.proj);
+  std::vector<vec> z(size_t(TABLE_TILE) * 4);
+  for (int t0 = w0; t0 < w1; t0 += TABLE_TILE) {
+    const int n = std::min(TABLE_TILE, w1 - t0), rows_p = round_up(n, ROWS);
+    std::fill(x.data.begin(), x.data.end(), 0.0f);
+    for (int r = 0; r < n; ++r) x.set_row(r, a.embeddings + size_t(t0 + r) * a.proj, a.proj);
+    for (int u0 = 0; u0 < dim_p; u0 += V) {
+      std::fill(z.begin(), z.begin() + size_t(rows_p) * 4, vec{});
+      const float* panel = &first.input[size_t(u0 / V) * a.proj * 4 * V];
+      for (int g0 = 0; g0 < 4; g0 += GATE_VECTORS)
+        for (int r0 = 0; r0 < rows_p; r0 += ROWS)
+          gate_block<ROWS, GATE_VECTORS>(&z[r0 * 4], g0, x.block(r0), panel + size_t(g0) * a.proj * V, a.proj);
+      float* out = table + (size_t(u0 / V) * a.words + t0) * 4 * V;
+      for (int r = 0; r < n; ++r)
+        for (int g = 0; g < 4; ++g) store(out + (size_t(r) * 4 + g) * V, z[r * 4 + g]);
+    }
+  }
+}
+
+// Runs fn(d, begin, end) over [0, n) in both directions: n_threads tasks, each on its own thread.
+template <class Fn>
+void parallel_directions(int n, int n_threads, int granule, Fn fn) {
+  const int per_direction = std::max(1, std::min(std::max(1, n_threads / 2), (n + granule - 1) / granule));
+  const int per_task = round_up((n + per_direction - 1) / per_direction, granule);
+  std::vector<std::thread> threads;
+  for (int d = 0; d < 2; ++d)
+    for (int begin = 0; begin < n; begin += per_task)
+      threads.emplace_back(fn, d, begin, std::min(n, begin + per_task));
+  for (auto& t : threads) t.join();
+}
 
 }  // namespace
 
@@ -310,22 +371,25 @@ extern "C" int elmo_lstm_stack(const LstmStackArgs* args) {
       PackedLayer p;
       const size_t ld = size_t(l) * 2 + d;
       p.hidden = pack_gates(a.w_hidden + ld * a.proj * gates, a.proj, a.dim, dim_p);
-      if (l > 0) p.input = pack_gates(a.w_input + (ld - 2) * a.proj * gates, a.proj, a.dim, dim_p);
+      p.input = pack_gates(a.w_input + ld * a.proj * gates, a.proj, a.dim, dim_p);
       if (a.w_proj) p.proj = pack_proj(a.w_proj + ld * a.dim * a.proj, a.dim, a.proj, proj_p);
       p.bias.assign(size_t(4) * dim_p, 0.0f);
       for (int g = 0; g < 4; ++g)
         std::memcpy(&p.bias[size_t(g) * dim_p], a.bias + ld * gates + g * a.dim, sizeof(float) * a.dim);
       packed[d].push_back(std::move(p));
     }
-  // Row blocks per direction: enough tasks for the threads, each at least ROWS rows.
-  const int per_direction = std::max(1, std::min(std::max(1, a.n_threads / 2), (a.rows + ROWS - 1) / ROWS));
-  const int rows_per_task = round_up((a.rows + per_direction - 1) / per_direction, ROWS);
-  std::vector<std::thread> threads;
-  for (int d = 0; d < 2; ++d)
-    for (int row0 = 0; row0 < a.rows; row0 += rows_per_task) {
-      const int n = std::min(rows_per_task, a.rows - row0);
-      threads.emplace_back([&a, &packed, d, row0, n] { Task(a, packed[d], d, row0, n).run(); });
-    }
-  for (auto& t : threads) t.join();
+  // The first layer's gates of every word, then the steps: each a task per (direction, block).
+  const size_t table_floats = size_t(4) * dim_p * a.words;  // per direction
+  parallel_directions(a.words, a.n_threads, ROWS, [&](int d, int begin, int end) {
+    input_gate_table(a, packed[d][0], begin, end, a.table + d * table_floats);
+  });
+  parallel_directions(a.rows, a.n_threads, ROWS, [&](int d, int begin, int end) {
+    Task(a, packed[d], a.table + d * table_floats, d, begin, end - begin).run();
+  });
   return 0;
+}
+
+// The scratch floats `LstmStackArgs::table` needs for `words` words of `dim` cells.
+extern "C" int64_t elmo_lstm_table_floats(int32_t words, int32_t dim) {
+  return int64_t(2) * 4 * round_up(dim, V) * words;
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from typing import Any, Mapping
 
 import numpy as np
@@ -23,7 +24,7 @@ _I32 = ctypes.POINTER(ctypes.c_int32)
 
 
 _INT_FIELDS = ("n_layers", "rows", "steps", "dim", "proj", "words", "residual", "n_threads")
-_ARRAY_FIELDS = ("bias", "w_input", "w_hidden", "w_proj", "reset_c", "reset_h", "c", "h", "out")
+_ARRAY_FIELDS = ("bias", "w_input", "w_hidden", "w_proj", "reset_c", "reset_h", "c", "h", "out", "table")
 
 
 class _Args(ctypes.Structure):
@@ -33,7 +34,7 @@ class _Args(ctypes.Structure):
         *((name, ctypes.c_int32) for name in _INT_FIELDS),
         ("cell_clip", ctypes.c_float),
         ("proj_clip", ctypes.c_float),
-        ("gate_table", _F32),
+        ("embeddings", _F32),
         ("ids", _I32),
         ("lengths", _I32),
         ("reset", ctypes.POINTER(ctypes.c_uint8)),
@@ -61,6 +62,9 @@ class CpuLstmStack:
 
     def __init__(self, model: Any, params: Mapping, n_threads: int | None = None):
         self._library = load_library()
+        self._library.elmo_lstm_table_floats.restype = ctypes.c_int64
+        self._table = np.empty(0, np.float32)  # Scratch kept between calls: its pages are mapped once.
+        self._lock = threading.Lock()  # One call at a time: each uses every core (and the scratch).
         layers = [params[f"lstm_{i}"] for i in range(model.n_layers)]
         self.n_layers, self.dim, self.proj = model.n_layers, model.dim, model.projection_dim
         self.cell_clip = float(model.cell_clip or 0.0)
@@ -70,14 +74,12 @@ class CpuLstmStack:
         self.n_threads = n_threads or cpu_threads()
         self.bias = _f32(np.stack([layer["B"] for layer in layers]))
         self.w_hidden = _f32(np.stack([layer["W_hidden"] for layer in layers]))
-        gates = 4 * self.dim
-        above_first = [layer["W_input"] for layer in layers[1:]]
-        self.w_input = _f32(np.stack(above_first) if above_first else np.zeros((0, 2, self.proj, gates)))
+        self.w_input = _f32(np.stack([layer["W_input"] for layer in layers]))
         self.w_proj = _f32(np.stack([layer["W_P"] for layer in layers])) if projected else None
 
     def run(
         self,
-        gate_table: np.ndarray,
+        embeddings: np.ndarray,
         ids: np.ndarray,
         lengths: np.ndarray,
         state: list[LSTMState],
@@ -86,18 +88,21 @@ class CpuLstmStack:
     ) -> tuple[np.ndarray, list[LSTMState]]:
         """Runs the stacks over n token streams.
 
-        gate_table `[2, W, 4 dim]`: the first layer's x W_input of W words; ids `[2, n, T]`: the
-        word (row of gate_table) at each position of the forward and backward streams; lengths
+        embeddings `[W, P]`: the token embeddings of W words (the first layer computes its x W_input
+        once per word); ids `[2, n, T]`: the word (row of embeddings) at each position of the
+        forward and backward streams; lengths
         `[n]`: row i runs positions [0, lengths[i]) and its state stays after them; state: each
         layer's `[2, n, .]` initial state; reset: optional `[n, T]`, each layer's state becomes its
         `reset_state` (`[2, 1, .]`, default zeros) before the positions where true.
         Returns the layers' outputs `[L, 2, n, T, P]` (zeros past a row's length) and the final states.
         """
         n_rows, n_steps = ids.shape[1:]
-        table = _f32(gate_table)
+        embeddings = _f32(embeddings)
+        if embeddings.ndim != 2 or embeddings.shape[1] != self.proj:
+            raise ValueError(f"embeddings must be [words, {self.proj}], got {list(embeddings.shape)}")
         ids = np.ascontiguousarray(ids, np.int32)
-        if ids.size and (ids.min() < 0 or ids.max() >= table.shape[1]):
-            raise ValueError(f"word ids must index the {table.shape[1]} rows of gate_table")
+        if ids.size and (ids.min() < 0 or ids.max() >= len(embeddings)):
+            raise ValueError(f"word ids must index the {len(embeddings)} rows of embeddings")
         lengths = np.ascontiguousarray(np.minimum(lengths, n_steps), np.int32)
         reset = None if reset is None else np.ascontiguousarray(reset, np.uint8)
         if reset_state is None:
@@ -108,11 +113,16 @@ class CpuLstmStack:
         h = np.array(np.stack([s.h for s in state]), np.float32, order="C")
         out = np.zeros((self.n_layers, 2, n_rows, n_steps, self.proj), np.float32)
         args = _Args(
-            self.n_layers, n_rows, n_steps, self.dim, self.proj, table.shape[1], int(self.residual), self.n_threads,
-            self.cell_clip, self.proj_clip, _pointer(table, _F32), _pointer(ids, _I32), _pointer(lengths, _I32),
+            self.n_layers, n_rows, n_steps, self.dim, self.proj, len(embeddings), int(self.residual), self.n_threads,
+            self.cell_clip, self.proj_clip, _pointer(embeddings, _F32), _pointer(ids, _I32), _pointer(lengths, _I32),
             _pointer(reset, ctypes.POINTER(ctypes.c_uint8)),
             *(_pointer(a, _F32) for a in (self.bias, self.w_input, self.w_hidden, self.w_proj, reset_c, reset_h)),
             *(_pointer(a, _F32) for a in (c, h, out)),
         )
-        self._library.elmo_lstm_stack(ctypes.byref(args))
+        with self._lock:
+            needed = self._library.elmo_lstm_table_floats(len(embeddings), self.dim)
+            if self._table.size < needed:
+                self._table = np.empty(int(needed * 1.25), np.float32)
+            args.table = _pointer(self._table, _F32)
+            self._library.elmo_lstm_stack(ctypes.byref(args))
         return out, [LSTMState(c[i], h[i]) for i in range(self.n_layers)]

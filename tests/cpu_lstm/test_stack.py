@@ -18,7 +18,7 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def reference_stack(params, n_layers, cell_clip, proj_clip, residual, table, ids, lengths, state, reset, reset_state):
+def reference_stack(params, n_layers, cell_clip, proj_clip, residual, words, ids, lengths, state, reset, reset_state):
     """Float64 loops over layers, directions, rows and steps: the equations of lstm_recurrence.py.
 
     Returns the outputs, the final states and how often each clip (cell, projection) was active."""
@@ -35,7 +35,7 @@ def reference_stack(params, n_layers, cell_clip, proj_clip, residual, table, ids
                 for t in range(lengths[r]):
                     if reset is not None and reset[r, t]:
                         c, h = np.asarray(reset_state[layer].c, np.float64)[d, 0], np.asarray(reset_state[layer].h, np.float64)[d, 0]
-                    x = table[d, ids[d, r, t]] if layer == 0 else out[layer - 1, d, r, t] @ p["W_input"][d]
+                    x = (words[ids[d, r, t]] if layer == 0 else out[layer - 1, d, r, t]) @ p["W_input"][d]
                     i, j, f, o = np.split(x + p["B"][d] + h @ p["W_hidden"][d], 4)
                     c = _sigmoid(f + 1.0) * c + _sigmoid(i) * np.tanh(j)
                     clipped[0] += int(np.sum(np.abs(c) > cell_clip)) if cell_clip else 0
@@ -62,7 +62,7 @@ def make_bilm(dim, proj, n_layers, skip, clip, scale=4.0, cell_clip=None):
 def random_inputs(seed, model, lengths, n_words=9, with_reset=False):
     rng = np.random.default_rng(seed)
     n_rows, n_steps = len(lengths), max(lengths)
-    table = rng.normal(size=(2, n_words, 4 * model.dim)).astype(np.float32)
+    words = rng.normal(size=(n_words, model.projection_dim)).astype(np.float32)
     ids = rng.integers(0, n_words, size=(2, n_rows, n_steps))
     state = [LSTMState(rng.normal(size=(2, n_rows, model.dim)).astype(np.float32),
                        rng.normal(size=(2, n_rows, model.projection_dim)).astype(np.float32))
@@ -73,27 +73,27 @@ def random_inputs(seed, model, lengths, n_words=9, with_reset=False):
         reset_state = [LSTMState(rng.normal(size=(2, 1, model.dim)).astype(np.float32),
                                  rng.normal(size=(2, 1, model.projection_dim)).astype(np.float32))
                        for _ in range(model.n_layers)]
-    return table, ids, np.array(lengths), state, reset, reset_state
+    return words, ids, np.array(lengths), state, reset, reset_state
 
 
 CASES = {
-    # dim, proj, layers, skip connections, cell clip, projection clip, lengths (rows), reset
-    "projected_clipped": (37, 21, 2, True, 1.0, 0.5, [9, 7, 7, 3, 1], False),
-    "one_vector_per_row": (32, 16, 2, False, 0.0, 0.0, [6, 6], False),
-    "no_projection": (24, 24, 2, True, 1.0, 0.0, [5, 4, 2], False),
-    "three_layers_reset": (20, 12, 3, True, 1.0, 0.3, [8, 8, 5, 2], True),
-    "many_rows": (17, 9, 1, False, 1.0, 0.1, list(range(23, 0, -1)), True),
+    # dim, proj, layers, skip connections, cell clip, projection clip, lengths (rows), reset, words
+    "projected_clipped": (37, 21, 2, True, 1.0, 0.5, [9, 7, 7, 3, 1], False, 9),
+    "one_vector_per_row": (32, 16, 2, False, 0.0, 0.0, [6, 6], False, 9),
+    "no_projection": (24, 24, 2, True, 1.0, 0.0, [5, 4, 2], False, 9),
+    "three_layers_reset": (20, 12, 3, True, 1.0, 0.3, [8, 8, 5, 2], True, 9),
+    "many_rows_and_words": (17, 9, 1, False, 1.0, 0.1, list(range(23, 0, -1)), True, 301),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("n_threads", [1, 2, 6])
 def test_stack_matches_float64_reference(case, n_threads):
-    dim, proj, n_layers, skip, cell_clip, clip, lengths, with_reset = CASES[case]
+    dim, proj, n_layers, skip, cell_clip, clip, lengths, with_reset, n_words = CASES[case]
     model, params = make_bilm(dim, proj, n_layers, skip, clip, cell_clip=cell_clip)
-    table, ids, lengths, state, reset, reset_state = random_inputs(1, model, lengths, with_reset=with_reset)
-    got, got_state = CpuLstmStack(model, params, n_threads=n_threads).run(table, ids, lengths, state, reset, reset_state)
-    want, want_state, clipped = reference_stack(params, n_layers, cell_clip, clip, skip, table, ids, lengths, state, reset, reset_state)
+    words, ids, lengths, state, reset, reset_state = random_inputs(1, model, lengths, n_words, with_reset)
+    got, got_state = CpuLstmStack(model, params, n_threads=n_threads).run(words, ids, lengths, state, reset, reset_state)
+    want, want_state, clipped = reference_stack(params, n_layers, cell_clip, clip, skip, words, ids, lengths, state, reset, reset_state)
     assert got.shape == want.shape and got.dtype == np.float32
     for r, n in enumerate(lengths):
         np.testing.assert_allclose(got[:, :, r, :n], want[:, :, r, :n], rtol=1e-5, atol=2e-6)
@@ -107,14 +107,14 @@ def test_stack_matches_float64_reference(case, n_threads):
 def test_state_views_and_jax_arrays_are_read_as_values():
     """Rows picked out of a larger state (strided views) and JAX arrays give the same result."""
     model, params = make_bilm(16, 8, 2, True, 3.0)
-    table, ids, lengths, state, _, _ = random_inputs(2, model, [4, 4, 2])
+    words, ids, lengths, state, _, _ = random_inputs(2, model, [4, 4, 2])
     stack = CpuLstmStack(model, params)
-    want, _ = stack.run(table, ids, lengths, state)
+    want, _ = stack.run(words, ids, lengths, state)
     wide = [LSTMState(np.concatenate([s.c, s.c], axis=1), np.concatenate([s.h, s.h], axis=1)) for s in state]
     views = [LSTMState(s.c[:, :3], s.h[:, :3]) for s in wide]  # Not contiguous.
     strided = [LSTMState(np.asarray(s.c)[:, [0, 1, 2]], jnp.asarray(s.h)) for s in views]
     for inputs in (views, strided):
-        got, _ = stack.run(table, ids, lengths, inputs)
+        got, _ = stack.run(words, ids, lengths, inputs)
         np.testing.assert_array_equal(got, want)
     assert all(np.array_equal(a.c, b.c) for a, b in zip(views, state))  # Inputs are not written to.
 
@@ -122,9 +122,10 @@ def test_state_views_and_jax_arrays_are_read_as_values():
 def test_matches_the_bilms_xla_lstms():
     """The kernel against `BiLM.contextualize_from_gates` (XLA) on the same gates, with resets."""
     model, params = make_bilm(40, 24, 2, True, 3.0, scale=2.0)
-    table, ids, lengths, state, reset, reset_state = random_inputs(3, model, [7, 7, 7], with_reset=True)
-    got, got_state = CpuLstmStack(model, params).run(table, ids, lengths, state, reset, reset_state)
-    gates = jnp.asarray(np.stack([table[d][ids[d]] for d in range(2)]))
+    words, ids, lengths, state, reset, reset_state = random_inputs(3, model, [7, 7, 7], with_reset=True)
+    got, got_state = CpuLstmStack(model, params).run(words, ids, lengths, state, reset, reset_state)
+    table = np.asarray(model.apply({"params": params}, jnp.asarray(words), method=BiLM.first_layer_gates))
+    gates = jnp.asarray(np.stack([table[d][ids[d]] for d in range(2)]))  # [2, rows, T, 4 dim]
     mask = jnp.ones((2, 3, 7), bool)
     reset2 = jnp.asarray(np.stack([reset, reset]))
     layers, want_state = model.apply({"params": params}, gates, mask, state, reset2, reset_state,
@@ -137,10 +138,10 @@ def test_matches_the_bilms_xla_lstms():
 
 def test_word_ids_outside_the_table_are_refused():
     model, params = make_bilm(8, 4, 1, False, 0.0)
-    table, ids, lengths, state, _, _ = random_inputs(4, model, [3], n_words=5)
+    words, ids, lengths, state, _, _ = random_inputs(4, model, [3], n_words=5)
     ids[0, 0, 1] = 5
-    with pytest.raises(ValueError, match="index the 5 rows of gate_table"):
-        CpuLstmStack(model, params).run(table, ids, lengths, state)
+    with pytest.raises(ValueError, match="index the 5 rows of embeddings"):
+        CpuLstmStack(model, params).run(words, ids, lengths, state)
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="AVX2 is an x86-64 instruction set")
@@ -150,7 +151,7 @@ def test_avx2_build_matches_reference(monkeypatch, tmp_path):
     monkeypatch.setenv(build.CACHE_ENV, str(tmp_path))
     build.load_library.cache_clear()
     try:
-        dim, proj, n_layers, skip, cell_clip, clip, lengths, with_reset = CASES["three_layers_reset"]
+        dim, proj, n_layers, skip, cell_clip, clip, lengths, with_reset, _ = CASES["three_layers_reset"]
         model, params = make_bilm(dim, proj, n_layers, skip, clip, cell_clip=cell_clip)
         inputs = random_inputs(5, model, lengths, with_reset=with_reset)
         got, _ = CpuLstmStack(model, params).run(*inputs)
