@@ -2,7 +2,7 @@
 
   python -m elmo_jax.embed --options options.json --weights weights.hdf5 \\
       --input sentences.txt --output elmo.hdf5 [--batch_size 32] [--stateless] [--vocab_to_cache vocab.txt] \\
-      [--layers all|top|average]
+      [--layers all|top|average] [--lstm_engine auto|cpu|xla]
   python -m elmo_jax.embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
   python -m elmo_jax.embed --workdir runs/ptb_word_small --input sentences.txt --output elmo.hdf5
   python -m elmo_jax.embed --options options.json --weights weights.hdf5 \\
