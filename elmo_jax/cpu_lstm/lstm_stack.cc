@@ -201,7 +201,7 @@ class Task {
   Task(const LstmStackArgs& a, const std::vector<PackedLayer>& packed, const float* table, int d, int row0, int n_rows)
       : a_(a), packed_(packed), table_(table), d_(d), row0_(row0), n_rows_(n_rows),
         dim_p_(round_up(a.dim, V)), proj_p_(round_up(a.proj, PROJ_COLS)), rows_p_(round_up(n_rows, ROWS)),
-        gates_(4 * a.dim), live_(rows_p_, 0), table_rows_(rows_p_), z_(size_t(rows_p_) * 4) {
+        live_(rows_p_, 0), table_rows_(rows_p_), z_(size_t(rows_p_) * 4) {
     for (int l = 0; l < a.n_layers; ++l) layers_.emplace_back(rows_p_, dim_p_, proj_p_, a.proj);
   }
 
@@ -312,7 +312,7 @@ class Task {
   const LstmStackArgs& a_;
   const std::vector<PackedLayer>& packed_;
   const float* table_;
-  const int d_, row0_, n_rows_, dim_p_, proj_p_, rows_p_, gates_;
+  const int d_, row0_, n_rows_, dim_p_, proj_p_, rows_p_;
   std::vector<char> live_;
   std::vector<const float*> table_rows_;
   std::vector<vec> z_;

@@ -90,10 +90,10 @@ class CpuLstmStack:
 
         embeddings `[W, P]`: the token embeddings of W words (the first layer computes its x W_input
         once per word); ids `[2, n, T]`: the word (row of embeddings) at each position of the
-        forward and backward streams; lengths
-        `[n]`: row i runs positions [0, lengths[i]) and its state stays after them; state: each
-        layer's `[2, n, .]` initial state; reset: optional `[n, T]`, each layer's state becomes its
-        `reset_state` (`[2, 1, .]`, default zeros) before the positions where true.
+        forward and backward streams; lengths `[n]`: row i runs positions [0, lengths[i]) and its
+        state stays after them; state: each layer's `[2, n, .]` initial state; reset: optional
+        `[n, T]`, each layer's state becomes its `reset_state` (`[2, 1, .]`, default zeros) before
+        the positions where true (those past a row's length are ignored).
         Returns the layers' outputs `[L, 2, n, T, P]` (zeros past a row's length) and the final states.
         """
         n_rows, n_steps = ids.shape[1:]
