@@ -63,72 +63,46 @@ inline vec tanh_(vec x) { return 1.0f - 2.0f / (vexp(x + x) + 1.0f); }
 
 inline int round_up(int n, int k) { return (n + k - 1) / k * k; }
 
-// z[r][g0 + g] += x[r, :k] . panel[:k, g] for R rows and G gates: one register block.
-// x: packed [k][R] (the R values broadcast at each k are adjacent); panel: [k][G][V], gates
-// g0 .. g0 + G - 1; z: [R][4] vectors.
-template <int R, int G>
-inline void gate_block(vec* z, int g0, const float* x, const float* panel, int k_size) {
-  vec acc[R][G];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) acc[r][g] = z[r * 4 + g0 + g];
+// acc[r][n] += x[r, :k] . panel[:k, n] for R rows and N vectors of outputs: one register block.
+// x: packed [k][R] (the R values broadcast at each k are adjacent); panel: [k][N][V].
+template <int R, int N>
+inline void accumulate(vec (&acc)[R][N], const float* x, const float* panel, int k_size) {
   for (int k = 0; k < k_size; ++k) {
-    vec w[G];
+    vec w[N];
 #pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) w[g] = load(panel + (size_t(k) * G + g) * V);
+    for (int n = 0; n < N; ++n) w[n] = load(panel + (size_t(k) * N + n) * V);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const float a = x[size_t(k) * R + r];
 #pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) acc[r][g] += a * w[g];
+      for (int n = 0; n < N; ++n) acc[r][n] += a * w[n];
     }
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) z[r * 4 + g0 + g] = acc[r][g];
-}
-
-// out[r, :Q V] = m[r, :k] . panel for R rows: one register block of the projection.
-// m: packed [k][R]; panel: [k][Q V]; out: R rows of stride out_stride.
-template <int R, int Q>
-inline void proj_block(const float* m, const float* panel, int k_size, float* out, int out_stride) {
-  vec acc[R][Q] = {};
-  for (int k = 0; k < k_size; ++k) {
-    vec w[Q];
-#pragma GCC unroll 4
-    for (int q = 0; q < Q; ++q) w[q] = load(panel + size_t(k) * Q * V + q * V);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const float a = m[size_t(k) * R + r];
-#pragma GCC unroll 4
-      for (int q = 0; q < Q; ++q) acc[r][q] += a * w[q];
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int q = 0; q < Q; ++q) store(out + size_t(r) * out_stride + q * V, acc[r][q]);
 }
 
 }  // namespace
 
 extern "C" {
 
-// The arguments of `elmo_lstm_stack` (mirrored by elmo_jax/cpu_lstm/__init__.py). L layers, both
-// directions; `proj == dim` with `w_proj == nullptr`: no projection (h = m). Clips <= 0: none.
-struct LstmStackArgs {
-  int32_t n_layers, rows, steps, dim, proj, words, residual, n_threads;
+// The weights of a biLM's LSTM stacks, both directions, for `elmo_lstm_model` (mirrored by
+// elmo_jax/cpu_lstm/stack.py). `proj == dim` with `w_proj == nullptr`: no projection (h = m).
+// Clips <= 0: none.
+struct LstmModelArgs {
+  int32_t n_layers, dim, proj, residual;
   float cell_clip, proj_clip;
-  const float* embeddings;  // [words, proj]: the token embedding of each word (the first layer's input)
-  const int32_t* ids;       // [2, rows, steps]: the word at each position (a row of embeddings)
-  const int32_t* lengths;   // [rows]: row r runs steps [0, lengths[r]); its state stays after
-  const uint8_t* reset;     // [rows, steps] or nullptr: the state becomes reset_* before the step
   const float* bias;        // [L, 2, 4 dim]
   const float* w_input;     // [L, 2, proj, 4 dim]
   const float* w_hidden;    // [L, 2, proj, 4 dim]
   const float* w_proj;      // [L, 2, dim, proj] or nullptr
+};
+
+// The arguments of one `elmo_lstm_stack` call (mirrored by elmo_jax/cpu_lstm/stack.py).
+struct LstmStackArgs {
+  int32_t rows, steps, words, n_threads;
+  const float* embeddings;  // [words, proj]: the token embedding of each word (the first layer's input)
+  const int32_t* ids;       // [2, rows, steps]: the word at each position (a row of embeddings)
+  const int32_t* lengths;   // [rows]: row r runs steps [0, lengths[r]); its state stays after
+  const uint8_t* reset;     // [rows, steps] or nullptr: the state becomes reset_* before the step
   const float* reset_c;     // [L, 2, dim]
   const float* reset_h;     // [L, 2, proj]
   float* c;                 // [L, 2, rows, dim]: the initial states, replaced by the final ones
@@ -171,46 +145,88 @@ std::vector<float> pack_proj(const float* w, int dim, int proj, int proj_p) {
   return out;
 }
 
+// A biLM's LSTM stacks with their weights packed once (`elmo_lstm_model`), for every call.
+struct Model {
+  int n_layers, dim, proj, dim_p, proj_p;
+  bool residual;
+  float cell_clip, proj_clip;
+  std::vector<PackedLayer> layers[2];  // per direction
+
+  explicit Model(const LstmModelArgs& a)
+      : n_layers(a.n_layers), dim(a.dim), proj(a.proj), dim_p(round_up(a.dim, V)),
+        proj_p(round_up(a.proj, PROJ_COLS)), residual(a.residual), cell_clip(a.cell_clip), proj_clip(a.proj_clip) {
+    const int gates = 4 * dim;
+    for (int d = 0; d < 2; ++d)
+      for (int l = 0; l < n_layers; ++l) {
+        PackedLayer p;
+        const size_t ld = size_t(l) * 2 + d;
+        p.hidden = pack_gates(a.w_hidden + ld * proj * gates, proj, dim, dim_p);
+        p.input = pack_gates(a.w_input + ld * proj * gates, proj, dim, dim_p);
+        if (a.w_proj) p.proj = pack_proj(a.w_proj + ld * dim * proj, dim, proj, proj_p);
+        p.bias.assign(size_t(4) * dim_p, 0.0f);
+        for (int g = 0; g < 4; ++g)
+          std::memcpy(&p.bias[size_t(g) * dim_p], a.bias + ld * gates + g * dim, sizeof(float) * dim);
+        layers[d].push_back(std::move(p));
+      }
+  }
+};
+
 // Matmul operands packed for the register blocks: [rows / ROWS][k][ROWS], the ROWS values that a
 // block broadcasts at each k adjacent (one cache line instead of ROWS).
 struct Packed {
   int k_size;
   std::vector<float> data;
   Packed(int rows_p, int k) : k_size(k), data(size_t(rows_p) * k) {}
-  float* block(int r0) { return &data[size_t(r0) * k_size]; }  // r0: a multiple of ROWS
-  const float* block(int r0) const { return &data[size_t(r0) * k_size]; }
+  const float* block(int r0) const { return &data[size_t(r0) * k_size]; }  // r0: a multiple of ROWS
   float& at(int r, int k) { return data[(size_t(r / ROWS) * k_size + k) * ROWS + r % ROWS]; }
+  float at(int r, int k) const { return data[(size_t(r / ROWS) * k_size + k) * ROWS + r % ROWS]; }
   void set_row(int r, const float* row, int n) { for (int k = 0; k < n; ++k) at(r, k) = row[k]; }
 };
 
-// The state and scratch of one layer for a task's rows (row strides one vector longer than the
-// rows: rows 4 KiB apart would share cache sets).
+// z[r] += x[r] . panel for rows [0, n_rows), all 4 gates of one panel of V cells: x packed
+// `[rows, k]`, panel `[4 / GATE_VECTORS][k][GATE_VECTORS][V]`, z `[rows][4]` vectors. Each group
+// of gates is read by every row block while it is in L1.
+inline void add_panel_gates(vec* z, const Packed& x, const float* panel, int n_rows) {
+  const int k_size = x.k_size;
+  for (int g0 = 0; g0 < 4; g0 += GATE_VECTORS)
+    for (int r0 = 0; r0 < n_rows; r0 += ROWS) {
+      vec acc[ROWS][GATE_VECTORS];
+#pragma GCC unroll 8
+      for (int r = 0; r < ROWS; ++r)
+#pragma GCC unroll 4
+        for (int g = 0; g < GATE_VECTORS; ++g) acc[r][g] = z[(r0 + r) * 4 + g0 + g];
+      accumulate(acc, x.block(r0), panel + size_t(g0) * k_size * V, k_size);
+#pragma GCC unroll 8
+      for (int r = 0; r < ROWS; ++r)
+#pragma GCC unroll 4
+        for (int g = 0; g < GATE_VECTORS; ++g) z[(r0 + r) * 4 + g0 + g] = acc[r][g];
+    }
+}
+
+// The state and scratch of one layer for a task's rows.
 struct LayerRows {
-  int m_stride, h_stride;
-  std::vector<float> c, h, h_raw, y;  // y: the layer's output at this step
-  Packed m, h_packed, y_packed;       // m = sigmoid(o) tanh(c), and h and y as matmul operands
+  int c_stride;                  // one vector longer than a row: rows 4 KiB apart would share cache sets
+  std::vector<float> c, h_raw;   // h_raw: h' = m W_P, rows of proj_p
+  Packed m, h, y;                // m = sigmoid(o) tanh(c); h; y, the layer's output at this step
   LayerRows(int rows_p, int dim_p, int proj_p, int proj)
-      : m_stride(dim_p + V), h_stride(proj_p + V),
-        c(size_t(rows_p) * m_stride), h(size_t(rows_p) * h_stride), h_raw(size_t(rows_p) * h_stride),
-        y(size_t(rows_p) * h_stride), m(rows_p, dim_p), h_packed(rows_p, proj), y_packed(rows_p, proj) {}
+      : c_stride(dim_p + V), c(size_t(rows_p) * c_stride), h_raw(size_t(rows_p) * proj_p),
+        m(rows_p, dim_p), h(rows_p, proj), y(rows_p, proj) {}
 };
 
 class Task {
  public:
   // table: the first layer's x W_input of each word in direction d (`input_gate_table`).
-  Task(const LstmStackArgs& a, const std::vector<PackedLayer>& packed, const float* table, int d, int row0, int n_rows)
-      : a_(a), packed_(packed), table_(table), d_(d), row0_(row0), n_rows_(n_rows),
-        dim_p_(round_up(a.dim, V)), proj_p_(round_up(a.proj, PROJ_COLS)), rows_p_(round_up(n_rows, ROWS)),
-        live_(rows_p_, 0), table_rows_(rows_p_), z_(size_t(rows_p_) * 4) {
-    for (int l = 0; l < a.n_layers; ++l) layers_.emplace_back(rows_p_, dim_p_, proj_p_, a.proj);
+  Task(const Model& model, const LstmStackArgs& a, const float* table, int d, int row0, int n_rows)
+      : m_(model), a_(a), packed_(model.layers[d]), table_(table), d_(d), row0_(row0), n_rows_(n_rows),
+        rows_p_(round_up(n_rows, ROWS)), live_(rows_p_, 0), table_rows_(rows_p_), z_(size_t(rows_p_) * 4) {
+    for (int l = 0; l < m_.n_layers; ++l) layers_.emplace_back(rows_p_, m_.dim_p, m_.proj_p, m_.proj);
   }
 
   void run() {
-    for (int l = 0; l < a_.n_layers; ++l)
+    for (int l = 0; l < m_.n_layers; ++l)
       for (int r = 0; r < n_rows_; ++r) {
-        std::memcpy(&layers_[l].c[size_t(r) * layers_[l].m_stride], &a_.c[state_row(l, r) * a_.dim], sizeof(float) * a_.dim);
-        std::memcpy(&layers_[l].h[size_t(r) * layers_[l].h_stride], &a_.h[state_row(l, r) * a_.proj], sizeof(float) * a_.proj);
-        layers_[l].h_packed.set_row(r, &a_.h[state_row(l, r) * a_.proj], a_.proj);
+        std::memcpy(&layers_[l].c[size_t(r) * layers_[l].c_stride], &a_.c[state_row(l, r) * m_.dim], sizeof(float) * m_.dim);
+        layers_[l].h.set_row(r, &a_.h[state_row(l, r) * m_.proj], m_.proj);
       }
     for (int t = 0; t < a_.steps; ++t) {
       int live_rows = 0;  // rows [0, live_rows) hold every row that runs this step
@@ -223,12 +239,12 @@ class Task {
       }
       if (live_rows == 0) continue;
       const int blocks = round_up(live_rows, ROWS);
-      for (int l = 0; l < a_.n_layers; ++l) step_layer(l, t, blocks);
+      for (int l = 0; l < m_.n_layers; ++l) step_layer(l, t, blocks);
     }
-    for (int l = 0; l < a_.n_layers; ++l)
+    for (int l = 0; l < m_.n_layers; ++l)
       for (int r = 0; r < n_rows_; ++r) {
-        std::memcpy(&a_.c[state_row(l, r) * a_.dim], &layers_[l].c[size_t(r) * layers_[l].m_stride], sizeof(float) * a_.dim);
-        std::memcpy(&a_.h[state_row(l, r) * a_.proj], &layers_[l].h[size_t(r) * layers_[l].h_stride], sizeof(float) * a_.proj);
+        std::memcpy(&a_.c[state_row(l, r) * m_.dim], &layers_[l].c[size_t(r) * layers_[l].c_stride], sizeof(float) * m_.dim);
+        for (int j = 0; j < m_.proj; ++j) a_.h[state_row(l, r) * m_.proj + j] = layers_[l].h.at(r, j);
       }
   }
 
@@ -239,62 +255,55 @@ class Task {
   void step_layer(int l, int t, int n_rows) {
     LayerRows& s = layers_[l];
     const PackedLayer& w = packed_[l];
+    const int dim_p = m_.dim_p, proj = m_.proj;
     for (int r = 0; r < n_rows; ++r)
       if (live_[r] && a_.reset && a_.reset[size_t(row0_ + r) * a_.steps + t]) {
-        std::memcpy(&s.c[size_t(r) * s.m_stride], &a_.reset_c[(size_t(l) * 2 + d_) * a_.dim], sizeof(float) * a_.dim);
-        std::memcpy(&s.h[size_t(r) * s.h_stride], &a_.reset_h[(size_t(l) * 2 + d_) * a_.proj], sizeof(float) * a_.proj);
-        s.h_packed.set_row(r, &s.h[size_t(r) * s.h_stride], a_.proj);
+        std::memcpy(&s.c[size_t(r) * s.c_stride], &a_.reset_c[(size_t(l) * 2 + d_) * m_.dim], sizeof(float) * m_.dim);
+        s.h.set_row(r, &a_.reset_h[(size_t(l) * 2 + d_) * proj], proj);
       }
     const LayerRows* below = l > 0 ? &layers_[l - 1] : nullptr;
-    for (int u0 = 0; u0 < dim_p_; u0 += V) {
+    for (int u0 = 0; u0 < dim_p; u0 += V) {
       // z = bias (+ the first layer's x W_input from the table), then += x W_input + h W_hidden.
       for (int r = 0; r < n_rows; ++r)
-        for (int g = 0; g < 4; ++g) z_[r * 4 + g] = load(&w.bias[size_t(g) * dim_p_ + u0]);
+        for (int g = 0; g < 4; ++g) z_[r * 4 + g] = load(&w.bias[size_t(g) * dim_p + u0]);
       if (l == 0) add_table_gates(u0, n_rows);
       else
-        add_gates(&w.input[size_t(u0 / V) * a_.proj * 4 * V], below->y_packed, n_rows);
-      add_gates(&w.hidden[size_t(u0 / V) * a_.proj * 4 * V], s.h_packed, n_rows);
+        add_panel_gates(z_.data(), below->y, &w.input[size_t(u0 / V) * proj * 4 * V], n_rows);
+      add_panel_gates(z_.data(), s.h, &w.hidden[size_t(u0 / V) * proj * 4 * V], n_rows);
       for (int r = 0; r < n_rows; ++r) {
         if (!live_[r]) continue;
         const vec* z = &z_[r * 4];
-        float* c = &s.c[size_t(r) * s.m_stride + u0];
-        const vec c_new = clip(sigmoid(z[2] + 1.0f) * load(c) + sigmoid(z[0]) * tanh_(z[1]), a_.cell_clip);
+        float* c = &s.c[size_t(r) * s.c_stride + u0];
+        const vec c_new = clip(sigmoid(z[2] + 1.0f) * load(c) + sigmoid(z[0]) * tanh_(z[1]), m_.cell_clip);
         store(c, c_new);
         float m[V];
         store(m, sigmoid(z[3]) * tanh_(c_new));
         for (int l = 0; l < V; ++l) s.m.at(r, u0 + l) = m[l];
       }
     }
-    if (!w.proj.empty())
-      for (int j0 = 0; j0 < proj_p_; j0 += PROJ_COLS)
-        for (int r0 = 0; r0 < n_rows; r0 += ROWS)
-          proj_block<ROWS, PROJ_VECTORS>(s.m.block(r0), &w.proj[size_t(j0 / PROJ_COLS) * a_.dim * PROJ_COLS], a_.dim,
-                                         &s.h_raw[size_t(r0) * s.h_stride + j0], s.h_stride);
-    const bool add_input = a_.residual && l > 0;
-    const float proj_clip = w.proj.empty() ? 0.0f : a_.proj_clip;
+    if (!w.proj.empty())  // h' = m W_P: ROWS rows x PROJ_COLS outputs at a time
+      for (int j0 = 0; j0 < m_.proj_p; j0 += PROJ_COLS)
+        for (int r0 = 0; r0 < n_rows; r0 += ROWS) {
+          vec acc[ROWS][PROJ_VECTORS] = {};
+          accumulate(acc, s.m.block(r0), &w.proj[size_t(j0 / PROJ_COLS) * m_.dim * PROJ_COLS], m_.dim);
+#pragma GCC unroll 8
+          for (int r = 0; r < ROWS; ++r)
+#pragma GCC unroll 4
+            for (int q = 0; q < PROJ_VECTORS; ++q) store(&s.h_raw[size_t(r0 + r) * m_.proj_p + j0 + q * V], acc[r][q]);
+        }
+    const bool add_input = m_.residual && l > 0;
+    const float proj_clip = w.proj.empty() ? 0.0f : m_.proj_clip;
     for (int r = 0; r < n_rows; ++r) {
       if (!live_[r]) continue;
-      float* h = &s.h[size_t(r) * s.h_stride];
-      float* y = &s.y[size_t(r) * s.h_stride];
-      const float* h_raw = &s.h_raw[size_t(r) * s.h_stride];
-      for (int j = 0; j < a_.proj; ++j) {
+      const float* h_raw = &s.h_raw[size_t(r) * m_.proj_p];
+      float* out = &a_.out[(((size_t(l) * 2 + d_) * a_.rows + row0_ + r) * a_.steps + t) * proj];
+      for (int j = 0; j < proj; ++j) {
         const float h_new = w.proj.empty() ? s.m.at(r, j) : h_raw[j];
-        const float v = proj_clip > 0 ? std::min(std::max(h_new, -proj_clip), proj_clip) : h_new;
-        h[j] = v;
-        y[j] = add_input ? v + below->y[size_t(r) * below->h_stride + j] : v;
-        s.h_packed.at(r, j) = v;
-        s.y_packed.at(r, j) = y[j];
+        const float h = proj_clip > 0 ? std::min(std::max(h_new, -proj_clip), proj_clip) : h_new;
+        s.h.at(r, j) = h;
+        out[j] = s.y.at(r, j) = add_input ? h + below->y.at(r, j) : h;
       }
-      std::memcpy(&a_.out[(((size_t(l) * 2 + d_) * a_.rows + row0_ + r) * a_.steps + t) * a_.proj], y, sizeof(float) * a_.proj);
     }
-  }
-
-  // z += x . panel for rows [0, n_rows): x `[rows, proj]` packed, panel: one panel of packed
-  // gates. Each group of gates is read by every row block while it is in L1.
-  void add_gates(const float* panel, const Packed& x, int n_rows) {
-    for (int g0 = 0; g0 < 4; g0 += GATE_VECTORS)
-      for (int r0 = 0; r0 < n_rows; r0 += ROWS)
-        gate_block<ROWS, GATE_VECTORS>(&z_[r0 * 4], g0, x.block(r0), panel + size_t(g0) * a_.proj * V, a_.proj);
   }
 
   // z += the first layer's gates of each row's word, cells [u0, u0 + V).
@@ -303,44 +312,38 @@ class Task {
     for (int r = 0; r < n_rows; ++r) {
       const float* row = table_rows_[r];
       if (!row) continue;
-      if (u0 + PREFETCH_PANELS * V < dim_p_)  // the words' rows are far apart: fetch them ahead
+      if (u0 + PREFETCH_PANELS * V < m_.dim_p)  // the words' rows are far apart: fetch them ahead
         for (int g = 0; g < 4; ++g) __builtin_prefetch(row + panel + PREFETCH_PANELS * a_.words * 4 * V + g * V, 0, 2);
       for (int g = 0; g < 4; ++g) z_[r * 4 + g] += load(row + panel + g * V);
     }
   }
 
+  const Model& m_;
   const LstmStackArgs& a_;
   const std::vector<PackedLayer>& packed_;
   const float* table_;
-  const int d_, row0_, n_rows_, dim_p_, proj_p_, rows_p_;
+  const int d_, row0_, n_rows_, rows_p_;
   std::vector<char> live_;
   std::vector<const float*> table_rows_;
   std::vector<vec> z_;
   std::vector<LayerRows> layers_;
 };
 
-}  // namespace
-
-namespace {
-
 // The first layer's x W_input of words [w0, w1) in one direction (first: its packed first layer),
 // in panels like the weights': table[u / V][w][g][u % V] = embeddings[w] . W_input[:, g dim + u]
 // (dim_p / V panels of words x 4 x V), so that a step reads a word's panel as 4 vectors in a row.
 // Tiles of TABLE_TILE words, every panel of W_input per tile.
-void input_gate_table(const LstmStackArgs& a, const PackedLayer& first, int w0, int w1, float* table) {
-  const int dim_p = round_up(a.dim, V);
-  Packed x(TABLE_TILE, a.proj);
+void input_gate_table(const Model& model, const LstmStackArgs& a, const PackedLayer& first, int w0, int w1,
+                      float* table) {
+  Packed x(TABLE_TILE, model.proj);
   std::vector<vec> z(size_t(TABLE_TILE) * 4);
   for (int t0 = w0; t0 < w1; t0 += TABLE_TILE) {
     const int n = std::min(TABLE_TILE, w1 - t0), rows_p = round_up(n, ROWS);
     std::fill(x.data.begin(), x.data.end(), 0.0f);
-    for (int r = 0; r < n; ++r) x.set_row(r, a.embeddings + size_t(t0 + r) * a.proj, a.proj);
-    for (int u0 = 0; u0 < dim_p; u0 += V) {
+    for (int r = 0; r < n; ++r) x.set_row(r, a.embeddings + size_t(t0 + r) * model.proj, model.proj);
+    for (int u0 = 0; u0 < model.dim_p; u0 += V) {
       std::fill(z.begin(), z.begin() + size_t(rows_p) * 4, vec{});
-      const float* panel = &first.input[size_t(u0 / V) * a.proj * 4 * V];
-      for (int g0 = 0; g0 < 4; g0 += GATE_VECTORS)
-        for (int r0 = 0; r0 < rows_p; r0 += ROWS)
-          gate_block<ROWS, GATE_VECTORS>(&z[r0 * 4], g0, x.block(r0), panel + size_t(g0) * a.proj * V, a.proj);
+      add_panel_gates(z.data(), x, &first.input[size_t(u0 / V) * model.proj * 4 * V], rows_p);
       float* out = table + (size_t(u0 / V) * a.words + t0) * 4 * V;
       for (int r = 0; r < n; ++r)
         for (int g = 0; g < 4; ++g) store(out + (size_t(r) * 4 + g) * V, z[r * 4 + g]);
@@ -362,29 +365,22 @@ void parallel_directions(int n, int n_threads, int granule, Fn fn) {
 
 }  // namespace
 
-extern "C" int elmo_lstm_stack(const LstmStackArgs* args) {
+// The model's weights packed for the kernel: a handle for `elmo_lstm_stack`, freed by `elmo_lstm_free`.
+extern "C" void* elmo_lstm_model(const LstmModelArgs* args) { return new Model(*args); }
+
+extern "C" void elmo_lstm_free(void* model) { delete static_cast<Model*>(model); }
+
+// Runs the model's stacks (`elmo_lstm_model`) over the streams of `args`.
+extern "C" int elmo_lstm_stack(const void* handle, const LstmStackArgs* args) {
+  const Model& model = *static_cast<const Model*>(handle);
   const LstmStackArgs& a = *args;
-  const int dim_p = round_up(a.dim, V), proj_p = round_up(a.proj, PROJ_COLS), gates = 4 * a.dim;
-  std::vector<PackedLayer> packed[2];
-  for (int d = 0; d < 2; ++d)
-    for (int l = 0; l < a.n_layers; ++l) {
-      PackedLayer p;
-      const size_t ld = size_t(l) * 2 + d;
-      p.hidden = pack_gates(a.w_hidden + ld * a.proj * gates, a.proj, a.dim, dim_p);
-      p.input = pack_gates(a.w_input + ld * a.proj * gates, a.proj, a.dim, dim_p);
-      if (a.w_proj) p.proj = pack_proj(a.w_proj + ld * a.dim * a.proj, a.dim, a.proj, proj_p);
-      p.bias.assign(size_t(4) * dim_p, 0.0f);
-      for (int g = 0; g < 4; ++g)
-        std::memcpy(&p.bias[size_t(g) * dim_p], a.bias + ld * gates + g * a.dim, sizeof(float) * a.dim);
-      packed[d].push_back(std::move(p));
-    }
   // The first layer's gates of every word, then the steps: each a task per (direction, block).
-  const size_t table_floats = size_t(4) * dim_p * a.words;  // per direction
+  const size_t table_floats = size_t(4) * model.dim_p * a.words;  // per direction
   parallel_directions(a.words, a.n_threads, ROWS, [&](int d, int begin, int end) {
-    input_gate_table(a, packed[d][0], begin, end, a.table + d * table_floats);
+    input_gate_table(model, a, model.layers[d][0], begin, end, a.table + d * table_floats);
   });
   parallel_directions(a.rows, a.n_threads, ROWS, [&](int d, int begin, int end) {
-    Task(a, packed[d], a.table + d * table_floats, d, begin, end - begin).run();
+    Task(model, a, a.table + d * table_floats, d, begin, end - begin).run();
   });
   return 0;
 }

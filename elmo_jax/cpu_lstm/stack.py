@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import weakref
 from typing import Any, Mapping
 
 import numpy as np
@@ -23,22 +24,27 @@ _F32 = ctypes.POINTER(ctypes.c_float)
 _I32 = ctypes.POINTER(ctypes.c_int32)
 
 
-_INT_FIELDS = ("n_layers", "rows", "steps", "dim", "proj", "words", "residual", "n_threads")
-_ARRAY_FIELDS = ("bias", "w_input", "w_hidden", "w_proj", "reset_c", "reset_h", "c", "h", "out", "table")
+class _ModelArgs(ctypes.Structure):
+    """lstm_stack.cc's `LstmModelArgs`."""
+
+    _fields_ = [
+        *((name, ctypes.c_int32) for name in ("n_layers", "dim", "proj", "residual")),
+        ("cell_clip", ctypes.c_float),
+        ("proj_clip", ctypes.c_float),
+        *((name, _F32) for name in ("bias", "w_input", "w_hidden", "w_proj")),
+    ]
 
 
 class _Args(ctypes.Structure):
     """lstm_stack.cc's `LstmStackArgs`."""
 
     _fields_ = [
-        *((name, ctypes.c_int32) for name in _INT_FIELDS),
-        ("cell_clip", ctypes.c_float),
-        ("proj_clip", ctypes.c_float),
+        *((name, ctypes.c_int32) for name in ("rows", "steps", "words", "n_threads")),
         ("embeddings", _F32),
         ("ids", _I32),
         ("lengths", _I32),
         ("reset", ctypes.POINTER(ctypes.c_uint8)),
-        *((name, _F32) for name in _ARRAY_FIELDS),
+        *((name, _F32) for name in ("reset_c", "reset_h", "c", "h", "out", "table")),
     ]
 
 
@@ -61,21 +67,31 @@ class CpuLstmStack:
     first use (`load_library`; KernelUnavailable when it cannot)."""
 
     def __init__(self, model: Any, params: Mapping, n_threads: int | None = None):
-        self._library = load_library()
-        self._library.elmo_lstm_table_floats.restype = ctypes.c_int64
+        library = load_library()
+        library.elmo_lstm_model.restype = ctypes.c_void_p
+        library.elmo_lstm_free.argtypes = [ctypes.c_void_p]
+        library.elmo_lstm_stack.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args)]
+        library.elmo_lstm_table_floats.restype = ctypes.c_int64
+        self._library = library
         self._table = np.empty(0, np.float32)  # Scratch kept between calls: its pages are mapped once.
         self._lock = threading.Lock()  # One call at a time: each uses every core (and the scratch).
-        layers = [params[f"lstm_{i}"] for i in range(model.n_layers)]
         self.n_layers, self.dim, self.proj = model.n_layers, model.dim, model.projection_dim
-        self.cell_clip = float(model.cell_clip or 0.0)
-        projected = has_projection(self.dim, self.proj)
-        self.proj_clip = float(model.proj_clip or 0.0) if projected else 0.0
-        self.residual = bool(model.use_skip_connections)
         self.n_threads = n_threads or cpu_threads()
-        self.bias = _f32(np.stack([layer["B"] for layer in layers]))
-        self.w_hidden = _f32(np.stack([layer["W_hidden"] for layer in layers]))
-        self.w_input = _f32(np.stack([layer["W_input"] for layer in layers]))
-        self.w_proj = _f32(np.stack([layer["W_P"] for layer in layers])) if projected else None
+        layers = [params[f"lstm_{i}"] for i in range(model.n_layers)]
+        projected = has_projection(self.dim, self.proj)
+        weights = {
+            name: _f32(np.stack([layer[key] for layer in layers]))
+            for name, key in (("bias", "B"), ("w_input", "W_input"), ("w_hidden", "W_hidden"))
+        }
+        weights["w_proj"] = _f32(np.stack([layer["W_P"] for layer in layers])) if projected else None
+        args = _ModelArgs(
+            self.n_layers, self.dim, self.proj, int(bool(model.use_skip_connections)),
+            float(model.cell_clip or 0.0), float(model.proj_clip or 0.0) if projected else 0.0,
+            *(_pointer(weights[name], _F32) for name in ("bias", "w_input", "w_hidden", "w_proj")),
+        )
+        # The kernel packs the weights once, into memory of its own (freed with this object).
+        self._model = library.elmo_lstm_model(ctypes.byref(args))
+        weakref.finalize(self, library.elmo_lstm_free, self._model)
 
     def run(
         self,
@@ -113,16 +129,14 @@ class CpuLstmStack:
         h = np.array(np.stack([s.h for s in state]), np.float32, order="C")
         out = np.zeros((self.n_layers, 2, n_rows, n_steps, self.proj), np.float32)
         args = _Args(
-            self.n_layers, n_rows, n_steps, self.dim, self.proj, len(embeddings), int(self.residual), self.n_threads,
-            self.cell_clip, self.proj_clip, _pointer(embeddings, _F32), _pointer(ids, _I32), _pointer(lengths, _I32),
-            _pointer(reset, ctypes.POINTER(ctypes.c_uint8)),
-            *(_pointer(a, _F32) for a in (self.bias, self.w_input, self.w_hidden, self.w_proj, reset_c, reset_h)),
-            *(_pointer(a, _F32) for a in (c, h, out)),
+            n_rows, n_steps, len(embeddings), self.n_threads, _pointer(embeddings, _F32), _pointer(ids, _I32),
+            _pointer(lengths, _I32), _pointer(reset, ctypes.POINTER(ctypes.c_uint8)),
+            *(_pointer(a, _F32) for a in (reset_c, reset_h, c, h, out)),
         )
         with self._lock:
             needed = self._library.elmo_lstm_table_floats(len(embeddings), self.dim)
             if self._table.size < needed:
                 self._table = np.empty(int(needed * 1.25), np.float32)
             args.table = _pointer(self._table, _F32)
-            self._library.elmo_lstm_stack(ctypes.byref(args))
+            self._library.elmo_lstm_stack(self._model, ctypes.byref(args))
         return out, [LSTMState(c[i], h[i]) for i in range(self.n_layers)]
