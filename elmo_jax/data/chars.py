@@ -80,7 +80,11 @@ class CharIdCache:
         """Character ids of a word sequence, `[len(words), max_chars]` int32."""
         if not words:
             return np.zeros((0, self.max_chars), dtype=np.int32)
-        return np.stack([self(w) for w in words])
+        new = [w for w in dict.fromkeys(words) if w not in self._cache]
+        encoded = dict(zip(new, words_to_char_ids(new, self.max_chars))) if new else {}  # One vectorised call.
+        room = max(self.max_entries - len(self._cache), 0)
+        self._cache.update((w, encoded[w]) for w in new[:room])
+        return np.stack([encoded[w] if w in encoded else self._cache[w] for w in words])
 
 
 class CharIdTable:

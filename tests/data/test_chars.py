@@ -135,6 +135,14 @@ def test_cache_max_entries_bounded_but_correct():
     np.testing.assert_array_equal(cache("d"), word_to_char_ids("d"))
 
 
+def test_cache_encode_mixes_cached_new_and_repeated_words_within_its_bound():
+    cache = CharIdCache(max_chars=12, max_entries=3)
+    cache("old")
+    words = ["new", "old", "</S>", "new", "over", "naïve", "x" * 20, "over"]
+    np.testing.assert_array_equal(cache.encode(words), np.stack([word_to_char_ids(w, 12) for w in words]))
+    assert set(cache._cache) == {"old", "new", "</S>"}  # The first new words, up to max_entries.
+
+
 TABLE_VOCAB = ["<S>", "</S>", "<UNK>", "the", "cat", "naïve"]
 
 
