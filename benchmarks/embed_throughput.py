@@ -22,9 +22,9 @@ batches (elmo-jax's embedder always; PyTorch unless `--no-torch_token_cache`). W
 takes `vocab_to_cache` (checked at run time), a second row also precomputes the PTB training
 vocabulary in both (untimed: `setup_s`). Each record also has both frameworks' float32 matmul
 peak (2048 x 2048, measured once per run), the largest difference between the two outputs on the
-first batch, the machine and what ran elmo-jax's LSTMs (`jax_lstm_engine`: `cpu`, the C++
-kernel of elmo_jax/cpu_lstm, or `xla`, jitted chunks; `--lstm_engine` chooses, default `auto`:
-the kernel where the embedder has it and it builds). MFU: the pass's model FLOPs (`pass_gflop`: the LSTMs at every
+first batch, the machine and what computed elmo-jax's char CNN and LSTMs (`jax_engine`: `cpu`,
+the C++ kernels of elmo_jax/cpu_kernels, or `xla`; `--engine` chooses, default `auto`: the
+kernels where the embedder has them and they build). MFU: the pass's model FLOPs (`pass_gflop`: the LSTMs at every
 position, the highway layers and token projection once per distinct word; convolutions and
 elementwise work not counted) per second, over each framework's own matmul peak.
 
@@ -117,14 +117,20 @@ def pass_gflop(name: str, sentences: list[list[str]], vocab: list[str] | None) -
     return (2 * parts["lstm"] * positions + (parts["highway"] + parts.get("token_projection", 0)) * new_words) / 1e9
 
 
-def supports_lstm_engine() -> bool:
-    """Whether this elmo-jax's embedder takes an `lstm_engine` argument."""
-    return "lstm_engine" in inspect.signature(embedder_from_bilm_files).parameters
+def engine_argument() -> str | None:
+    """The name of this elmo-jax embedder's engine argument: `engine`, `lstm_engine` (versions
+    whose C++ kernel ran the LSTMs only), or None (no kernels)."""
+    parameters = inspect.signature(embedder_from_bilm_files).parameters
+    return next((name for name in ("engine", "lstm_engine") if name in parameters), None)
 
 
-def lstm_engine(embedder: ElmoEmbedder) -> str:
-    """What runs the embedder's LSTMs: 'cpu' (the C++ kernel) or 'xla'."""
-    return "cpu" if getattr(embedder, "_cpu_stack", None) is not None else "xla"
+def engine_used(embedder: ElmoEmbedder) -> str:
+    """What computed the embedder's char CNN and LSTMs: 'cpu' (the C++ kernels), 'cpu LSTMs'
+    (versions with the LSTM kernel only) or 'xla'."""
+    kernels = getattr(embedder, "kernels", None)
+    if kernels is not None:
+        return "cpu" if kernels.lstm_stack is not None else "xla"
+    return "cpu LSTMs" if getattr(embedder, "_cpu_stack", None) is not None else "xla"
 
 
 def make_jax_embedder(
@@ -132,8 +138,8 @@ def make_jax_embedder(
 ) -> ElmoEmbedder:
     """elmo-jax's stateless embedder of the bilm-tf files `paths`, `vocab` cached if given."""
     extra = {"vocab_to_cache": vocab} if vocab else {}
-    if supports_lstm_engine():
-        extra["lstm_engine"] = engine
+    if engine_argument():
+        extra[engine_argument()] = engine
     return embedder_from_bilm_files(*paths, batch_size, stateful=False, **extra)
 
 
@@ -211,7 +217,7 @@ def benchmark_row(
         "jax_compilations_timed": timed_compiles,
         "torch_first_pass_s": round(torch_first, 2),
         "max_abs_diff_first_batch": diff,
-        "jax_lstm_engine": lstm_engine(jax_embedder),
+        "jax_engine": engine_used(jax_embedder),
     }
 
 
@@ -248,7 +254,7 @@ def run_benchmark(args: argparse.Namespace) -> list[dict]:
             options, weights = read_bilm_files(*paths)
             for batch_size, cached in itertools.product(args.batch_sizes, cached_rows):
                 rows_vocab = vocab if cached else None
-                make_jax = functools.partial(make_jax_embedder, paths, batch_size, rows_vocab, args.lstm_engine)
+                make_jax = functools.partial(make_jax_embedder, paths, batch_size, rows_vocab, args.engine)
                 make_torch = functools.partial(
                     make_torch_elmo, options, weights, args.conv, args.torch_token_cache, rows_vocab
                 )
@@ -286,7 +292,7 @@ def markdown_table(records: list[dict]) -> str:
             f"sentences ({r['tokens']} tokens); float32 2048x2048 matmul peak: JAX {r['jax_matmul_peak_gflops']} "
             f"GFLOP/s, PyTorch {r['torch_matmul_peak_gflops']} GFLOP/s; jax {r['jax']}, torch {r['torch']} "
             f"({r['torch_threads']} threads, conv={r['torch_conv']}, token cache={r['torch_token_cache']}); "
-            f"elmo-jax's LSTMs: {r.get('jax_lstm_engine', 'xla')}."
+            f"elmo-jax's engine: {r.get('jax_engine', r.get('jax_lstm_engine', 'xla'))}."
         )
     return "\n".join(lines)
 
@@ -349,9 +355,9 @@ def run_check() -> dict:
             reference = ReferenceBiLM.from_files(*paths).embed_batches(sentences, batch, stateful=False)
             model = "projected" if projected else "unprojected"
             for engine in ("xla", "cpu"):
-                embedder = embedder_from_bilm_files(*paths, batch_size=batch, stateful=False, lstm_engine=engine)
+                embedder = embedder_from_bilm_files(*paths, batch_size=batch, stateful=False, engine=engine)
                 want = list(embedder.embed_sentences(sentences))
-                results[f"{model}: elmo-jax ({engine} LSTMs) vs NumPy"] = compare(want, reference, model)
+                results[f"{model}: elmo-jax (engine {engine}) vs NumPy"] = compare(want, reference, model)
             for conv, token_cache, cached in itertools.product(("unfold", "conv1d"), (True, False), (False, True)):
                 torch_elmo = TorchElmo.from_files(*paths, conv=conv, token_cache=token_cache)
                 if cached:
@@ -376,8 +382,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--vocab_to_cache", action=argparse.BooleanOptionalAction, default=True,
                         help="also rows with the PTB training vocabulary cached, where elmo-jax supports it")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: os.cpu_count())")
-    parser.add_argument("--lstm_engine", choices=("auto", "cpu", "xla"), default="auto",
-                        help="what runs elmo-jax's LSTMs (ElmoEmbedder's lstm_engine)")
+    parser.add_argument("--engine", choices=("auto", "cpu", "xla"), default="auto",
+                        help="what computes elmo-jax's char CNN and LSTMs (ElmoEmbedder's engine)")
     parser.add_argument("--output", help="write the records to this JSON file")
     parser.add_argument("--check", action="store_true", help="check PyTorch against elmo-jax and exit")
     args = parser.parse_args(argv)

@@ -2,7 +2,7 @@
 
   python -m elmo_jax.embed --options options.json --weights weights.hdf5 \\
       --input sentences.txt --output elmo.hdf5 [--batch_size 32] [--stateless] [--vocab_to_cache vocab.txt] \\
-      [--layers all|top|average] [--lstm_engine auto|cpu|xla]
+      [--layers all|top|average] [--engine auto|cpu|xla]
   python -m elmo_jax.embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
   python -m elmo_jax.embed --workdir runs/ptb_word_small --input sentences.txt --output elmo.hdf5
   python -m elmo_jax.embed --options options.json --weights weights.hdf5 \\
@@ -41,12 +41,13 @@ sentences of all the batches one after another (exactly what running the batches
 stateless, the sentences packed longest first into `batch_size` streams of about equal length,
 each starting from the state after `<S>` (forward) or `</S>` (backward), which is the same for
 every sentence, so a sentence of n words runs n steps, not n + 2. The streams run in chunks of
-time steps, only the rows still running (`ragged_lstm`), so almost no position is padding; on
-CPUs (`--lstm_engine auto`, the default) a C++ kernel built for the machine on first use
-(`elmo_jax.cpu_lstm`) runs all of a group's steps instead, each direction on its own core.
-Compilations: one char-CNN shape and one first-layer input matmul per padded word count (64 x 1,
-1.5, 2, 3, 4, 6, ...) and one LSTM chunk per running-row count (1, 2, 3, 4, 6, 8, then multiples
-of 8) met; a corpus of batches of 32 sentences meets a handful of each.
+time steps, only the rows still running (`ragged_lstm`), so almost no position is padding. On
+CPUs (`--engine auto`, the default) C++ kernels built for the machine on first use
+(`elmo_jax.cpu_kernels`) compute instead: the char CNN of a group's new words in one call, and
+all of a group's LSTM steps in another, each direction on its own core; nothing is compiled by
+XLA. With `--engine xla`, compilations: one char-CNN shape and one first-layer input matmul per
+padded word count (64 x 1, 1.5, 2, 3, 4, 6, ...) and one LSTM chunk per running-row count (1, 2,
+3, 4, 6, 8, then multiples of 8) met; a corpus of batches of 32 sentences meets a handful of each.
 
 `--token_embeddings VOCAB` writes the dataset `embedding` `(n_vocab, projection_dim)`: the
 context-independent token embedding of each vocabulary line (first tab-separated field), as
@@ -76,7 +77,7 @@ from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.atomic_write import write_atomic
 from elmo_jax.cli import tool_flags
-from elmo_jax.cpu_lstm import CpuLstmStack, KernelUnavailable
+from elmo_jax.cpu_kernels import CpuCharCnn, CpuLstmStack, KernelUnavailable
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
@@ -85,7 +86,7 @@ from elmo_jax.token_cache import TokenEmbeddingCache, WordTokenEmbeddings
 
 GROUP_POSITIONS = 8192  # `embed_sentences` runs the LSTMs over consecutive batches of about this many positions.
 LAYER_MODES = ("all", "top", "average")  # What `embed_file` writes per sentence (`select_layers`).
-LSTM_ENGINES = ("auto", "cpu", "xla")  # What runs the LSTMs (`cpu_lstm_stack`).
+ENGINES = ("auto", "cpu", "xla")  # What computes the char CNN and the LSTMs (`cpu_kernels`).
 
 
 class PretrainedBiLM(NamedTuple):
@@ -124,24 +125,33 @@ def check_embeddable(model: BiLM) -> None:
         )
 
 
-def cpu_lstm_stack(model: BiLM, params: Mapping, engine: str) -> CpuLstmStack | None:
-    """The C++ kernel that runs the LSTMs, or None for jitted chunks (`ragged_lstm.run_lstms`).
+class CpuKernels(NamedTuple):
+    """The C++ kernels an embedder computes with (`cpu_kernels`); None: XLA computes that part."""
 
-    engine: 'cpu' (the kernel; KernelUnavailable if it cannot be built here), 'xla' (None) or
-    'auto': the kernel when JAX computes on the CPU and the biLM is float32, unless it cannot be
-    built (then None, with a warning).
+    char_cnn: CpuCharCnn | None
+    lstm_stack: CpuLstmStack | None
+
+
+def cpu_kernels(model: BiLM, params: Mapping, engine: str) -> CpuKernels:
+    """The C++ kernels that compute a char-CNN biLM's token embeddings and its LSTMs, or Nones for
+    XLA (jitted char CNN, `ragged_lstm.run_lstms`'s chunks).
+
+    engine: 'cpu' (the kernels; KernelUnavailable if they cannot be built here), 'xla' (Nones) or
+    'auto': the kernels when JAX computes on the CPU and the biLM is float32, unless they cannot
+    be built (then Nones, with a warning). A word-input biLM has no char CNN to compute.
     """
-    if engine not in LSTM_ENGINES:
-        raise ValueError(f"lstm_engine must be one of {LSTM_ENGINES}, got {engine!r}")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     if engine == "xla" or (engine == "auto" and (jax.default_backend() != "cpu" or model.dtype != jnp.float32)):
-        return None
+        return CpuKernels(None, None)
     try:
-        return CpuLstmStack(model, params)
+        char_cnn = CpuCharCnn(model, params) if model.token_encoder == "char_cnn" else None
+        return CpuKernels(char_cnn, CpuLstmStack(model, params))
     except KernelUnavailable as e:
         if engine == "cpu":
             raise
-        logging.warning("running the LSTMs with XLA: %s", e)
-        return None
+        logging.warning("computing with XLA: %s", e)
+        return CpuKernels(None, None)
 
 
 def select_layers(layers: np.ndarray, mode: str) -> np.ndarray:
@@ -177,8 +187,8 @@ class ElmoEmbedder:
     up front). A word-input biLM (`model.token_encoder='word'`) needs `vocab`, its training
     vocabulary: a word's token embedding is the table row of its id there, `<UNK>`'s for a word
     outside it (as in training); `vocab_to_cache` is refused and `token_cache_size` unused.
-    `lstm_engine`: what runs the LSTMs, 'auto' | 'cpu' | 'xla' (`cpu_lstm_stack`); the outputs
-    agree to float32 rounding.
+    `engine`: what computes the char CNN and the LSTMs, 'auto' | 'cpu' | 'xla' (`cpu_kernels`);
+    the outputs agree to float32 rounding.
     """
 
     def __init__(
@@ -191,7 +201,7 @@ class ElmoEmbedder:
         vocab_to_cache: Sequence[str] | None = None,
         token_cache_size: int = 100_000,
         vocab: Vocabulary | None = None,
-        lstm_engine: str = "auto",
+        engine: str = "auto",
     ):
         check_embeddable(model)
         if batch_size < 1:
@@ -201,17 +211,20 @@ class ElmoEmbedder:
         self.params = jax.device_put({k: v for k, v in params.items() if k != "softmax"})
         self.batch_size = batch_size
         self.stateful = stateful
-        self._cpu_stack = cpu_lstm_stack(model, self.params, lstm_engine)
+        self.kernels = cpu_kernels(model, self.params, engine)
         self._boundary_state: list[LSTMState] | None = None  # See `_sentence_start_state`.
         self.reset_states()
         if model.token_encoder == "word":
             self.tokens = self._word_tokens(vocab, vocab_to_cache)
             return
         widest_filter = max(width for width, _ in model.filters)
-        encoder = model.clone(distinct_fraction=0.0)  # The cache sends it distinct words only.
+        if self.kernels.char_cnn is not None:  # It takes every word at once and skips their padding itself.
+            encode, by_length = self.kernels.char_cnn.encode, False
+        else:
+            encoder = model.clone(distinct_fraction=0.0)  # The cache sends it distinct words only.
+            encode, by_length = functools.partial(_embed_tokens, encoder, self.params), True
         self.tokens = TokenEmbeddingCache(
-            lambda char_ids: _embed_tokens(encoder, self.params, char_ids),
-            model.projection_dim, max_chars, widest_filter, token_cache_size,
+            encode, model.projection_dim, max_chars, widest_filter, token_cache_size, by_length=by_length
         )
         self.tokens.add(vocab_to_cache or [])
 
@@ -236,7 +249,12 @@ class ElmoEmbedder:
 
     def reset_states(self) -> None:
         """Zero LSTM states for every row."""
-        self._state = self.model.initial_state(self.batch_size)
+        self._state = self._zero_state(self.batch_size)
+
+    def _zero_state(self, rows: int) -> list[LSTMState]:
+        """Zero LSTM states of `rows` rows per direction, on the host (nothing for XLA to compile)."""
+        shapes = (2, rows, self.model.dim), (2, rows, self.model.projection_dim)
+        return [LSTMState(*(np.zeros(shape, np.float32) for shape in shapes)) for _ in range(self.model.n_layers)]
 
     def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """ELMo layers of up to `batch_size` sentences, each `[n_layers + 1, n_tokens, 2 * P]` float32."""
@@ -296,11 +314,11 @@ class ElmoEmbedder:
                 word_ids[1, i, start : start + len(ids)] = ids[::-1]  # The backward LM reads it reversed.
                 starts[i, start] = True
         embeddings = self.tokens.lookup(list(words))  # [n_words, P]
-        state = self._state if self.stateful else self.model.initial_state(self.batch_size)
+        state = self._state if self.stateful else self._zero_state(self.batch_size)
         lstm_layers, state = run_lstms(
             self.model, self.params, embeddings, word_ids, lengths, np.array(active), state,
             reset=None if self.stateful else starts,
-            reset_state=None if self.stateful else self._sentence_start_state(), cpu_stack=self._cpu_stack,
+            reset_state=None if self.stateful else self._sentence_start_state(), cpu_stack=self.kernels.lstm_stack,
         )
         if self.stateful:
             self._state = state
@@ -326,7 +344,7 @@ class ElmoEmbedder:
             word_ids = np.array([0, 1]).reshape(2, 1, 1)  # Forward reads <S>, backward </S>.
             _, self._boundary_state = run_lstms(
                 self.model, self.params, embeddings, word_ids, np.array([1]), np.array([0]),
-                self.model.initial_state(1), cpu_stack=self._cpu_stack,
+                self._zero_state(1), cpu_stack=self.kernels.lstm_stack,
             )
         return self._boundary_state
 
@@ -390,11 +408,11 @@ def embedder_from_bilm_files(
     batch_size: int = 1,
     stateful: bool = True,
     vocab_to_cache: Sequence[str] | None = None,
-    lstm_engine: str = "auto",
+    engine: str = "auto",
 ) -> ElmoEmbedder:
     """An embedder for a bilm-tf/AllenNLP model (`options.json` + hdf5 weights)."""
     model, params, max_chars, _ = bilm_from_files(options_path, weights_path)
-    return ElmoEmbedder(model, params, max_chars, batch_size, stateful, vocab_to_cache, lstm_engine=lstm_engine)
+    return ElmoEmbedder(model, params, max_chars, batch_size, stateful, vocab_to_cache, engine=engine)
 
 
 def embedder_from_workdir(
@@ -403,7 +421,7 @@ def embedder_from_workdir(
     batch_size: int = 1,
     stateful: bool = True,
     vocab_to_cache: Sequence[str] | None = None,
-    lstm_engine: str = "auto",
+    engine: str = "auto",
 ) -> ElmoEmbedder:
     """An embedder for an elmo-jax training checkpoint, computing in float32 whatever model.dtype is.
 
@@ -411,7 +429,7 @@ def embedder_from_workdir(
     vocab.txt (words outside it -> `<UNK>`, as in training) and takes no `vocab_to_cache`."""
     model, params, max_chars, vocab = bilm_from_workdir(workdir, step)
     return ElmoEmbedder(
-        model, params, max_chars, batch_size, stateful, vocab_to_cache, vocab=vocab, lstm_engine=lstm_engine
+        model, params, max_chars, batch_size, stateful, vocab_to_cache, vocab=vocab, engine=engine
     )
 
 
@@ -522,9 +540,9 @@ flags.DEFINE_string(
     flag_values=_FLAGS,
 )
 flags.DEFINE_enum(
-    "lstm_engine", "auto", LSTM_ENGINES,
-    "what runs the LSTMs: a C++ kernel built for this CPU on first use (cpu), jitted XLA (xla), or the kernel "
-    "when computing on the CPU in float32 (auto)",
+    "engine", "auto", ENGINES,
+    "what computes the char CNN and the LSTMs: C++ kernels built for this CPU on first use (cpu), jitted XLA "
+    "(xla), or the kernels when computing on the CPU in float32 (auto)",
     flag_values=_FLAGS,
 )
 flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
@@ -550,11 +568,11 @@ def _embed() -> None:
     stateful = not _FLAGS.stateless
     if _FLAGS.workdir is not None:
         embedder = embedder_from_workdir(
-            _FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful, cache, lstm_engine=_FLAGS.lstm_engine
+            _FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful, cache, engine=_FLAGS.engine
         )
     else:
         embedder = embedder_from_bilm_files(
-            _FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful, cache, lstm_engine=_FLAGS.lstm_engine
+            _FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful, cache, engine=_FLAGS.engine
         )
     if _FLAGS.input is not None:
         n = embed_file(embedder, _FLAGS.input, _FLAGS.output, layers=_FLAGS.layers)

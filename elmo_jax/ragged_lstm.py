@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from elmo_jax.cpu_lstm import CpuLstmStack
+from elmo_jax.cpu_kernels import CpuLstmStack
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.token_cache import MIN_WORDS, padded_count

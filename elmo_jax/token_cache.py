@@ -52,7 +52,12 @@ def trimmed_char_ids(char_ids: np.ndarray, widest_filter: int) -> np.ndarray:
 
 
 class TokenEmbeddingCache:
-    """Word -> token embedding `[P]` float32, from `encode(char_ids [N, C']) -> [N, P]`."""
+    """Word -> token embedding `[P]` float32, from `encode(char_ids [N, C']) -> [N, P]`.
+
+    by_length: call `encode` per group of words of one trimmed length (`needed_chars`), in padded
+    word counts (few shapes for XLA to compile); False: once with all the words, untrimmed `[N, C]`
+    (an encoder that skips each word's padding itself: the CPU kernel).
+    """
 
     def __init__(
         self,
@@ -61,12 +66,14 @@ class TokenEmbeddingCache:
         max_chars: int,
         widest_filter: int,
         capacity: int = 100_000,
+        by_length: bool = True,
     ):
         if capacity < 0:
             raise ValueError(f"token cache capacity must be >= 0, got {capacity}")
         self._encode = encode
         self._chars = CharIdCache(max_chars)
         self._widest_filter = widest_filter
+        self._by_length = by_length
         self._limit = capacity  # Words held at most: capacity + the vocabulary given to `add`.
         self._index: dict[str, int] = {}
         self._table = np.zeros((0, dim), np.float32)
@@ -77,12 +84,14 @@ class TokenEmbeddingCache:
     def encode(self, words: Sequence[str]) -> np.ndarray:
         """Token embeddings of `words` through the char CNN (no cache), `[len(words), P]`.
 
-        Words are encoded in groups of one trimmed length (`needed_chars`: most words need far
-        fewer characters than the longest), TOKEN_CHUNK words a call, the last call of a group
-        padded to `padded_count` words.
+        By length (the default), words are encoded in groups of one trimmed length
+        (`needed_chars`: most words need far fewer characters than the longest), TOKEN_CHUNK words
+        a call, the last call of a group padded to `padded_count` words.
         """
+        char_ids = self._chars.encode(list(words))
+        if not self._by_length:
+            return np.asarray(self._encode(char_ids), np.float32)
         out = np.zeros((len(words), self._table.shape[1]), np.float32)
-        char_ids = self._chars.encode(list(words)) if len(words) else np.zeros((0, self._chars.max_chars), np.int32)
         needed = needed_chars(char_ids, self._widest_filter)
         for n_chars in np.unique(needed):
             group = np.flatnonzero(needed == n_chars)

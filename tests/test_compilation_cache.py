@@ -35,9 +35,9 @@ def files_under(directory) -> list[str]:
 
 
 def test_embed_runs_fill_and_reuse_the_cache(tmp_path):
-    """Three `python -m elmo_jax.embed` runs: the first writes compiled programs under
-    $XDG_CACHE_HOME/elmo_jax/jax, the second reads them (adding nothing, the same output), and
-    `--compilation_cache=` writes no cache at all."""
+    """Three `python -m elmo_jax.embed --engine xla` runs (the C++ kernels leave XLA nothing to
+    compile): the first writes compiled programs under $XDG_CACHE_HOME/elmo_jax/jax, the second
+    reads them (adding nothing, the same output), and `--compilation_cache=` writes no cache at all."""
     opts = options(True)
     options_path, weights_path = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
     write_bilm_files(opts, random_bilm_weights(opts, seed=3), options_path, weights_path)
@@ -48,7 +48,7 @@ def test_embed_runs_fill_and_reuse_the_cache(tmp_path):
 
     def embed(output: str, *flags: str) -> dict[str, np.ndarray]:
         command = [sys.executable, "-m", "elmo_jax.embed", "--options", options_path, "--weights", weights_path,
-                   "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / output), "--batch_size", "3", *flags]
+                   "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / output), "--batch_size", "3", "--engine", "xla", *flags]
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
         assert done.returncode == 0, done.stderr
         with h5py.File(tmp_path / output, "r") as f:

@@ -108,42 +108,43 @@ def test_stateless_matches_reference(skip_bilm):
 
 @pytest.mark.parametrize("stateful", [True, False], ids=["stateful", "stateless"])
 @pytest.mark.parametrize("group_positions", [1, 40])
-@pytest.mark.parametrize("lstm_engine", ["cpu", "xla"])
+@pytest.mark.parametrize("engine", ["cpu", "xla"])
 def test_batches_grouped_into_several_lstm_runs_match_reference(
-    skip_bilm, monkeypatch, stateful, group_positions, lstm_engine
+    skip_bilm, monkeypatch, stateful, group_positions, engine
 ):
     """embed_sentences runs the LSTMs over groups of consecutive batches (GROUP_POSITIONS): one
     batch per run, or a couple, give the same output as the reference's batch-by-batch run, with
-    either engine (the C++ kernel or jitted chunks)."""
+    either engine (the C++ kernels or XLA)."""
     options_path, weights_path, reference = skip_bilm
     monkeypatch.setattr(embed, "GROUP_POSITIONS", group_positions)
     sentences = SENTENCES + SENTENCES[::-1] + [[]] + SENTENCES[2:5]  # 20 lines: 7 batches of 3.
     embedder = embedder_from_bilm_files(
-        options_path, weights_path, batch_size=BATCH, stateful=stateful, lstm_engine=lstm_engine
+        options_path, weights_path, batch_size=BATCH, stateful=stateful, engine=engine
     )
-    assert (embedder._cpu_stack is not None) == (lstm_engine == "cpu")
+    assert (embedder.kernels.char_cnn is not None) == (embedder.kernels.lstm_stack is not None) == (engine == "cpu")
     assert_matches(list(embedder.embed_sentences(sentences)), reference.embed_batches(sentences, BATCH, stateful))
 
 
-def test_lstm_engine_auto_takes_the_kernel_on_cpu_and_falls_back_without_a_compiler(skip_bilm, monkeypatch, tmp_path, caplog):
-    from elmo_jax.cpu_lstm import build
+def test_engine_auto_takes_the_kernels_on_cpu_and_falls_back_without_a_compiler(skip_bilm, monkeypatch, tmp_path, caplog):
+    from elmo_jax.cpu_kernels import build
 
     options_path, weights_path, reference = skip_bilm
-    assert embedder_from_bilm_files(options_path, weights_path, BATCH)._cpu_stack is not None
+    kernels = embedder_from_bilm_files(options_path, weights_path, BATCH).kernels
+    assert kernels.char_cnn is not None and kernels.lstm_stack is not None
     monkeypatch.setenv(build.CACHE_ENV, str(tmp_path))  # Nothing built there yet.
     monkeypatch.setenv("CXX", "no-such-compiler")
     build.load_library.cache_clear()
     try:
         embedder = embedder_from_bilm_files(options_path, weights_path, BATCH, stateful=False)
-        assert embedder._cpu_stack is None
-        assert "running the LSTMs with XLA: no C++ compiler" in caplog.text
+        assert embedder.kernels == (None, None)
+        assert "computing with XLA: no C++ compiler" in caplog.text
         assert_matches(list(embedder.embed_sentences(SENTENCES)), reference.embed_batches(SENTENCES, BATCH, stateful=False))
         with pytest.raises(build.KernelUnavailable):
-            embedder_from_bilm_files(options_path, weights_path, BATCH, lstm_engine="cpu")
+            embedder_from_bilm_files(options_path, weights_path, BATCH, engine="cpu")
     finally:
         build.load_library.cache_clear()
-    with pytest.raises(ValueError, match="lstm_engine must be one of"):
-        embedder_from_bilm_files(options_path, weights_path, BATCH, lstm_engine="gpu")
+    with pytest.raises(ValueError, match="engine must be one of"):
+        embedder_from_bilm_files(options_path, weights_path, BATCH, engine="gpu")
 
 
 def test_stateless_packs_sentences_into_batch_size_rows(skip_bilm):

@@ -117,6 +117,16 @@ def test_encode_groups_words_by_trimmed_length():
     assert cache.encode([]).shape == (0, 3)
 
 
+def test_an_encoder_that_trims_itself_gets_every_word_at_once_untrimmed():
+    encoder = CountingEncoder()
+    cache = TokenEmbeddingCache(encoder, dim=3, max_chars=50, widest_filter=7, by_length=False)
+    words = ["a", "y" * 20, "cat", "z" * 60, "<S>"]
+    np.testing.assert_array_equal(cache.lookup(words), expected(words))
+    np.testing.assert_array_equal(cache.lookup(["cat", "b"]), expected(["cat", "b"]))
+    assert encoder.shapes == [(5, 50), (1, 50)] and encoder.encoded == [5, 1]  # New words only, unpadded.
+    assert cache.encode([]).shape == (0, 3)
+
+
 def test_negative_capacity_is_an_error():
     with pytest.raises(ValueError, match="capacity"):
         make_cache(capacity=-1)

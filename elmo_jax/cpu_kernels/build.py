@@ -1,8 +1,9 @@
-"""Compiles lstm_stack.cc for this machine on first use and keeps the library in a cache directory.
+"""Compiles the CPU kernels (lstm_stack.cc, char_cnn.cc) into one library for this machine on
+first use and keeps it in a cache directory.
 
-The kernel is built with `-march=native` (the vector width and instructions of this CPU), so it
-is compiled where it runs, once: the library's name is a hash of the source, the compiler and its
-version, the flags and the CPU, so a changed source, compiler or CPU (a home directory shared by
+The kernels are built with `-march=native` (the vector width and instructions of this CPU), so
+they are compiled where they run, once: the library's name is a hash of the sources, the compiler
+and its version, the flags and the CPU, so a changed source, compiler or CPU (a home directory shared by
 machines of different kinds) builds afresh. The directory: `$ELMO_JAX_KERNEL_CACHE` if set, else
 `$XDG_CACHE_HOME/elmo_jax/kernels` (`~/.cache/elmo_jax/kernels`). The compiler: `$CXX`, else g++.
 """
@@ -19,13 +20,14 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-SOURCE = Path(__file__).with_name("lstm_stack.cc")
+SOURCES = tuple(Path(__file__).with_name(name) for name in ("lstm_stack.cc", "char_cnn.cc"))
+HEADERS = (Path(__file__).with_name("kernels.h"),)
 FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-pthread")
 CACHE_ENV = "ELMO_JAX_KERNEL_CACHE"
 
 
 class KernelUnavailable(RuntimeError):
-    """The CPU kernel cannot be built here (no C++ compiler, or it failed)."""
+    """The CPU kernels cannot be built here (no C++ compiler, or it failed)."""
 
 
 def cache_dir() -> Path:
@@ -54,16 +56,17 @@ def _compiler() -> str:
 
 
 def library_path() -> Path:
-    """Where this machine's build of the kernel is (or will be) cached."""
+    """Where this machine's build of the kernels is (or will be) cached."""
     compiler = _compiler()
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
-    key = "\0".join([SOURCE.read_text(), compiler, version, " ".join(FLAGS), _cpu_identity()])
-    return cache_dir() / f"lstm_stack_{hashlib.sha256(key.encode()).hexdigest()[:16]}.so"
+    sources = [path.read_text() for path in SOURCES + HEADERS]
+    key = "\0".join([*sources, compiler, version, " ".join(FLAGS), _cpu_identity()])
+    return cache_dir() / f"elmo_kernels_{hashlib.sha256(key.encode()).hexdigest()[:16]}.so"
 
 
 @functools.cache
 def load_library() -> ctypes.CDLL:
-    """The kernel's shared library, compiled first if this machine has no cached build (a few
+    """The kernels' shared library, compiled first if this machine has no cached build (a few
     seconds). Raises KernelUnavailable if it cannot be built."""
     path = library_path()
     if not path.exists():
@@ -71,10 +74,11 @@ def load_library() -> ctypes.CDLL:
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
         os.close(fd)
         try:
-            result = subprocess.run([_compiler(), *FLAGS, str(SOURCE), "-o", tmp], capture_output=True, text=True)
+            command = [_compiler(), *FLAGS, *map(str, SOURCES), "-o", tmp]
+            result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode != 0:
                 first_error = next((line for line in result.stderr.splitlines() if "error" in line), result.stderr)
-                raise KernelUnavailable(f"compiling {SOURCE.name} failed: {first_error.strip()}")
+                raise KernelUnavailable(f"compiling the CPU kernels failed: {first_error.strip()}")
             os.replace(tmp, path)  # Atomic: a concurrent process sees no library or a whole one.
         finally:
             if os.path.exists(tmp):

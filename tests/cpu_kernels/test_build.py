@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from elmo_jax.cpu_lstm import build
+from elmo_jax.cpu_kernels import build
 
 
 @pytest.fixture
@@ -53,6 +53,6 @@ def test_failing_compiler_names_its_error_and_leaves_no_file(fresh_build, monkey
     compiler.write_text("#!/bin/sh\necho 'lstm_stack.cc:1: error: something broke' >&2\nexit 1\n")
     compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("CXX", str(compiler))
-    with pytest.raises(build.KernelUnavailable, match="compiling lstm_stack.cc failed: lstm_stack.cc:1: error: something broke"):
+    with pytest.raises(build.KernelUnavailable, match="compiling the CPU kernels failed: lstm_stack.cc:1: error: something broke"):
         build.load_library()
     assert not fresh_build.exists() or not os.listdir(fresh_build)

@@ -15,77 +15,24 @@
 #include <thread>
 #include <vector>
 
+#include "kernels.h"
+
 namespace {
 
-#if defined(__AVX512F__)
-constexpr int V = 16;  // floats per vector register
-constexpr int ROWS = 8;  // rows per register block
-#else
-constexpr int V = 8;
-constexpr int ROWS = 4;
-#endif
+using namespace elmo_kernels;
+
 constexpr int GATE_VECTORS = 2;  // gates per register block (of the 4 of a panel): ROWS x 2 accumulators
 constexpr int PROJ_VECTORS = 2;  // projection outputs per register block: PROJ_VECTORS x V
 constexpr int PROJ_COLS = PROJ_VECTORS * V;
 constexpr int PREFETCH_PANELS = 2;  // how far ahead the table rows of the first layer are fetched
 constexpr int TABLE_TILE = 256;  // words per tile of the table's matmul (their embeddings stay in L2)
 
-typedef float vec __attribute__((vector_size(V * sizeof(float))));
-typedef int32_t ivec __attribute__((vector_size(V * sizeof(int32_t))));
-
-inline vec splat(float x) { return vec{} + x; }
-inline vec load(const float* p) { vec v; std::memcpy(&v, p, sizeof v); return v; }
-inline void store(float* p, vec v) { std::memcpy(p, &v, sizeof v); }
-inline vec vmin(vec a, vec b) { return a < b ? a : b; }
-inline vec vmax(vec a, vec b) { return a > b ? a : b; }
-inline vec clip(vec x, float c) { return c > 0 ? vmin(vmax(x, splat(-c)), splat(c)) : x; }
-
-// exp(x) to about 1 ulp on [-87.3, 88.3] (Cephes' expf: x = n ln2 + r, a degree-6 polynomial in r).
-inline vec vexp(vec x) {
-  x = vmin(vmax(x, splat(-87.3f)), splat(88.3f));
-  const vec magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const vec n = (x * 1.44269504088896341f + magic) - magic;
-  const vec r = x - n * 0.693359375f - n * -2.12194440e-4f;
-  vec p = splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const ivec bits = (__builtin_convertvector(n, ivec) + 127) << 23;
-  vec scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-inline vec sigmoid(vec x) { return 1.0f / (1.0f + vexp(-x)); }
-inline vec tanh_(vec x) { return 1.0f - 2.0f / (vexp(x + x) + 1.0f); }
-
-inline int round_up(int n, int k) { return (n + k - 1) / k * k; }
-
-// acc[r][n] += x[r, :k] . panel[:k, n] for R rows and N vectors of outputs: one register block.
-// x: packed [k][R] (the R values broadcast at each k are adjacent); panel: [k][N][V].
-template <int R, int N>
-inline void accumulate(vec (&acc)[R][N], const float* x, const float* panel, int k_size) {
-  for (int k = 0; k < k_size; ++k) {
-    vec w[N];
-#pragma GCC unroll 4
-    for (int n = 0; n < N; ++n) w[n] = load(panel + (size_t(k) * N + n) * V);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const float a = x[size_t(k) * R + r];
-#pragma GCC unroll 4
-      for (int n = 0; n < N; ++n) acc[r][n] += a * w[n];
-    }
-  }
-}
-
 }  // namespace
 
 extern "C" {
 
 // The weights of a biLM's LSTM stacks, both directions, for `elmo_lstm_model` (mirrored by
-// elmo_jax/cpu_lstm/stack.py). `proj == dim` with `w_proj == nullptr`: no projection (h = m).
+// elmo_jax/cpu_kernels/lstm_stack.py). `proj == dim` with `w_proj == nullptr`: no projection (h = m).
 // Clips <= 0: none.
 struct LstmModelArgs {
   int32_t n_layers, dim, proj, residual;
@@ -96,7 +43,7 @@ struct LstmModelArgs {
   const float* w_proj;      // [L, 2, dim, proj] or nullptr
 };
 
-// The arguments of one `elmo_lstm_stack` call (mirrored by elmo_jax/cpu_lstm/stack.py).
+// The arguments of one `elmo_lstm_stack` call (mirrored by elmo_jax/cpu_kernels/lstm_stack.py).
 struct LstmStackArgs {
   int32_t rows, steps, words, n_threads;
   const float* embeddings;  // [words, proj]: the token embedding of each word (the first layer's input)
@@ -171,36 +118,11 @@ struct Model {
   }
 };
 
-// Matmul operands packed for the register blocks: [rows / ROWS][k][ROWS], the ROWS values that a
-// block broadcasts at each k adjacent (one cache line instead of ROWS).
-struct Packed {
-  int k_size;
-  std::vector<float> data;
-  Packed(int rows_p, int k) : k_size(k), data(size_t(rows_p) * k) {}
-  const float* block(int r0) const { return &data[size_t(r0) * k_size]; }  // r0: a multiple of ROWS
-  float& at(int r, int k) { return data[(size_t(r / ROWS) * k_size + k) * ROWS + r % ROWS]; }
-  float at(int r, int k) const { return data[(size_t(r / ROWS) * k_size + k) * ROWS + r % ROWS]; }
-  void set_row(int r, const float* row, int n) { for (int k = 0; k < n; ++k) at(r, k) = row[k]; }
-};
-
 // z[r] += x[r] . panel for rows [0, n_rows), all 4 gates of one panel of V cells: x packed
-// `[rows, k]`, panel `[4 / GATE_VECTORS][k][GATE_VECTORS][V]`, z `[rows][4]` vectors. Each group
-// of gates is read by every row block while it is in L1.
+// `[rows, k]`, panel `[4 / GATE_VECTORS][k][GATE_VECTORS][V]`, z `[rows][4]` vectors.
 inline void add_panel_gates(vec* z, const Packed& x, const float* panel, int n_rows) {
-  const int k_size = x.k_size;
   for (int g0 = 0; g0 < 4; g0 += GATE_VECTORS)
-    for (int r0 = 0; r0 < n_rows; r0 += ROWS) {
-      vec acc[ROWS][GATE_VECTORS];
-#pragma GCC unroll 8
-      for (int r = 0; r < ROWS; ++r)
-#pragma GCC unroll 4
-        for (int g = 0; g < GATE_VECTORS; ++g) acc[r][g] = z[(r0 + r) * 4 + g0 + g];
-      accumulate(acc, x.block(r0), panel + size_t(g0) * k_size * V, k_size);
-#pragma GCC unroll 8
-      for (int r = 0; r < ROWS; ++r)
-#pragma GCC unroll 4
-        for (int g = 0; g < GATE_VECTORS; ++g) z[(r0 + r) * 4 + g0 + g] = acc[r][g];
-    }
+    add_panel<GATE_VECTORS>(z + g0, 4, x, panel + size_t(g0) * x.k_size * V, n_rows, x.k_size);
 }
 
 // The state and scratch of one layer for a task's rows.

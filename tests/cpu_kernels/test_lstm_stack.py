@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import platform
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from elmo_jax.cpu_lstm import CpuLstmStack, build
+from elmo_jax.cpu_kernels import CpuLstmStack
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
 
@@ -144,19 +142,12 @@ def test_word_ids_outside_the_table_are_refused():
         CpuLstmStack(model, params).run(words, ids, lengths, state)
 
 
-@pytest.mark.skipif(platform.machine() != "x86_64", reason="AVX2 is an x86-64 instruction set")
-def test_avx2_build_matches_reference(monkeypatch, tmp_path):
+def test_avx2_build_matches_reference(avx2_build):
     """Built for CPUs without AVX-512 (8-float vectors, other register blocks): the same results."""
-    monkeypatch.setattr(build, "FLAGS", tuple("-march=x86-64-v3" if f == "-march=native" else f for f in build.FLAGS))
-    monkeypatch.setenv(build.CACHE_ENV, str(tmp_path))
-    build.load_library.cache_clear()
-    try:
-        dim, proj, n_layers, skip, cell_clip, clip, lengths, with_reset, _ = CASES["three_layers_reset"]
-        model, params = make_bilm(dim, proj, n_layers, skip, clip, cell_clip=cell_clip)
-        inputs = random_inputs(5, model, lengths, with_reset=with_reset)
-        got, _ = CpuLstmStack(model, params).run(*inputs)
-    finally:
-        build.load_library.cache_clear()
+    dim, proj, n_layers, skip, cell_clip, clip, lengths, with_reset, _ = CASES["three_layers_reset"]
+    model, params = make_bilm(dim, proj, n_layers, skip, clip, cell_clip=cell_clip)
+    inputs = random_inputs(5, model, lengths, with_reset=with_reset)
+    got, _ = CpuLstmStack(model, params).run(*inputs)
     want, _, _ = reference_stack(params, n_layers, cell_clip, clip, skip, *inputs)
     for r, n in enumerate(lengths):
         np.testing.assert_allclose(got[:, :, r, :n], want[:, :, r, :n], rtol=1e-5, atol=2e-6)

@@ -10,18 +10,15 @@ projection fused in one pass over the weights (lstm_stack.cc). It computes what
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 import weakref
 from typing import Any, Mapping
 
 import numpy as np
 
-from elmo_jax.cpu_lstm.build import load_library
+from elmo_jax.cpu_kernels.arrays import F32, I32, cpu_threads, f32, pointer
+from elmo_jax.cpu_kernels.build import load_library
 from elmo_jax.model.lstm import LSTMState, has_projection
-
-_F32 = ctypes.POINTER(ctypes.c_float)
-_I32 = ctypes.POINTER(ctypes.c_int32)
 
 
 class _ModelArgs(ctypes.Structure):
@@ -31,7 +28,7 @@ class _ModelArgs(ctypes.Structure):
         *((name, ctypes.c_int32) for name in ("n_layers", "dim", "proj", "residual")),
         ("cell_clip", ctypes.c_float),
         ("proj_clip", ctypes.c_float),
-        *((name, _F32) for name in ("bias", "w_input", "w_hidden", "w_proj")),
+        *((name, F32) for name in ("bias", "w_input", "w_hidden", "w_proj")),
     ]
 
 
@@ -40,25 +37,12 @@ class _Args(ctypes.Structure):
 
     _fields_ = [
         *((name, ctypes.c_int32) for name in ("rows", "steps", "words", "n_threads")),
-        ("embeddings", _F32),
-        ("ids", _I32),
-        ("lengths", _I32),
+        ("embeddings", F32),
+        ("ids", I32),
+        ("lengths", I32),
         ("reset", ctypes.POINTER(ctypes.c_uint8)),
-        *((name, _F32) for name in ("reset_c", "reset_h", "c", "h", "out", "table")),
+        *((name, F32) for name in ("reset_c", "reset_h", "c", "h", "out", "table")),
     ]
-
-
-def _pointer(array: np.ndarray | None, kind) -> Any:
-    return None if array is None else array.ctypes.data_as(kind)
-
-
-def _f32(array: Any) -> np.ndarray:
-    return np.ascontiguousarray(array, np.float32)
-
-
-def cpu_threads() -> int:
-    """The CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class CpuLstmStack:
@@ -80,14 +64,14 @@ class CpuLstmStack:
         layers = [params[f"lstm_{i}"] for i in range(model.n_layers)]
         projected = has_projection(self.dim, self.proj)
         weights = {
-            name: _f32(np.stack([layer[key] for layer in layers]))
+            name: f32(np.stack([layer[key] for layer in layers]))
             for name, key in (("bias", "B"), ("w_input", "W_input"), ("w_hidden", "W_hidden"))
         }
-        weights["w_proj"] = _f32(np.stack([layer["W_P"] for layer in layers])) if projected else None
+        weights["w_proj"] = f32(np.stack([layer["W_P"] for layer in layers])) if projected else None
         args = _ModelArgs(
             self.n_layers, self.dim, self.proj, int(bool(model.use_skip_connections)),
             float(model.cell_clip or 0.0), float(model.proj_clip or 0.0) if projected else 0.0,
-            *(_pointer(weights[name], _F32) for name in ("bias", "w_input", "w_hidden", "w_proj")),
+            *(pointer(weights[name], F32) for name in ("bias", "w_input", "w_hidden", "w_proj")),
         )
         # The kernel packs the weights once, into memory of its own (freed with this object).
         self._model = library.elmo_lstm_model(ctypes.byref(args))
@@ -113,7 +97,7 @@ class CpuLstmStack:
         Returns the layers' outputs `[L, 2, n, T, P]` (zeros past a row's length) and the final states.
         """
         n_rows, n_steps = ids.shape[1:]
-        embeddings = _f32(embeddings)
+        embeddings = f32(embeddings)
         if embeddings.ndim != 2 or embeddings.shape[1] != self.proj:
             raise ValueError(f"embeddings must be [words, {self.proj}], got {list(embeddings.shape)}")
         ids = np.ascontiguousarray(ids, np.int32)
@@ -123,20 +107,20 @@ class CpuLstmStack:
         reset = None if reset is None else np.ascontiguousarray(reset, np.uint8)
         if reset_state is None:
             reset_state = [LSTMState(np.zeros((2, 1, self.dim)), np.zeros((2, 1, self.proj)))] * self.n_layers
-        reset_c = _f32(np.stack([np.broadcast_to(s.c, (2, 1, self.dim))[:, 0] for s in reset_state]))
-        reset_h = _f32(np.stack([np.broadcast_to(s.h, (2, 1, self.proj))[:, 0] for s in reset_state]))
+        reset_c = f32(np.stack([np.broadcast_to(s.c, (2, 1, self.dim))[:, 0] for s in reset_state]))
+        reset_h = f32(np.stack([np.broadcast_to(s.h, (2, 1, self.proj))[:, 0] for s in reset_state]))
         c = np.array(np.stack([s.c for s in state]), np.float32, order="C")  # Copies: updated in place.
         h = np.array(np.stack([s.h for s in state]), np.float32, order="C")
         out = np.zeros((self.n_layers, 2, n_rows, n_steps, self.proj), np.float32)
         args = _Args(
-            n_rows, n_steps, len(embeddings), self.n_threads, _pointer(embeddings, _F32), _pointer(ids, _I32),
-            _pointer(lengths, _I32), _pointer(reset, ctypes.POINTER(ctypes.c_uint8)),
-            *(_pointer(a, _F32) for a in (reset_c, reset_h, c, h, out)),
+            n_rows, n_steps, len(embeddings), self.n_threads, pointer(embeddings, F32), pointer(ids, I32),
+            pointer(lengths, I32), pointer(reset, ctypes.POINTER(ctypes.c_uint8)),
+            *(pointer(a, F32) for a in (reset_c, reset_h, c, h, out)),
         )
         with self._lock:
             needed = self._library.elmo_lstm_table_floats(len(embeddings), self.dim)
             if self._table.size < needed:
                 self._table = np.empty(int(needed * 1.25), np.float32)
-            args.table = _pointer(self._table, _F32)
+            args.table = pointer(self._table, F32)
             self._library.elmo_lstm_stack(self._model, ctypes.byref(args))
         return out, [LSTMState(c[i], h[i]) for i in range(self.n_layers)]

@@ -1,0 +1,117 @@
+"""The char CNN token encoder on CPUs, in one call of char_cnn.cc per batch of words (inference).
+
+`CpuCharCnn` holds a float32 biLM's char CNN packed by the kernel and encodes words: character
+embeddings, each convolution's max over the positions of the windows that touch the word (the
+windows of padding only share one output, computed once), the activation, the highway layers and
+the projection, TILE words per thread at a time (char_cnn.cc). It computes what
+`CharCNNEncoder` computes for float32 biLMs, to float32 rounding, for words of any length in one
+call: no grouping by length and no padded shapes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import weakref
+from typing import Any, Mapping
+
+import numpy as np
+
+from elmo_jax.cpu_kernels.arrays import F32, I32, cpu_threads, f32, pointer
+from elmo_jax.cpu_kernels.build import load_library
+from elmo_jax.data.chars import ID_SHIFT, N_CHARACTERS, PAD_CHAR
+
+ACTIVATIONS = ("relu", "tanh")
+_SIZES = ("n_widths", "embed_dim", "n_highway", "out_dim", "n_char_ids", "pad_id", "relu")
+_WEIGHTS = ("char_embed", "w_cnn", "b_cnn", "w_carry", "b_carry", "w_transform", "b_transform", "w_proj", "b_proj")
+
+
+class _ModelArgs(ctypes.Structure):
+    """char_cnn.cc's `CharCnnModelArgs`."""
+
+    _fields_ = [
+        *((name, ctypes.c_int32) for name in _SIZES),
+        ("widths", I32),
+        ("channels", I32),
+        *((name, F32) for name in _WEIGHTS),
+    ]
+
+
+class _Args(ctypes.Structure):
+    """char_cnn.cc's `CharCnnArgs`."""
+
+    _fields_ = [
+        *((name, ctypes.c_int32) for name in ("words", "max_chars", "n_threads")),
+        ("char_ids", I32),
+        ("out", F32),
+    ]
+
+
+class CpuCharCnn:
+    """The char CNN of a float32 biLM with a token projection (`model`: its `filters`,
+    `n_highway`, `activation`, `projection_dim`; `params`: its variables' params, whose `encoder`
+    holds the char CNN) ready for `encode`. Builds the kernels on first use (`load_library`;
+    KernelUnavailable when it cannot)."""
+
+    def __init__(self, model: Any, params: Mapping, n_threads: int | None = None):
+        if model.activation not in ACTIVATIONS:
+            raise ValueError(f"model.char_cnn.activation must be one of {ACTIVATIONS}, got {model.activation!r}")
+        if not model.token_projection:
+            raise ValueError("the CPU char CNN needs a token projection (model.char_cnn.projection=True)")
+        library = load_library()
+        library.elmo_char_cnn_model.restype = ctypes.c_void_p
+        library.elmo_char_cnn_free.argtypes = [ctypes.c_void_p]
+        library.elmo_char_cnn.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args)]
+        self._library = library
+        self._lock = threading.Lock()  # One call at a time: each uses every core.
+        self.n_threads = n_threads or cpu_threads()
+        self.out_dim = model.projection_dim
+        self.widest_filter = max(width for width, _ in model.filters)
+        encoder = params["encoder"]
+        highway = encoder.get("highway", {})
+        n_highway = model.n_highway
+
+        def stacked(name: str) -> np.ndarray:  # [n_highway, ...]; empty without highway layers
+            return f32(np.stack([highway[f"{name}_{k}"] for k in range(n_highway)]) if n_highway else np.zeros(0))
+
+        char_embed = np.array(encoder["char_embed"], np.float32)
+        char_embed[0] = 0.0  # "No token": the model fixes this row at zero.
+        weights = {
+            "char_embed": char_embed,
+            "w_cnn": f32(np.concatenate([np.ravel(encoder[f"W_cnn_{i}"]) for i in range(len(model.filters))])),
+            "b_cnn": f32(np.concatenate([encoder[f"b_cnn_{i}"] for i in range(len(model.filters))])),
+            "w_carry": stacked("W_carry"),
+            "b_carry": stacked("b_carry"),
+            "w_transform": stacked("W_transform"),
+            "b_transform": stacked("b_transform"),
+            "w_proj": f32(encoder["W_proj"]),
+            "b_proj": f32(encoder["b_proj"]),
+        }
+        widths = np.array([width for width, _ in model.filters], np.int32)
+        channels = np.array([channels for _, channels in model.filters], np.int32)
+        args = _ModelArgs(
+            len(widths), model.char_embed_dim, n_highway, self.out_dim, N_CHARACTERS, PAD_CHAR + ID_SHIFT,
+            int(model.activation == "relu"), pointer(widths, I32), pointer(channels, I32),
+            *(pointer(weights[name], F32) for name in _WEIGHTS),
+        )
+        # The kernel packs the weights once, into memory of its own (freed with this object).
+        self._model = library.elmo_char_cnn_model(ctypes.byref(args))
+        weakref.finalize(self, library.elmo_char_cnn_free, self._model)
+
+    def encode(self, char_ids: np.ndarray) -> np.ndarray:
+        """char_ids `[N, C]` (+1 shifted, as `words_to_char_ids`; C >= the widest filter) -> token
+        embeddings `[N, P]` float32."""
+        char_ids = np.ascontiguousarray(char_ids, np.int32)
+        n_words, n_chars = char_ids.shape
+        if n_chars < self.widest_filter:
+            raise ValueError(
+                f"words of {n_chars} characters are narrower than the widest filter ({self.widest_filter})"
+            )
+        if char_ids.size and (char_ids.min() < 0 or char_ids.max() >= N_CHARACTERS):
+            raise ValueError(f"character ids must lie in [0, {N_CHARACTERS})")
+        out = np.empty((n_words, self.out_dim), np.float32)
+        if n_words:
+            args = _Args(n_words, n_chars, self.n_threads, pointer(char_ids, I32), pointer(out, F32))
+            with self._lock:
+                self._library.elmo_char_cnn(self._model, ctypes.byref(args))
+        return out
