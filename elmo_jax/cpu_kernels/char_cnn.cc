@@ -39,10 +39,8 @@ struct CharCnnModelArgs {
   const float* char_embed;   // [n_char_ids, embed_dim]
   const float* w_cnn;        // each width's [width, embed_dim, channels], one after another
   const float* b_cnn;        // [F]
-  const float* w_carry;      // [n_highway, F, F]
-  const float* b_carry;      // [n_highway, F]
-  const float* w_transform;  // [n_highway, F, F]
-  const float* b_transform;  // [n_highway, F]
+  const float* w_highway;    // [n_highway, F, 2 F]: each layer's W_carry and W_transform side by side
+  const float* b_highway;    // [n_highway, 2 F]: b_carry and b_transform
   const float* w_proj;       // [F, out_dim]
   const float* b_proj;       // [out_dim]
 };
@@ -66,35 +64,14 @@ struct Conv {
   std::vector<float> padding;  // [channels]: the output of a window of padding only
 };
 
-// Columns [n0, n0 + COLS) of w `[k_size, n]` for each of n_p / COLS panels: [n_p / COLS][k][COLS].
-std::vector<float> pack_panels(const float* w, int k_size, int n, int n_p) {
-  std::vector<float> out(size_t(n_p) * k_size, 0.0f);
-  for (int n0 = 0; n0 < n_p; n0 += COLS)
-    for (int k = 0; k < k_size; ++k)
-      for (int l = 0; l < COLS && n0 + l < n; ++l) out[(size_t(n0 / COLS) * k_size + k) * COLS + l] = w[size_t(k) * n + n0 + l];
-  return out;
-}
-
-// A highway layer's carry and transform columns of the same V outputs side by side:
-// [f_p / V][F][2][V] (the carry's V, then the transform's).
-std::vector<float> pack_highway(const float* carry, const float* transform, int f, int f_p) {
-  std::vector<float> out(size_t(f_p) * f * 2, 0.0f);
-  for (int u0 = 0; u0 < f_p; u0 += V)
-    for (int k = 0; k < f; ++k)
-      for (int l = 0; l < V && u0 + l < f; ++l) {
-        float* at = &out[((size_t(u0 / V) * f + k) * 2) * V + l];
-        at[0] = carry[size_t(k) * f + u0 + l];
-        at[V] = transform[size_t(k) * f + u0 + l];
-      }
-  return out;
-}
-
 struct CharCnn {
   int embed_dim, n_filters, f_p, pooled_stride, out_dim, out_p, pad_id;
   bool relu;
   std::vector<float> embed, b_cnn, proj, b_proj;  // b_proj: [out_p]
   std::vector<Conv> convs;
-  std::vector<std::vector<float>> highway, b_highway;  // per layer; b_highway: [f_p / V][2][V]
+  // Per layer: the carry and transform gates of each panel of V outputs (`pack_gates`), and their
+  // biases `[2][f_p]`.
+  std::vector<std::vector<float>> highway, b_highway;
 
   explicit CharCnn(const CharCnnModelArgs& a)
       : embed_dim(a.embed_dim), n_filters(0), pooled_stride(0), out_dim(a.out_dim), out_p(round_up(a.out_dim, COLS)),
@@ -104,7 +81,7 @@ struct CharCnn {
     for (int i = 0; i < a.n_widths; ++i) {
       Conv conv{a.widths[i], a.channels[i], n_filters, {}, std::vector<float>(a.channels[i], 0.0f)};
       const int k_size = conv.width * embed_dim;
-      conv.w = pack_panels(w, k_size, conv.channels, round_up(conv.channels, COLS));
+      conv.w = pack_panels<COLS>(w, k_size, conv.channels, round_up(conv.channels, COLS));
       for (int c = 0; c < conv.channels; ++c) {
         double sum = 0.0;
         for (int k = 0; k < k_size; ++k) sum += double(embed[size_t(pad_id) * embed_dim + k % embed_dim]) * w[size_t(k) * conv.channels + c];
@@ -117,17 +94,14 @@ struct CharCnn {
     }
     f_p = round_up(n_filters, V);
     b_cnn.assign(a.b_cnn, a.b_cnn + n_filters);
-    const size_t square = size_t(n_filters) * n_filters;
     for (int l = 0; l < a.n_highway; ++l) {
-      highway.push_back(pack_highway(a.w_carry + l * square, a.w_transform + l * square, n_filters, f_p));
+      highway.push_back(pack_gates<2>(a.w_highway + size_t(l) * n_filters * 2 * n_filters, n_filters, 2, n_filters, f_p));
       std::vector<float> bias(size_t(f_p) * 2, 0.0f);
-      for (int u = 0; u < n_filters; ++u) {
-        bias[(u / V * 2) * V + u % V] = a.b_carry[size_t(l) * n_filters + u];
-        bias[(u / V * 2 + 1) * V + u % V] = a.b_transform[size_t(l) * n_filters + u];
-      }
+      for (int g = 0; g < 2; ++g)
+        std::copy_n(a.b_highway + (size_t(l) * 2 + g) * n_filters, n_filters, &bias[size_t(g) * f_p]);
       b_highway.push_back(std::move(bias));
     }
-    proj = pack_panels(a.w_proj, n_filters, out_dim, out_p);
+    proj = pack_panels<COLS>(a.w_proj, n_filters, out_dim, out_p);
     b_proj.assign(out_p, 0.0f);
     std::copy(a.b_proj, a.b_proj + out_dim, b_proj.begin());
   }
@@ -207,7 +181,7 @@ class Encoder {
   void highway(const std::vector<float>& w, const std::vector<float>& bias, int n) {
     const int f = m_.n_filters, rows_p = round_up(n, ROWS);
     for (int u0 = 0; u0 < m_.f_p; u0 += V) {
-      const vec b_carry = load(&bias[(u0 / V * 2) * V]), b_transform = load(&bias[(u0 / V * 2 + 1) * V]);
+      const vec b_carry = load(&bias[u0]), b_transform = load(&bias[m_.f_p + u0]);
       for (int r = 0; r < rows_p; ++r) z_[r * 2] = b_carry, z_[r * 2 + 1] = b_transform;
       add_panel<2>(z_, 2, h_, &w[size_t(u0 / V) * f * 2 * V], rows_p, K_CHUNK);
       for (int r = 0; r < rows_p; ++r) {
@@ -255,6 +229,6 @@ extern "C" void elmo_char_cnn_free(void* model) { delete static_cast<CharCnn*>(m
 // Token embeddings of `args->words` words (`elmo_char_cnn_model`'s model).
 extern "C" int elmo_char_cnn(const void* handle, const CharCnnArgs* args) {
   const CharCnn& model = *static_cast<const CharCnn*>(handle);
-  parallel_ranges(args->words, args->n_threads, TILE, [&](int begin, int end) { Encoder(model, *args).run(begin, end); });
+  parallel_ranges(1, args->words, args->n_threads, TILE, [&](int, int begin, int end) { Encoder(model, *args).run(begin, end); });
   return 0;
 }

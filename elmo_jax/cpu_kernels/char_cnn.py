@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import ctypes
 import threading
-import weakref
 from typing import Any, Mapping
 
 import numpy as np
 
-from elmo_jax.cpu_kernels.arrays import F32, I32, cpu_threads, f32, pointer
+from elmo_jax.cpu_kernels.arrays import F32, I32, cpu_threads, f32, packed_model, pointer
 from elmo_jax.cpu_kernels.build import load_library
 from elmo_jax.data.chars import ID_SHIFT, N_CHARACTERS, PAD_CHAR
 
 ACTIVATIONS = ("relu", "tanh")
 _SIZES = ("n_widths", "embed_dim", "n_highway", "out_dim", "n_char_ids", "pad_id", "relu")
-_WEIGHTS = ("char_embed", "w_cnn", "b_cnn", "w_carry", "b_carry", "w_transform", "b_transform", "w_proj", "b_proj")
+_WEIGHTS = ("char_embed", "w_cnn", "b_cnn", "w_highway", "b_highway", "w_proj", "b_proj")
 
 
 class _ModelArgs(ctypes.Structure):
@@ -59,8 +58,6 @@ class CpuCharCnn:
         if not model.token_projection:
             raise ValueError("the CPU char CNN needs a token projection (model.char_cnn.projection=True)")
         library = load_library()
-        library.elmo_char_cnn_model.restype = ctypes.c_void_p
-        library.elmo_char_cnn_free.argtypes = [ctypes.c_void_p]
         library.elmo_char_cnn.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args)]
         self._library = library
         self._lock = threading.Lock()  # One call at a time: each uses every core.
@@ -71,8 +68,10 @@ class CpuCharCnn:
         highway = encoder.get("highway", {})
         n_highway = model.n_highway
 
-        def stacked(name: str) -> np.ndarray:  # [n_highway, ...]; empty without highway layers
-            return f32(np.stack([highway[f"{name}_{k}"] for k in range(n_highway)]) if n_highway else np.zeros(0))
+        def side_by_side(carry: str, transform: str) -> np.ndarray:  # [n_highway, ..., 2 F]
+            layers = [np.concatenate([highway[f"{carry}_{k}"], highway[f"{transform}_{k}"]], axis=-1)
+                      for k in range(n_highway)]
+            return f32(np.stack(layers) if layers else np.zeros(0))
 
         char_embed = np.array(encoder["char_embed"], np.float32)
         char_embed[0] = 0.0  # "No token": the model fixes this row at zero.
@@ -80,10 +79,8 @@ class CpuCharCnn:
             "char_embed": char_embed,
             "w_cnn": f32(np.concatenate([np.ravel(encoder[f"W_cnn_{i}"]) for i in range(len(model.filters))])),
             "b_cnn": f32(np.concatenate([encoder[f"b_cnn_{i}"] for i in range(len(model.filters))])),
-            "w_carry": stacked("W_carry"),
-            "b_carry": stacked("b_carry"),
-            "w_transform": stacked("W_transform"),
-            "b_transform": stacked("b_transform"),
+            "w_highway": side_by_side("W_carry", "W_transform"),
+            "b_highway": side_by_side("b_carry", "b_transform"),
             "w_proj": f32(encoder["W_proj"]),
             "b_proj": f32(encoder["b_proj"]),
         }
@@ -94,9 +91,7 @@ class CpuCharCnn:
             int(model.activation == "relu"), pointer(widths, I32), pointer(channels, I32),
             *(pointer(weights[name], F32) for name in _WEIGHTS),
         )
-        # The kernel packs the weights once, into memory of its own (freed with this object).
-        self._model = library.elmo_char_cnn_model(ctypes.byref(args))
-        weakref.finalize(self, library.elmo_char_cnn_free, self._model)
+        self._model = packed_model(self, library, "char_cnn", args)
 
     def encode(self, char_ids: np.ndarray) -> np.ndarray:
         """char_ids `[N, C]` (+1 shifted, as `words_to_char_ids`; C >= the widest filter) -> token

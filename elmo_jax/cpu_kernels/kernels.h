@@ -99,14 +99,41 @@ inline void add_panel(vec* z, int z_stride, const Packed& x, const float* panel,
   }
 }
 
-// Runs fn(begin, end) over [0, n) split into up to n_threads ranges (multiples of granule), each
-// on its own thread.
+// Gate columns packed in panels: w `[k, n_gates * dim]` (gate g's column u at g * dim + u) ->
+// `[dim_p / V][n_gates / GROUP][k][GROUP][V]` (cells zero padded to dim_p): each panel holds all
+// gates of the same V cells, and a register block's GROUP gates are contiguous at each k.
+template <int GROUP>
+std::vector<float> pack_gates(const float* w, int k_size, int n_gates, int dim, int dim_p) {
+  std::vector<float> out(size_t(dim_p) * k_size * n_gates, 0.0f);
+  for (int u0 = 0; u0 < dim_p; u0 += V)
+    for (int g = 0; g < n_gates; ++g)
+      for (int k = 0; k < k_size; ++k)
+        for (int l = 0; l < V && u0 + l < dim; ++l)
+          out[(((size_t(u0 / V) * n_gates + g / GROUP * GROUP) * k_size + size_t(k) * GROUP) + g % GROUP) * V + l] =
+              w[size_t(k) * n_gates * dim + size_t(g) * dim + u0 + l];
+  return out;
+}
+
+// Columns [n0, n0 + COLS) of w `[k, n]` for each of n_p / COLS panels: `[n_p / COLS][k][COLS]`.
+template <int COLS>
+std::vector<float> pack_panels(const float* w, int k_size, int n, int n_p) {
+  std::vector<float> out(size_t(n_p) * k_size, 0.0f);
+  for (int n0 = 0; n0 < n_p; n0 += COLS)
+    for (int k = 0; k < k_size; ++k)
+      for (int l = 0; l < COLS && n0 + l < n; ++l) out[(size_t(n0 / COLS) * k_size + k) * COLS + l] = w[size_t(k) * n + n0 + l];
+  return out;
+}
+
+// Runs fn(copy, begin, end) over [0, n) for each of `copies` independent passes (the directions
+// of a biLM, or 1), each split into ranges (multiples of granule) so that all of them together
+// take up to n_threads threads, each range on its own thread.
 template <class Fn>
-void parallel_ranges(int n, int n_threads, int granule, Fn fn) {
-  const int parts = std::max(1, std::min(n_threads, (n + granule - 1) / granule));
+void parallel_ranges(int copies, int n, int n_threads, int granule, Fn fn) {
+  const int parts = std::max(1, std::min(std::max(1, n_threads / copies), (n + granule - 1) / granule));
   const int per_part = round_up((n + parts - 1) / parts, granule);
   std::vector<std::thread> threads;
-  for (int begin = 0; begin < n; begin += per_part) threads.emplace_back(fn, begin, std::min(n, begin + per_part));
+  for (int copy = 0; copy < copies; ++copy)
+    for (int begin = 0; begin < n; begin += per_part) threads.emplace_back(fn, copy, begin, std::min(n, begin + per_part));
   for (auto& t : threads) t.join();
 }
 

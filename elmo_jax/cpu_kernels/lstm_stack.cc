@@ -71,27 +71,6 @@ struct PackedLayer {
   std::vector<float> hidden, input, proj, bias;  // bias: [4][dim_p]
 };
 
-std::vector<float> pack_gates(const float* w, int k_size, int dim, int dim_p) {
-  std::vector<float> out(size_t(dim_p) * k_size * 4, 0.0f);
-  constexpr int GV = GATE_VECTORS;
-  for (int u0 = 0; u0 < dim_p; u0 += V)
-    for (int g = 0; g < 4; ++g)
-      for (int k = 0; k < k_size; ++k)
-        for (int l = 0; l < V && u0 + l < dim; ++l)
-          out[(((size_t(u0 / V) * 4 + g / GV * GV) * k_size + size_t(k) * GV) + g % GV) * V + l] =
-              w[size_t(k) * 4 * dim + g * dim + u0 + l];
-  return out;
-}
-
-std::vector<float> pack_proj(const float* w, int dim, int proj, int proj_p) {
-  std::vector<float> out(size_t(proj_p) * dim, 0.0f);
-  for (int j0 = 0; j0 < proj_p; j0 += PROJ_COLS)
-    for (int k = 0; k < dim; ++k)
-      for (int l = 0; l < PROJ_COLS && j0 + l < proj; ++l)
-        out[(size_t(j0 / PROJ_COLS) * dim + k) * PROJ_COLS + l] = w[size_t(k) * proj + j0 + l];
-  return out;
-}
-
 // A biLM's LSTM stacks with their weights packed once (`elmo_lstm_model`), for every call.
 struct Model {
   int n_layers, dim, proj, dim_p, proj_p;
@@ -107,9 +86,9 @@ struct Model {
       for (int l = 0; l < n_layers; ++l) {
         PackedLayer p;
         const size_t ld = size_t(l) * 2 + d;
-        p.hidden = pack_gates(a.w_hidden + ld * proj * gates, proj, dim, dim_p);
-        p.input = pack_gates(a.w_input + ld * proj * gates, proj, dim, dim_p);
-        if (a.w_proj) p.proj = pack_proj(a.w_proj + ld * dim * proj, dim, proj, proj_p);
+        p.hidden = pack_gates<GATE_VECTORS>(a.w_hidden + ld * proj * gates, proj, 4, dim, dim_p);
+        p.input = pack_gates<GATE_VECTORS>(a.w_input + ld * proj * gates, proj, 4, dim, dim_p);
+        if (a.w_proj) p.proj = pack_panels<PROJ_COLS>(a.w_proj + ld * dim * proj, dim, proj, proj_p);
         p.bias.assign(size_t(4) * dim_p, 0.0f);
         for (int g = 0; g < 4; ++g)
           std::memcpy(&p.bias[size_t(g) * dim_p], a.bias + ld * gates + g * dim, sizeof(float) * dim);
@@ -273,18 +252,6 @@ void input_gate_table(const Model& model, const LstmStackArgs& a, const PackedLa
   }
 }
 
-// Runs fn(d, begin, end) over [0, n) in both directions: n_threads tasks, each on its own thread.
-template <class Fn>
-void parallel_directions(int n, int n_threads, int granule, Fn fn) {
-  const int per_direction = std::max(1, std::min(std::max(1, n_threads / 2), (n + granule - 1) / granule));
-  const int per_task = round_up((n + per_direction - 1) / per_direction, granule);
-  std::vector<std::thread> threads;
-  for (int d = 0; d < 2; ++d)
-    for (int begin = 0; begin < n; begin += per_task)
-      threads.emplace_back(fn, d, begin, std::min(n, begin + per_task));
-  for (auto& t : threads) t.join();
-}
-
 }  // namespace
 
 // The model's weights packed for the kernel: a handle for `elmo_lstm_stack`, freed by `elmo_lstm_free`.
@@ -298,10 +265,10 @@ extern "C" int elmo_lstm_stack(const void* handle, const LstmStackArgs* args) {
   const LstmStackArgs& a = *args;
   // The first layer's gates of every word, then the steps: each a task per (direction, block).
   const size_t table_floats = size_t(4) * model.dim_p * a.words;  // per direction
-  parallel_directions(a.words, a.n_threads, ROWS, [&](int d, int begin, int end) {
+  parallel_ranges(2, a.words, a.n_threads, ROWS, [&](int d, int begin, int end) {
     input_gate_table(model, a, model.layers[d][0], begin, end, a.table + d * table_floats);
   });
-  parallel_directions(a.rows, a.n_threads, ROWS, [&](int d, int begin, int end) {
+  parallel_ranges(2, a.rows, a.n_threads, ROWS, [&](int d, int begin, int end) {
     Task(model, a, a.table + d * table_floats, d, begin, end - begin).run();
   });
   return 0;

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import ctypes
 import threading
-import weakref
 from typing import Any, Mapping
 
 import numpy as np
 
-from elmo_jax.cpu_kernels.arrays import F32, I32, cpu_threads, f32, pointer
+from elmo_jax.cpu_kernels.arrays import F32, I32, cpu_threads, f32, packed_model, pointer
 from elmo_jax.cpu_kernels.build import load_library
 from elmo_jax.model.lstm import LSTMState, has_projection
 
@@ -52,8 +51,6 @@ class CpuLstmStack:
 
     def __init__(self, model: Any, params: Mapping, n_threads: int | None = None):
         library = load_library()
-        library.elmo_lstm_model.restype = ctypes.c_void_p
-        library.elmo_lstm_free.argtypes = [ctypes.c_void_p]
         library.elmo_lstm_stack.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args)]
         library.elmo_lstm_table_floats.restype = ctypes.c_int64
         self._library = library
@@ -73,9 +70,7 @@ class CpuLstmStack:
             float(model.cell_clip or 0.0), float(model.proj_clip or 0.0) if projected else 0.0,
             *(pointer(weights[name], F32) for name in ("bias", "w_input", "w_hidden", "w_proj")),
         )
-        # The kernel packs the weights once, into memory of its own (freed with this object).
-        self._model = library.elmo_lstm_model(ctypes.byref(args))
-        weakref.finalize(self, library.elmo_lstm_free, self._model)
+        self._model = packed_model(self, library, "lstm", args)
 
     def run(
         self,
