@@ -24,9 +24,9 @@ vocabulary in both (untimed: `setup_s`). Each record also has both frameworks' f
 peak (2048 x 2048, measured once per run), the largest difference between the two outputs on the
 first batch, the machine and what computed elmo-jax's char CNN and LSTMs (`jax_engine`: `cpu`,
 the C++ kernels of elmo_jax/cpu_kernels, or `xla`; `--engine` chooses, default `auto`: the
-kernels where the embedder has them and they build). MFU: the pass's model FLOPs (`pass_gflop`: the LSTMs at every
-position, the highway layers and token projection once per distinct word; convolutions and
-elementwise work not counted) per second, over each framework's own matmul peak.
+kernels where the embedder has them and they build). MFU: the pass's model FLOPs (`pass_gflop`:
+the LSTMs at every position, the highway layers and token projection once per distinct word;
+convolutions and elementwise work not counted) per second, over each framework's own matmul peak.
 
 --check: on small random biLMs (with and without LSTM projection, highway, CNN_proj and skip
 connections; empty sentences, tokens over 48 bytes, non-ASCII), asserts that every PyTorch variant
@@ -138,8 +138,9 @@ def make_jax_embedder(
 ) -> ElmoEmbedder:
     """elmo-jax's stateless embedder of the bilm-tf files `paths`, `vocab` cached if given."""
     extra = {"vocab_to_cache": vocab} if vocab else {}
-    if engine_argument():
-        extra[engine_argument()] = engine
+    argument = engine_argument()
+    if argument:
+        extra[argument] = engine
     return embedder_from_bilm_files(*paths, batch_size, stateful=False, **extra)
 
 
