@@ -106,12 +106,15 @@ inline void add_panel_gates(vec* z, const Packed& x, const float* panel, int n_r
 
 // The state and scratch of one layer for a task's rows.
 struct LayerRows {
-  int c_stride;                  // one vector longer than a row: rows 4 KiB apart would share cache sets
-  std::vector<float> c, h_raw;   // h_raw: h' = m W_P, rows of proj_p
+  int rows_p;
+  std::vector<float> c, h_raw;   // c: [dim_p / V][rows_p][V] (a panel's cells of all rows together); h_raw: h' = m W_P, rows of proj_p
   Packed m, h, y;                // m = sigmoid(o) tanh(c); h; y, the layer's output at this step
   LayerRows(int rows_p, int dim_p, int proj_p, int proj)
-      : c_stride(dim_p + V), c(size_t(rows_p) * c_stride), h_raw(size_t(rows_p) * proj_p),
+      : rows_p(rows_p), c(size_t(rows_p) * dim_p), h_raw(size_t(rows_p) * proj_p),
         m(rows_p, dim_p), h(rows_p, proj), y(rows_p, proj) {}
+  float* cells(int r, int u0) { return &c[(size_t(u0 / V) * rows_p + r) * V]; }  // u0: a multiple of V
+  float& cell(int r, int u) { return cells(r, u - u % V)[u % V]; }
+  void set_cells(int r, const float* row, int dim) { for (int u = 0; u < dim; ++u) cell(r, u) = row[u]; }
 };
 
 class Task {
@@ -126,7 +129,7 @@ class Task {
   void run() {
     for (int l = 0; l < m_.n_layers; ++l)
       for (int r = 0; r < n_rows_; ++r) {
-        std::memcpy(&layers_[l].c[size_t(r) * layers_[l].c_stride], &a_.c[state_row(l, r) * m_.dim], sizeof(float) * m_.dim);
+        layers_[l].set_cells(r, &a_.c[state_row(l, r) * m_.dim], m_.dim);
         layers_[l].h.set_row(r, &a_.h[state_row(l, r) * m_.proj], m_.proj);
       }
     for (int t = 0; t < a_.steps; ++t) {
@@ -136,7 +139,7 @@ class Task {
         live_[r] = r < n_rows_ && t < a_.lengths[row];
         if (live_[r]) live_rows = r + 1;
         const size_t word = live_[r] ? a_.ids[(size_t(d_) * a_.rows + row) * a_.steps + t] : 0;
-        table_rows_[r] = live_[r] ? table_ + word * 4 * V : nullptr;
+        table_rows_[r] = live_[r] ? table_ + word * 4 * m_.dim_p : nullptr;
       }
       if (live_rows == 0) continue;
       const int blocks = round_up(live_rows, ROWS);
@@ -144,7 +147,7 @@ class Task {
     }
     for (int l = 0; l < m_.n_layers; ++l)
       for (int r = 0; r < n_rows_; ++r) {
-        std::memcpy(&a_.c[state_row(l, r) * m_.dim], &layers_[l].c[size_t(r) * layers_[l].c_stride], sizeof(float) * m_.dim);
+        for (int u = 0; u < m_.dim; ++u) a_.c[state_row(l, r) * m_.dim + u] = layers_[l].cell(r, u);
         for (int j = 0; j < m_.proj; ++j) a_.h[state_row(l, r) * m_.proj + j] = layers_[l].h.at(r, j);
       }
   }
@@ -159,7 +162,7 @@ class Task {
     const int dim_p = m_.dim_p, proj = m_.proj;
     for (int r = 0; r < n_rows; ++r)
       if (live_[r] && a_.reset && a_.reset[size_t(row0_ + r) * a_.steps + t]) {
-        std::memcpy(&s.c[size_t(r) * s.c_stride], &a_.reset_c[(size_t(l) * 2 + d_) * m_.dim], sizeof(float) * m_.dim);
+        s.set_cells(r, &a_.reset_c[(size_t(l) * 2 + d_) * m_.dim], m_.dim);
         s.h.set_row(r, &a_.reset_h[(size_t(l) * 2 + d_) * proj], proj);
       }
     const LayerRows* below = l > 0 ? &layers_[l - 1] : nullptr;
@@ -174,7 +177,7 @@ class Task {
       for (int r = 0; r < n_rows; ++r) {
         if (!live_[r]) continue;
         const vec* z = &z_[r * 4];
-        float* c = &s.c[size_t(r) * s.c_stride + u0];
+        float* c = s.cells(r, u0);
         const vec c_new = clip(sigmoid(z[2] + 1.0f) * load(c) + sigmoid(z[0]) * tanh_(z[1]), m_.cell_clip);
         store(c, c_new);
         float m[V];
@@ -209,12 +212,12 @@ class Task {
 
   // z += the first layer's gates of each row's word, cells [u0, u0 + V).
   void add_table_gates(int u0, int n_rows) {
-    const size_t panel = size_t(u0 / V) * a_.words * 4 * V;
+    const size_t panel = size_t(u0 / V) * 4 * V;
     for (int r = 0; r < n_rows; ++r) {
       const float* row = table_rows_[r];
       if (!row) continue;
-      if (u0 + PREFETCH_PANELS * V < m_.dim_p)  // the words' rows are far apart: fetch them ahead
-        for (int g = 0; g < 4; ++g) __builtin_prefetch(row + panel + PREFETCH_PANELS * a_.words * 4 * V + g * V, 0, 2);
+      if (u0 + PREFETCH_PANELS * V < m_.dim_p)  // the rows' words are far apart: fetch them ahead
+        for (int g = 0; g < 4; ++g) __builtin_prefetch(row + panel + (PREFETCH_PANELS * 4 + g) * V, 0, 2);
       for (int g = 0; g < 4; ++g) z_[r * 4 + g] += load(row + panel + g * V);
     }
   }
@@ -231,8 +234,9 @@ class Task {
 };
 
 // The first layer's x W_input of words [w0, w1) in one direction (first: its packed first layer),
-// in panels like the weights': table[u / V][w][g][u % V] = embeddings[w] . W_input[:, g dim + u]
-// (dim_p / V panels of words x 4 x V), so that a step reads a word's panel as 4 vectors in a row.
+// in panels like the weights': table[w][u / V][g][u % V] = embeddings[w] . W_input[:, g dim + u]
+// (words x dim_p / V panels x 4 x V), so that a step reads a word's panel as 4 vectors in a row
+// and a row's word from one end to the other over the panels (a few pages, not one per panel).
 // Tiles of TABLE_TILE words, every panel of W_input per tile.
 void input_gate_table(const Model& model, const LstmStackArgs& a, const PackedLayer& first, int w0, int w1,
                       float* table) {
@@ -245,9 +249,9 @@ void input_gate_table(const Model& model, const LstmStackArgs& a, const PackedLa
     for (int u0 = 0; u0 < model.dim_p; u0 += V) {
       std::fill(z.begin(), z.begin() + size_t(rows_p) * 4, vec{});
       add_panel_gates(z.data(), x, &first.input[size_t(u0 / V) * model.proj * 4 * V], rows_p);
-      float* out = table + (size_t(u0 / V) * a.words + t0) * 4 * V;
+      float* out = table + (size_t(t0) * model.dim_p + u0) * 4;
       for (int r = 0; r < n; ++r)
-        for (int g = 0; g < 4; ++g) store(out + (size_t(r) * 4 + g) * V, z[r * 4 + g]);
+        for (int g = 0; g < 4; ++g) store(out + size_t(r) * model.dim_p * 4 + g * V, z[r * 4 + g]);
     }
   }
 }
