@@ -25,7 +25,7 @@ constexpr int GATE_VECTORS = 2;  // gates per register block (of the 4 of a pane
 constexpr int PROJ_VECTORS = 2;  // projection outputs per register block: PROJ_VECTORS x V
 constexpr int PROJ_COLS = PROJ_VECTORS * V;
 constexpr int PREFETCH_PANELS = 2;  // how far ahead the table rows of the first layer are fetched
-constexpr int TABLE_TILE = 256;  // words per tile of the table's matmul (their embeddings stay in L2)
+constexpr int TABLE_TILE = 32;  // words per tile of the table's matmul (their rows of it are written while in L2)
 
 }  // namespace
 
