@@ -312,13 +312,20 @@ class TorchElmo:
             yield from self.embed_batch(batch)
 
 
-def matmul_peak_gflops(n: int = 2048, repeats: int = 10) -> float:
-    """FLOP/s of a float32 n x n product of random operands, median of `repeats` (torch's dense peak)."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def matmul_peak_gflops(
+    n: int = 2048, repeats: int = 10, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+) -> float:
+    """FLOP/s of an n x n product of random operands on `device` in `dtype`, median of `repeats`
+    (torch's dense peak there)."""
+    device = torch.device(device)
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     torch.mm(a, b)
+    sync()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         torch.mm(a, b)
+        sync()
         times.append(time.perf_counter() - start)
     return 2.0 * n**3 / float(np.median(times)) / 1e9

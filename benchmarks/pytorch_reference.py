@@ -1,7 +1,8 @@
-"""A carefully written PyTorch (CPU) reference of the elmo-jax biLM training step, for speed comparison.
+"""A carefully written PyTorch reference of the elmo-jax biLM training step, for speed comparison.
 
   python benchmarks/pytorch_reference.py --config=configs/elmo_small.py [--config.x=y] [--steps=20]
-      [--vocab_size=V] [--compile] [--lstm=custom|autograd] [--softmax_update=dense|rows]
+      [--vocab_size=V] [--compile] [--lstm=custom|autograd|cudnn] [--softmax_update=dense|rows]
+      [--device=cpu|cuda]
   python benchmarks/pytorch_reference.py --config=configs/tests/tiny.py --check
 
 Benchmark-only: needs `pip install torch` (not a dependency of elmo-jax). It reads configs with the
@@ -46,12 +47,21 @@ What is optimised here (eager mode):
 There is no fused (cuDNN-style) LSTM-with-projection-and-clipping kernel on CPU:
 torch.nn.LSTM(proj_size=...) has no clipping and another gate order, so the hand-written loop is
 the honest equivalent.
+`--lstm=cudnn` is that torch.nn.LSTM(proj_size=...) all the same, one per layer and direction (the
+weights in its layout and gate order, elmo-jax's forget bias folded into bias_ih): on GPUs it
+runs cuDNN's fused LSTM, the fastest PyTorch LSTM there is. It computes elmo-jax's LSTM without
+the cell and projection clips (`model.lstm.cell_clip`/`proj_clip`), and without a mask (every
+position of the synthetic batches is real; a batch with padding is refused).
+`--device=cuda` runs the step on a GPU (timed to the end of its work) and measures the matmul peak
+there (8192 x 8192, as throughput.py on accelerators); `--config.model.dtype=bfloat16` runs the
+forward pass and the loss under `torch.autocast(bfloat16)` (float32 parameters and optimizer, as
+elmo-jax), with `--lstm=cudnn` or `--lstm=autograd`.
 
 --check builds elmo-jax's model (init_params on the config) and this one with the same weights,
 and compares the full-softmax loss, its gradients for every parameter, the new LSTM states, one
 optimizer update, and the sampled-softmax NLL with the same negatives (masked positions and
-active cell / projection clips included); it also checks that --softmax_update=rows trains
-exactly as dense.
+active cell / projection clips included; `--lstm=cudnn` against elmo-jax without clips, on a
+batch without padding); it also checks that --softmax_update=rows trains exactly as dense.
 """
 
 from __future__ import annotations
@@ -89,9 +99,11 @@ flags.DEFINE_boolean("compile", False, "Use torch.compile (mode 'compile') inste
 flags.DEFINE_enum("compile_scope", "regional", ["regional", "full"],
                   "regional: compile the encoder and the loss head (and the LSTM cell step with "
                   "--lstm=autograd); full: the whole forward pass.")
-flags.DEFINE_enum("lstm", "custom", ["custom", "autograd"],
-                  "LSTM loop: hand-written backward (custom) or plain autograd (autograd; with "
-                  "--compile its cell step is compiled).")
+flags.DEFINE_enum("lstm", "custom", ["custom", "autograd", "cudnn"],
+                  "LSTM loop: hand-written backward (custom), plain autograd (autograd; with "
+                  "--compile its cell step is compiled), or torch.nn.LSTM(proj_size=...) per layer "
+                  "and direction (cudnn: cuDNN's fused LSTM on GPUs; no cell or projection clipping "
+                  "and no mask).")
 flags.DEFINE_enum("softmax_update", "dense", ["dense", "rows"],
                   "dense: dense softmax gradient and update (as elmo-jax); rows: only the gathered "
                   "rows (Adagrad/SGD only).")
@@ -102,6 +114,7 @@ flags.DEFINE_boolean("malloc_tuning", True,
 flags.DEFINE_integer("threads", 0, "torch threads (0 = os.cpu_count()).")
 flags.DEFINE_integer("warmup", 2, "Untimed warm-up steps (compilation happens here).")
 flags.DEFINE_boolean("check", False, "Compare with elmo-jax on the given (tiny) config and exit.")
+flags.DEFINE_string("device", "cpu", "torch device of the step and the matmul peak: cpu or cuda[:i].")
 
 N_CHARACTERS = 262
 NEG_INF = -1e30
@@ -270,6 +283,32 @@ def lstm_layer_autograd(cell, x, w_input, bias, w_hidden, w_proj, c, h, mask, ce
 # ----------------------------------------------------------------------------------------------
 
 
+# torch.nn.LSTM's gate blocks (i, f, g, o) taken from elmo-jax's (i, j, f, o): j is PyTorch's g.
+TORCH_GATES = (0, 2, 1, 3)
+
+
+def cudnn_lstm(input_dim: int, dim: int, proj_dim: int) -> torch.nn.LSTM:
+    """One layer of one direction as torch.nn.LSTM (cuDNN's fused kernel on GPUs), elmo-jax's
+    forget bias 1 folded into bias_ih; bias_hh stays zero and frozen, so that the layer has one bias
+    as elmo-jax's. No cell or projection clipping (torch.nn.LSTM has none)."""
+    lstm = torch.nn.LSTM(input_dim, dim, proj_size=proj_dim, batch_first=True)
+    with torch.no_grad():
+        lstm.bias_ih_l0.zero_()[dim: 2 * dim] = 1.0  # PyTorch's f block
+        lstm.bias_hh_l0.zero_()
+    lstm.bias_hh_l0.requires_grad_(False)
+    return lstm
+
+
+def cudnn_layer(lstms: torch.nn.ModuleList, x, c0, h0):
+    """Both directions of a layer: x `[2, B, T, I]`, c0 `[2, B, D]`, h0 `[2, B, P]` -> outputs
+    `[2, B, T, P]`, final c, final h."""
+    outs, cs, hs = [], [], []
+    for d, lstm in enumerate(lstms):
+        out, (h, c) = lstm(x[d], (h0[d][None].contiguous(), c0[d][None].contiguous()))
+        outs.append(out), cs.append(c[0]), hs.append(h[0])
+    return torch.stack(outs), torch.stack(cs), torch.stack(hs)
+
+
 def _uniform(shape, limit):
     return torch.nn.Parameter(torch.empty(shape).uniform_(-limit, limit))
 
@@ -289,8 +328,10 @@ class TorchBiLM(torch.nn.Module):
         super().__init__()
         if model_config.token_encoder != "char_cnn":
             raise NotImplementedError("only model.token_encoder='char_cnn'")
-        if model_config.dtype != "float32":
-            raise NotImplementedError("only model.dtype='float32'")
+        if model_config.dtype not in ("float32", "bfloat16"):
+            raise NotImplementedError("only model.dtype='float32' or 'bfloat16'")
+        if model_config.dtype == "bfloat16" and lstm_impl == "custom":
+            raise NotImplementedError("model.dtype='bfloat16' (autocast) needs --lstm=cudnn or --lstm=autograd")
         cnn, lstm = model_config.char_cnn, model_config.lstm
         self.filters = [tuple(f) for f in cnn.filters]
         self.activation = {"relu": torch.relu, "tanh": torch.tanh}[cnn.activation]
@@ -319,13 +360,19 @@ class TorchBiLM(torch.nn.Module):
             self.hw_b.append(torch.nn.Parameter(torch.cat([torch.full((n_filters,), -2.0), torch.zeros(n_filters)])))
         self.proj_w = _normal((n_filters, self.proj_dim), math.sqrt(1.0 / n_filters))
         self.proj_b = _const((self.proj_dim,), 0.0)
-        self.w_input, self.w_hidden, self.lstm_b, self.w_p = (torch.nn.ParameterList() for _ in range(4))
         gates = 4 * self.dim
-        for _ in range(self.n_layers):
-            self.w_input.append(_uniform((2, self.proj_dim, gates), 0.05))
-            self.w_hidden.append(_uniform((2, self.proj_dim, gates), 0.05))
-            self.lstm_b.append(_const((2, gates), 0.0))
-            self.w_p.append(_uniform((2, self.dim, self.proj_dim), 0.05))
+        if lstm_impl == "cudnn":
+            self.cudnn_lstms = torch.nn.ModuleList(
+                torch.nn.ModuleList(cudnn_lstm(self.proj_dim, self.dim, self.proj_dim) for _ in range(2))
+                for _ in range(self.n_layers)
+            )
+        else:
+            self.w_input, self.w_hidden, self.lstm_b, self.w_p = (torch.nn.ParameterList() for _ in range(4))
+            for _ in range(self.n_layers):
+                self.w_input.append(_uniform((2, self.proj_dim, gates), 0.05))
+                self.w_hidden.append(_uniform((2, self.proj_dim, gates), 0.05))
+                self.lstm_b.append(_const((2, gates), 0.0))
+                self.w_p.append(_uniform((2, self.dim, self.proj_dim), 0.05))
         forget = torch.zeros(gates)
         forget[2 * self.dim: 3 * self.dim] = 1.0
         self.register_buffer("forget_bias", forget)
@@ -335,7 +382,9 @@ class TorchBiLM(torch.nn.Module):
         self.encode = self._encode
 
     def initial_state(self, batch: int):
-        return [(torch.zeros(2, batch, self.dim), torch.zeros(2, batch, self.proj_dim)) for _ in range(self.n_layers)]
+        device = self.softmax_b.device
+        return [(torch.zeros(2, batch, self.dim, device=device), torch.zeros(2, batch, self.proj_dim, device=device))
+                for _ in range(self.n_layers)]
 
     def _encode(self, char_ids: torch.Tensor) -> torch.Tensor:
         """char ids `[N, C]` -> `[N, P]`."""
@@ -358,7 +407,7 @@ class TorchBiLM(torch.nn.Module):
         nf = self.n_filters
         for w, b in zip(self.hw_w, self.hw_b):
             z = torch.addmm(b, h, w)
-            h = torch.lerp(h, torch.relu(z[:, nf:]), torch.sigmoid(z[:, :nf]))
+            h = torch.lerp(h, torch.relu(z[:, nf:]).type_as(h), torch.sigmoid(z[:, :nf]).type_as(h))  # (autocast: z is bfloat16)
         return torch.addmm(self.proj_b, h, self.proj_w)
 
     def forward(self, char_ids, mask, state, train: bool):
@@ -369,14 +418,19 @@ class TorchBiLM(torch.nn.Module):
         p = self.dropout if train else 0.0
         for k in range(self.n_layers):
             x_in = F.dropout(x, p) if p > 0 else x
-            bias = self.lstm_b[k] + self.forget_bias
             c0, h0 = state[k]
-            args = (x_in, self.w_input[k], bias, self.w_hidden[k], self.w_p[k], c0, h0, mask,
-                    self.cell_clip, self.proj_clip)
-            if self.lstm_impl == "custom":
-                out, c, h = BiLSTMLayerFunction.apply(*args)
+            if self.lstm_impl == "cudnn":
+                if mask is not None:
+                    raise NotImplementedError("--lstm=cudnn has no mask: every position of a batch must be real")
+                out, c, h = cudnn_layer(self.cudnn_lstms[k], x_in, c0, h0)
             else:
-                out, c, h = lstm_layer_autograd(self.cell, *args)
+                bias = self.lstm_b[k] + self.forget_bias
+                args = (x_in, self.w_input[k], bias, self.w_hidden[k], self.w_p[k], c0, h0, mask,
+                        self.cell_clip, self.proj_clip)
+                if self.lstm_impl == "custom":
+                    out, c, h = BiLSTMLayerFunction.apply(*args)
+                else:
+                    out, c, h = lstm_layer_autograd(self.cell, *args)
             x = out + x_in if (self.skip and k > 0) else out
             new_state.append((c.detach(), h.detach()))
         top = F.dropout(x, p) if p > 0 else x
@@ -429,10 +483,10 @@ def lr_schedule(opt, num_steps: int):
     return lr
 
 
-def _fused_ok(cls, **kwargs) -> bool:
+def _fused_ok(cls, device: torch.device, **kwargs) -> bool:
     try:
-        p = torch.nn.Parameter(torch.zeros(2))
-        p.grad = torch.ones(2)
+        p = torch.nn.Parameter(torch.zeros(2, device=device))
+        p.grad = torch.ones(2, device=device)
         cls([p], fused=True, **kwargs).step()
         return True
     except Exception:  # noqa: BLE001 - any failure means: not available on this build/device
@@ -452,7 +506,7 @@ def make_optimizer(params, train_config):
         cls = torch.optim.SGD
     else:
         raise ValueError(opt.name)
-    fused = _fused_ok(cls, **kwargs)
+    fused = _fused_ok(cls, params[0].device, **kwargs)
     extra = {"fused": True} if fused else {"foreach": True}
     return cls(params, **kwargs, **extra), ("fused" if fused else "foreach")
 
@@ -461,21 +515,25 @@ class Trainer:
     """State (model, optimizer, carried LSTM states) and the train step."""
 
     def __init__(self, config, vocab_size: int, batch: int, lstm_impl: str, softmax_update: str,
-                 conv: str, compile_scope: str | None):
+                 conv: str, compile_scope: str | None, device: str = "cpu"):
         self.config = config
-        self.model = TorchBiLM(config.model, vocab_size, lstm_impl, conv)
+        self.device = torch.device(device)
+        self.model = TorchBiLM(config.model, vocab_size, lstm_impl, conv).to(self.device)
+        # bfloat16: autocast (matmuls and cuDNN's LSTM in bfloat16, float32 parameters and optimizer).
+        self.bfloat16 = config.model.dtype == "bfloat16"
         self.vocab_size = vocab_size
         sm = config.model.softmax
         self.sampled, self.num_sampled, self.unique = sm.sampled, sm.n_negative_samples, sm.unique_samples
         if self.sampled:
             ids = torch.arange(vocab_size, dtype=torch.float64)
-            self.probs = (torch.log1p(1.0 / (ids + 1.0)) / math.log(vocab_size + 1.0)).float()
+            self.probs = (torch.log1p(1.0 / (ids + 1.0)) / math.log(vocab_size + 1.0)).float().to(self.device)
             self.num_tries = unique_sampling_tries(vocab_size, self.num_sampled) if self.unique else None
         self.rows = softmax_update == "rows"
         if self.rows and config.train.optimizer.name not in ("adagrad", "sgd"):
             raise ValueError("--softmax_update=rows is only the same update for adagrad / sgd")
         softmax_params = {id(self.model.softmax_w), id(self.model.softmax_b)}
-        self.dense_params = [p for p in self.model.parameters() if not (self.rows and id(p) in softmax_params)]
+        self.dense_params = [p for p in self.model.parameters()
+                             if p.requires_grad and not (self.rows and id(p) in softmax_params)]
         self.optimizer, self.opt_kind = make_optimizer(self.dense_params, config.train)
         if self.rows:
             self.acc_w = torch.full_like(self.model.softmax_w, config.train.optimizer.initial_accumulator_value)
@@ -517,7 +575,8 @@ class Trainer:
         if not self.config.train.stateful:
             self.state = model.initial_state(char_ids.shape[1])
         count = mask.view(2, -1).sum(1).clamp(min=1.0) if mask is not None else float(targets.numel() // 2)
-        top, new_state = self.forward(char_ids, mask, self.state, True)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bfloat16):
+            top, new_state = self.forward(char_ids, mask, self.state, True)
         flat_targets = targets.reshape(-1)
         ids, sampled_le, target_le = self.sample(flat_targets)
         all_ids = torch.cat([flat_targets, ids])
@@ -529,7 +588,8 @@ class Trainer:
         else:
             w_rows, b_rows = F.embedding(all_ids, model.softmax_w), model.softmax_b[all_ids]
         hits = flat_targets[:, None] == ids[None, :]
-        loss, per_dir = self.head(w_rows, b_rows, top, flat_targets.numel(), sampled_le, target_le, hits, mask, count)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bfloat16):
+            loss, per_dir = self.head(w_rows, b_rows, top, flat_targets.numel(), sampled_le, target_le, hits, mask, count)
         loss.backward()
         grads_of = self.dense_params + ([w_sub, b_sub] if self.rows else [])
         clip = self.config.train.clip_norm
@@ -562,14 +622,14 @@ def clip_by_global_norm(grads: list[torch.Tensor], max_norm: float) -> torch.Ten
     return norm
 
 
-def to_torch_batch(batch: dict) -> dict:
-    """throughput.zipf_batch output -> stacked `[2, B, ...]` torch tensors (mask None when full)."""
+def to_torch_batch(batch: dict, device: str | torch.device = "cpu") -> dict:
+    """throughput.zipf_batch output -> stacked `[2, B, ...]` torch tensors on `device` (mask None when full)."""
     stack = lambda k: np.stack([batch["forward"][k], batch["backward"][k]])
     mask = stack("mask")
     return {
-        "char_ids": torch.from_numpy(stack("char_ids").astype(np.int64)),
-        "targets": torch.from_numpy(stack("targets").astype(np.int64)),
-        "mask": None if mask.all() else torch.from_numpy(mask.astype(np.float32))[..., None],
+        "char_ids": torch.from_numpy(stack("char_ids").astype(np.int64)).to(device),
+        "targets": torch.from_numpy(stack("targets").astype(np.int64)).to(device),
+        "mask": None if mask.all() else torch.from_numpy(mask.astype(np.float32))[..., None].to(device),
     }
 
 
@@ -594,6 +654,14 @@ def load_jax_params(model: TorchBiLM, params) -> None:
         model.proj_b.copy_(t(enc["b_proj"]))
         for k in range(model.n_layers):
             lp = params[f"lstm_{k}"]
+            if model.lstm_impl == "cudnn":
+                for d, lstm in enumerate(model.cudnn_lstms[k]):
+                    gates = lambda w: torch.cat([w.chunk(4, dim=-1)[g] for g in TORCH_GATES], dim=-1)  # noqa: E731
+                    lstm.weight_ih_l0.copy_(gates(t(lp["W_input"])[d]).t())
+                    lstm.weight_hh_l0.copy_(gates(t(lp["W_hidden"])[d]).t())
+                    lstm.bias_ih_l0.copy_(gates(t(lp["B"])[d] + model.forget_bias))
+                    lstm.weight_hr_l0.copy_(t(lp["W_P"])[d].t())
+                continue
             model.w_input[k].copy_(t(lp["W_input"]))
             model.w_hidden[k].copy_(t(lp["W_hidden"]))
             model.lstm_b[k].copy_(t(lp["B"]))
@@ -602,9 +670,9 @@ def load_jax_params(model: TorchBiLM, params) -> None:
         model.softmax_b.copy_(t(params["softmax"]["b"]))
 
 
-def torch_to_jax_layout(model: TorchBiLM, get) -> dict:
-    """Tensors of the torch model (via get(param)) in elmo-jax's flat-key layout."""
-    n = lambda x: get(x).detach().numpy()
+def torch_to_jax_layout(model: TorchBiLM, grads: bool = False) -> dict:
+    """The torch model's parameters (their gradients with `grads`) in elmo-jax's flat-key layout."""
+    n = lambda x: (x.grad if grads else x).detach().cpu().numpy()
     nf = model.n_filters
     out = {"encoder/char_embed": n(model.char_embed), "encoder/W_proj": n(model.proj_w), "encoder/b_proj": n(model.proj_b)}
     for i in range(len(model.filters)):
@@ -615,6 +683,16 @@ def torch_to_jax_layout(model: TorchBiLM, get) -> dict:
         out[f"encoder/highway/W_carry_{k}"], out[f"encoder/highway/W_transform_{k}"] = w[:, :nf], w[:, nf:]
         out[f"encoder/highway/b_carry_{k}"], out[f"encoder/highway/b_transform_{k}"] = b[:nf], b[nf:]
     for k in range(model.n_layers):
+        if model.lstm_impl == "cudnn":  # back to elmo-jax's gate order; the forget bias is not a parameter
+            back = np.argsort(TORCH_GATES)
+            gates = lambda w: np.concatenate([np.split(w, 4, axis=-1)[g] for g in back], axis=-1)  # noqa: E731
+            lstms = model.cudnn_lstms[k]
+            forget = 0.0 if grads else model.forget_bias.cpu().numpy()
+            out[f"lstm_{k}/W_input"] = np.stack([gates(n(m.weight_ih_l0).T) for m in lstms])
+            out[f"lstm_{k}/W_hidden"] = np.stack([gates(n(m.weight_hh_l0).T) for m in lstms])
+            out[f"lstm_{k}/B"] = np.stack([gates(n(m.bias_ih_l0)) for m in lstms]) - forget
+            out[f"lstm_{k}/W_P"] = np.stack([n(m.weight_hr_l0).T for m in lstms])
+            continue
         out[f"lstm_{k}/W_input"], out[f"lstm_{k}/W_hidden"] = n(model.w_input[k]), n(model.w_hidden[k])
         out[f"lstm_{k}/B"], out[f"lstm_{k}/W_P"] = n(model.lstm_b[k]), n(model.w_p[k])
     out["softmax/W"], out["softmax/b"] = n(model.softmax_w), n(model.softmax_b)
@@ -636,36 +714,22 @@ def _rel(a, b) -> float:
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
 
 
-def run_check(config, vocab_size: int) -> None:
+def jax_reference(config, vocab_size: int, params, np_batch: dict, state_np: list) -> dict:
+    """elmo-jax's full-softmax loss of `np_batch` (from the carried states `state_np`), its top
+    layer, new states and gradients, and the parameters after one optimizer update."""
     import jax
     import jax.numpy as jnp
     import optax
 
     from elmo_jax.model import softmax as softmax_lib
-    from elmo_jax.model.bilm import bilm_from_config
+    from elmo_jax.model.bilm import bilm_from_config, stack_directions
     from elmo_jax.model.lstm import LSTMState
     from elmo_jax.training import optim
-    from elmo_jax.training.state import init_params
-    from elmo_jax.model.bilm import stack_directions
 
-    batch_size, steps, chars = config.train.batch_size, config.train.unroll_steps, config.data.max_chars_per_token
     jmodel = bilm_from_config(config.model, vocab_size)
-    params = init_params(jmodel, jax.random.key(config.seed), chars)
-    rng = np.random.default_rng(1)
-    np_batch = zipf_batch(rng, vocab_size, batch_size, steps, chars)
-    # Exercise the mask path: a few padded positions.
-    np_batch["forward"]["mask"][0, -2:] = False
-    np_batch["backward"]["mask"][1, 1] = False
     inputs = stack_directions(jax.tree.map(jnp.asarray, np_batch))
     mask = inputs["mask"].astype(jnp.float32)
     count = jnp.maximum(mask.sum(axis=(1, 2)), 1.0)
-    d, p = config.model.lstm.dim, config.model.lstm.projection_dim
-    # Carried states and W_P large enough that the cell and projection clips are active.
-    state_np = [(3.0 * rng.standard_normal((2, batch_size, d)).astype(np.float32),
-                 1.0 * rng.standard_normal((2, batch_size, p)).astype(np.float32)) for _ in range(config.model.lstm.n_layers)]
-    params = jax.tree_util.tree_map_with_path(
-        lambda path, x: x * 40.0 if "W_P" in jax.tree_util.keystr(path) else x, params
-    )
     jstate = [LSTMState(jnp.asarray(c), jnp.asarray(h)) for c, h in state_np]
 
     def jax_loss(params):
@@ -676,45 +740,84 @@ def run_check(config, vocab_size: int) -> None:
         loss = 0.5 * ((nll.reshape(mask.shape) * mask).sum(axis=(1, 2)) / count).sum()
         return loss, (new_state, hidden)
 
-    (jloss, (jnew_state, jhidden)), jgrad_tree = jax.value_and_grad(jax_loss, has_aux=True)(params)
-    jgrads = _flat(jgrad_tree)
+    (loss, (new_state, hidden)), grad_tree = jax.value_and_grad(jax_loss, has_aux=True)(params)
     tx, _ = optim.make_optimizer(config.train, 1000)
-    updates, _ = tx.update(jgrad_tree, tx.init(params), params)
-    jparams_after = _flat(optax.apply_updates(params, updates))
-    jparams_before = _flat(params)
+    updates, _ = tx.update(grad_tree, tx.init(params), params)
+    return {"loss": float(loss), "hidden": hidden, "state": new_state, "grads": _flat(grad_tree),
+            "params_before": _flat(params), "params_after": _flat(optax.apply_updates(params, updates))}
 
+
+def compare_with_jax(config, vocab_size: int, impl: str, conv: str, params, np_batch: dict, state_np: list,
+                     ref: dict) -> dict:
+    """This model (`--lstm=impl --conv=conv`) against `jax_reference`'s `ref`: relative differences
+    of the loss, the top layer, the new states, the gradients and one optimizer update."""
+    batch_size, p = config.train.batch_size, config.model.lstm.projection_dim
     tb = to_torch_batch(np_batch)
+    trainer = Trainer(config, vocab_size, batch_size, impl, "dense", conv, None)
+    model = trainer.model
+    load_jax_params(model, params)
+    state = [(torch.from_numpy(c.copy()), torch.from_numpy(h.copy())) for c, h in state_np]
+    mask = tb["mask"] if tb["mask"] is not None else torch.ones(tb["targets"].shape + (1,))
+    top, new_state = model(tb["char_ids"], tb["mask"], state, train=False)
+    hidden = top.reshape(-1, p)
+    nll = full_softmax_nll(model.softmax_w, model.softmax_b, hidden, tb["targets"].reshape(-1))
+    loss, _ = masked_loss(nll, mask, mask.view(2, -1).sum(1).clamp(min=1.0))
+    loss.backward()
+    loss = float(loss.detach())
+    r = {"loss_torch": loss, "loss_jax": ref["loss"], "loss_rel": abs(loss - ref["loss"]) / abs(ref["loss"])}
+    r["hidden_rel"] = _rel(hidden.detach().numpy(), ref["hidden"])
+    r["state_rel"] = max(max(_rel(c.numpy(), want.c), _rel(h.numpy(), want.h)) for (c, h), want in zip(new_state, ref["state"]))
+    tgrads, jgrads = torch_to_jax_layout(model, grads=True), ref["grads"]
+    r["grad_rel_max"] = max(_rel(tgrads[k], jgrads[k]) for k in jgrads)
+    r["grad_worst"] = max(jgrads, key=lambda k: _rel(tgrads[k], jgrads[k]))
+    # One optimizer update from these gradients (clipping + the config's optimizer).
+    clip_by_global_norm([q.grad for q in trainer.dense_params], config.train.clip_norm)
+    for group in trainer.optimizer.param_groups:
+        group["lr"] = trainer.lr(0)
+    trainer.optimizer.step()
+    tparams, before, after = torch_to_jax_layout(model), ref["params_before"], ref["params_after"]
+    r["update_rel_max"] = max(_rel(tparams[k] - before[k], after[k] - before[k]) for k in after)
+    r["ok"] = bool(r["loss_rel"] < 1e-4 and r["grad_rel_max"] < 1e-3 and r["state_rel"] < 1e-4)
+    return r
+
+
+def run_check(config, vocab_size: int) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from elmo_jax.model import softmax as softmax_lib
+    from elmo_jax.model.bilm import bilm_from_config
+    from elmo_jax.training.state import init_params
+
+    batch_size, steps, chars = config.train.batch_size, config.train.unroll_steps, config.data.max_chars_per_token
+    jmodel = bilm_from_config(config.model, vocab_size)
+    params = init_params(jmodel, jax.random.key(config.seed), chars)
+    rng = np.random.default_rng(1)
+    full_batch = zipf_batch(rng, vocab_size, batch_size, steps, chars)
+    # Exercise the mask path: a few padded positions.
+    np_batch = jax.tree.map(np.copy, full_batch)
+    np_batch["forward"]["mask"][0, -2:] = False
+    np_batch["backward"]["mask"][1, 1] = False
+    d, p = config.model.lstm.dim, config.model.lstm.projection_dim
+    # Carried states and W_P large enough that the cell and projection clips are active.
+    state_np = [(3.0 * rng.standard_normal((2, batch_size, d)).astype(np.float32),
+                 1.0 * rng.standard_normal((2, batch_size, p)).astype(np.float32)) for _ in range(config.model.lstm.n_layers)]
+    params = jax.tree_util.tree_map_with_path(
+        lambda path, x: x * 40.0 if "W_P" in jax.tree_util.keystr(path) else x, params
+    )
+    ref = jax_reference(config, vocab_size, params, np_batch, state_np)
+    jhidden = ref["hidden"]
     results = {}
-    ok = True
     for impl, conv in (("custom", "unfold"), ("custom", "conv1d"), ("autograd", "unfold")):
-        trainer = Trainer(config, vocab_size, batch_size, impl, "dense", conv, None)
-        model = trainer.model
-        load_jax_params(model, params)
-        state = [(torch.from_numpy(c.copy()), torch.from_numpy(h.copy())) for c, h in state_np]
-        tcount = tb["mask"].view(2, -1).sum(1).clamp(min=1.0)
-        top, new_state = model(tb["char_ids"], tb["mask"], state, train=False)
-        hidden = top.reshape(-1, p)
-        nll = full_softmax_nll(model.softmax_w, model.softmax_b, hidden, tb["targets"].reshape(-1))
-        loss, _ = masked_loss(nll, tb["mask"], tcount)
-        loss.backward()
-        loss = float(loss.detach())
-        r = {"loss_torch": loss, "loss_jax": float(jloss), "loss_rel": abs(loss - float(jloss)) / abs(float(jloss))}
-        r["hidden_rel"] = _rel(hidden.detach().numpy(), jhidden)
-        r["state_rel"] = max(max(_rel(a.numpy(), b.c), _rel(h.numpy(), b.h)) for (a, h), b in zip(new_state, jnew_state))
-        tgrads = torch_to_jax_layout(model, lambda q: q.grad)
-        r["grad_rel_max"] = max(_rel(tgrads[k], jgrads[k]) for k in jgrads)
-        r["grad_worst"] = max(jgrads, key=lambda k: _rel(tgrads[k], jgrads[k]))
-        # One optimizer update from these gradients (clipping + the config's optimizer).
-        clip_by_global_norm([q.grad for q in model.parameters()], config.train.clip_norm)
-        for group in trainer.optimizer.param_groups:
-            group["lr"] = trainer.lr(0)
-        trainer.optimizer.step()
-        tparams = torch_to_jax_layout(model, lambda q: q)
-        r["update_rel_max"] = max(
-            _rel(tparams[k] - jparams_before[k], jparams_after[k] - jparams_before[k]) for k in jparams_after
-        )
-        results[f"lstm={impl},conv={conv}"] = r
-        ok &= r["loss_rel"] < 1e-4 and r["grad_rel_max"] < 1e-3 and r["state_rel"] < 1e-4
+        results[f"lstm={impl},conv={conv}"] = compare_with_jax(config, vocab_size, impl, conv, params, np_batch, state_np, ref)
+    # cuDNN's LSTM has neither clipping nor a mask: the same computation without them.
+    unclipped = config.copy_and_resolve_references()
+    unclipped.model.lstm.cell_clip = unclipped.model.lstm.proj_clip = None
+    unclipped_ref = jax_reference(unclipped, vocab_size, params, full_batch, state_np)
+    results["lstm=cudnn,conv=unfold (no clips, no mask)"] = compare_with_jax(
+        unclipped, vocab_size, "cudnn", "unfold", params, full_batch, state_np, unclipped_ref)
+    ok = all(r["ok"] for r in results.values())
+    tb = to_torch_batch(np_batch)
 
     # The sampled softmax head against elmo-jax's, with the same negatives.
     trainer = Trainer(config, vocab_size, batch_size, "custom", "dense", "unfold", None)
@@ -743,7 +846,7 @@ def run_check(config, vocab_size: int) -> None:
             trainer = Trainer(config, vocab_size, batch_size, "custom", update, "unfold", None)
             load_jax_params(trainer.model, params)
             losses = [float(trainer.step(tb)["loss"]) for _ in range(3)]
-            after[update] = (losses, torch_to_jax_layout(trainer.model, lambda q: q))
+            after[update] = (losses, torch_to_jax_layout(trainer.model))
         results["train_losses_dense"], results["train_losses_rows"] = after["dense"][0], after["rows"][0]
         results["rows_vs_dense_params_rel_max"] = max(_rel(after["rows"][1][k], after["dense"][1][k]) for k in after["dense"][1])
         ok &= results["rows_vs_dense_params_rel_max"] < 1e-4
@@ -767,24 +870,34 @@ def main(argv: list[str]) -> None:
     lstm_impl = FLAGS.lstm
     scope = FLAGS.compile_scope if FLAGS.compile else None
     torch.manual_seed(config.seed)
-    trainer = Trainer(config, vocab_size, batch, lstm_impl, FLAGS.softmax_update, FLAGS.conv, scope)
+    device = torch.device(FLAGS.device)
+    trainer = Trainer(config, vocab_size, batch, lstm_impl, FLAGS.softmax_update, FLAGS.conv, scope, device)
     if not config.model.softmax.sampled:
         raise NotImplementedError("only the sampled softmax is benchmarked")
     rng = np.random.default_rng(0)
-    batches = [to_torch_batch(zipf_batch(rng, vocab_size, batch, steps, chars)) for _ in range(4)]
+    batches = [to_torch_batch(zipf_batch(rng, vocab_size, batch, steps, chars), device) for _ in range(4)]
+    # A step's time ends when the device has finished it (CUDA runs asynchronously).
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
 
     start = time.perf_counter()
     for i in range(FLAGS.warmup):
         trainer.step(batches[i % 4])
+    sync()
     warmup_s = time.perf_counter() - start
     times = []
     for i in range(FLAGS.steps):
         start = time.perf_counter()
         metrics = trainer.step(batches[i % 4])
+        sync()
         times.append(time.perf_counter() - start)
+    if device.type == "cuda":  # as throughput.py: n = 8192 and 20 products on accelerators
+        devices, peak = f"1 x {torch.cuda.get_device_name(device)}", matmul_peak_gflops(
+            8192, 20, device, torch.bfloat16 if trainer.bfloat16 else torch.float32)
+    else:
+        devices, peak = f"1 x cpu ({torch.get_num_threads()} threads)", matmul_peak_gflops(
+            dtype=torch.bfloat16 if trainer.bfloat16 else torch.float32)
     record = throughput_record(
-        config, config_flags.get_config_filename(FLAGS["config"]), vocab_size, times,
-        devices=f"1 x cpu ({torch.get_num_threads()} threads)", peak_gflops=matmul_peak_gflops(),
+        config, config_flags.get_config_filename(FLAGS["config"]), vocab_size, times, devices=devices, peak_gflops=peak,
     )
     print(json.dumps({
         **record,
