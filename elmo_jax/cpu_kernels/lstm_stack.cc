@@ -107,7 +107,8 @@ inline void add_panel_gates(vec* z, const Packed& x, const float* panel, int n_r
 // The state and scratch of one layer for a task's rows.
 struct LayerRows {
   int rows_p;
-  std::vector<float> c, h_raw;   // c: [dim_p / V][rows_p][V] (a panel's cells of all rows together); h_raw: h' = m W_P, rows of proj_p
+  std::vector<float> c;          // [dim_p / V][rows_p][V]: a panel's cells of all rows together
+  std::vector<float> h_raw;      // h' = m W_P, rows of proj_p
   Packed m, h, y;                // m = sigmoid(o) tanh(c); h; y, the layer's output at this step
   LayerRows(int rows_p, int dim_p, int proj_p, int proj)
       : rows_p(rows_p), c(size_t(rows_p) * dim_p), h_raw(size_t(rows_p) * proj_p),
