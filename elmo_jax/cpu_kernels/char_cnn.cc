@@ -96,14 +96,10 @@ struct CharCnn {
     b_cnn.assign(a.b_cnn, a.b_cnn + n_filters);
     for (int l = 0; l < a.n_highway; ++l) {
       highway.push_back(pack_gates<2>(a.w_highway + size_t(l) * n_filters * 2 * n_filters, n_filters, 2, n_filters, f_p));
-      std::vector<float> bias(size_t(f_p) * 2, 0.0f);
-      for (int g = 0; g < 2; ++g)
-        std::copy_n(a.b_highway + (size_t(l) * 2 + g) * n_filters, n_filters, &bias[size_t(g) * f_p]);
-      b_highway.push_back(std::move(bias));
+      b_highway.push_back(pad_gates(a.b_highway + size_t(l) * 2 * n_filters, 2, n_filters, f_p));
     }
     proj = pack_panels<COLS>(a.w_proj, n_filters, out_dim, out_p);
-    b_proj.assign(out_p, 0.0f);
-    std::copy(a.b_proj, a.b_proj + out_dim, b_proj.begin());
+    b_proj = pad_gates(a.b_proj, 1, out_dim, out_p);
   }
 };
 

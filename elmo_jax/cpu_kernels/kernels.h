@@ -127,6 +127,14 @@ std::vector<float> pack_gates(const float* w, int k_size, int n_gates, int dim, 
   return out;
 }
 
+// Gate biases `[n_gates * dim]` -> `[n_gates][dim_p]`, each gate's zero padded to dim_p (to be read
+// a panel of V at a time, as `pack_gates` packs the weights).
+inline std::vector<float> pad_gates(const float* b, int n_gates, int dim, int dim_p) {
+  std::vector<float> out(size_t(n_gates) * dim_p, 0.0f);
+  for (int g = 0; g < n_gates; ++g) std::copy_n(b + size_t(g) * dim, dim, &out[size_t(g) * dim_p]);
+  return out;
+}
+
 // Columns [n0, n0 + COLS) of w `[k, n]` for each of n_p / COLS panels: `[n_p / COLS][k][COLS]`.
 template <int COLS>
 std::vector<float> pack_panels(const float* w, int k_size, int n, int n_p) {

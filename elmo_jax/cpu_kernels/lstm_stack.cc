@@ -11,8 +11,6 @@
 // into a table that the steps read.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <thread>
 #include <vector>
 
 #include "kernels.h"
@@ -89,9 +87,7 @@ struct Model {
         p.hidden = pack_gates<GATE_VECTORS>(a.w_hidden + ld * proj * gates, proj, 4, dim, dim_p);
         p.input = pack_gates<GATE_VECTORS>(a.w_input + ld * proj * gates, proj, 4, dim, dim_p);
         if (a.w_proj) p.proj = pack_panels<PROJ_COLS>(a.w_proj + ld * dim * proj, dim, proj, proj_p);
-        p.bias.assign(size_t(4) * dim_p, 0.0f);
-        for (int g = 0; g < 4; ++g)
-          std::memcpy(&p.bias[size_t(g) * dim_p], a.bias + ld * gates + g * dim, sizeof(float) * dim);
+        p.bias = pad_gates(a.bias + ld * gates, 4, dim, dim_p);
         layers[d].push_back(std::move(p));
       }
   }
