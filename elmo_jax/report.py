@@ -6,6 +6,9 @@ of each run's final metrics.
 Reads each workdir's `metrics.jsonl` (training and evaluation records by step) and `config.json`
 (tokens per step = train.batch_size x train.unroll_steps). Draws train loss and eval perplexity
 against steps and against tokens (2 x 2 plots, one line per run) and prints the table to stdout.
+Evaluations during training over the first `eval.max_tokens` tokens are drawn apart (dashed,
+labelled with their token count) from evaluations of the whole split, which the table reports.
+Needs matplotlib: `pip install 'elmo-jax[report]'`.
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ import sys
 from typing import Any, Sequence
 
 from absl import flags
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
 from elmo_jax.cli import tool_flags
 
@@ -43,11 +44,19 @@ class Run:
     def steps(self) -> int:
         return max((r["step"] for r in self.train + self.evals), default=0)
 
+    def evals_by_tokens(self) -> dict[int | None, list[dict[str, Any]]]:
+        """The evaluations grouped by how many tokens they covered, most first: the first group is the
+        whole split (a run's final evaluation), the others evaluations of its first `eval.max_tokens`.
+        Records without `eval_tokens` form one group, keyed None."""
+        groups = _group_by_tokens(self.evals)
+        return dict(sorted(groups.items(), key=lambda item: -1 if item[0] is None else -item[0]))
+
 
 # The numbers the report uses; metrics.jsonl writes non-finite ones as 'nan' / 'inf' strings.
 NUMERIC_KEYS = (
     "train_loss", "tokens_per_sec", "eval_perplexity", "eval_forward_perplexity", "eval_backward_perplexity"
 )
+INTEGER_KEYS = ("eval_tokens",)
 
 
 def read_jsonl(path: str) -> list[dict[str, Any]]:
@@ -77,6 +86,9 @@ def read_jsonl(path: str) -> list[dict[str, Any]]:
                     record[key] = float(record[key])
                 except (TypeError, ValueError):
                     raise ReportError(f"{where}: {key} is not a number: {record[key]!r}") from None
+        for key in INTEGER_KEYS:
+            if key in record and not isinstance(record[key], int):
+                raise ReportError(f"{where}: {key} is not an integer: {record[key]!r}")
         records.append(record)
     return records
 
@@ -119,8 +131,23 @@ def load_run(run_dir: str, name: str | None = None) -> Run:
         tokens_per_step=tokens_per_step,
         eval_split=str(config.get("data", {}).get("eval_split", "eval")),
         train=latest_attempt([r for r in records if "train_loss" in r]),
-        evals=latest_attempt([r for r in records if "eval_perplexity" in r]),
+        evals=_latest_evaluations([r for r in records if "eval_perplexity" in r]),
     )
+
+
+def _latest_evaluations(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`latest_attempt` of each size of evaluation (a subset and the whole split may share a step),
+    merged by step."""
+    groups = _group_by_tokens(records).values()
+    return sorted((r for group in groups for r in latest_attempt(group)), key=lambda r: r["step"])
+
+
+def _group_by_tokens(records: list[dict[str, Any]]) -> dict[int | None, list[dict[str, Any]]]:
+    """Evaluation records by `eval_tokens` (None where a record has none), in their order."""
+    groups: dict[int | None, list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(record.get("eval_tokens"), []).append(record)
+    return groups
 
 
 def _value(record: dict[str, Any] | None, key: str) -> float:
@@ -128,9 +155,12 @@ def _value(record: dict[str, Any] | None, key: str) -> float:
 
 
 def summary(run: Run) -> dict[str, Any]:
-    """Final metrics of a run; tokens/s is the median over logged windows (the first includes compilation)."""
+    """Final metrics of a run: the last training record, the last evaluation of the most tokens (the
+    whole split once the run has finished), and tokens/s as the median over logged windows (the first
+    includes compilation)."""
     last_train = run.train[-1] if run.train else None
-    last_eval = run.evals[-1] if run.evals else None
+    evals = next(iter(run.evals_by_tokens().values()), [])
+    last_eval = evals[-1] if evals else None
     speeds = [r["tokens_per_sec"] for r in run.train if "tokens_per_sec" in r]
     return {
         "run": run.name,
@@ -138,6 +168,7 @@ def summary(run: Run) -> dict[str, Any]:
         "tokens": run.steps * run.tokens_per_step,
         "train_loss": _value(last_train, "train_loss"),
         "eval_split": run.eval_split,
+        "eval_tokens": last_eval.get("eval_tokens") if last_eval else None,
         "forward_perplexity": _value(last_eval, "eval_forward_perplexity"),
         "backward_perplexity": _value(last_eval, "eval_backward_perplexity"),
         "perplexity": _value(last_eval, "eval_perplexity"),
@@ -152,15 +183,17 @@ def _fmt(value: float, digits: int) -> str:
 
 
 def markdown_table(runs: Sequence[Run]) -> str:
-    """One row per run: steps, tokens, final train loss, final eval perplexities, tokens/s."""
+    """One row per run: steps, tokens, final train loss, final eval tokens and perplexities, tokens/s."""
     lines = [
-        "| run | steps | tokens | train loss | eval split | forward ppl | backward ppl | biLM ppl | tokens/s |",
-        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+        "| run | steps | tokens | train loss | eval split | eval tokens | forward ppl | backward ppl | biLM ppl "
+        "| tokens/s |",
+        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for run in runs:
         s = summary(run)
         cells = [
             s["run"], f"{s['steps']:,}", f"{s['tokens']:,}", _fmt(s["train_loss"], 4), s["eval_split"],
+            "n/a" if s["eval_tokens"] is None else f"{s['eval_tokens']:,}",
             _fmt(s["forward_perplexity"], 2), _fmt(s["backward_perplexity"], 2), _fmt(s["perplexity"], 2),
             _fmt(s["tokens_per_sec"], 0),
         ]
@@ -168,30 +201,60 @@ def markdown_table(runs: Sequence[Run]) -> str:
     return "\n".join(lines)
 
 
-def plot(runs: Sequence[Run], output: str) -> None:
-    """2 x 2 figure: train loss and eval perplexity (log scale) against steps and against tokens."""
+def _log_tick_positions(values: Sequence[float]) -> list[float]:
+    """Tick values for a log axis over `values` whose labels read the data: 1-1.5-2-3-5-7 x 10^k
+    within two decades, 1-2-5 within four, powers of ten beyond; one tick at or below the smallest
+    value and one at or above the largest, so that every point lies between labelled ticks."""
+    low, high = min(values), max(values)
+    decades = math.log10(high / low)
+    mantissas = (1, 1.5, 2, 3, 5, 7) if decades <= 2 else (1, 2, 5) if decades <= 4 else (1,)
+    candidates = [m * 10.0**k for k in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+                  for m in mantissas]
+    below = max(t for t in candidates if t <= low)
+    above = min(t for t in candidates if t >= high)
+    return [t for t in candidates if below <= t <= above]
+
+
+def figure(runs: Sequence[Run]) -> Any:
+    """2 x 2 matplotlib Figure: train loss and eval perplexity (log scale) against steps and against
+    tokens. Evaluations of fewer tokens than a run's largest are dashed and labelled with their count."""
+    try:
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    except ModuleNotFoundError as e:
+        raise ReportError(f"the report's figure needs matplotlib ({e}): pip install 'elmo-jax[report]'") from e
     fig = Figure(figsize=(12, 8), layout="constrained")
     axes = fig.subplots(2, 2)
     splits = "/".join(sorted({run.eval_split for run in runs}))
-    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    perplexities = [r["eval_perplexity"] for run in runs for r in run.evals if r["eval_perplexity"] > 0]
     for i, run in enumerate(runs):
-        style = {"color": f"C{i}", "label": run.name}
         for col, scale in enumerate((1, run.tokens_per_step)):
             steps = [r["step"] * scale for r in run.train]
-            axes[0, col].plot(steps, [r["train_loss"] for r in run.train], **style)
-            steps = [r["step"] * scale for r in run.evals]
-            axes[1, col].plot(steps, [r["eval_perplexity"] for r in run.evals], marker="o", **style)
+            axes[0, col].plot(steps, [r["train_loss"] for r in run.train], color=f"C{i}", label=run.name)
+            for n, (tokens, evals) in enumerate(run.evals_by_tokens().items()):
+                subset = n > 0
+                axes[1, col].plot(
+                    [r["step"] * scale for r in evals], [r["eval_perplexity"] for r in evals], color=f"C{i}",
+                    marker="o", linestyle="--" if subset else "-", markerfacecolor="none" if subset else None,
+                    label=f"{run.name} (first {tokens:,} tokens)" if subset else run.name,
+                )
     for col, xlabel in enumerate(("step", "tokens")):
         axes[0, col].set(xlabel=xlabel, ylabel="train loss", title=f"train loss vs {xlabel}")
         axes[1, col].set(
             xlabel=xlabel, ylabel=f"{splits} perplexity", title=f"eval perplexity vs {xlabel}", yscale="log"
         )
-        for axis in (axes[1, col].yaxis.set_major_formatter, axes[1, col].yaxis.set_minor_formatter):
-            axis(plain)  # 150, 200, 300 rather than 2 x 10^2.
+        if perplexities:
+            ticks = _log_tick_positions(perplexities)
+            axes[1, col].yaxis.set_major_locator(FixedLocator(ticks))
+            axes[1, col].yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+            axes[1, col].yaxis.set_minor_locator(NullLocator())
+            axes[1, col].set_ylim(ticks[0], ticks[-1])
         for row in range(2):
             axes[row, col].grid(True, alpha=0.3)
     axes[0, 0].legend()
-    fig.savefig(output, dpi=100)
+    if any(len(run.evals_by_tokens()) > 1 for run in runs):
+        axes[1, 0].legend()
+    return fig
 
 
 def run_names(run_dirs: Sequence[str]) -> list[str]:
@@ -207,8 +270,9 @@ flags.DEFINE_string("output", "report.png", "figure to write (PNG)", flag_values
 def _report(*run_dirs: str) -> None:
     """The CLI: the table of the runs on stdout, their figure in --output."""
     runs = [load_run(d, name) for d, name in zip(run_dirs, run_names(run_dirs))]
+    fig = figure(runs)  # Before any output: without matplotlib, only the error line.
     print(markdown_table(runs))
-    plot(runs, _FLAGS.output)
+    fig.savefig(_FLAGS.output, dpi=100)
     print(f"wrote {_FLAGS.output}", file=sys.stderr)
 
 

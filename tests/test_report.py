@@ -26,8 +26,9 @@ def train(step, loss, speed):
     return {"step": step, "train_loss": loss, "tokens_per_sec": speed, "softmax": "sampled"}
 
 
-def evaluation(step, fwd, bwd, ppl):
-    return {"step": step, "eval_step": step, "eval_forward_perplexity": fwd, "eval_backward_perplexity": bwd, "eval_perplexity": ppl}
+def evaluation(step, fwd, bwd, ppl, tokens=None):
+    record = {"step": step, "eval_step": step, "eval_forward_perplexity": fwd, "eval_backward_perplexity": bwd, "eval_perplexity": ppl}
+    return record if tokens is None else {**record, "eval_tokens": tokens}
 
 
 def table_rows(stdout):
@@ -55,13 +56,65 @@ def test_table_and_figure_of_two_runs(tmp_path, capsys):
     assert report.main([a, b, "--output", output]) == 0
     captured = capsys.readouterr()
     assert table_rows(captured.out) == [
-        {"run": "a", "steps": "30", "tokens": "600", "train loss": "4.2500", "eval split": "valid",
+        {"run": "a", "steps": "30", "tokens": "600", "train loss": "4.2500", "eval split": "valid", "eval tokens": "n/a",
          "forward ppl": "150.50", "backward ppl": "152.25", "biLM ppl": "151.38", "tokens/s": "1,000"},
-        {"run": "b", "steps": "20", "tokens": "1,600", "train loss": "5.5000", "eval split": "test",
+        {"run": "b", "steps": "20", "tokens": "1,600", "train loss": "5.5000", "eval split": "test", "eval tokens": "n/a",
          "forward ppl": "n/a", "backward ppl": "n/a", "biLM ppl": "n/a", "tokens/s": "60"},
     ]
     assert captured.err == f"wrote {output}\n"
     assert_png(output)
+
+
+def test_subset_evaluations_are_drawn_apart_and_the_table_reports_the_whole_split(tmp_path, capsys):
+    """Evaluations of the first eval.max_tokens tokens during training are a dashed line of their own,
+    labelled with their count; the table's perplexities are those of the final whole-split evaluation."""
+    run_dir = make_run(tmp_path, "s", [
+        train(10, 5.0, 1.0), evaluation(10, 400.0, 410.0, 405.0, tokens=1000),
+        train(20, 4.0, 1.0), evaluation(20, 300.0, 310.0, 305.0, tokens=1000),
+        evaluation(20, 320.0, 330.0, 325.0, tokens=73760),
+    ])
+    run = report.load_run(run_dir)
+    assert list(run.evals_by_tokens()) == [73760, 1000]
+    fig = report.figure([run])
+    lines = {line.get_label(): line for line in fig.axes[2].get_lines()}
+    assert set(lines) == {"s", "s (first 1,000 tokens)"}
+    assert lines["s"].get_linestyle() == "-" and list(lines["s"].get_ydata()) == [325.0]
+    assert lines["s (first 1,000 tokens)"].get_linestyle() == "--"
+    assert list(lines["s (first 1,000 tokens)"].get_ydata()) == [405.0, 305.0]
+    assert report.main([run_dir, "--output", str(tmp_path / "r.png")]) == 0
+    (row,) = table_rows(capsys.readouterr().out)
+    assert (row["eval tokens"], row["biLM ppl"]) == ("73,760", "325.00")
+
+
+@pytest.mark.parametrize("values", [[152.9, 9748.0], [152.9, 480.0], [1.2, 99999.0], [77.0]])
+def test_log_axis_ticks_enclose_and_label_every_value(values):
+    ticks = report._log_tick_positions(values)
+    assert ticks[0] <= min(values) and ticks[-1] >= max(values)
+    assert ticks == sorted(ticks) and 2 <= len(ticks) <= 16
+    fig = report.figure([report.Run("r", 1, "test", [], [evaluation(i + 1, v, v, v) for i, v in enumerate(values)])])
+    axis = fig.axes[2]
+    fig.canvas.draw()  # Tick labels are formatted when drawn.
+    labelled = [(t.get_position()[1], t.get_text()) for t in axis.get_yticklabels() if t.get_text()]
+    assert labelled and labelled[0][0] <= min(values) and labelled[-1][0] >= max(values)
+    assert axis.get_ylim() == (ticks[0], ticks[-1])
+
+
+def test_without_matplotlib_the_report_is_one_line_naming_the_extra(tmp_path, monkeypatch, capsys):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    run_dir = make_run(tmp_path, "a", [train(10, 5.0, 100.0)])
+    assert report.main([run_dir, "--output", str(tmp_path / "r.png")]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("error: ") and "pip install 'elmo-jax[report]'" in captured.err
+    assert not (tmp_path / "r.png").exists()
 
 
 def test_a_resumed_run_keeps_the_records_of_its_latest_attempt(tmp_path):
@@ -150,7 +203,7 @@ def test_report_of_a_real_training_run(tiny_training_run, tmp_path, capsys):
     last_train = [json.loads(line) for line in open(os.path.join(workdir, "metrics.jsonl")) if "train_loss" in line][-1]
     assert row["steps"] == "10" and row["tokens"] == "200"  # 10 steps x 4 streams x 5 tokens.
     assert row["train loss"] == f"{last_train['train_loss']:.4f}"
-    assert row["eval split"] == "valid"
+    assert row["eval split"] == "valid" and row["eval tokens"] == f"{result['tokens']:,}"
     assert row["forward ppl"] == f"{result['forward_perplexity']:.2f}"
     assert row["backward ppl"] == f"{result['backward_perplexity']:.2f}"
     assert row["biLM ppl"] == f"{result['perplexity']:.2f}"
