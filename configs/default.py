@@ -67,12 +67,12 @@ def get_config() -> ml_collections.ConfigDict:
     model.remat = False  # Recompute LSTM steps in the backward pass (saves memory on long unrolls).
     model.unroll = 0  # LSTM time steps per loop iteration (0 = automatic: all for bfloat16 on GPU/TPU, else 1).
     model.lstm_kernel = "xla"  # The LSTM time loop: 'xla' | 'pallas' (model/pallas_lstm.py: Triton kernels on GPU,
-    #                            Pallas's slow interpreter elsewhere; not yet measured on a GPU).
+    #                            Pallas's slow interpreter elsewhere; measured by benchmarks/accelerator_table.sh).
     model.conv_block = 0  # Tokens per block of the char convolutions, forward and reverse (0 = automatic:
     #                       16 on CPU, whole batch on GPU/TPU; -1 = whole batch). See model/conv_pool.py.
     model.conv_kernel = "xla"  # The char convolutions' forward pass: 'xla' | 'pallas' (model/pallas_conv_pool.py: the
     #                            max over positions in the kernel; Triton on GPU, the slow interpreter elsewhere;
-    #                            not yet measured on a GPU). The reverse pass follows conv_block.
+    #                            measured by benchmarks/accelerator_table.sh). The reverse pass follows conv_block.
     model.distinct_fraction = 0.0  # > 0: the char CNN encodes each distinct word of a batch once when at most this
     #                                fraction of its tokens are distinct, else every token (configs/ptb.py: 0.5).
     model.softmax = softmax = ml_collections.ConfigDict()
