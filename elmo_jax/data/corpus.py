@@ -9,6 +9,7 @@ from typing import Sequence
 
 import ml_collections
 
+from elmo_jax.config import MIN_VOCAB_SIZE
 from elmo_jax.data import sources
 from elmo_jax.data.batching import BiLMBatcher
 from elmo_jax.data.contiguous import ContiguousBatcher
@@ -157,9 +158,26 @@ def eval_sentences(data: ml_collections.ConfigDict, split: str, eval_files: str 
     return sources.read_sentences(_files(data, "eval_files"))
 
 
+def _check_vocab_size(vocab: Vocabulary, data: ml_collections.ConfigDict) -> None:
+    """A vocabulary of fewer than MIN_VOCAB_SIZE words (the special tokens included) trains nothing."""
+    if len(vocab) >= MIN_VOCAB_SIZE:
+        return
+    if data.vocab_file:
+        origin = f"data.vocab_file={data.vocab_file!r}"
+    else:
+        origin = (
+            f"the vocabulary built with data.vocab_min_count={data.vocab_min_count}, "
+            f"data.vocab_max_size={data.vocab_max_size}"
+        )
+    raise sources.DataError(
+        f"{origin} has {len(vocab)} words, special tokens included; training needs at least {MIN_VOCAB_SIZE}"
+    )
+
+
 def load_or_build_vocab(data: ml_collections.ConfigDict, workdir: str | None = None) -> Vocabulary:
     """`WORKDIR/vocab.txt` if present (a resumed run), else `data.vocab_file`, else built from
-    the training data; saved to `WORKDIR/vocab.txt` so the run is self-contained."""
+    the training data; saved to `WORKDIR/vocab.txt` so the run is self-contained. A vocabulary too
+    small to train on is a DataError, raised before anything is saved."""
     saved = os.path.join(workdir, "vocab.txt") if workdir else None
     if saved and os.path.exists(saved):
         return Vocabulary.load(saved)
@@ -170,6 +188,7 @@ def load_or_build_vocab(data: ml_collections.ConfigDict, workdir: str | None = N
         vocab = Vocabulary.build(
             training_sentences(data), min_count=data.vocab_min_count, max_size=data.vocab_max_size or None
         )
+    _check_vocab_size(vocab, data)
     if saved:
         vocab.save(saved)
     return vocab

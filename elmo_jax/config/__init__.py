@@ -1,0 +1,5 @@
+"""The config schema: the allowed values of every key and their validation (elmo_jax/config/validation.py)."""
+
+from elmo_jax.config.validation import MIN_VOCAB_SIZE, SCHEMA, ConfigError, validate
+
+__all__ = ["MIN_VOCAB_SIZE", "SCHEMA", "ConfigError", "validate"]

@@ -1,0 +1,223 @@
+"""The config schema: every key of configs/default.py has a check, bad values are errors naming the
+key, and every shipped config passes."""
+
+import glob
+import importlib
+import os
+
+import ml_collections
+import pytest
+
+from configs import ablations, default, released
+from configs.overrides import apply_overrides
+from elmo_jax.config import SCHEMA, ConfigError, validate
+from tests.entry_points import ROOT
+
+# Values that ran, hung or failed late before the schema; each is an error naming its key.
+BAD_VALUES = [
+    ("train.keep_checkpoints", 0),
+    ("train.unroll_steps", 0),
+    ("train.num_steps", -1),
+    ("model.dropout", 1.5),
+    ("model.dropout", -0.5),
+    ("model.token_dropout", 2.0),
+    ("model.token_dropout", -0.5),
+    ("train.optimizer.learning_rate", -1.0),
+    ("train.clip_norm", -1.0),
+    ("model.char_cnn.n_highway", -1),
+    ("train.batch_size", -4),
+    ("train.batch_size", 0),
+    ("model.lstm.projection_dim", 0),
+    ("model.lstm.n_layers", 0),
+    ("model.lstm.dim", 0),
+    ("model.char_cnn.embed_dim", 0),
+    ("data.max_chars_per_token", 0),
+    ("data.max_chars_per_token", 2),
+    ("train.log_every_steps", 0),
+    ("train.checkpoint_every_steps", 0),
+    ("model.char_cnn.filters", []),
+    ("model.char_cnn.filters", [[0, 8]]),
+    ("model.char_cnn.filters", [[2, 0]]),
+    ("model.char_cnn.filters", [[2]]),
+    ("eval.batch_size", 0),
+    ("eval.unroll_steps", 0),
+    ("model.softmax.chunk_size", 0),
+    ("data.vocab_max_size", 3),
+    ("data.vocab_min_count", 0),
+    ("data.prefetch_batches", 0),
+    ("model.lstm.cell_clip", -1.0),
+    ("model.distinct_fraction", 1.5),
+    ("model.conv_block", -2),
+    ("train.loss_scale", 0.0),
+    ("train.optimizer.b2", 1.0),
+    ("train.optimizer.learning_rate", float("nan")),
+    ("train.optimizer.learning_rate", float("inf")),
+    # Choices.
+    ("data.source", "tfdz"),
+    ("data.streams", "lines"),
+    ("data.eval_split", "train"),
+    ("model.token_encoder", "bogus"),
+    ("model.char_cnn.activation", "gelu"),
+    ("model.dtype", "float16"),
+    ("model.lstm.initializer", "normal"),
+    ("model.lstm_kernel", "cuda"),
+    ("model.conv_kernel", "cuda"),
+    ("train.optimizer.name", "rmsprop"),
+    ("train.optimizer.schedule", "step"),
+    ("train.nonfinite_policy", "ignore"),
+    # Types.
+    ("train.batch_size", "4"),
+    ("train.batch_size", 4.0),
+    ("train.batch_size", True),
+    ("model.dropout", "0.1"),
+    ("data.shuffle", 1),
+    ("data.train_files", 3),
+    ("model.char_cnn.filters", "[[1, 4]]"),
+    ("model.char_cnn.filters", [[1.0, 4]]),
+]
+
+
+def _config(**overrides) -> ml_collections.ConfigDict:
+    """configs/tests/tiny.py with dotted-key overrides, unlocked so that any type can be set."""
+    config = importlib.import_module("configs.tests.tiny").get_config()
+    for key, value in overrides.items():
+        *parents, leaf = key.split(".")
+        node = config
+        for name in parents:
+            node = node[name]
+        del node[leaf]  # Replaced, not assigned: ConfigDict keeps a key's type on assignment.
+        node[leaf] = value
+    return config
+
+
+def _leaf_keys(config: ml_collections.ConfigDict, prefix: str = "") -> set[str]:
+    keys = set()
+    for key, value in config.items():
+        if isinstance(value, ml_collections.ConfigDict):
+            keys |= _leaf_keys(value, f"{prefix}{key}.")
+        else:
+            keys.add(f"{prefix}{key}")
+    return keys
+
+
+@pytest.mark.parametrize("key,value", BAD_VALUES, ids=[f"{k}={v!r}" for k, v in BAD_VALUES])
+def test_bad_value_is_an_error_naming_the_key_and_value(key, value):
+    with pytest.raises(ConfigError) as error:
+        validate(_config(**{key: value}))
+    message = str(error.value)
+    assert message.startswith(f"config key {key}={value!r} "), message
+    assert "(allowed: " in message and "\n" not in message
+
+
+def test_message_names_key_value_and_allowed_range():
+    with pytest.raises(ConfigError) as error:
+        validate(_config(**{"train.keep_checkpoints": 0}))
+    assert str(error.value) == "config key train.keep_checkpoints=0 is out of range (allowed: an integer >= 1)"
+
+
+def test_a_type_error_says_so():
+    with pytest.raises(ConfigError, match=r"^config key train.batch_size='4' has the wrong type \(allowed: an integer"):
+        validate(_config(**{"train.batch_size": "4"}))
+
+
+def test_config_error_is_a_value_error():
+    assert issubclass(ConfigError, ValueError)
+
+
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("model.token_dropout", -1.0),  # The sentinel: = model.dropout.
+        ("model.token_dropout", 0.0),
+        ("model.dropout", 0.0),
+        ("model.dropout", 0),  # An int where a float belongs.
+        ("train.clip_norm", 0.0),
+        ("model.lstm.cell_clip", 0.0),
+        ("train.optimizer.learning_rate", 0.0),
+        ("train.num_steps", 0),
+        ("data.vocab_max_size", 0),
+        ("data.vocab_max_size", 8),
+        ("model.conv_block", -1),
+        ("distributed.process_id", -1),
+        ("model.char_cnn.filters", ((1, 4), (3, 8))),
+    ],
+)
+def test_boundary_values_pass(key, value):
+    validate(_config(**{key: value}))
+
+
+def test_max_chars_must_fit_the_widest_filter():
+    config = _config(**{"data.max_chars_per_token": 6, "model.char_cnn.filters": [[1, 4], [7, 8]]})
+    with pytest.raises(ConfigError, match=r"data.max_chars_per_token=6 is out of range \(allowed: an integer >= 7"):
+        validate(config)
+    config.model.char_cnn.filters = [[1, 4], [6, 8]]
+    validate(config)
+
+
+def test_a_word_model_ignores_the_filter_widths():
+    validate(_config(**{"data.max_chars_per_token": 5, "model.token_encoder": "word"}))
+
+
+def test_missing_keys_are_skipped_and_added_keys_pass():
+    config = _config()
+    del config.model["conv_kernel"]
+    config.model.extra_key = "anything"
+    validate(config)
+
+
+def test_the_schema_checks_every_key_of_the_default_config():
+    assert set(SCHEMA) == _leaf_keys(default.get_config())
+
+
+def _shipped_configs() -> list[tuple[str, ml_collections.ConfigDict]]:
+    """Every config under configs/ (presets of ablations.py, the shapes of released.py included)."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "configs", "**", "*.py"), recursive=True)):
+        name = os.path.relpath(path, ROOT)[: -len(".py")].replace(os.sep, ".")
+        module = importlib.import_module(name)
+        if name == "configs.ablations":
+            found += [(f"{name}:{preset}", module.get_config(preset)) for preset in ablations.PRESETS]
+        elif hasattr(module, "get_config"):
+            found.append((name, module.get_config()))
+    found.append(("configs.released", released.released_config(dim=1024, projection_dim=128, n_highway=1)))
+    return found
+
+
+def test_every_shipped_config_passes():
+    configs = _shipped_configs()
+    assert len(configs) >= 20
+    for name, config in configs:
+        try:
+            validate(config)
+        except ConfigError as e:
+            pytest.fail(f"{name}: {e}")
+
+
+def test_the_tiny_shapes_of_the_config_tests_pass():
+    from tests.test_configs import TINY_SHAPES
+
+    config = ablations.get_config("baseline")
+    apply_overrides(config, TINY_SHAPES, "TINY_SHAPES")
+    validate(config)
+
+
+def test_choices_are_those_the_code_accepts():
+    """The schema's choices and the sets the implementing modules check agree."""
+    from elmo_jax.data import corpus
+    from elmo_jax.model import bilm, char_cnn, lstm
+    from elmo_jax.training import optim, step
+
+    def choices(key):
+        return {c for c in SCHEMA[key].allowed.removeprefix("one of ").replace("'", "").split(", ")}
+
+    assert choices("data.source") == set(corpus.SOURCES)
+    assert choices("data.streams") == set(corpus.STREAMS)
+    assert choices("data.eval_split") < set(corpus.SPLITS)
+    assert choices("model.token_encoder") == set(bilm.ENCODERS)
+    assert choices("model.dtype") == set(bilm.DTYPES)
+    assert choices("model.char_cnn.activation") == set(char_cnn.ACTIVATIONS)
+    assert choices("model.conv_kernel") == set(char_cnn.CONV_KERNELS)
+    assert choices("model.lstm.initializer") == set(lstm.KERNEL_INITIALIZERS)
+    assert choices("model.lstm_kernel") == set(lstm.TIME_LOOP_KERNELS)
+    assert choices("train.optimizer.schedule") == set(optim._SCHEDULES)
+    assert choices("train.nonfinite_policy") == set(step.NONFINITE_POLICIES)
