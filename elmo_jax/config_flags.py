@@ -1,4 +1,5 @@
-"""The `--config` flag of the entry points, with list-valued keys overridable on the command line.
+"""The `--config` flag of the entry points, with list-valued keys overridable on the command line,
+and the command line of train and evaluate: help that lists the command's flags, one-line errors.
 
 ml_collections' config flags parse int, float, bool, str and tuple fields but not lists, while the
 configs declare lists (`model.char_cnn.filters = [[1, 32], ...]`) because that is how `config.json`
@@ -11,7 +12,11 @@ and bilm-tf's options.json write them. `ListParser`, registered through ml_colle
 from __future__ import annotations
 
 import ast
-from typing import Any
+import difflib
+import importlib.util
+import os
+import sys
+from typing import Any, Callable, Iterable, Sequence
 
 from absl import flags
 from ml_collections import config_flags
@@ -48,3 +53,116 @@ def define_config_flag(help_string: str, flag_values: flags.FlagValues = flags.F
     """Defines `--config`, a locked config file whose keys, lists included, are overridable."""
     config_flags.register_flag_parser_for_type(list, ListParser())
     config_flags.DEFINE_config_file("config", None, help_string, flag_values=flag_values, lock_config=True)
+
+
+# ----------------------------------------------------------------------------- the command line
+
+HELP_ARGS = ("-h", "--help", "--helpshort", "--helpfull")
+KEYS_DOC = "Config keys: every key, its meaning and default in configs/default.py; set one as --config.KEY=VALUE."
+
+
+class CommandLineError(ValueError):
+    """A flag, config file or config key on the command line that cannot be used."""
+
+
+def flags_parser(usage: str, flag_values: flags.FlagValues = flags.FLAGS) -> Callable[[list[str]], list[str]]:
+    """absl's `app.run(main, flags_parser=...)` for train and evaluate: `--help` prints `usage` and
+    the command's own flags (exit 0); a misspelled config path or key, a config file that fails, or
+    a flag absl cannot parse is one line `error: ...` on stderr (exit 1), before any work."""
+
+    def parse(argv: list[str]) -> list[str]:
+        if any(arg in HELP_ARGS for arg in argv[1:]):
+            print(command_help(usage, flag_values))
+            sys.exit(0)
+        try:
+            check_config_arguments(argv[1:])
+            return flag_values(argv)
+        except (CommandLineError, flags.Error, ValueError, OSError) as e:
+            print(f"error: {_first_line(e)}", file=sys.stderr)
+            sys.exit(1)
+
+    return parse
+
+
+def command_help(usage: str, flag_values: flags.FlagValues) -> str:
+    """`usage`, one line per flag the command defines (not absl's or the libraries'), where the keys are."""
+    own = [flag for module, module_flags in flag_values.flags_by_module_dict().items()
+           if module.startswith("elmo_jax.") for flag in module_flags]
+    lines = [usage.strip(), "", "flags:"]
+    for flag in sorted({f.name: f for f in own}.values(), key=lambda f: f.name):
+        default = "" if flag.default is None else f" (default: {flag.default_as_str})"
+        lines.append(f"  --{flag.name}: {' '.join(flag.help.split())}{default}")
+    return "\n".join([*lines, "", KEYS_DOC])
+
+
+def check_config_arguments(args: Sequence[str]) -> None:
+    """Loads `--config`'s file as ml_collections will and checks every `--config.KEY` against it:
+    CommandLineError naming a missing file (with the nearest file of its directory), the config
+    file's own error, or an unknown key (with the nearest known key)."""
+    spec = _config_argument(args)
+    if spec is None:
+        return
+    config = load_config_file(spec)
+    known = set(_dotted_keys(config))
+    for key in _override_keys(args):
+        if key not in known:
+            raise CommandLineError(f"unknown config key {key!r}{_did_you_mean(key, known)}")
+
+
+def load_config_file(spec: str) -> Any:
+    """`get_config(ARG)` of the file in `spec` ('path.py' or 'path.py:ARG'), as `--config` loads it."""
+    path, *args = spec.split(":", 1)
+    if not os.path.isfile(path):
+        directory = os.path.dirname(path) or "."
+        siblings = [os.path.join(os.path.dirname(path), n) for n in os.listdir(directory) if n.endswith(".py")] \
+            if os.path.isdir(directory) else []
+        raise CommandLineError(f"config file {path!r} not found{_did_you_mean(path, siblings)}")
+    module_spec = importlib.util.spec_from_file_location("elmo_jax_checked_config", path)
+    module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(module)
+        return module.get_config(*args)
+    except Exception as e:  # The config file's own error, whatever it raises.
+        raise CommandLineError(f"{spec}: {_first_line(e)}") from e
+
+
+def _config_argument(args: Sequence[str]) -> str | None:
+    for i, arg in enumerate(args):
+        if arg.startswith("--config="):
+            return arg.split("=", 1)[1]
+        if arg == "--config" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def _override_keys(args: Sequence[str]) -> list[str]:
+    """KEY of each `--config.KEY=VALUE` / `--config.KEY VALUE` / `--[no]config.KEY` argument."""
+    keys = []
+    for arg in args:
+        for prefix in ("--config.", "--noconfig."):
+            if arg.startswith(prefix):
+                keys.append(arg[len(prefix):].split("=", 1)[0])
+    return keys
+
+
+def _dotted_keys(config: Any, prefix: str = "") -> list[str]:
+    """Every key of a (nested) ConfigDict, sections included: 'model', 'model.lstm', 'model.lstm.dim'."""
+    keys = []
+    for name, value in config.items():
+        keys.append(prefix + name)
+        if hasattr(value, "items"):
+            keys.extend(_dotted_keys(value, f"{prefix}{name}."))
+    return keys
+
+
+def _did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _first_line(error: BaseException) -> str:
+    """The error's message (its last non-empty line when it wraps a traceback, as ml_collections' do)."""
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    return lines[-1].strip() if len(lines) > 1 and lines[0].startswith("Error whilst parsing") else lines[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -37,3 +38,20 @@ def run_script(script: str, *args: str, compile_cache: str, prefix: Sequence[str
 def last_line(text: str) -> str:
     lines = text.strip().splitlines()
     return lines[-1] if lines else ""
+
+
+def training_records(workdir: str) -> list[dict]:
+    """The training records of a workdir's metrics.jsonl (complete lines: the run may be writing the next one)."""
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        return [r for r in (json.loads(line) for line in f if line.endswith("\n")) if "train_loss" in r]
+
+
+def training_losses(workdir: str) -> dict[int, float]:
+    """Training loss per step; a step logged again by a resumed run takes its later value."""
+    return {r["step"]: r["train_loss"] for r in training_records(workdir)}
+
+
+def checkpoint_steps(workdir: str) -> list[int]:
+    """The steps of the complete checkpoints in WORKDIR/checkpoints."""
+    directory = os.path.join(workdir, "checkpoints")
+    return sorted(int(name) for name in os.listdir(directory) if name.isdigit()) if os.path.isdir(directory) else []

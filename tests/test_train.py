@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -10,7 +9,9 @@ import time
 
 import pytest
 
-from tests.entry_points import last_line, run_script, script_command, script_env
+from tests.entry_points import (
+    checkpoint_steps, last_line, run_script, script_command, script_env, training_losses, training_records,
+)
 from tests.training.helpers import write_corpus
 
 NUM_STEPS = 30
@@ -35,22 +36,6 @@ def setup(tmp_path_factory):
     return flags, cache, reference
 
 
-def _records(workdir: str) -> list[dict]:
-    """The training records of metrics.jsonl (complete lines: the run may be writing the next one)."""
-    with open(os.path.join(workdir, "metrics.jsonl")) as f:
-        return [r for r in (json.loads(line) for line in f if line.endswith("\n")) if "train_loss" in r]
-
-
-def _losses(workdir: str) -> dict[int, float]:
-    """Training loss per step; a step logged again by a resumed run takes its later value."""
-    return {r["step"]: r["train_loss"] for r in _records(workdir)}
-
-
-def _steps(workdir: str) -> list[int]:
-    directory = os.path.join(workdir, "checkpoints")
-    return sorted(int(name) for name in os.listdir(directory) if name.isdigit()) if os.path.isdir(directory) else []
-
-
 def _start(setup, workdir: str) -> subprocess.Popen:
     flags, cache, _ = setup
     command = script_command("train.py", *flags, f"--workdir={workdir}")
@@ -59,7 +44,7 @@ def _start(setup, workdir: str) -> subprocess.Popen:
 
 def _wait_for_checkpoint(process: subprocess.Popen, workdir: str, step: int) -> None:
     deadline = time.monotonic() + 300
-    while not any(s >= step for s in _steps(workdir)):
+    while not any(s >= step for s in checkpoint_steps(workdir)):
         assert process.poll() is None, process.communicate()[1][-3000:]
         assert time.monotonic() < deadline
         time.sleep(0.02)
@@ -78,34 +63,34 @@ def test_killed_run_resumes_from_latest_checkpoint_and_reproduces_losses(setup, 
     _wait_for_checkpoint(process, workdir, 6)
     process.kill()  # SIGKILL: no handler runs; an asynchronous save may be half written.
     process.communicate()
-    interrupted_at = _steps(workdir)[-1]
+    interrupted_at = checkpoint_steps(workdir)[-1]
     assert interrupted_at < NUM_STEPS
     _resume(setup, workdir)
-    expected = _losses(setup[2])
+    expected = training_losses(setup[2])
     assert sorted(expected) == list(range(1, NUM_STEPS + 1))
-    assert _losses(workdir) == expected  # Exactly: same state, same data, same compiled step.
-    assert _steps(workdir)[-1] == NUM_STEPS
+    assert training_losses(workdir) == expected  # Exactly: same state, same data, same compiled step.
+    assert checkpoint_steps(workdir)[-1] == NUM_STEPS
 
 
 def test_sigterm_checkpoints_exits_143_and_resumes_exactly(setup, tmp_path):
     workdir = str(tmp_path / "run")
     process = _start(setup, workdir)
     _wait_for_checkpoint(process, workdir, 3)
-    logged_at_signal = max(_losses(workdir))
+    logged_at_signal = max(training_losses(workdir))
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 143, stderr[-3000:]
-    stopped_at = max(_losses(workdir))
+    stopped_at = max(training_losses(workdir))
     assert logged_at_signal <= stopped_at <= logged_at_signal + 2 < NUM_STEPS  # Within the current step.
     assert last_line(stderr) == (
         f"stopped by SIGTERM at step {stopped_at}; checkpoint {workdir}/checkpoints/{stopped_at} is saved, "
         "rerun the same command to resume"
     )
-    assert _steps(workdir)[-1] == stopped_at
+    assert checkpoint_steps(workdir)[-1] == stopped_at
     assert not os.path.exists(os.path.join(workdir, f"eval_valid_{stopped_at}.json"))
     _resume(setup, workdir)
-    assert [r["step"] for r in _records(workdir)] == list(range(1, NUM_STEPS + 1))  # Every step once: nothing lost, nothing redone.
-    assert _losses(workdir) == _losses(setup[2])
+    assert [r["step"] for r in training_records(workdir)] == list(range(1, NUM_STEPS + 1))  # Every step once: nothing lost, nothing redone.
+    assert training_losses(workdir) == training_losses(setup[2])
 
 
 def _make_unwritable(workdir: str) -> list[str]:

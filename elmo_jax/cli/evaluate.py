@@ -23,7 +23,8 @@ from absl import app, flags
 
 from configs import default
 from elmo_jax import compilation_cache, host_memory, quiet_logs
-from elmo_jax.config_flags import define_config_flag
+from elmo_jax.config import validate
+from elmo_jax.config_flags import define_config_flag, flags_parser
 from elmo_jax.evaluation import bilm_files_from_flags, evaluate_bilm_files, evaluate_checkpoint
 
 FLAGS = flags.FLAGS
@@ -49,10 +50,12 @@ flags.DEFINE_string(compilation_cache.FLAG_NAME, compilation_cache.default_dir()
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-    quiet_logs.configure(FLAGS.log_library)
-    compilation_cache.configure(FLAGS.compilation_cache)
     try:
+        if FLAGS.config is not None:
+            validate(FLAGS.config)  # Before anything starts or touches the workdir.
+        host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
+        quiet_logs.configure(FLAGS.log_library)
+        compilation_cache.configure(FLAGS.compilation_cache)
         files = bilm_files_from_flags(FLAGS.flag_values_dict())
         if files is None:
             evaluate_checkpoint(FLAGS.workdir, FLAGS.config, FLAGS.split, FLAGS.eval_files, FLAGS.step, FLAGS.output)
@@ -65,4 +68,4 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """The `elmo-evaluate` console script."""
-    app.run(main)
+    app.run(main, flags_parser=flags_parser(__doc__))

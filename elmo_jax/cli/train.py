@@ -14,7 +14,8 @@ import sys
 from absl import app, flags
 
 from elmo_jax import compilation_cache, host_memory, quiet_logs
-from elmo_jax.config_flags import define_config_flag
+from elmo_jax.config import validate
+from elmo_jax.config_flags import define_config_flag, flags_parser
 from elmo_jax.training import preemption
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
 from elmo_jax.training.parallel import initialize_distributed
@@ -30,11 +31,12 @@ flags.mark_flags_as_required(["config", "workdir"])
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-    quiet_logs.configure(FLAGS.log_library)
-    compilation_cache.configure(FLAGS.compilation_cache)
-    initialize_distributed(FLAGS.config.distributed)
     try:
+        validate(FLAGS.config)  # Before anything starts or touches the workdir.
+        host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
+        quiet_logs.configure(FLAGS.log_library)
+        compilation_cache.configure(FLAGS.compilation_cache)
+        initialize_distributed(FLAGS.config.distributed)
         train_and_evaluate(FLAGS.config, FLAGS.workdir)
     except preemption.TrainingPreempted as e:
         print(e, file=sys.stderr)
@@ -46,4 +48,4 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """The `elmo-train` console script."""
-    app.run(main)
+    app.run(main, flags_parser=flags_parser(__doc__))

@@ -1,0 +1,60 @@
+"""The command line of train.py and evaluate.py: help lists the command's own flags; a misspelled
+config path, preset or key, or a bad flag, is one `error:` line (exit 1) before any work."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from elmo_jax import config_flags
+from tests.entry_points import run_script
+
+TINY = "--config=configs/tests/tiny.py"
+
+
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([TINY, "--config.model.lstm.dimm=512"], "error: unknown config key 'model.lstm.dimm' (did you mean 'model.lstm.dim'?)"),
+        ([TINY, "--config.opt.learning_rate=0.1"],
+         "error: unknown config key 'opt.learning_rate' (did you mean 'train.optimizer.learning_rate'?)"),
+        ([TINY, "--noconfig.train.statefull"], "error: unknown config key 'train.statefull' (did you mean 'train.stateful'?)"),
+        (["--config=configs/dmeo.py"], "error: config file 'configs/dmeo.py' not found (did you mean 'configs/demo.py'?)"),
+        (["--config=configs/ablations.py:no_higway"], "error: configs/ablations.py:no_higway: unknown ablation 'no_higway'; choose one of"),
+        ([TINY, "--config.train.batch_size=four"], "error: flag --config.train.batch_size=four: invalid literal for int()"),
+        ([TINY, "--workdirr=x"], "error: Unknown command line flag 'workdirr'"),
+    ],
+)
+def test_a_bad_command_line_is_one_line_and_writes_nothing(tmp_path, script, args, message):
+    workdir = tmp_path / "run"
+    result = run_script(script, *args, f"--workdir={workdir}", compile_cache=str(tmp_path / "cache"))
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith(message) and result.stderr.count("\n") == 1, result.stderr
+    assert result.stdout == "" and not workdir.exists()
+
+
+@pytest.mark.parametrize("script, flag", [("train.py", "--workdir"), ("evaluate.py", "--softmax_weights")])
+@pytest.mark.parametrize("help_arg", ["--help", "-h"])
+def test_help_lists_the_commands_own_flags(tmp_path, script, flag, help_arg):
+    result = run_script(script, help_arg, compile_cache=str(tmp_path / "cache"))
+    assert result.returncode == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    flag_lines = [line for line in lines if line.startswith("  --")]
+    assert any(line.startswith(f"  {flag}: ") for line in flag_lines)
+    assert any(line.startswith("  --config: ") for line in flag_lines)
+    assert not any("orbax" in line.split(":")[0] or "--helpfull" in line for line in flag_lines)  # No library flags.
+    assert lines[-1] == config_flags.KEYS_DOC
+
+
+def test_check_config_arguments_accepts_every_key_of_the_config():
+    config_flags.check_config_arguments([TINY, "--config.model.lstm.dim=4", "--config.model.char_cnn.filters=[[1, 2]]",
+                                         "--noconfig.train.stateful", "--config.train.optimizer.name", "adam"])
+
+
+def test_load_config_file_passes_the_argument_after_the_colon():
+    config = config_flags.load_config_file("configs/ablations.py:no_highway")
+    assert config.model.char_cnn.n_highway == 0
+    with pytest.raises(config_flags.CommandLineError, match="not found$"):
+        config_flags.load_config_file(os.path.join("no_such_dir", "x.py"))
