@@ -6,24 +6,47 @@ they are compiled where they run, once: the library's name is a hash of the sour
 and its version, the flags and the CPU, so a changed source, compiler or CPU (a home directory shared by
 machines of different kinds) builds afresh. The directory: `$ELMO_JAX_KERNEL_CACHE` if set, else
 `$XDG_CACHE_HOME/elmo_jax/kernels` (`~/.cache/elmo_jax/kernels`). The compiler: `$CXX`, else g++.
+
+The cache is safe to share between processes and to find damaged:
+- A process checks, builds and loads the library holding an exclusive lock on `elmo_kernels.lock`
+  in the directory, so concurrent processes compile once.
+- The compiler writes to a temporary that is renamed into place whole; then the library's SHA-256
+  is written beside it (`<name>.so.sha256`, in `sha256sum`'s format). A library is loaded only when
+  it matches that checksum: a truncated, empty or unverified one is compiled again.
+- Loading a library marks it (and its checksum) used now. After compiling, builds with another name
+  that have not been used for `MAX_UNUSED_DAYS` are removed (another machine's or an older source's,
+  or a temporary left by a process that died); the lock means no process is loading one of them then.
+- A directory that cannot be used (a regular file there, no permission, no locks) gives one warning
+  naming it and the reason, and the library is built in a private temporary directory instead.
+- A build that fails raises KernelUnavailable, and the process remembers it: it does not compile again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import functools
 import hashlib
+import logging
 import os
 import platform
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
+from typing import Iterator
+
+from elmo_jax.atomic_write import write_atomic
 
 SOURCES = tuple(Path(__file__).with_name(name) for name in ("lstm_stack.cc", "char_cnn.cc"))
 HEADERS = (Path(__file__).with_name("kernels.h"),)
 FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-pthread")
 CACHE_ENV = "ELMO_JAX_KERNEL_CACHE"
+PREFIX = "elmo_kernels"  # Every file of the cache is named `<PREFIX>_<key>...`, but the lock.
+LOCK_NAME = f"{PREFIX}.lock"
+MAX_UNUSED_DAYS = 30
 
 
 class KernelUnavailable(RuntimeError):
@@ -48,39 +71,138 @@ def _cpu_identity() -> str:
     return "\n".join(sorted({line for line in lines if line.split(":")[0].strip() in keys}))
 
 
-def _compiler() -> str:
-    compiler = os.environ.get("CXX", "g++")
-    if shutil.which(compiler) is None:
-        raise KernelUnavailable(f"no C++ compiler: {compiler!r} is not on PATH (set $CXX)")
-    return compiler
+def compiler() -> str:
+    """The C++ compiler (`$CXX`, else g++); KernelUnavailable if it is not on PATH."""
+    name = os.environ.get("CXX", "g++")
+    if shutil.which(name) is None:
+        raise KernelUnavailable(f"no C++ compiler: {name!r} is not on PATH (set $CXX)")
+    return name
+
+
+def _run_compiler(*args: str) -> subprocess.CompletedProcess:
+    """The compiler run with `args`; KernelUnavailable if it cannot be started."""
+    name = compiler()
+    try:
+        return subprocess.run([name, *args], capture_output=True, text=True)
+    except OSError as e:
+        reason = e.strerror
+    # Raised outside `except`: it carries no OSError that a caller could take for an I/O error.
+    raise KernelUnavailable(f"cannot run the C++ compiler {name!r}: {reason}")
 
 
 def library_path() -> Path:
     """Where this machine's build of the kernels is (or will be) cached."""
-    compiler = _compiler()
-    version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+    version = _run_compiler("--version").stdout
     sources = [path.read_text() for path in SOURCES + HEADERS]
-    key = "\0".join([*sources, compiler, version, " ".join(FLAGS), _cpu_identity()])
-    return cache_dir() / f"elmo_kernels_{hashlib.sha256(key.encode()).hexdigest()[:16]}.so"
+    key = "\0".join([*sources, compiler(), version, " ".join(FLAGS), _cpu_identity()])
+    return cache_dir() / f"{PREFIX}_{hashlib.sha256(key.encode()).hexdigest()[:16]}.so"
+
+
+def load_library() -> ctypes.CDLL:
+    """The kernels' shared library, compiled first if this machine has no verified cached build (a
+    few seconds). Raises KernelUnavailable if it cannot be built, then and on every later call of the
+    process (`load_library.cache_clear()` forgets the outcome)."""
+    library = _load_once()
+    if isinstance(library, KernelUnavailable):
+        raise KernelUnavailable(*library.args)
+    return library
 
 
 @functools.cache
-def load_library() -> ctypes.CDLL:
-    """The kernels' shared library, compiled first if this machine has no cached build (a few
-    seconds). Raises KernelUnavailable if it cannot be built."""
-    path = library_path()
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
-        os.close(fd)
-        try:
-            command = [_compiler(), *FLAGS, *map(str, SOURCES), "-o", tmp]
-            result = subprocess.run(command, capture_output=True, text=True)
-            if result.returncode != 0:
-                first_error = next((line for line in result.stderr.splitlines() if "error" in line), result.stderr)
-                raise KernelUnavailable(f"compiling the CPU kernels failed: {first_error.strip()}")
-            os.replace(tmp, path)  # Atomic: a concurrent process sees no library or a whole one.
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-    return ctypes.CDLL(str(path))
+def _load_once() -> ctypes.CDLL | KernelUnavailable:
+    """The library, or why it cannot be built: a failure is remembered too."""
+    try:
+        return _load(library_path())
+    except KernelUnavailable as e:
+        return e
+
+
+load_library.cache_clear = _load_once.cache_clear  # type: ignore[attr-defined]
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    """The library cached at `path` (built there first if needed), or a private build when the
+    cache directory cannot be used."""
+    try:
+        with _locked(path.parent):
+            return _load_cached(path)
+    except OSError as e:
+        logging.warning("the CPU kernels' cache %s cannot be used (%s): building them in a temporary directory",
+                        path.parent, e)
+    with tempfile.TemporaryDirectory(prefix=f"{PREFIX}_") as private:
+        library = Path(private) / path.name
+        _compile(str(library))
+        return _open(library)  # The directory goes; the loaded library stays mapped.
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Holds the cache's exclusive lock (creating the directory); OSError if it cannot."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / LOCK_NAME, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield  # Closing the file releases the lock.
+
+
+def _load_cached(path: Path) -> ctypes.CDLL:
+    """The verified library at `path`, compiled (and the cache pruned) first unless there is one."""
+    if _verified(path):
+        _mark_used(path)
+    else:
+        write_atomic(str(path), _compile)
+        write_atomic(str(_checksum_path(path)), lambda tmp: Path(tmp).write_text(_checksum_line(path)))
+        _prune(path)
+    return _open(path)
+
+
+def _checksum_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _checksum_line(path: Path) -> str:
+    """`path`'s SHA-256 as `sha256sum` writes it."""
+    return f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.name}\n"
+
+
+def _verified(path: Path) -> bool:
+    """Whether `path` exists and matches the checksum beside it (warning when it does not)."""
+    checksum = _checksum_path(path)
+    if not (path.exists() and checksum.exists()):
+        return False
+    if checksum.read_bytes() == _checksum_line(path).encode():
+        return True
+    logging.warning("the CPU kernels' build %s does not match its checksum %s: compiling it again", path, checksum)
+    return False
+
+
+def _mark_used(path: Path) -> None:
+    """Sets the modification time of the library and its checksum to now, so `_prune` keeps them."""
+    for used in (path, _checksum_path(path)):
+        with contextlib.suppress(OSError):  # Another user's cache, read only: it is only pruned sooner.
+            os.utime(used)
+
+
+def _prune(current: Path) -> None:
+    """Removes the files of builds other than `current` unused for MAX_UNUSED_DAYS (lock held)."""
+    oldest = time.time() - MAX_UNUSED_DAYS * 24 * 3600
+    key = current.name.split(".")[0]
+    for path in current.parent.glob(f"{PREFIX}_*"):
+        with contextlib.suppress(FileNotFoundError):
+            if path.name.split(".")[0] != key and path.stat().st_mtime < oldest:
+                path.unlink()
+
+
+def _compile(out: str) -> None:
+    """Compiles the kernels into the library `out`; KernelUnavailable with the first error if it fails."""
+    result = _run_compiler(*FLAGS, *map(str, SOURCES), "-o", out)
+    if result.returncode != 0:
+        first_error = next((line for line in result.stderr.splitlines() if "error" in line), result.stderr)
+        raise KernelUnavailable(f"compiling the CPU kernels failed: {first_error.strip()}")
+
+
+def _open(path: Path) -> ctypes.CDLL:
+    """The loaded library at `path`; KernelUnavailable if the dynamic loader refuses it."""
+    try:
+        return ctypes.CDLL(str(path))
+    except OSError as e:
+        raise KernelUnavailable(f"loading the CPU kernels failed: {e}") from None

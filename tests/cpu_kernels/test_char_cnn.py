@@ -11,6 +11,9 @@ from elmo_jax.cpu_kernels import CpuCharCnn
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, words_to_char_ids
 from elmo_jax.embed import _embed_tokens
 from elmo_jax.model.bilm import BiLM
+from tests.cpu_kernels.compiler import requires_compiler
+
+pytestmark = requires_compiler
 
 PAD_ID = PAD_CHAR + ID_SHIFT
 

@@ -10,6 +10,9 @@ import pytest
 from elmo_jax.cpu_kernels import CpuLstmStack
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
+from tests.cpu_kernels.compiler import requires_compiler
+
+pytestmark = requires_compiler
 
 
 def _sigmoid(x):
