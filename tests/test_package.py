@@ -32,14 +32,38 @@ def test_console_scripts_cover_every_tool() -> None:
     }
 
 
-def test_requirements_install_the_package_with_its_extras() -> None:
-    """requirements*.txt install this package (editable) rather than repeating its dependencies."""
+def test_requirements_install_the_package_with_its_extras_at_the_locked_versions() -> None:
+    """requirements*.txt install this package (editable) rather than repeating its dependencies,
+    constrained to constraints.txt's exact versions."""
     with open(os.path.join(ROOT, "requirements.txt")) as f:
         lines = [line.split("#")[0].strip() for line in f]
-    assert [line for line in lines if line] == ["-e .[tfds,report]"]
+    assert [line for line in lines if line] == ["-c constraints.txt", "-e .[tfds,report]"]
     with open(os.path.join(ROOT, "requirements-dev.txt")) as f:
         lines = [line.split("#")[0].strip() for line in f]
-    assert [line for line in lines if line] == ["-e .[dev]"]
+    assert [line for line in lines if line] == ["-c constraints.txt", "-e .[dev]"]
+
+
+def _normalized(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def test_constraints_pin_every_dependency_within_its_lower_bound() -> None:
+    """Each dependency of pyproject.toml (extras included) has an exact version in constraints.txt
+    that its lower bound admits, so the lock and the bounds cannot drift apart."""
+    with open(os.path.join(ROOT, "constraints.txt")) as f:
+        pins = dict(line.strip().split("==") for line in f if line.strip() and not line.startswith("#"))
+    pins = {_normalized(name): version for name, version in pins.items()}
+    project = _project()
+    requirements = project["dependencies"] + [
+        r for extra in project["optional-dependencies"].values() for r in extra if not r.startswith("elmo-jax")
+    ]
+    for requirement in requirements:
+        spec = requirement.split(";")[0].strip()
+        name, _, bound = spec.partition(">=")
+        version = pins.get(_normalized(name))
+        assert version is not None, f"constraints.txt does not pin {name}"
+        as_tuple = lambda v: tuple(int(p) for p in v.split(".")[:3] if p.isdigit())
+        assert as_tuple(version) >= as_tuple(bound), f"{name}=={version} is below pyproject's {spec}"
 
 
 def test_public_api_resolves_and_data_stays_free_of_jax() -> None:
