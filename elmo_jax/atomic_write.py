@@ -1,24 +1,178 @@
-"""Writing a file so that a crash or a full disk never leaves a partial one: `path` holds either
-its old content or the complete new one."""
+"""Writing files so that a crash, a SIGTERM or a full disk never leaves a partial one: each path
+holds either its old content or the complete new one, and a set of files written together
+(`write_files_atomic`) is all old or all new.
+
+New content goes to a temporary beside its path, named `<path>.tmp<pid>`, fsynced, then renamed
+over the path. The temporary is removed when the write fails, also on SIGTERM (whose default action
+would end the process without running that cleanup: `exit_on_sigterm`), and a later write to the
+same path removes temporaries left by processes that no longer run (a SIGKILL, a power cut).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import os
-from typing import Any, Callable
+import shutil
+import signal
+import threading
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM  # 143: what a shell reports for a process ended by SIGTERM.
+_TMP = ".tmp"
+
+
+def _raise_exit(signum: int, frame: Any) -> None:
+    raise SystemExit(SIGTERM_EXIT_STATUS)
+
+
+@contextlib.contextmanager
+def exit_on_sigterm() -> Iterator[None]:
+    """Within it, SIGTERM raises SystemExit(143), so `finally` blocks (removing temporaries) run.
+
+    Only where SIGTERM would otherwise end the process at once (its default action, in the main
+    thread): a handler of the program's own (training's pre-emption) is left in place.
+    """
+    main_thread = threading.current_thread() is threading.main_thread()
+    if not main_thread or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def _sigterm_held() -> Iterator[None]:
+    """SIGTERM waits until the block ends (renames that must all happen, or none)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # Another user's process.
+        return True
+    return True
+
+
+def remove_stale_temporaries(path: str) -> None:
+    """Removes `<path>.tmp<pid>` files and directories whose process no longer runs."""
+    prefix = f"{path}{_TMP}"
+    for stale in glob.glob(f"{glob.escape(prefix)}*"):
+        pid = stale[len(prefix):]
+        if not pid.isdigit() or _pid_alive(int(pid)):
+            continue
+        if os.path.isdir(stale) and not os.path.islink(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(stale)
+
+
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def naming_file(error: BaseException, path: str, tmp: str) -> BaseException:
+    """`error` of writing `tmp` (the temporary of `path`), as an OSError naming `path`.
+
+    An OSError with an errno (ENOSPC, EFBIG, ...) that names no file, or names `tmp`, becomes
+    `[Errno N] <strerror>: '<path>'`; h5py's multi-line messages are dropped for it. h5py closing a
+    file after a failed write raises a RuntimeError that hides the write's OSError: that OSError is
+    the one named. Anything else is returned as it is.
+    """
+    if isinstance(error, RuntimeError) and isinstance(error.__context__, OSError):
+        error = error.__context__
+    if not isinstance(error, OSError) or not error.errno or error.filename not in (None, tmp):
+        return error
+    return type(error)(error.errno, os.strerror(error.errno), path)
 
 
 def write_atomic(path: str, write: Callable[[str], None]) -> None:
-    """Calls `write(tmp)`, then renames tmp to `path` (creating its directory); a failed write
-    removes tmp and leaves `path` as it was."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
+    """Calls `write(tmp)`, then renames tmp to `path` (creating its directory); a failed or
+    interrupted write removes tmp and leaves `path` as it was. An I/O error names `path`."""
+    write_files_atomic({path: write})
+
+
+def write_files_atomic(writers: Mapping[str, Callable[[str], None]]) -> None:
+    """Writes each path of `writers` with `writers[path](tmp)`: all of them, or none.
+
+    Paths in one directory that does not exist yet are written to a temporary directory beside
+    it, renamed into place whole. Otherwise each file is written to a temporary beside its path;
+    every one is fsynced before the first rename, and the renames happen with SIGTERM held, so
+    a failure or a SIGTERM leaves every path as it was; other files in the directories stay.
+    """
+    paths = {path: os.path.abspath(path) for path in writers}
+    if len(set(paths.values())) != len(paths):
+        raise ValueError(f"the same file is written twice: {', '.join(writers)}")
+    directories = {os.path.dirname(p) for p in paths.values()}
+    new_directory = directories.pop() if len(directories) == 1 and not os.path.lexists(*directories) else None
+    if new_directory:
+        staging = f"{new_directory}{_TMP}{os.getpid()}"
+        tmps = {path: os.path.join(staging, os.path.basename(p)) for path, p in paths.items()}
+    else:
+        staging, tmps = None, {path: f"{p}{_TMP}{os.getpid()}" for path, p in paths.items()}
+    with exit_on_sigterm():
+        try:
+            if staging:
+                remove_stale_temporaries(new_directory)
+                os.makedirs(staging)
+            for path, write in writers.items():
+                _write_one(path, tmps[path], write)
+            _commit(tmps, paths, staging, new_directory)
+        finally:
+            if staging:
+                shutil.rmtree(staging, ignore_errors=True)
+            for tmp in tmps.values():
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(tmp)
+
+
+def _commit(tmps: Mapping[str, str], paths: Mapping[str, str], staging: str | None, directory: str | None) -> None:
+    """Renames the written temporaries into place: the staging directory to the new `directory`
+    whole when there is one, else each file; then fsyncs the directories that changed."""
+    with _sigterm_held():
+        if staging is not None and directory is not None:
+            os.rename(staging, directory)
+        else:
+            for path, tmp in tmps.items():
+                os.replace(tmp, paths[path])
+    parents = {os.path.dirname(p) for p in paths.values()}
+    if directory is not None:
+        parents.add(os.path.dirname(directory))  # Where the new directory's entry is.
+    for parent in parents:
+        _fsync(parent)
+
+
+def _write_one(path: str, tmp: str, write: Callable[[str], None]) -> None:
+    """`write(tmp)` and fsync, after removing `path`'s stale temporaries; errors name `path`."""
+    os.makedirs(os.path.dirname(tmp), exist_ok=True)
+    remove_stale_temporaries(os.path.abspath(path))
     try:
         write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        _fsync(tmp)
+    except (OSError, RuntimeError) as e:
+        named = naming_file(e, path, tmp)
+        if named is e:
+            raise
+        raise named from e
 
 
 def write_json_atomic(path: str, obj: Any) -> None:
@@ -30,3 +184,33 @@ def write_json_atomic(path: str, obj: Any) -> None:
             f.write("\n")
 
     write_atomic(path, write)
+
+
+def check_not_inputs(outputs: Iterable[tuple[str, str | None]], inputs: Iterable[tuple[str, str | None]]) -> None:
+    """Raises a one-line ValueError naming both when an output is an input or another output.
+
+    `outputs` and `inputs` are (name for the user, e.g. `--output`; path or None: not given).
+    Two paths are one file when their real paths are (a symlink, `./x` and `x`) or
+    `os.path.samefile` says so (a hard link); an output inside an input directory is refused too.
+    """
+    outputs = [(name, path) for name, path in outputs if path]
+    inputs = [(name, path) for name, path in inputs if path]
+    for i, (name, path) in enumerate(outputs):
+        for others, why in ((inputs, "refusing to overwrite an input"), (outputs[:i], "refusing to write it twice")):
+            for other, other_path in others:
+                relation = _relation(path, other_path)
+                if relation:
+                    raise ValueError(f"{name} {path} {relation} {other} {other_path}: {why}")
+
+
+def _relation(path: str, other: str) -> str | None:
+    """'is' when `path` is the file `other`, 'is inside' when it lies in the directory `other`, else None."""
+    real, other_real = os.path.realpath(path), os.path.realpath(other)
+    if real == other_real:
+        return "is"
+    if os.path.isdir(other_real) and real.startswith(other_real.rstrip(os.sep) + os.sep):
+        return "is inside"
+    try:
+        return "is" if os.path.samefile(path, other) else None
+    except OSError:  # One of them does not exist (yet).
+        return None

@@ -74,11 +74,12 @@ from tqdm import tqdm
 
 from elmo_jax import compilation_cache, host_memory, quiet_logs
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
-from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.atomic_write import write_atomic
+from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
+from elmo_jax.atomic_write import check_not_inputs, write_atomic
 from elmo_jax.cli import tool_flags
 from elmo_jax.cpu_kernels import CpuCharCnn, CpuLstmStack, KernelUnavailable
-from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
+from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, workdir_inputs
+from elmo_jax.interop.export_sets import check_one_export
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.ragged_lstm import run_lstms
@@ -376,16 +377,19 @@ class ElmoEmbedder:
 
 
 def bilm_from_files(options_path: str, weights_path: str) -> PretrainedBiLM:
-    """The biLM of bilm-tf/AllenNLP files (`options.json` + hdf5 weights)."""
+    """The biLM of bilm-tf/AllenNLP files (`options.json` + hdf5 weights), of one export when
+    elmo-jax wrote them (`check_one_export`)."""
     config = load_options(options_path)
     params = load_weights(config, weights_path)
+    check_one_export([options_path, weights_path])
     model = bilm_from_config(config.model, vocab_size=1)  # No softmax is used: any vocabulary size.
     return PretrainedBiLM(model, params, config.data.max_chars_per_token)
 
 
 def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
     """The biLM of an elmo-jax training checkpoint (latest step by default), in float32 whatever
-    model.dtype it trained in; a word-input biLM comes with the workdir's vocab.txt."""
+    model.dtype it trained in; a word-input biLM comes with the workdir's vocab.txt, which must have
+    a line per row of its tables (`checkpoint_vocabulary`)."""
     from elmo_jax.training.checkpoint import load_params  # Imported here: only this path needs orbax.
 
     config, params = load_params(workdir, step)
@@ -396,7 +400,7 @@ def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
         vocab_path = os.path.join(workdir, "vocab.txt")
         if not os.path.exists(vocab_path):
             raise ValueError(f"{workdir}: no vocab.txt, which a word-input biLM needs to map words to ids")
-        vocab = Vocabulary.load(vocab_path)
+        vocab = checkpoint_vocabulary(vocab_path, params)
     model = bilm_from_config(model_config, vocab_size=len(vocab) if vocab else 1)
     params = {k: v for k, v in params.items() if k != "softmax"}
     return PretrainedBiLM(model, params, config.data.max_chars_per_token, vocab)
@@ -550,6 +554,8 @@ flags.DEFINE_string(
     compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
 )
 
+_INPUT_FLAGS = ("input", "token_embeddings", "options", "weights", "vocab_to_cache")  # Files --output must not be.
+
 
 def _embed() -> None:
     """The CLI: checks the flags' combinations, then writes --output."""
@@ -561,6 +567,8 @@ def _embed() -> None:
         raise tool_flags.UsageError("give exactly one of --input and --token_embeddings")
     if _FLAGS.batch_size < 1:
         raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
+    inputs = [(f"--{name}", _FLAGS[name].value) for name in _INPUT_FLAGS]
+    check_not_inputs([("--output", _FLAGS.output)], inputs + workdir_inputs(_FLAGS.workdir))
     quiet_logs.configure(_FLAGS.log_library)
     compilation_cache.configure(_FLAGS.compilation_cache)
     host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.

@@ -28,12 +28,13 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 from tqdm import tqdm
 
-from elmo_jax.atomic_write import write_json_atomic
+from elmo_jax.atomic_write import check_not_inputs, write_json_atomic
 from elmo_jax.data import corpus
 from elmo_jax.data.corpus import count_positions, evaluation_batcher
 from elmo_jax.data.sources import DataError, read_sentences
-from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
+from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
+from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, workdir_inputs
+from elmo_jax.interop.export_sets import check_one_export
 from elmo_jax.interop.softmax_hdf5 import load_softmax
 from elmo_jax.model import softmax as softmax_lib
 from elmo_jax.model.bilm import Batch, BiLM, bilm_from_config, stack_directions
@@ -155,15 +156,15 @@ def restore_model(
     """(model, params, vocab, step, mesh) of the checkpoint of `workdir` (latest or `step`).
 
     The params are replicated over the mesh of all devices, as the evaluation step takes them;
-    only they are read from the checkpoint.
+    only they are read from the checkpoint. The vocabulary must have a line per softmax row.
     """
     directory = checkpoint_directory(workdir)
     vocab_path = os.path.join(workdir, "vocab.txt")
     if not os.path.exists(vocab_path):
         raise CheckpointError(f"{workdir}: no vocab.txt (is this a training workdir?)")
-    vocab = Vocabulary.load(vocab_path)
     mesh = parallel.make_mesh()
     params, step = restore_params(directory, step, NamedSharding(mesh, P()))
+    vocab = checkpoint_vocabulary(vocab_path, params)
     return bilm_from_config(config.model, len(vocab)), params, vocab, step, mesh
 
 
@@ -236,10 +237,12 @@ def _report(result: dict, title: str, paths: list[str]) -> None:
         print(format_table(result, title), flush=True)
 
 
-def _output_paths(output: str | None) -> list[str]:
-    """[output] with its directory created (before the evaluation, so that a bad path fails at once)."""
+def _output_paths(output: str | None, inputs: Sequence[tuple[str, str]]) -> list[str]:
+    """[output] with its directory created (before the evaluation, so that a bad path fails at once);
+    an output that is one of `inputs` (`check_not_inputs`) is refused."""
     if not output:
         return []
+    check_not_inputs([("--output", output)], inputs)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     return [output]
 
@@ -257,7 +260,7 @@ def evaluate_checkpoint(
     The config is `evaluation_config(workdir, given)`: the trained model, `given`'s evaluation keys.
     """
     config = evaluation_config(workdir, given)
-    outputs = _output_paths(output)
+    outputs = _output_paths(output, workdir_inputs(workdir))
     split = split or config.data.eval_split
     sentences = corpus.eval_sentences(config.data, split, eval_files)
     if not sentences:
@@ -337,9 +340,11 @@ def bilm_files_config(files: BilmFiles, base: ml_collections.ConfigDict) -> ml_c
 
 def bilm_params(files: BilmFiles, config: ml_collections.ConfigDict, vocab: Vocabulary) -> dict:
     """Host params of `files`: the weight file's, and the softmax `W [V, P]`, `b [V]` (checked
-    against the vocabulary, row i for word i, and the model's P)."""
+    against the vocabulary, row i for word i, and the model's P). Files of different elmo-jax
+    exports (say, a re-export interrupted half way) are refused (`check_one_export`)."""
     params = load_weights(config, files.weights)
     params["softmax"] = load_softmax(files.softmax_weights, len(vocab), config.model.lstm.projection_dim)
+    check_one_export([files.options, files.weights, files.softmax_weights])
     return params
 
 
@@ -353,7 +358,7 @@ def evaluate_bilm_files(
     checkpoint evaluates to the perplexity of the checkpoint itself.
     """
     config = bilm_files_config(files, base)
-    outputs = _output_paths(output)
+    outputs = _output_paths(output, [(f"--{flag}", getattr(files, flag)) for flag in BILM_FILE_FLAGS])
     vocab = Vocabulary.load(files.vocab)
     params = bilm_params(files, config, vocab)
     sentences = read_sentences(eval_files)

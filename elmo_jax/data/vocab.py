@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -127,9 +127,33 @@ class Vocabulary:
     def save(self, path: str, with_counts: bool = True) -> None:
         """Writes the vocabulary atomically: `word<TAB>count` lines when counts are known and
         `with_counts`, else one word per line (exactly bilm-tf's format)."""
-        def write(tmp: str) -> None:
-            with open(tmp, "w", encoding="utf-8") as f:
-                for i, word in enumerate(self.words):
-                    f.write(f"{word}\t{self.counts[i]}\n" if with_counts and self.counts is not None else f"{word}\n")
+        write_atomic(path, lambda tmp: self.write(tmp, with_counts))
 
-        write_atomic(path, write)
+    def write(self, path: str, with_counts: bool = True) -> None:
+        """Writes the file `save` writes, in place (a temporary of an atomic write)."""
+        with open(path, "w", encoding="utf-8") as f:
+            for i, word in enumerate(self.words):
+                f.write(f"{word}\t{self.counts[i]}\n" if with_counts and self.counts is not None else f"{word}\n")
+
+
+# A checkpoint's params with one row per vocabulary word: (what, keys to the array).
+_ROWS_PER_WORD = (("softmax", ("softmax", "W")), ("word embedding table", ("encoder", "embedding")))
+
+
+def checkpoint_vocabulary(path: str, params: Mapping) -> Vocabulary:
+    """The vocabulary at `path` of a checkpoint with `params` (nested dicts of arrays).
+
+    Row i of its softmax (and of a word-input biLM's embedding table) is word i: a vocabulary of
+    another length (a vocab.txt cut short, or of another run) would silently give other words'
+    rows, so it is a one-line VocabularyError naming the file and both counts.
+    """
+    vocab = Vocabulary.load(path)
+    for what, keys in _ROWS_PER_WORD:
+        node: Any = params
+        for key in keys:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        if node is not None and node.shape[0] != len(vocab):
+            raise VocabularyError(
+                f"{path}: {len(vocab)} lines, but the checkpoint's {what} has {node.shape[0]} rows (one per line)"
+            )
+    return vocab

@@ -19,9 +19,10 @@ from typing import Sequence
 from absl import flags
 from tqdm import tqdm
 
+from elmo_jax.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
-from elmo_jax.data.sources import DataError, TextFileSource
-from elmo_jax.data.vocab import SPECIAL_TOKENS, Vocabulary, VocabularyError
+from elmo_jax.data.sources import TextFileSource, expand_globs
+from elmo_jax.data.vocab import SPECIAL_TOKENS, Vocabulary
 
 _PROGRESS_EVERY = 4096  # Sentences between progress-bar updates.
 
@@ -75,7 +76,7 @@ for _command_flags in (_BUILD, _STATS):
         "input", None, "comma-separated globs of text files (optionally .gz)", flag_values=_command_flags
     )
     flags.DEFINE_bool("quiet", False, "no progress bar", flag_values=_command_flags)
-_ERRORS = (DataError, VocabularyError, OSError)
+_ERRORS = (ValueError, OSError)  # DataError, VocabularyError and an output that is an input are ValueErrors.
 
 
 def _build() -> None:
@@ -86,6 +87,7 @@ def _build() -> None:
         raise tool_flags.UsageError(
             f"--max_size must be 0 or >= {len(SPECIAL_TOKENS)} (the special tokens), got {_BUILD.max_size}"
         )
+    check_not_inputs([("--output", _BUILD.output)], [("--input", path) for path in expand_globs(_BUILD.input)])
     counts = count_words(_BUILD.input, progress=not _BUILD.quiet)
     vocab = Vocabulary.from_counts(counts.words, min_count=_BUILD.min_count, max_size=_BUILD.max_size or None)
     vocab.save(_BUILD.output, with_counts=_BUILD.counts)

@@ -33,7 +33,9 @@ Export a trained elmo-jax checkpoint:
       --weights out/weights.hdf5 [--step N] [--softmax_weights out/softmax.hdf5 --vocab out/vocab.txt]
 
 With the softmax and the vocabulary, `python evaluate.py --options ... --weights ... --softmax_weights
-... --vocab ... --eval_files GLOB` gives the checkpoint's perplexity from these files.
+... --vocab ... --eval_files GLOB` gives the checkpoint's perplexity from these files. The files are
+written as one set (all or none) and carry one export id (elmo_jax.interop.export_sets), so files of
+two exports are not evaluated or embedded together.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import h5py
 import ml_collections
@@ -50,9 +52,12 @@ import numpy as np
 from absl import flags
 
 from elmo_jax import quiet_logs
-from elmo_jax.atomic_write import write_atomic
+from elmo_jax.atomic_write import check_not_inputs, write_atomic, write_files_atomic
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.chars import N_CHARACTERS
+from elmo_jax.data.vocab import checkpoint_vocabulary
+from elmo_jax.interop.export_sets import EXPORT_ID, WeightFileError, checkpoint_export_id, write_hdf5
+from elmo_jax.interop.softmax_hdf5 import softmax_writer
 from elmo_jax.model.lstm import has_projection
 
 _LSTM_REQUIRED = ("dim", "projection_dim", "use_skip_connections")
@@ -71,10 +76,6 @@ _HIGHWAY = ("W_carry", "b_carry", "W_transform", "b_transform")
 
 class OptionsError(ValueError):
     """An options.json that elmo-jax cannot use."""
-
-
-class WeightFileError(ValueError):
-    """A weight file (or params) that does not match the options."""
 
 
 # ----------------------------------------------------------------------------- options.json
@@ -125,7 +126,7 @@ def load_options(path: str) -> ml_collections.ConfigDict:
             f"{path}: missing key 'char_cnn' (bilm-tf/AllenNLP files hold char-CNN biLMs; embed a word-input "
             "biLM from its workdir)"
         )
-    _check_keys(options, ("lstm", "char_cnn"), _TRAINING_KEYS, "", path)
+    _check_keys(options, ("lstm", "char_cnn"), (*_TRAINING_KEYS, EXPORT_ID), "", path)
     lstm, cnn = options["lstm"], options["char_cnn"]
     _check_keys(lstm, _LSTM_REQUIRED, _LSTM_OPTIONAL, "lstm.", path)
     _check_keys(cnn, _CNN_REQUIRED, _CNN_OPTIONAL, "char_cnn.", path)
@@ -212,7 +213,17 @@ def options_dict(config: ml_collections.ConfigDict) -> dict:
 
 def save_options(config: ml_collections.ConfigDict, path: str) -> None:
     """Writes the `options.json` of an elmo-jax config (a full config or `load_options`' result)."""
+    write_atomic(path, options_writer(config, path))
+
+
+def options_writer(
+    config: ml_collections.ConfigDict, path: str, export_id: str | None = None
+) -> Callable[[str], None]:
+    """The function writing `config`'s options.json (with `export_id` when given) to a temporary
+    of `path`, after warning, naming `path`, of what bilm-tf or AllenNLP cannot load."""
     options = options_dict(config)
+    if export_id:
+        options[EXPORT_ID] = export_id
     lstm, n_filters = options["lstm"], sum(n for _, n in options["char_cnn"]["filters"])
     if not lstm["use_skip_connections"]:
         logging.warning("%s: AllenNLP's Elmo only loads biLMs with use_skip_connections=true (bilm-tf loads any)", path)
@@ -224,7 +235,7 @@ def save_options(config: ml_collections.ConfigDict, path: str) -> None:
         )
     elif lstm["projection_dim"] > lstm["dim"]:
         logging.warning("%s: bilm-tf builds no biLM with projection_dim > dim (AllenNLP applies W_P_0)", path)
-    write_atomic(path, lambda tmp: _write_json(tmp, options))
+    return lambda tmp: _write_json(tmp, options)
 
 
 def _write_json(path: str, obj: dict) -> None:
@@ -417,6 +428,14 @@ def save_weights(params: Mapping, config: ml_collections.ConfigDict, path: str) 
 
     The softmax and the unused char-embedding row 0 are not stored.
     """
+    write_atomic(path, weights_writer(params, config))
+
+
+def weights_writer(
+    params: Mapping, config: ml_collections.ConfigDict, export_id: str | None = None
+) -> Callable[[str], None]:
+    """Checks `params` against `config` and returns the function writing their weight file to a
+    path (`save_weights`), with `export_id` when given."""
     data = params_to_datasets(params, config)
     for name, shape in dataset_shapes(config).items():
         if data[name].shape != shape:
@@ -424,13 +443,7 @@ def save_weights(params: Mapping, config: ml_collections.ConfigDict, path: str) 
                 f"params do not match the options: dataset '{name}' would have shape {data[name].shape}, "
                 f"expected {shape}"
             )
-
-    def write(tmp: str) -> None:
-        with h5py.File(tmp, "w") as f:
-            for name, value in data.items():
-                f.create_dataset(name, data=value)
-
-    write_atomic(path, write)
+    return lambda path: write_hdf5(path, data, export_id)
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -446,20 +459,39 @@ def export_checkpoint(
 ) -> None:
     """Writes `options.json` and the hdf5 weights of an elmo-jax training checkpoint, and with
     `softmax_path` / `vocab_path` its softmax (`softmax/W`, `softmax/b`) and its vocabulary (one
-    word per line: line i is softmax row i), as the released original ELMo comes."""
-    # Imported here: reading and writing weight files needs no orbax.
-    from elmo_jax.data.vocab import Vocabulary
-    from elmo_jax.interop.softmax_hdf5 import save_softmax
-    from elmo_jax.training.checkpoint import load_params
+    word per line: line i is softmax row i), as the released original ELMo comes.
 
-    config, params = load_params(workdir, step)
-    options_dict(config)  # Fail before writing anything for a word-input model.
-    save_weights(params, config, weights_path)
-    save_options(config, options_path)
+    The files are one set: all written, or none (`write_files_atomic`), each carrying the same
+    export id (elmo_jax.interop.export_sets). An output that is a file the export reads is refused.
+    """
+    # Imported here: reading and writing weight files needs no orbax.
+    from elmo_jax.training.checkpoint import checkpoint_directory, restore_params, saved_config
+
+    outputs = {"--options": options_path, "--weights": weights_path, "--softmax_weights": softmax_path,
+               "--vocab": vocab_path}
+    check_not_inputs(outputs.items(), workdir_inputs(workdir))
+    config = saved_config(workdir)
+    options_dict(config)  # Fail before reading the checkpoint for a word-input model.
+    params, step = restore_params(checkpoint_directory(workdir), step)
+    this_export = checkpoint_export_id(workdir, step, params)
+    writers = {
+        options_path: options_writer(config, options_path, this_export),
+        weights_path: weights_writer(params, config, this_export),
+    }
     if softmax_path:
-        save_softmax(np.asarray(params["softmax"]["W"]), np.asarray(params["softmax"]["b"]), softmax_path)
+        w, b = params["softmax"]["W"], params["softmax"]["b"]
+        writers[softmax_path] = softmax_writer(w, b, softmax_path, this_export)
     if vocab_path:
-        Vocabulary.load(os.path.join(workdir, "vocab.txt")).save(vocab_path, with_counts=False)
+        vocab = checkpoint_vocabulary(os.path.join(workdir, "vocab.txt"), params)
+        writers[vocab_path] = lambda path: vocab.write(path, with_counts=False)
+    write_files_atomic(writers)
+
+
+def workdir_inputs(workdir: str | None) -> list[tuple[str, str]]:
+    """What reading a training workdir's model reads, as `check_not_inputs` takes inputs: its
+    config.json, vocab.txt and checkpoints (writing elsewhere in the workdir is fine); none without one."""
+    names = ("config.json", "vocab.txt", "checkpoints") if workdir else ()
+    return [("--workdir", os.path.join(workdir, name)) for name in names]
 
 
 _FLAGS = flags.FlagValues()  # The export CLI's own flags (see elmo_jax.cli.tool_flags).

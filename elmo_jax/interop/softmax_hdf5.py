@@ -9,12 +9,13 @@ datasets `softmax/W` `[V, P]` and `softmax/b` `[V]`, row i for word i of its voc
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 import h5py
 import numpy as np
 
 from elmo_jax.atomic_write import write_atomic
-from elmo_jax.interop.bilm_hdf5 import WeightFileError
+from elmo_jax.interop.export_sets import WeightFileError, write_hdf5
 
 DATASETS = ("softmax/W", "softmax/b")
 
@@ -33,15 +34,15 @@ def check_softmax(w: np.ndarray, b: np.ndarray, vocab_size: int, dim: int, where
 
 def save_softmax(w: np.ndarray, b: np.ndarray, path: str) -> None:
     """Writes W `[V, P]` and b `[V]` as float32 `softmax/W`, `softmax/b` (atomically: no partial file)."""
+    write_atomic(path, softmax_writer(w, b, path))
+
+
+def softmax_writer(w: np.ndarray, b: np.ndarray, where: str, export_id: str | None = None) -> Callable[[str], None]:
+    """Checks W and b (errors name `where`) and returns the function writing their softmax file to a
+    path, with `export_id` (elmo_jax.interop.export_sets) when given."""
     w, b = np.asarray(w, np.float32), np.asarray(b, np.float32)
-    check_softmax(w, b, w.shape[0], w.shape[-1], path)
-
-    def write(tmp: str) -> None:
-        with h5py.File(tmp, "w") as f:
-            f.create_dataset("softmax/W", data=w)
-            f.create_dataset("softmax/b", data=b)
-
-    write_atomic(path, write)
+    check_softmax(w, b, w.shape[0], w.shape[-1], where)
+    return lambda path: write_hdf5(path, {"softmax/W": w, "softmax/b": b}, export_id)
 
 
 def load_softmax(path: str, vocab_size: int, dim: int) -> dict[str, np.ndarray]:

@@ -193,3 +193,13 @@ def test_module_entry_point_in_a_subprocess(corpus, tmp_path):
     assert run.returncode == 0, run.stderr
     assert "reading: 100%" in run.stderr  # The progress bar.
     assert [line.split("\t")[0] for line in _lines(out)] == SPECIALS + ["the", "a", "alpha", "mid", "zeta"]
+
+
+@pytest.mark.parametrize("output", ["./part-0.txt", "link.txt"])
+def test_build_refuses_to_overwrite_its_input(corpus, tmp_path, monkeypatch, capsys, output):
+    monkeypatch.chdir(tmp_path)
+    os.symlink("part-0.txt", tmp_path / "link.txt")
+    assert vocab_cli.main(["build", "--input", corpus, "--output", output, "--quiet"]) == 1
+    assert capsys.readouterr().err == (f"error: --output {output} is --input {tmp_path / 'part-0.txt'}: "
+                                       "refusing to overwrite an input\n")
+    assert (tmp_path / "part-0.txt").read_text(encoding="utf-8") == PLAIN

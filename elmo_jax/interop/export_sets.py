@@ -1,0 +1,71 @@
+"""The files of one export: which checkpoint each comes from, and the check that a set is one.
+
+`export_checkpoint` writes the same export id (the step, the workdir and a digest of the params)
+into every file it writes: the hdf5 files' root attribute `elmo_jax_export_id` and the key of that
+name in options.json (bilm-tf and AllenNLP ignore both). Loading files whose ids differ, say a
+weight file of step 3 beside a softmax of step 2, is a one-line error naming them. Files without
+an id (bilm-tf's, AllenNLP's) are taken as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any, Mapping, Sequence
+
+import h5py
+import numpy as np
+
+EXPORT_ID = "elmo_jax_export_id"
+
+
+class WeightFileError(ValueError):
+    """A weight file (or params) that does not match the options."""
+
+
+def checkpoint_export_id(workdir: str, step: int, params: Mapping) -> str:
+    """The id of an export of checkpoint `step` of `workdir`, e.g. 'step 10 of /runs/demo (params 3f2a9c01b7d4)'."""
+    digest = hashlib.sha256()
+    _hash_tree(digest, params)
+    return f"step {step} of {os.path.realpath(workdir)} (params {digest.hexdigest()[:12]})"
+
+
+def _hash_tree(digest: Any, node: Any) -> None:
+    """Adds the names and bytes of every leaf of a nested dict, in sorted key order."""
+    if isinstance(node, Mapping):
+        for key in sorted(node):
+            digest.update(str(key).encode())
+            _hash_tree(digest, node[key])
+    else:
+        digest.update(np.ascontiguousarray(node).tobytes())
+
+
+def write_hdf5(path: str, datasets: Mapping[str, np.ndarray], export_id: str | None = None) -> None:
+    """An hdf5 file of `datasets` (name -> array), with the export id as a root attribute when given."""
+    with h5py.File(path, "w") as f:
+        for name, value in datasets.items():
+            f.create_dataset(name, data=value)
+        if export_id:
+            f.attrs[EXPORT_ID] = export_id
+
+
+def read_export_id(path: str) -> str | None:
+    """The export id of an hdf5 or JSON file, None when it has none."""
+    if h5py.is_hdf5(path):
+        with h5py.File(path, "r") as f:
+            value = f.attrs.get(EXPORT_ID)
+        return value.decode() if isinstance(value, bytes) else value
+    with open(path, encoding="utf-8") as f:
+        content = json.load(f)
+    return content.get(EXPORT_ID) if isinstance(content, dict) else None
+
+
+def check_one_export(paths: Sequence[str]) -> None:
+    """Raises a one-line WeightFileError naming the files unless all of `paths` that have an
+    export id have the same one."""
+    ids = {path: read_export_id(path) for path in paths}
+    found = {path: value for path, value in ids.items() if value is not None}
+    if len(set(found.values())) > 1:
+        listed = ", ".join(f"{path} ({value})" for path, value in found.items())
+        raise WeightFileError(f"files of different exports: {listed}; export them again together")

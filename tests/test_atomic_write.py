@@ -1,0 +1,166 @@
+"""elmo_jax.atomic_write: whole or untouched outputs, temporaries removed (also on SIGTERM and
+after a killed process), I/O errors naming the file, outputs that are inputs refused."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from elmo_jax.atomic_write import (
+    SIGTERM_EXIT_STATUS, check_not_inputs, write_atomic, write_files_atomic,
+)
+from tests.entry_points import ROOT
+
+
+def _write_text(text: str):
+    def write(tmp: str) -> None:
+        with open(tmp, "w") as f:
+            f.write(text)
+
+    return write
+
+
+def _fail(error: BaseException):
+    def write(tmp: str) -> None:
+        open(tmp, "w").close()
+        raise error
+
+    return write
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended."""
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(done.stdout)
+
+
+def test_stale_temporaries_of_ended_processes_are_removed(tmp_path):
+    out = tmp_path / "out.hdf5"
+    dead, live = _dead_pid(), os.getppid()
+    (tmp_path / f"out.hdf5.tmp{dead}").write_text("partial")
+    (tmp_path / f"out.hdf5.tmp{live}").write_text("another process is writing it")
+    (tmp_path / "other.hdf5.tmp1").write_text("not a temporary of out.hdf5")
+    write_atomic(str(out), _write_text("new"))
+    assert out.read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["other.hdf5.tmp1", "out.hdf5", f"out.hdf5.tmp{live}"]
+
+
+def test_stale_staging_directory_is_removed(tmp_path):
+    staging = tmp_path / f"export.tmp{_dead_pid()}"
+    staging.mkdir()
+    (staging / "weights.hdf5").write_text("partial")
+    write_files_atomic({str(tmp_path / "export" / "a.txt"): _write_text("a")})
+    assert sorted(os.listdir(tmp_path)) == ["export"]
+
+
+@pytest.mark.parametrize("code, message", [(errno.ENOSPC, "No space left on device"), (errno.EFBIG, "File too large")])
+def test_disk_errors_name_the_output(tmp_path, code, message):
+    out = tmp_path / "out.json"
+    out.write_text("old")
+    with pytest.raises(OSError) as raised:
+        write_atomic(str(out), _fail(OSError(code, message)))
+    assert str(raised.value) == f"[Errno {code}] {message}: '{out}'"
+    assert out.read_text() == "old" and os.listdir(tmp_path) == ["out.json"]
+    with pytest.raises(OSError, match=rf"^\[Errno {code}\] {message}: '{out}'$"):  # h5py's multi-line text.
+        write_atomic(str(out), _fail(OSError(code, f"Can't write data (filename = 'x',\n errno = {code})")))
+
+
+def test_a_cleanup_error_does_not_hide_the_write_error(tmp_path):
+    """h5py closing a file after a failed write raises a RuntimeError without the file's name."""
+
+    def write(tmp: str) -> None:
+        try:
+            raise OSError(errno.EFBIG, f"Can't write data (file write failed: filename = '{tmp}',\n errno = 27)")
+        finally:
+            raise RuntimeError("Can't decrement id ref count (errno = 27)")
+
+    out = tmp_path / "out.hdf5"
+    with pytest.raises(OSError, match=rf"^\[Errno 27\] File too large: '{out}'$"):
+        write_atomic(str(out), write)
+
+
+def test_other_errors_pass_unchanged(tmp_path):
+    error = FileNotFoundError("in.txt: input file not found")
+    with pytest.raises(FileNotFoundError) as raised:
+        write_atomic(str(tmp_path / "out"), _fail(error))
+    assert raised.value is error and os.listdir(tmp_path) == []
+
+
+def test_a_set_is_written_whole_or_not_at_all(tmp_path):
+    a, b, other = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "other.txt"
+    for path in (a, b, other):
+        path.write_text("old")
+    with pytest.raises(ValueError, match="bad"):
+        write_files_atomic({str(a): _write_text("new"), str(b): _fail(ValueError("bad"))})
+    assert [p.read_text() for p in (a, b)] == ["old", "old"]
+    write_files_atomic({str(a): _write_text("new a"), str(b): _write_text("new b")})
+    assert [p.read_text() for p in (a, b, other)] == ["new a", "new b", "old"]
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt", "other.txt"]
+
+
+def test_a_set_in_a_new_directory_appears_whole(tmp_path):
+    out = tmp_path / "deep" / "export"
+    with pytest.raises(ValueError, match="bad"):
+        write_files_atomic({str(out / "a"): _write_text("a"), str(out / "b"): _fail(ValueError("bad"))})
+    assert os.listdir(tmp_path / "deep") == []
+    write_files_atomic({str(out / "a"): _write_text("a"), str(out / "b"): _write_text("b")})
+    assert sorted(os.listdir(out)) == ["a", "b"] and os.listdir(tmp_path / "deep") == ["export"]
+
+
+def test_sigterm_during_a_write_removes_the_temporary(tmp_path):
+    """SIGTERM's default action would end the process before the cleanup: exit 143, old file kept."""
+    out = tmp_path / "out.txt"
+    out.write_text("old")
+    script = (
+        "import os, signal, sys\n"
+        "from elmo_jax.atomic_write import write_atomic\n"
+        "def write(tmp):\n"
+        "    open(tmp, 'w').write('partial')\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    signal.pause()\n"  # The handler's SystemExit ends the wait.
+        "write_atomic(sys.argv[1], write)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == SIGTERM_EXIT_STATUS, done.stderr
+    assert out.read_text() == "old" and os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_a_sigterm_handler_of_the_program_stays(tmp_path):
+    def handler(signum, frame):
+        pass
+
+    seen = []
+
+    def write(tmp: str) -> None:
+        seen.append(signal.getsignal(signal.SIGTERM))
+        open(tmp, "w").close()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        write_atomic(str(tmp_path / "out"), write)
+        assert seen == [handler] and signal.getsignal(signal.SIGTERM) is handler
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_outputs_that_are_inputs_are_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.txt").write_text("x")
+    os.symlink("in.txt", tmp_path / "link.txt")
+    os.link(tmp_path / "in.txt", tmp_path / "hard.txt")
+    (tmp_path / "run").mkdir()
+    for output, relation in [("./in.txt", "is"), ("link.txt", "is"), ("hard.txt", "is"), ("run/x", "is inside")]:
+        inputs = [("--input", "in.txt"), ("--dir", str(tmp_path / "run"))]
+        other = "--dir " + str(tmp_path / "run") if relation == "is inside" else "--input in.txt"
+        with pytest.raises(ValueError) as raised:
+            check_not_inputs([("--output", output)], inputs)
+        assert str(raised.value) == f"--output {output} {relation} {other}: refusing to overwrite an input"
+    with pytest.raises(ValueError, match="^--b x.txt is --a ./x.txt: refusing to write it twice$"):
+        check_not_inputs([("--a", "./x.txt"), ("--b", "x.txt")], [])
+    check_not_inputs([("--output", "out.txt"), ("--other", None)], [("--input", "in.txt"), ("--unset", None)])
