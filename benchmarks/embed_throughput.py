@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib
 import inspect
 import itertools
 import json
@@ -61,6 +60,7 @@ from benchmarks.pytorch_embed import TorchElmo, read_bilm_files
 from benchmarks.pytorch_embed import matmul_peak_gflops as torch_matmul_peak_gflops
 from benchmarks.throughput import matmul_peak_gflops as jax_matmul_peak_gflops
 from elmo_jax import host_memory
+from elmo_jax.config.recipes import recipe_module
 from elmo_jax.data.sources import ptb_sentences
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
 from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files
@@ -96,7 +96,7 @@ def supports_vocab_to_cache() -> bool:
 
 def write_random_model(name: str, directory: str) -> tuple[str, str]:
     """options.json and weights.hdf5 of configs/elmo_<name>.py's biLM with its initial (random) params."""
-    config = importlib.import_module(f"configs.elmo_{name}").get_config()
+    config = recipe_module(f"elmo_{name}").get_config()
     model = bilm_from_config(config.model, vocab_size=1)  # The softmax is not exported.
     params = init_params(model, jax.random.key(0), config.data.max_chars_per_token)
     paths = os.path.join(directory, f"{name}_options.json"), os.path.join(directory, f"{name}_weights.hdf5")
@@ -109,7 +109,7 @@ def pass_gflop(name: str, sentences: list[list[str]], vocab: list[str] | None) -
     """The model GFLOP of one pass (elmo_jax.model.flops): the LSTMs at every position of both
     directions (`<S>`/`</S>` included) and the highway layers and token projection once per distinct
     word not in `vocab` (precomputed); the convolutions and elementwise work are not counted."""
-    config = importlib.import_module(f"configs.elmo_{name}").get_config()
+    config = recipe_module(f"elmo_{name}").get_config()
     parts = forward_flops_per_direction(config.model, vocab_size=1, max_chars=config.data.max_chars_per_token)
     positions = sum(len(s) + 2 for s in sentences if s)
     words = {w for s in sentences for w in s} | {BOS_TOKEN, EOS_TOKEN}

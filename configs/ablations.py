@@ -8,8 +8,10 @@ itself. Each changes exactly the keys shown below; anything else can still be ov
 --config.KEY=VALUE.
 """
 
-from configs import demo
-from configs.overrides import apply_overrides
+from elmo_jax.config.overrides import apply_overrides
+from elmo_jax.config.recipes import recipe_module
+
+demo = recipe_module("demo")
 
 PRESETS = {
     "baseline": {},

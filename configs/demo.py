@@ -6,11 +6,11 @@ Reached on 2 CPU cores (3 to 6 minutes of training): PTB test perplexity 152.73 
 backward, 152.91 biLM (README, "Demo result").
 """
 
-from configs import default
+from elmo_jax.config import schema
 
 
 def get_config():
-    config = default.get_config()
+    config = schema.get_config()
     config.data.source = "ptb"
     config.data.eval_split = "test"
     config.data.max_chars_per_token = 20  # PTB words are short; cuts the char CNN's cost 2.5x.

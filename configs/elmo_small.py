@@ -8,7 +8,9 @@ Trained as bilm-tf did, e.g. on the 1B Word Benchmark as text files:
       --config.data.vocab_file=lm1b/vocab.txt
 """
 
-from configs.released import released_config
+from elmo_jax.config.recipes import recipe_module
+
+released_config = recipe_module("released").released_config
 
 
 def get_config():

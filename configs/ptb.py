@@ -17,7 +17,7 @@ the final checkpoint (`evaluate.py --split=test`).
 
 import ml_collections
 
-from configs import default
+from elmo_jax.config import schema
 
 TOKENS_PER_EPOCH = 929_589  # PTB train: 887,521 words + 42,068 sentence ends.
 
@@ -30,7 +30,7 @@ def ptb_config(
     dropout: on the LSTM layers' inputs (but the first's) and outputs (the papers: 0.5).
     token_dropout: dropout on the token embeddings (Kim et al.: 0; Zaremba et al.: 0.5).
     """
-    config = default.get_config()
+    config = schema.get_config()
     config.data.source = "ptb"
     config.data.eval_split = "valid"
     config.data.streams = "contiguous"  # The text in order, as the papers train.

@@ -12,7 +12,9 @@ Result (one H100, 25 epochs, 11 minutes of training steps beside four other runs
 76.30 backward, 76.54 biLM, against the published 78.9 (docs/reproductions.md).
 """
 
-from configs import ptb
+from elmo_jax.config.recipes import recipe_module
+
+ptb = recipe_module("ptb")
 
 
 def get_config():

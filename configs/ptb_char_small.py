@@ -14,7 +14,9 @@ the published 92.3. On 2 AMD EPYC Zen 4 cores 18 epochs take about 2.5 hours:
 configs/ptb_char_small_cpu.py is the 2-hour CPU variant.
 """
 
-from configs import ptb
+from elmo_jax.config.recipes import recipe_module
+
+ptb = recipe_module("ptb")
 
 
 def get_config():

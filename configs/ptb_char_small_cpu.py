@@ -11,7 +11,9 @@ Result (2 AMD EPYC Zen 4 cores, 1 h 53 min of training): test perplexity 91.78 f
 90.68 backward, 91.23 biLM, against the published 92.3 (docs/reproductions.md).
 """
 
-from configs import ptb_char_small
+from elmo_jax.config.recipes import recipe_module
+
+ptb_char_small = recipe_module("ptb_char_small")
 
 
 def get_config():

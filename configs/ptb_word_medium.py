@@ -9,7 +9,9 @@ connection (the embeddings included). 39 epochs (theirs); the recipe is configs/
 Result: docs/reproductions.md.
 """
 
-from configs import ptb
+from elmo_jax.config.recipes import recipe_module
+
+ptb = recipe_module("ptb")
 
 
 def get_config():

@@ -10,7 +10,9 @@ Result (one H100, 25 epochs): test perplexity 94.49 forward, 94.38 backward, 94.
 the published 97.6 (docs/reproductions.md).
 """
 
-from configs import ptb
+from elmo_jax.config.recipes import recipe_module
+
+ptb = recipe_module("ptb")
 
 
 def get_config():

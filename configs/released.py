@@ -14,14 +14,14 @@ count must divide one another: 1, 3, 6, 12, ... devices (the loss is the same on
 A batch of at most 128 streams (benchmarks, small runs) draws once per step.
 """
 
-from configs import default
+from elmo_jax.config import schema
 
 BILM_TF_TOWERS = 3  # bilm-tf's n_gpus.
 BILM_TF_TOWER_BATCH = 128  # bilm-tf's batch_size, per GPU.
 
 
 def released_config(dim: int, projection_dim: int, n_highway: int):
-    config = default.get_config()
+    config = schema.get_config()
     m = config.model
     m.char_cnn.embed_dim = 16
     m.char_cnn.filters = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import ast
 import difflib
-import importlib.util
 import os
 import sys
 from typing import Any, Callable, Iterable, Sequence
 
 from absl import flags
 from ml_collections import config_flags
+
+from elmo_jax.config import recipes
 
 
 class ListParser(flags.ArgumentParser):
@@ -58,7 +59,10 @@ def define_config_flag(help_string: str, flag_values: flags.FlagValues = flags.F
 # ----------------------------------------------------------------------------- the command line
 
 HELP_ARGS = ("-h", "--help", "--helpshort", "--helpfull")
-KEYS_DOC = "Config keys: every key, its meaning and default in configs/default.py; set one as --config.KEY=VALUE."
+KEYS_DOC = (
+    "--config: a recipe file (configs/*.py) or a shipped recipe by name (demo, ablations:no_highway, ...). "
+    "Config keys: every key, its meaning and default in elmo_jax/config/schema.py; set one as --config.KEY=VALUE."
+)
 
 
 class CommandLineError(ValueError):
@@ -75,6 +79,7 @@ def flags_parser(usage: str, flag_values: flags.FlagValues = flags.FLAGS) -> Cal
             print(command_help(usage, flag_values))
             sys.exit(0)
         try:
+            argv = [argv[0], *resolve_config_argument(argv[1:])]
             check_config_arguments(argv[1:])
             return flag_values(argv)
         except (CommandLineError, flags.Error, ValueError, OSError) as e:
@@ -110,20 +115,30 @@ def check_config_arguments(args: Sequence[str]) -> None:
 
 
 def load_config_file(spec: str) -> Any:
-    """`get_config(ARG)` of the file in `spec` ('path.py' or 'path.py:ARG'), as `--config` loads it."""
-    path, *args = spec.split(":", 1)
+    """`get_config(ARG)` of the recipe in `spec` ('path.py[:ARG]' or a shipped recipe's name[:ARG])."""
+    resolved = recipes.recipe_path(spec)
+    path = resolved.split(":", 1)[0]
     if not os.path.isfile(path):
         directory = os.path.dirname(path) or "."
         siblings = [os.path.join(os.path.dirname(path), n) for n in os.listdir(directory) if n.endswith(".py")] \
             if os.path.isdir(directory) else []
-        raise CommandLineError(f"config file {path!r} not found{_did_you_mean(path, siblings)}")
-    module_spec = importlib.util.spec_from_file_location("elmo_jax_checked_config", path)
-    module = importlib.util.module_from_spec(module_spec)
+        nearest = _did_you_mean(path, siblings) or _did_you_mean(path, recipes.recipe_names())
+        raise CommandLineError(f"config file {path!r} not found{nearest}")
     try:
-        module_spec.loader.exec_module(module)
-        return module.get_config(*args)
+        return recipes.load_config(resolved)
     except Exception as e:  # The config file's own error, whatever it raises.
         raise CommandLineError(f"{spec}: {_first_line(e)}") from e
+
+
+def resolve_config_argument(args: Sequence[str]) -> list[str]:
+    """`args` with `--config=NAME[:ARG]` (a shipped recipe's name) replaced by its file's path."""
+    resolved = list(args)
+    for i, arg in enumerate(resolved):
+        if arg.startswith("--config="):
+            resolved[i] = "--config=" + recipes.recipe_path(arg.split("=", 1)[1])
+        elif arg == "--config" and i + 1 < len(resolved):
+            resolved[i + 1] = recipes.recipe_path(resolved[i + 1])
+    return resolved
 
 
 def _config_argument(args: Sequence[str]) -> str | None:

@@ -8,7 +8,7 @@ import sys
 import pytest
 from absl import flags
 
-from configs import default
+from elmo_jax.config import schema
 from elmo_jax.config_flags import define_config_flag
 from tests.entry_points import run_script
 
@@ -51,7 +51,7 @@ def _list_keys(config, prefix: str = "") -> dict[str, list]:
 
 
 def test_every_list_valued_key_is_overridable(monkeypatch):
-    keys = _list_keys(default.get_config())
+    keys = _list_keys(schema.get_config())
     assert "model.char_cnn.filters" in keys
     config = _parse(monkeypatch, *(f"--config.{key}={value[:1]!r}" for key, value in keys.items()))
     for key, value in keys.items():

@@ -1,19 +1,20 @@
 """Every shipped config builds a model; ablation presets change what they say and train."""
 
-import importlib
 
 import jax
 import numpy as np
 import pytest
 
-from configs import ablations
-from configs.overrides import apply_overrides
+from elmo_jax.config.overrides import apply_overrides
+from elmo_jax.config.recipes import recipe_module
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.training import parallel
 from elmo_jax.training import state as state_lib
 from elmo_jax.training.state import dummy_inputs
 from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch
+
+ablations = recipe_module("ablations")
 
 # Shrinks a preset to seconds of compilation; none of these keys is one a preset changes.
 TINY_SHAPES = {
@@ -28,7 +29,7 @@ TINY_SHAPES = {
     "train.unroll_steps": 5,
 }
 CONFIGS = [
-    "default", "demo", "elmo_small", "elmo_medium", "elmo_original", "tests.tiny",
+    "default", "demo", "elmo_small", "elmo_medium", "elmo_original", "tests/tiny",
     "ptb_char_small", "ptb_char_small_cpu", "ptb_char_large", "ptb_word_small", "ptb_word_medium",
 ]
 
@@ -43,13 +44,13 @@ def _n_params(config, vocab_size=1000):
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_config_builds(name):
-    config = importlib.import_module(f"configs.{name}").get_config()
+    config = recipe_module(name).get_config()
     assert _n_params(config) > 0
 
 
 def test_ptb_char_small_cpu_differs_from_ptb_char_small_in_epochs_and_dropout_only():
-    small = importlib.import_module("configs.ptb_char_small").get_config().to_dict()
-    cpu = importlib.import_module("configs.ptb_char_small_cpu").get_config().to_dict()
+    small = recipe_module("ptb_char_small").get_config().to_dict()
+    cpu = recipe_module("ptb_char_small_cpu").get_config().to_dict()
     assert (cpu["train"].pop("num_epochs"), small["train"].pop("num_epochs")) == (15, 18)
     assert (cpu["model"].pop("dropout"), small["model"].pop("dropout")) == (0.25, 0.3)
     assert cpu == small
@@ -63,7 +64,7 @@ def test_ptb_char_small_cpu_differs_from_ptb_char_small_in_epochs_and_dropout_on
 def test_ptb_configs_have_published_parameter_counts(name, millions):
     """One direction of the biLM (the shared encoder and softmax, the forward LSTMs) is the
     published unidirectional model (the char models feed the highway output to the LSTM directly)."""
-    config = importlib.import_module(f"configs.{name}").get_config()
+    config = recipe_module(name).get_config()
     model = bilm_from_config(config.model, 10002)
     shapes = jax.eval_shape(
         lambda: model.init(jax.random.key(0), dummy_inputs(model, 1, 1, config.data.max_chars_per_token), model.initial_state(1))
@@ -77,7 +78,7 @@ def test_ptb_configs_have_published_parameter_counts(name, millions):
 
 @pytest.mark.parametrize("name,millions", [("elmo_small", 13.6), ("elmo_medium", 28.0), ("elmo_original", 93.6)])
 def test_released_shapes_have_allennlp_parameter_counts(name, millions):
-    config = importlib.import_module(f"configs.{name}").get_config()
+    config = recipe_module(name).get_config()
     assert _n_params(config) / 1e6 == pytest.approx(millions, abs=0.05)
 
 

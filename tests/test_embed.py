@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 
 import h5py
 import jax
 import numpy as np
 import pytest
 
-from configs.tests import no_projection
+from elmo_jax.config.recipes import recipe_module
 from elmo_jax import embed
 from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir, main
 
@@ -21,6 +22,8 @@ from elmo_jax.training.state import init_params
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
 from tests.training import helpers
 from tests.training.helpers import make_checkpoint_workdir
+
+no_projection = recipe_module("tests/no_projection")
 
 RTOL, ATOL = 1e-5, 2e-6  # float32 against a float64 NumPy reference, through up to 3 LSTM layers.
 BATCH = 3
@@ -479,3 +482,32 @@ def test_word_workdir_refuses_vocab_to_cache(word_workdir, tmp_path, capsys):
     with pytest.raises(ValueError, match="needs vocab"):
         ElmoEmbedder(model, params, max_chars=12)
 
+
+
+@pytest.mark.parametrize("flag", ["--input", "--weights", "--options"])
+def test_cli_refuses_an_output_that_is_an_input(skip_bilm, tmp_path, monkeypatch, capsys, flag):
+    """`./x` and `x`, or a symlink to the file: the input stays as it was."""
+    options_path, weights_path, _ = skip_bilm
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.txt").write_text("a b\n")
+    paths = {"--input": "in.txt", "--weights": weights_path, "--options": options_path}
+    os.symlink(paths[flag], tmp_path / "link")
+    output = "./in.txt" if flag == "--input" else "link"
+    before = open(paths[flag], "rb").read()
+    assert main([arg for pair in paths.items() for arg in pair] + ["--output", output]) == 1
+    assert capsys.readouterr().err == f"error: --output {output} is {flag} {paths[flag]}: refusing to overwrite an input\n"
+    assert open(paths[flag], "rb").read() == before
+
+
+def test_word_workdir_with_a_vocabulary_cut_short_is_refused(word_workdir, tmp_path, capsys):
+    workdir = str(tmp_path / "run")
+    shutil.copytree(word_workdir[0], workdir)
+    vocab = os.path.join(workdir, "vocab.txt")
+    with open(vocab) as f:
+        lines = f.readlines()
+    with open(vocab, "w") as f:
+        f.writelines(lines[:-2])
+    (tmp_path / "in.txt").write_text("the cat\n")
+    assert main(["--workdir", workdir, "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / "o.hdf5")]) == 1
+    assert capsys.readouterr().err == (f"error: {vocab}: {len(lines) - 2} lines, but the checkpoint's softmax has "
+                                       f"{len(lines)} rows (one per line)\n")

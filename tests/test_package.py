@@ -73,3 +73,41 @@ def test_public_api_resolves_and_data_stays_free_of_jax() -> None:
     )
     result = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def _setuptools() -> dict:
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)["tool"]["setuptools"]
+
+
+def test_every_package_is_installed_and_the_recipes_ship_inside_elmo_jax() -> None:
+    on_disk = {
+        os.path.relpath(directory, ROOT).replace(os.sep, ".")
+        for directory, _, files in os.walk(os.path.join(ROOT, "elmo_jax"))
+        if "__init__.py" in files
+    }
+    listed = set(_setuptools()["packages"])
+    assert listed - on_disk == {"elmo_jax.recipes"} and on_disk <= listed
+    assert _setuptools()["package-dir"] == {"elmo_jax.recipes": "configs"}
+    assert not any(name == "configs" or name.startswith("configs.") for name in listed)
+
+
+@pytest.mark.slow
+def test_an_installed_package_runs_a_recipe_by_name_from_any_directory(tmp_path) -> None:
+    """`pip install .` (not editable) into a fresh target; a shipped recipe loads by name there."""
+    target = tmp_path / "site"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), ROOT],
+        capture_output=True, text=True,
+    )
+    assert install.returncode == 0, install.stderr[-3000:]
+    assert not (target / "configs").exists() and (target / "elmo_jax" / "recipes" / "demo.py").is_file()
+    check = (
+        "import elmo_jax.config.recipes as r; assert r.recipes_dir().parent.name == 'elmo_jax', r.recipes_dir(); "
+        "c = r.load_config('ablations:no_highway'); assert c.model.char_cnn.n_highway == 0; "
+        "assert r.load_config('tests/tiny').model.lstm.dim == 16"
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    result = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not os.path.exists(os.path.join(ROOT, "build")) or "build" in open(os.path.join(ROOT, ".gitignore")).read()

@@ -3,7 +3,9 @@
   python train.py --config=configs/tests/no_projection.py --workdir=/tmp/no_projection
 """
 
-from configs.tests import tiny
+from elmo_jax.config.recipes import recipe_module
+
+tiny = recipe_module("tests/tiny")
 
 
 def get_config():

@@ -3,11 +3,11 @@
   python train.py --config=configs/tests/tiny.py --workdir=/tmp/tiny
 """
 
-from configs import default
+from elmo_jax.config import schema
 
 
 def get_config():
-    config = default.get_config()
+    config = schema.get_config()
     config.data.max_chars_per_token = 12
     config.data.prefetch_batches = 2
     m = config.model

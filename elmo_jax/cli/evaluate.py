@@ -12,7 +12,7 @@ differs from the trained model's is an error naming it. Prints a table and write
 WORKDIR/eval_<split>_<step>.json.
 
 A bilm-tf/AllenNLP model (as released, or as `python -m elmo_jax.interop.bilm_hdf5` exports a
-checkpoint) is built from its options.json; the rest of the config is configs/default.py's, or
+checkpoint) is built from its options.json; the rest of the config is the schema's defaults (configs/default.py), or
 `--config`'s with its overrides (e.g. --config.eval.batch_size, --config.data.streams). Prints a
 table; `--output` writes the result as JSON, with the fields of a workdir's evaluation.
 """
@@ -21,7 +21,7 @@ import sys
 
 from absl import app, flags
 
-from configs import default
+from elmo_jax.config import schema
 from elmo_jax import compilation_cache, host_memory, quiet_logs
 from elmo_jax.config import validate
 from elmo_jax.config_flags import define_config_flag, flags_parser
@@ -60,7 +60,7 @@ def main(argv: list[str]) -> None:
         if files is None:
             evaluate_checkpoint(FLAGS.workdir, FLAGS.config, FLAGS.split, FLAGS.eval_files, FLAGS.step, FLAGS.output)
         else:
-            evaluate_bilm_files(files, FLAGS.eval_files, FLAGS.config or default.get_config(), FLAGS.output)
+            evaluate_bilm_files(files, FLAGS.eval_files, FLAGS.config or schema.get_config(), FLAGS.output)
     except (ValueError, RuntimeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)

@@ -1,9 +1,8 @@
-"""Every configuration key of elmo-jax, with its default and meaning.
+"""Every configuration key of elmo-jax, with its default and meaning: the schema.
 
-Other configs start from this one and override a few values. Any key can be overridden on the
-command line, e.g. `--config.model.lstm.dim=1024`.
-
-  python train.py --config=configs/default.py --workdir=runs/default
+The recipes (configs/*.py) start from this config and change a few values; validation.py says
+which values each key allows. Any key can be overridden on the command line, e.g.
+`--config.model.lstm.dim=1024`; `--config=configs/default.py` (or `--config=default`) runs it as is.
 """
 
 import ml_collections

@@ -14,8 +14,8 @@ from typing import Any
 import ml_collections
 import numpy as np
 
-from configs import default
-from configs.overrides import apply_overrides
+from elmo_jax.config import schema
+from elmo_jax.config.overrides import apply_overrides
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.softmax_hdf5 import load_softmax
@@ -52,7 +52,7 @@ def _plain(value: Any) -> Any:
 def config_with_init_model(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """`config` with the shape of the model `config.init.options` describes.
 
-    A shape key that `config` sets (a value other than configs/default.py's) and options.json
+    A shape key that `config` sets (a value other than the schema's default) and options.json
     contradicts is a ValueError naming the key: the model's shape is not the run's to change.
     """
     if not config.init.weights:
@@ -60,7 +60,7 @@ def config_with_init_model(config: ml_collections.ConfigDict) -> ml_collections.
     if bool(config.init.softmax_weights) != bool(config.init.vocab_file):
         raise ValueError("config.init.softmax_weights and config.init.vocab_file go together (line i = softmax row i)")
     model_config = load_options(config.init.options)
-    defaults = default.get_config()
+    defaults = schema.get_config()
     shape = {key: _get(model_config, key) for key in SHAPE_KEYS}
     for key, wanted in shape.items():
         given = _plain(_get(config, key))

@@ -1,17 +1,17 @@
 """The config schema: every key of configs/default.py has a check, bad values are errors naming the
 key, and every shipped config passes."""
 
-import glob
-import importlib
-import os
 
 import ml_collections
 import pytest
 
-from configs import ablations, default, released
-from configs.overrides import apply_overrides
+from elmo_jax.config import schema
+from elmo_jax.config.overrides import apply_overrides
+from elmo_jax.config.recipes import recipe_module, recipe_names
 from elmo_jax.config import SCHEMA, ConfigError, validate
-from tests.entry_points import ROOT
+
+ablations = recipe_module("ablations")
+released = recipe_module("released")
 
 # Values that ran, hung or failed late before the schema; each is an error naming its key.
 BAD_VALUES = [
@@ -79,7 +79,7 @@ BAD_VALUES = [
 
 def _config(**overrides) -> ml_collections.ConfigDict:
     """configs/tests/tiny.py with dotted-key overrides, unlocked so that any type can be set."""
-    config = importlib.import_module("configs.tests.tiny").get_config()
+    config = recipe_module("tests/tiny").get_config()
     for key, value in overrides.items():
         *parents, leaf = key.split(".")
         node = config
@@ -166,20 +166,19 @@ def test_missing_keys_are_skipped_and_added_keys_pass():
 
 
 def test_the_schema_checks_every_key_of_the_default_config():
-    assert set(SCHEMA) == _leaf_keys(default.get_config())
+    assert set(SCHEMA) == _leaf_keys(schema.get_config())
 
 
 def _shipped_configs() -> list[tuple[str, ml_collections.ConfigDict]]:
     """Every config under configs/ (presets of ablations.py, the shapes of released.py included)."""
     found = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "configs", "**", "*.py"), recursive=True)):
-        name = os.path.relpath(path, ROOT)[: -len(".py")].replace(os.sep, ".")
-        module = importlib.import_module(name)
-        if name == "configs.ablations":
+    for name in recipe_names():
+        module = recipe_module(name)
+        if name == "ablations":
             found += [(f"{name}:{preset}", module.get_config(preset)) for preset in ablations.PRESETS]
         elif hasattr(module, "get_config"):
             found.append((name, module.get_config()))
-    found.append(("configs.released", released.released_config(dim=1024, projection_dim=128, n_highway=1)))
+    found.append(("released", released.released_config(dim=1024, projection_dim=128, n_highway=1)))
     return found
 
 

@@ -6,14 +6,14 @@ import itertools
 
 import pytest
 
-from configs import default
+from elmo_jax.config import schema
 from elmo_jax.data import corpus
 from elmo_jax.data.sources import DataError
 from tests.data.tfds_helpers import prepare_text_dataset, stored_texts
 
 
 def _text_config(pattern, **data):
-    config = default.get_config()
+    config = schema.get_config()
     config.data.source = "text"
     config.data.train_files = pattern
     config.data.update(data)
@@ -104,7 +104,7 @@ def test_several_processes_stream_endlessly(tmp_path):
         assert len([s for _, s in zip(range(3 * len(lines)), src)]) == 3 * len(lines)
     single = corpus.train_source(data, seed=0, num_epochs=1)
     assert len(list(single)) == len(lines)
-    ptb = default.get_config().data
+    ptb = schema.get_config().data
     src = corpus.train_source(ptb, seed=0, num_epochs=1, process_index=1, process_count=2)
     assert src.num_epochs is None
 
@@ -124,7 +124,7 @@ def data_dir(tmp_path_factory):
 
 
 def _data(data_dir, **overrides):
-    data = default.get_config().data
+    data = schema.get_config().data
     data.source = "tfds"
     data.tfds_name = "corpus_text"
     data.tfds_data_dir = data_dir

@@ -3,11 +3,13 @@ nothing written, before any work (the values ran, hung or failed late before the
 
 import pytest
 
-from configs.tests import tiny
+from elmo_jax.config.recipes import recipe_module
 from elmo_jax.data import corpus
 from elmo_jax.data.sources import DataError
 from tests.entry_points import run_script
 from tests.training.helpers import write_corpus
+
+tiny = recipe_module("tests/tiny")
 
 TINY = "--config=configs/tests/tiny.py"
 

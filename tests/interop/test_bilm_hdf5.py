@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 
 import h5py
@@ -12,13 +13,19 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs.tests import no_projection, tiny
+from elmo_jax.config.recipes import recipe_module
 from elmo_jax.embed import ElmoEmbedder
 from elmo_jax.interop.bilm_hdf5 import (
     OptionsError, WeightFileError, load_options, load_weights, options_dict, save_options, save_weights,
 )
+from elmo_jax.interop.bilm_hdf5 import main as export_main
+from elmo_jax.interop.export_sets import check_one_export, read_export_id, write_hdf5
 from elmo_jax.model.bilm import bilm_from_config
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
+from tests.training.helpers import make_checkpoint_workdir
+
+no_projection = recipe_module("tests/no_projection")
+tiny = recipe_module("tests/tiny")
 
 # bilm-tf inference options (n_characters 262), tiny shapes.
 OPTIONS = {
@@ -378,3 +385,68 @@ def test_save_weights_rejects_w_p_when_projection_dim_equals_dim(tmp_path):
     with pytest.raises(WeightFileError, match="params have 'lstm_1/W_P', but projection_dim == dim"):
         save_weights(params, config, str(tmp_path / "out.hdf5"))
     assert not (tmp_path / "out.hdf5").exists()
+
+
+# ----------------------------------------------------------------------------- export sets
+
+
+@pytest.fixture(scope="module")
+def checkpoint_workdir(tmp_path_factory) -> str:
+    return make_checkpoint_workdir(tmp_path_factory.mktemp("export"))
+
+
+def _export_flags(workdir: str, out) -> dict[str, str]:
+    return {"--workdir": workdir, **{flag: str(out / name) for flag, name in EXPORT_SET.items()}}
+
+
+EXPORT_SET = {"--options": "options.json", "--weights": "weights.hdf5", "--softmax_weights": "softmax.hdf5",
+              "--vocab": "vocab.txt"}
+
+
+def test_export_records_one_id_in_every_file(checkpoint_workdir, tmp_path):
+    flags = _export_flags(checkpoint_workdir, tmp_path)
+    assert export_main([arg for pair in flags.items() for arg in pair]) == 0
+    ids = {read_export_id(flags[flag]) for flag in ("--options", "--weights", "--softmax_weights")}
+    assert len(ids) == 1 and ids.pop().startswith(f"step 2 of {os.path.realpath(checkpoint_workdir)} (params ")
+    config = load_options(flags["--options"])  # bilm-tf and AllenNLP read the file as before.
+    load_weights(config, flags["--weights"])
+    check_one_export([flags["--options"], flags["--weights"], flags["--softmax_weights"]])
+    assert sorted(os.listdir(tmp_path)) == sorted(EXPORT_SET.values())  # No temporary left.
+
+
+def test_files_of_different_exports_are_named(tmp_path):
+    """bilm-tf/AllenNLP files carry no id and go with any; two ids that differ are an error."""
+    paths = [str(tmp_path / name) for name in ("a.hdf5", "b.hdf5", "bilm_tf.hdf5")]
+    for path, export_id in zip(paths, ["step 2 of /w (params 1)", "step 3 of /w (params 2)", None]):
+        write_hdf5(path, {"x": np.zeros(2, np.float32)}, export_id)
+    check_one_export(paths[::2])
+    check_one_export(paths[1:])
+    message = f"files of different exports: {paths[0]} (step 2 of /w (params 1)), {paths[1]} (step 3 of /w (params 2))"
+    with pytest.raises(WeightFileError, match=f"^{re.escape(message)}; export them again together$"):
+        check_one_export(paths)
+
+
+@pytest.mark.parametrize("flag, output, relation, read", [
+    ("--vocab", "vocab.txt", "is", "vocab.txt"),
+    ("--options", "config.json", "is", "config.json"),
+    ("--weights", "checkpoints/2/w.hdf5", "is inside", "checkpoints"),
+])
+def test_export_refuses_to_overwrite_what_it_reads(checkpoint_workdir, tmp_path, capsys, flag, output, relation, read):
+    flags = _export_flags(checkpoint_workdir, tmp_path)
+    flags[flag] = os.path.join(checkpoint_workdir, ".", output)
+    before = {name: open(os.path.join(checkpoint_workdir, name), "rb").read() for name in ("vocab.txt", "config.json")}
+    assert export_main([arg for pair in flags.items() for arg in pair]) == 1
+    other = os.path.join(checkpoint_workdir, read)
+    assert capsys.readouterr().err == f"error: {flag} {flags[flag]} {relation} --workdir {other}: refusing to overwrite an input\n"
+    assert os.listdir(tmp_path) == []
+    assert before == {name: open(os.path.join(checkpoint_workdir, name), "rb").read() for name in before}
+
+
+def test_export_refuses_one_output_twice(checkpoint_workdir, tmp_path, capsys):
+    flags = _export_flags(checkpoint_workdir, tmp_path)
+    os.symlink(flags["--weights"], tmp_path / "link.hdf5")
+    flags["--softmax_weights"] = str(tmp_path / "link.hdf5")
+    assert export_main([arg for pair in flags.items() for arg in pair]) == 1
+    assert capsys.readouterr().err == (f"error: --softmax_weights {tmp_path / 'link.hdf5'} is --weights "
+                                       f"{flags['--weights']}: refusing to write it twice\n")
+    assert os.listdir(tmp_path) == ["link.hdf5"]

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs import default as default_config
-from configs.overrides import apply_overrides
+from elmo_jax.config import schema
+from elmo_jax.config.overrides import apply_overrides
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
@@ -191,7 +191,7 @@ def test_dropout_only_in_training() -> None:
 
 def small_model_config(**overrides: Any) -> Any:
     """configs/default.py's model section with tiny shapes (and any overrides)."""
-    config = default_config.get_config().model
+    config = schema.get_config().model
     config.char_cnn.embed_dim = EMBED
     config.char_cnn.filters = [list(f) for f in FILTERS]
     config.char_cnn.n_highway = N_HIGHWAY
@@ -320,7 +320,7 @@ def test_token_dropout_rate_applies_to_the_first_layer_input_only(token_dropout:
 
 
 def test_token_dropout_config_key() -> None:
-    config = default_config.get_config()
+    config = schema.get_config()
     assert bilm_from_config(config.model, VOCAB).token_dropout is None  # -1: same as model.dropout
     config.model.token_dropout = 0.0
     assert bilm_from_config(config.model, VOCAB).token_dropout == 0.0
@@ -354,7 +354,7 @@ def test_init_range_zero_keeps_bilm_tf_initializers() -> None:
 
 
 def test_init_range_with_glorot_lstm_is_an_error() -> None:
-    config = default_config.get_config()
+    config = schema.get_config()
     config.model.init_range = 0.05
     config.model.lstm.initializer = "glorot_uniform"
     with pytest.raises(ValueError, match="model.init_range=0.05 .* model.lstm.initializer='uniform'"):

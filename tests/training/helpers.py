@@ -10,13 +10,15 @@ import jax.numpy as jnp
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from configs.overrides import apply_overrides
-from configs.tests import tiny
+from elmo_jax.config.overrides import apply_overrides
+from elmo_jax.config.recipes import recipe_module
 from elmo_jax.data import corpus
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.training import optim, parallel
 from elmo_jax.training.checkpoint import Checkpointer
 from elmo_jax.training.state import TrainState, init_params
+
+tiny = recipe_module("tests/tiny")
 
 WORDS = "the cat sat on a mat while dogs ran past old red barns near quiet hills".split()
 

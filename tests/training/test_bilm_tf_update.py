@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from configs import released
+from elmo_jax.config.recipes import recipe_module
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.softmax import sample_log_uniform, unique_sampling_tries
@@ -33,6 +33,8 @@ from elmo_jax.training.parallel import AXIS
 from elmo_jax.training.step import NegativeSampler, NegativeSetLayout, draw_groups
 from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch, tiny_config
+
+released = recipe_module("released")
 
 VOCAB, BATCH, STEPS, NEGATIVES = 29, 4, 8, 8
 LR = 0.2

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from configs import default
+from elmo_jax.config import schema
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation import BilmFiles, evaluate_bilm_files
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
@@ -45,8 +45,8 @@ def init_overrides(files: BilmFiles, softmax: bool = True) -> dict:
 def test_the_shape_comes_from_options(source):
     files, _, _ = source
     given = tiny_config(**init_overrides(files))
-    given.model = default.get_config().model  # No shape key set: all come from options.json.
-    given.data.max_chars_per_token = default.get_config().data.max_chars_per_token
+    given.model = schema.get_config().model  # No shape key set: all come from options.json.
+    given.data.max_chars_per_token = schema.get_config().data.max_chars_per_token
     config = config_with_init_model(given)
     wanted = load_options(files.options)
     for key, value in wanted.model.lstm.items():

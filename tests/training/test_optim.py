@@ -7,12 +7,15 @@ import jax.numpy as jnp
 import optax
 import pytest
 
-from configs import default, demo
+from elmo_jax.config import schema
+from elmo_jax.config.recipes import recipe_module
 from elmo_jax.training import optim
+
+demo = recipe_module("demo")
 
 
 def _train_config(**opt):
-    config = default.get_config().train
+    config = schema.get_config().train
     for k, v in opt.items():
         config.optimizer[k] = v
     return config
