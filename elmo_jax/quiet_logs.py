@@ -10,9 +10,12 @@ logger stays quiet too. (Python `warnings`, e.g. jax's, are not log records and 
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import os
 import sys
+from typing import Any, Iterator
 
 FLAG_NAME = "log_library"  # The entry points' absl flag for `configure`.
 FLAG_HELP = (
@@ -47,3 +50,32 @@ def configure(log_library: bool = False) -> None:
         root.addHandler(handler)
     for handler in root.handlers:
         handler.addFilter(_LibraryThreshold(logging.INFO if log_library else logging.ERROR))
+
+
+def _drop_unraisable(unraisable: Any) -> None:
+    """A `sys.unraisablehook` that reports nothing."""
+
+
+@contextlib.contextmanager
+def library_errors_silenced() -> Iterator[None]:
+    """Within it, only elmo_jax's own log records show: libraries' records, errors included, and
+    exceptions Python cannot raise (`sys.unraisablehook`) are dropped.
+
+    For an attempt whose failure the caller reports in one line: orbax reading a corrupt checkpoint
+    leaves tensorstore callbacks and coroutines failing on its closed event loop ("Event loop is
+    closed"), hundreds of traceback lines. Garbage is collected before leaving, so that abandoned
+    coroutines report their errors inside.
+    """
+    only_package = _LibraryThreshold(logging.CRITICAL + 1)
+    handlers = list(logging.getLogger().handlers)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _drop_unraisable
+    for handler in handlers:
+        handler.addFilter(only_package)
+    try:
+        yield
+    finally:
+        gc.collect()
+        sys.unraisablehook = previous_hook
+        for handler in handlers:
+            handler.removeFilter(only_package)

@@ -4,8 +4,9 @@ Layout: `WORKDIR/checkpoints/<step>/{state,data}`. orbax writes each checkpoint 
 directory and renames it when complete, so a killed run leaves at worst an unfinished temporary
 directory (removed when the next run starts), never a checkpoint that looks valid; old
 checkpoints are deleted only after a newer one is complete, and a failed write leaves them
-untouched. A checkpoint that cannot be read (truncated or corrupt files) is reported and the
-next older one is used; the unreadable one is moved aside to `<step>.unreadable`, never deleted.
+untouched. A checkpoint that cannot be read (truncated or corrupt files, NaN or infinite values)
+is reported in one line and the next older one is used; the unreadable one is moved aside to
+`<step>.unreadable`, never deleted.
 
 `load_params(workdir)` reads only the model params of a checkpoint (with the workdir's
 config.json), for evaluation, export and embedding: it builds no model or optimizer, never reads
@@ -21,9 +22,12 @@ import os
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 import jax
+import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import orbax.checkpoint as ocp
+
+from elmo_jax import quiet_logs
 
 if TYPE_CHECKING:  # Annotations only: the train state module imports optax.
     from elmo_jax.training.state import TrainState
@@ -83,12 +87,30 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {_first_line(error)}"
 
 
+def _leaf_name(path: tuple) -> str:
+    """'params.lstm.W' for a pytree key path (dict keys, sequence indices, dataclass fields)."""
+    return ".".join(str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path)
+
+
 def _leaf_specs(tree: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """{'params.lstm.W': (shape, dtype)} of the leaves of a tree of arrays or array metadata."""
-    def name(path: tuple) -> str:
-        return ".".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {_leaf_name(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in leaves}
 
-    return {name(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in jax.tree_util.tree_flatten_with_path(tree)[0]}
+
+def _check_finite(tree: Any) -> None:
+    """_Unreadable naming the first floating-point leaf holding a NaN or an infinity.
+
+    Corrupt bytes in an array file can decode without any error: checked on load, such a
+    checkpoint falls back like an unreadable one instead of training or evaluating on NaN.
+    Only this process's shards are read; the processes then agree on the step (`_first_readable`).
+    """
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        if not jnp.issubdtype(leaf.dtype, jnp.floating):
+            continue
+        shards = [shard.data for shard in leaf.addressable_shards] if isinstance(leaf, jax.Array) else [leaf]
+        if not all(np.isfinite(np.asarray(shard)).all() for shard in shards):
+            raise _Unreadable(f"non-finite values in {_leaf_name(path)}")
 
 
 def describe_mismatch(saved: Any, target: Any) -> str | None:
@@ -151,7 +173,8 @@ def _first_readable(
     unreadable: list[str] = []
     for candidate in steps:
         try:
-            restored, error = read(candidate), None
+            with quiet_logs.library_errors_silenced():
+                restored, error = read(candidate), None
         except _Unreadable as e:
             restored, error = None, str(e)
         if agree(error is None):
@@ -175,6 +198,9 @@ class Checkpointer:
             create=not read_only,
             read_only=read_only,
             enable_async_checkpointing=True,
+            # With directories created in the background, a save failing before its commit leaves a
+            # thread waiting for them that can block the process's exit: created at once instead.
+            async_options=ocp.AsyncOptions(create_directories_asynchronously=False),
             cleanup_tmp_directories=not read_only,  # Unfinished saves of a killed run.
         )
         handlers = {"state": ocp.StandardCheckpointHandler(), "data": ocp.JsonCheckpointHandler()}
@@ -260,6 +286,7 @@ class Checkpointer:
             )
         except Exception as e:  # Shapes matched: what fails now is reading or decoding the files.
             raise _Unreadable(_describe(e)) from e
+        _check_finite(restored.state)
         return restored.state, dict(restored.data or {})
 
     def _set_aside(self, steps: list[int]) -> None:
@@ -327,6 +354,7 @@ def _read_params(manager: ocp.CheckpointManager, step: int, sharding: jax.shardi
         restored = manager.restore(step, args=ocp.args.Composite(state=args))
     except Exception as e:
         raise _Unreadable(_describe(e)) from e
+    _check_finite(restored.state)
     return restored.state["params"]
 
 

@@ -5,7 +5,8 @@ Builds the vocabulary, model, optimizer and mesh; resumes from the latest readab
 evaluation; then evaluates full-softmax perplexity on the configured split.
 
 Reliability: one run per workdir (workdir_lock); a run that fails before saving any result leaves
-nothing in a workdir it found missing or empty; a checkpoint is never written from a state reached
+nothing in a workdir it found missing or empty; a rerun refused for the workdir's checkpoint (another
+model shape) changes nothing in it; a checkpoint is never written from a state reached
 through a non-finite step (`train.nonfinite_policy='stop'` raises NonFiniteLossError, 'skip' skips
 the update); on SIGTERM the run finishes its step, checkpoints and raises TrainingPreempted.
 """
@@ -30,11 +31,12 @@ from elmo_jax.data.batching import BiLMBatcher, Prefetcher
 from elmo_jax.data.contiguous import ContiguousBatcher
 from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.evaluation import Evaluator, format_table
+from elmo_jax.evaluation.perplexity import Evaluator, format_table
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.training import init_from, parallel, run_info, workdir_lock
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
-from elmo_jax.atomic_write import write_json_atomic
+from elmo_jax.runtime.atomic_write import write_json_atomic
+from elmo_jax.config import validate
 from elmo_jax.training.metrics_writer import MetricsWriter
 from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
 from elmo_jax.training.state import TrainState, init_params
@@ -75,7 +77,11 @@ def _workdir_error(workdir: str, error: OSError) -> WorkdirError:
 
 
 def _write_config(config: ml_collections.ConfigDict, workdir: str) -> None:
-    """Writes `config.json` (process 0), the config that evaluation and embedding rebuild the model from."""
+    """Writes `config.json` (process 0), the config that evaluation and embedding rebuild the model from.
+
+    Called once the run is known to fit the workdir's checkpoint: a refused rerun (another model
+    shape, say) must leave the config that the checkpoints were trained with.
+    """
     try:
         if jax.process_index() == 0:
             write_json_atomic(os.path.join(workdir, "config.json"), config.to_dict())
@@ -172,7 +178,7 @@ class _Run:
         self.checkpointer, self.schedule = checkpointer, schedule
         self.evaluator, self.eval_sentences = evaluator, eval_sentences
         self.batches = Prefetcher(batcher, size=config.data.prefetch_batches)
-        self.step = self.saved_step = int(jax.device_get(state.step))
+        self.step = self.saved_step = self.start_step = int(jax.device_get(state.step))
         run_info.record_start(workdir, self.step)
         self.writer = MetricsWriter(workdir, self.step)
         self.window: Window = []
@@ -217,7 +223,12 @@ class _Run:
             self.log()
 
     def log(self) -> dict[str, Any]:
-        """Writes one metrics record for the steps since the previous one."""
+        """Writes one metrics record for the steps since the previous one; `steps` says how many.
+
+        A window cut short (by a resume from a checkpoint inside it, SIGTERM, the end of the data)
+        is logged as such rather than completed from the earlier attempt: means and tokens/s then
+        describe the same steps, all timed by this run, and the checkpoint holds no metrics.
+        """
         if self.check_finite:
             _raise_if_nonfinite(self.window, self.checkpointer.directory)
         summary = _summarise(self.window)
@@ -226,6 +237,7 @@ class _Run:
         record = {
             "step": self.step,
             "epoch": round(self.batcher.epochs_at(self.batches.state_dict()), 4),
+            "steps": len(self.window),
             **summary,
             "train_perplexity": math.exp(min(summary["train_loss"], 80.0)),
             "softmax": "sampled" if self.config.model.softmax.sampled else "full",
@@ -244,15 +256,19 @@ class _Run:
         self.saved_step = self.step
 
     def _stop_for_preemption(self) -> None:
+        """Logs and checkpoints what this run trained, then raises TrainingPreempted saying what is saved."""
         if self.window:
             self.log()
         if self.saved_step != self.step:
             self.save()
         self.checkpointer.wait()
-        message = (
-            f"stopped by SIGTERM at step {self.step}; checkpoint {self.checkpointer.directory}/{self.step} "
-            "is saved, rerun the same command to resume"
-        )
+        checkpoint, resume = f"checkpoint {self.checkpointer.directory}/{self.step}", "rerun the same command to resume"
+        if self.step != self.start_step:
+            message = f"stopped by SIGTERM at step {self.step}; {checkpoint} is saved, {resume}"
+        elif self.step in self.checkpointer.all_steps():
+            message = f"stopped by SIGTERM before the first step; {checkpoint} is kept, {resume}"
+        else:
+            message = "stopped by SIGTERM before the first step; nothing was saved"
         logging.warning(message)
         raise TrainingPreempted(message)
 
@@ -272,6 +288,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
     Raises WorkdirInUseError if another run trains in `workdir`, and TrainingPreempted after
     checkpointing when SIGTERM arrives (call from the main thread).
     """
+    validate(config)
     with _workdir_of_run(workdir):
         return _train_and_evaluate(config, workdir)
 
@@ -280,7 +297,6 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict
     """The run, in a created and locked `workdir`."""
     if config.init.options:
         config = init_from.config_with_init_model(config)
-    _write_config(config, workdir)
     mesh = parallel.make_mesh()
     parallel.check_batch_size(config.train.batch_size, mesh, "train.batch_size")
     if config.train.batch_size % jax.process_count():
@@ -318,6 +334,7 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict
                 if data_state:
                     batcher.load_state_dict(data_state)
                 logging.info("resumed from step %d", restored_step)
+            _write_config(config, workdir)  # Only now: a run refused for its checkpoint leaves the old one.
             evaluator = Evaluator(model, vocab, config, mesh)
             run = _Run(config, workdir, state, batcher, checkpointer, schedule, evaluator, eval_sentences)
             run.train(train_step, mesh, num_steps, preemption)

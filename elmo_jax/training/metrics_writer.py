@@ -3,6 +3,7 @@ event files holding the same numbers, eval JSON."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import numbers
@@ -14,6 +15,8 @@ from typing import Any
 import jax
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
+
+from elmo_jax.runtime.atomic_write import naming_file, write_atomic
 
 
 def _item(value: Any) -> Any:
@@ -29,6 +32,63 @@ def _jsonable(value: Any) -> Any:
 
 def _is_scalar(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _write_or_truncate(fd: int, data: bytes) -> None:
+    """Writes all of `data` at the end of `fd`, or truncates the file back to its size before."""
+    size = os.fstat(fd).st_size
+    view = memoryview(data)
+    try:
+        while view:  # A short write is followed by one that fails with the reason.
+            view = view[os.write(fd, view):]
+    except OSError:
+        os.ftruncate(fd, size)
+        raise
+
+
+def append_whole(path: str, data: bytes, create: bool = False) -> None:
+    """Appends `data` to `path` whole or not at all: after a failed write (a full disk, a file-size
+    limit) the file is as it was, so a later append never joins a partial record. OSError naming
+    `path`; with `create`, FileExistsError if `path` exists."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if create else 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+        try:
+            _write_or_truncate(fd, data)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        named = naming_file(e, path, path)
+        if named is e:
+            raise
+        raise named from e
+
+
+def _is_past(line: bytes, step: int) -> bool:
+    """Whether `line` is a metrics record of a step after `step` (a line that is not one is kept)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and isinstance(record.get("step"), int) and record["step"] > step
+
+
+def drop_records_after(path: str, step: int) -> None:
+    """Rewrites `path` (atomically, if anything changes) without a partial last line and without
+    the records of steps after `step`: a run resumed from checkpoint `step` logs those steps again."""
+    if not os.path.exists(path):
+        return
+    with open(path, "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    kept = [line for line in lines if line.endswith(b"\n") and not _is_past(line, step)]
+    if kept == lines:
+        return
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            f.writelines(kept)
+
+    write_atomic(path, write)
 
 
 class ScalarEventFile:
@@ -51,38 +111,42 @@ class ScalarEventFile:
                 event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"),
                 event_pb2.Event(wall_time=time.time(), step=purge_step, session_log=start),
             ],
-            mode="xb",
+            create=True,
         )
 
     def write(self, step: int, scalars: dict[str, float]) -> None:
         values = [summary_pb2.Summary.Value(tag=tag, simple_value=value) for tag, value in scalars.items()]
         self._append([event_pb2.Event(wall_time=time.time(), step=step, summary=summary_pb2.Summary(value=values))])
 
-    def _append(self, events: list[event_pb2.Event], mode: str = "ab") -> None:
-        with open(self.path, mode) as f:
-            records = RecordWriter(f)
-            for event in events:
-                records.write(event.SerializeToString())
+    def _append(self, events: list[event_pb2.Event], create: bool = False) -> None:
+        buffer = io.BytesIO()
+        records = RecordWriter(buffer)
+        for event in events:
+            records.write(event.SerializeToString())
+        append_whole(self.path, buffer.getvalue(), create=create)
 
 
 class MetricsWriter:
     """Appends metric records to `WORKDIR/metrics.jsonl`, and their numbers (every key but `step`,
     under the same names) to a TensorBoard event file in WORKDIR, keyed by `step`. Process 0 only.
 
-    `start_step` is the step a run (re)starts from: TensorBoard then hides what an interrupted
-    earlier attempt logged after it.
+    `start_step` is the step a run (re)starts from: metrics.jsonl loses what an interrupted
+    earlier attempt logged after it (and a line it left partial), TensorBoard hides it.
+    Each record is one whole line or, if the write fails, none.
     """
 
     def __init__(self, workdir: str, start_step: int = 0):
         self.path = os.path.join(workdir, "metrics.jsonl")
         self.enabled = jax.process_index() == 0
-        self.events = ScalarEventFile(workdir, purge_step=start_step + 1) if self.enabled else None
+        self.events = None
+        if self.enabled:
+            drop_records_after(self.path, start_step)
+            self.events = ScalarEventFile(workdir, purge_step=start_step + 1)
 
     def write(self, record: dict[str, Any]) -> None:
         if not self.enabled:
             return
-        with open(self.path, "a") as f:
-            f.write(json.dumps({k: _jsonable(v) for k, v in record.items()}) + "\n")
-            f.flush()
+        line = json.dumps({k: _jsonable(v) for k, v in record.items()}) + "\n"
+        append_whole(self.path, line.encode())
         values = {k: _item(v) for k, v in record.items() if k != "step"}
         self.events.write(int(record["step"]), {k: float(v) for k, v in values.items() if _is_scalar(v)})

@@ -12,6 +12,7 @@ from elmo_jax.data import corpus
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.training import parallel
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
+from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
 from tests.data.tfds_helpers import prepare_text_dataset
 from tests.training.helpers import WORDS, tensorboard_scalars, tiny_config, write_corpus
 
@@ -40,6 +41,7 @@ def test_train_writes_metrics_config_checkpoints_and_eval(tmp_path, monkeypatch)
     assert [r["step"] for r in records] == [5, 10]
     for key in ("train_loss", "train_perplexity", "tokens_per_sec", "learning_rate", "epoch", "skipped_steps"):
         assert key in records[0]
+    assert [r["steps"] for r in records] == [5, 5]
     assert records[0]["softmax"] == "sampled"
     assert json.load(open(os.path.join(workdir, "config.json")))["model"]["lstm"]["dim"] == 16
     assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["10", "5"]
@@ -117,10 +119,10 @@ def test_stop_policy_raises_and_never_checkpoints_a_nonfinite_state(tmp_path, mo
 
 
 def _failing_config(tmp_path, failure: str):
-    """A config that fails before step 1: in the data (after config.json), or building the model (after vocab.txt)."""
+    """A config that fails before step 1: in the data, or building the model (after vocab.txt)."""
     if failure == "data":
         return _text_config(tmp_path, **{"data.train_files": str(tmp_path / "nowhere" / "*.txt")})
-    return _text_config(tmp_path, **{"model.token_encoder": "bogus"})
+    return _text_config(tmp_path, **{"model.init_range": 0.05, "model.lstm.initializer": "glorot_uniform"})
 
 
 @pytest.mark.parametrize("failure", ["data", "model"])
@@ -129,7 +131,7 @@ def test_a_run_failing_before_its_first_step_leaves_nothing_behind(tmp_path, fai
     workdir = tmp_path / "run"
     if workdir_before == "empty":
         workdir.mkdir()
-    with pytest.raises(ValueError, match="nowhere" if failure == "data" else "model.token_encoder"):
+    with pytest.raises(ValueError, match="nowhere" if failure == "data" else "model.init_range"):
         train_and_evaluate(_failing_config(tmp_path, failure), str(workdir))
     if workdir_before == "empty":
         assert os.listdir(workdir) == []
@@ -141,10 +143,10 @@ def test_a_failing_run_never_removes_what_the_workdir_held(tmp_path):
     workdir = tmp_path / "run"
     workdir.mkdir()
     (workdir / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match="model.token_encoder"):
+    with pytest.raises(ValueError, match="model.init_range"):
         train_and_evaluate(_failing_config(tmp_path, "model"), str(workdir))
     assert (workdir / "notes.txt").read_text() == "mine"
-    assert sorted(os.listdir(workdir)) == ["config.json", "notes.txt", "vocab.txt"]
+    assert sorted(os.listdir(workdir)) == ["notes.txt", "vocab.txt"]  # config.json only once the run is accepted.
 
 
 @pytest.mark.slow
@@ -203,3 +205,11 @@ def test_run_records_its_start_tensorboard_scalars_and_progress(tiny_training_ru
     # Training bar: steps of total, time left, loss and tokens/s; evaluation bar in tokens.
     assert re.search(r"train: 100%.*\| 10/10 \[\d\d:\d\d<\d\d:\d\d, .*loss=\d+\.\d+, tok_s=\d+\]", stderr)
     assert re.search(rf"eval: .*\| \d+/{result['tokens']} \[.*tok/s\]", stderr)
+
+
+def test_sigterm_before_the_first_step_says_that_nothing_was_saved(tmp_path, monkeypatch):
+    monkeypatch.setattr(PreemptionWatcher, "reached", lambda self, step: True)  # SIGTERM during start-up.
+    workdir = tmp_path / "run"
+    with pytest.raises(TrainingPreempted, match=r"^stopped by SIGTERM before the first step; nothing was saved$"):
+        train_and_evaluate(_text_config(tmp_path), str(workdir))
+    assert not workdir.exists()

@@ -1,14 +1,17 @@
 """metrics.jsonl and TensorBoard event files: the same numbers, read back with TensorBoard's reader."""
 
+import errno
 import json
 import math
 import os
+import re
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
-from elmo_jax.atomic_write import write_json_atomic
+from elmo_jax.runtime.atomic_write import write_json_atomic
 from elmo_jax.training.metrics_writer import MetricsWriter
 from tests.training.helpers import tensorboard_scalars
 
@@ -56,7 +59,37 @@ def test_a_resumed_run_replaces_the_steps_it_repeats(tmp_path):
     scalars = tensorboard_scalars(str(tmp_path))
     assert scalars["train_loss"] == {1: 1.0, 2: 2.0, 3: 3.0, 4: 4.0, 5: 5.0, 6: 106.0, 7: 107.0, 8: 108.0, 9: 109.0, 10: 110.0}
     assert scalars["eval_perplexity"] == {}  # Logged after the checkpoint by the interrupted attempt.
-    assert len(_lines(tmp_path / "metrics.jsonl")) == 14  # metrics.jsonl keeps everything.
+    # metrics.jsonl too holds each step once: the resumed run's records replace the interrupted attempt's.
+    assert [(r["step"], r["train_loss"]) for r in _lines(tmp_path / "metrics.jsonl")] == [
+        *[(step, float(step)) for step in range(1, 6)], *[(step, 100.0 + step) for step in range(6, 11)]
+    ]
+
+
+def test_a_failed_write_leaves_no_partial_line(tmp_path, monkeypatch):
+    """A file-size limit or a full disk mid-line: the line is truncated away, and the error names the file."""
+    writer = MetricsWriter(str(tmp_path))
+    writer.write({"step": 1, "train_loss": 1.0})
+    write = os.write
+
+    def short_then_full(fd, data):
+        if len(data) > 4:
+            return write(fd, bytes(data[:4]))
+        raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
+
+    monkeypatch.setattr(os, "write", short_then_full)
+    path = str(tmp_path / "metrics.jsonl")
+    with pytest.raises(OSError, match=re.escape(f"[Errno {errno.EFBIG}] File too large: '{path}'")):
+        writer.write({"step": 2, "train_loss": 2.0})
+    monkeypatch.undo()
+    writer.write({"step": 3, "train_loss": 3.0})
+    assert _lines(path) == [{"step": 1, "train_loss": 1.0}, {"step": 3, "train_loss": 3.0}]
+
+
+def test_a_resumed_run_drops_a_partial_last_line(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1, "train_loss": 1.0}\nnot json, kept\n{"step": 2, "train_lo')
+    MetricsWriter(str(tmp_path), start_step=2).write({"step": 3, "train_loss": 3.0})
+    assert path.read_text() == '{"step": 1, "train_loss": 1.0}\nnot json, kept\n{"step": 3, "train_loss": 3.0}\n'
 
 
 def test_only_process_zero_writes(tmp_path, monkeypatch):

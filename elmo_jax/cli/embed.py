@@ -1,0 +1,112 @@
+"""ELMo representations of a file of sentences, or the token embeddings of a vocabulary (`elmo-embed`).
+
+  elmo-embed --options options.json --weights weights.hdf5 \\
+      --input sentences.txt --output elmo.hdf5 [--batch_size 32] [--stateless] [--vocab_to_cache vocab.txt] \\
+      [--layers all|top|average] [--engine auto|cpu|xla]
+  elmo-embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
+  elmo-embed --options options.json --weights weights.hdf5 --token_embeddings vocab.txt --output tokens.hdf5
+
+Input: one whitespace-tokenized sentence per line (UTF-8). Output: one float32 dataset per input
+line, named by its 0-based line number, `(n_layers + 1, n_tokens, 2 * projection_dim)` (`--layers
+all`) or `(n_tokens, 2 * projection_dim)` (`top`, `average`); stateful over batches of
+--batch_size consecutive lines unless --stateless. The formats in full: elmo_jax/inference/embedder.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from absl import flags
+
+from elmo_jax import compilation_cache, host_memory, quiet_logs
+from elmo_jax.atomic_write import check_not_inputs
+from elmo_jax.cli import tool_flags
+from elmo_jax.inference.embedder import (
+    ENGINES, LAYER_MODES, dump_token_embeddings, embed_file, embedder_from_bilm_files, embedder_from_workdir,
+    read_vocabulary_words,
+)
+from elmo_jax.interop.bilm_hdf5 import workdir_inputs
+
+_FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
+flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)
+flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=_FLAGS)
+flags.DEFINE_string(
+    "workdir", None,
+    "elmo-jax training workdir (instead of --options/--weights); a word-input biLM "
+    "(model.token_encoder='word') maps words to ids by its vocab.txt, unknown words -> <UNK> as in training",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
+flags.DEFINE_string("input", None, "sentences, one whitespace-tokenized sentence per line", flag_values=_FLAGS)
+flags.DEFINE_string(
+    "token_embeddings", None, "vocabulary file: write the token embeddings of its words instead", flag_values=_FLAGS
+)
+flags.DEFINE_string("output", None, "hdf5 file to write", flag_values=_FLAGS)
+flags.DEFINE_integer("batch_size", 1, "consecutive lines per batch (state rows)", flag_values=_FLAGS)
+flags.DEFINE_bool("stateless", False, "reset the LSTM states every batch", flag_values=_FLAGS)
+flags.DEFINE_enum(
+    "layers", "all", LAYER_MODES,
+    "per sentence: all layers (n_layers + 1, n, 2P), the top layer or their average (n, 2P)", flag_values=_FLAGS,
+)
+flags.DEFINE_string(
+    "vocab_to_cache", None,
+    "vocabulary file: compute its words' token embeddings once, up front (same output; char-CNN biLMs only)",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_enum(
+    "engine", "auto", ENGINES,
+    "what computes the char CNN and the LSTMs: C++ kernels built for this CPU on first use (cpu), jitted XLA "
+    "(xla), or the kernels when computing on the CPU in float32 (auto)",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
+flags.DEFINE_string(
+    compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
+)
+
+_INPUT_FLAGS = ("input", "token_embeddings", "options", "weights", "vocab_to_cache")  # Files --output must not be.
+
+
+def _embed() -> None:
+    """The CLI: checks the flags' combinations, then writes --output."""
+    if (_FLAGS.workdir is None) == (_FLAGS.options is None and _FLAGS.weights is None):
+        raise tool_flags.UsageError("give either --options and --weights, or --workdir")
+    if _FLAGS.workdir is None and (_FLAGS.options is None or _FLAGS.weights is None):
+        raise tool_flags.UsageError("--options and --weights go together")
+    if (_FLAGS.input is None) == (_FLAGS.token_embeddings is None):
+        raise tool_flags.UsageError("give exactly one of --input and --token_embeddings")
+    if _FLAGS.batch_size < 1:
+        raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
+    inputs = [(f"--{name}", _FLAGS[name].value) for name in _INPUT_FLAGS]
+    check_not_inputs([("--output", _FLAGS.output)], inputs + workdir_inputs(_FLAGS.workdir))
+    quiet_logs.configure(_FLAGS.log_library)
+    compilation_cache.configure(_FLAGS.compilation_cache)
+    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
+    cache = read_vocabulary_words(_FLAGS.vocab_to_cache) if _FLAGS.vocab_to_cache else None
+    stateful = not _FLAGS.stateless
+    if _FLAGS.workdir is not None:
+        embedder = embedder_from_workdir(
+            _FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful, cache, engine=_FLAGS.engine
+        )
+    else:
+        embedder = embedder_from_bilm_files(
+            _FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful, cache, engine=_FLAGS.engine
+        )
+    if _FLAGS.input is not None:
+        n = embed_file(embedder, _FLAGS.input, _FLAGS.output, layers=_FLAGS.layers)
+        print(f"wrote {n} sentences to {_FLAGS.output}")
+    else:
+        n = dump_token_embeddings(embedder, _FLAGS.token_embeddings, _FLAGS.output)
+        print(f"wrote {n} token embeddings to {_FLAGS.output}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`elmo-embed` / `python -m elmo_jax.cli.embed`: the exit status (elmo_jax.cli.tool_flags)."""
+    return tool_flags.run(
+        _FLAGS, argv, _embed, doc=__doc__, required=["output"], errors=(ValueError, RuntimeError, OSError)
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Export a training checkpoint as bilm-tf/AllenNLP files (`elmo-export`).
+
+  elmo-export --workdir runs/demo --options out/options.json --weights out/weights.hdf5 [--step N] \\
+      [--softmax_weights out/softmax.hdf5 --vocab out/vocab.txt]
+
+With the softmax and the vocabulary, `elmo-evaluate --options ... --weights ... --softmax_weights ...
+--vocab ... --eval_files GLOB` gives the checkpoint's perplexity from these files. The files are
+written as one set (all or none) and carry one export id, so files of two exports are not
+evaluated or embedded together. The format: elmo_jax/interop/bilm_hdf5.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from absl import flags
+
+from elmo_jax import quiet_logs
+from elmo_jax.cli import tool_flags
+from elmo_jax.interop.bilm_hdf5 import export_checkpoint
+
+_FLAGS = flags.FlagValues()  # The export CLI's own flags (see elmo_jax.cli.tool_flags).
+flags.DEFINE_string("workdir", None, "elmo-jax training workdir", flag_values=_FLAGS)
+flags.DEFINE_string("options", None, "options.json to write", flag_values=_FLAGS)
+flags.DEFINE_string("weights", None, "hdf5 weight file to write", flag_values=_FLAGS)
+flags.DEFINE_integer("step", None, "checkpoint step (default: the latest)", flag_values=_FLAGS)
+flags.DEFINE_string(
+    "softmax_weights", None, "also write the softmax (softmax/W, softmax/b) to this hdf5 file", flag_values=_FLAGS
+)
+flags.DEFINE_string(
+    "vocab", None, "also write the vocabulary (one word per line, softmax row order)", flag_values=_FLAGS
+)
+flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
+
+
+def _export() -> None:
+    """The CLI: `export_checkpoint` with the flags."""
+    quiet_logs.configure(_FLAGS.log_library)
+    export_checkpoint(
+        _FLAGS.workdir, _FLAGS.options, _FLAGS.weights, _FLAGS.step, _FLAGS.softmax_weights, _FLAGS.vocab
+    )
+    written = [path for path in (_FLAGS.options, _FLAGS.weights, _FLAGS.softmax_weights, _FLAGS.vocab) if path]
+    print(f"wrote {', '.join(written)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`elmo-export` / `python -m elmo_jax.cli.export`: the exit status (elmo_jax.cli.tool_flags)."""
+    return tool_flags.run(
+        _FLAGS, argv, _export, doc=__doc__, required=["workdir", "options", "weights"],
+        errors=(ValueError, RuntimeError, OSError),
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

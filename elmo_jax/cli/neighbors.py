@@ -1,0 +1,93 @@
+"""Contextual nearest neighbours of a word in a sentence (`elmo-neighbors`; Peters et al. 2018, Table 4).
+
+  elmo-neighbors --workdir runs/demo --corpus 'ptb.train.txt' \\
+      --query "he will play the role of the king" --word 2 [--layer L] [--k 5] [--same_word]
+  elmo-neighbors --options options.json --weights weights.hdf5 --corpus 'text/*.txt' ...
+
+Prints the k corpus tokens whose layer-L representation is nearest to the query word's, and the k
+corpus words nearest by token embedding; what each list holds: elmo_jax/inference/neighbors.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from absl import flags
+
+from elmo_jax import compilation_cache, host_memory, quiet_logs
+from elmo_jax.cli import tool_flags
+from elmo_jax.data.sources import expand_globs
+from elmo_jax.inference.embedder import count_lines, embedder_from_bilm_files, embedder_from_workdir
+from elmo_jax.inference.neighbors import (
+    check_layer, check_query, format_report, nearest_words, read_corpus, scan_corpus,
+)
+
+_FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
+flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)
+flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=_FLAGS)
+flags.DEFINE_string("workdir", None, "elmo-jax training workdir (instead of --options/--weights)", flag_values=_FLAGS)
+flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
+flags.DEFINE_string("corpus", None, "comma-separated globs of text files, one sentence a line", flag_values=_FLAGS)
+flags.DEFINE_string("query", None, "the query sentence, whitespace-tokenized", flag_values=_FLAGS)
+flags.DEFINE_integer("word", None, "0-based index of the query word in --query", flag_values=_FLAGS)
+flags.DEFINE_integer("layer", None, "ELMo layer: 0 = token embeddings (default: top LSTM)", flag_values=_FLAGS)
+flags.DEFINE_integer("k", 5, "neighbours per list", flag_values=_FLAGS)
+flags.DEFINE_bool("same_word", False, "contexts: only occurrences of the query word", flag_values=_FLAGS)
+flags.DEFINE_integer("max_words", 100_000, "word list: among the N most frequent corpus words", flag_values=_FLAGS)
+flags.DEFINE_integer("batch_size", 32, "corpus lines per embedder batch", flag_values=_FLAGS)
+flags.DEFINE_bool("no_progress", False, "no progress bar", flag_values=_FLAGS)
+flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
+flags.DEFINE_string(
+    compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
+)
+
+
+def _check_flags() -> None:
+    """Raises UsageError (a one-line error) for bad flag combinations and values."""
+    if (_FLAGS.workdir is None) == (_FLAGS.options is None and _FLAGS.weights is None):
+        raise tool_flags.UsageError("give either --workdir, or --options and --weights (not both, not neither)")
+    if _FLAGS.workdir is None and (_FLAGS.options is None or _FLAGS.weights is None):
+        raise tool_flags.UsageError("--options and --weights go together")
+    for flag in ("k", "batch_size", "max_words"):
+        if _FLAGS[flag].value < 1:
+            raise tool_flags.UsageError(f"--{flag} must be >= 1, got {_FLAGS[flag].value}")
+
+
+def _neighbors() -> None:
+    """The CLI: both lists of the query word on stdout."""
+    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
+    quiet_logs.configure(_FLAGS.log_library)
+    compilation_cache.configure(_FLAGS.compilation_cache)
+    _check_flags()
+    query = _FLAGS.query.split()
+    check_query(query, _FLAGS.word)
+    paths = expand_globs(_FLAGS.corpus)
+    if not paths:
+        raise ValueError(f"--corpus {_FLAGS.corpus!r} names no file")
+    if _FLAGS.workdir is not None:
+        embedder = embedder_from_workdir(_FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful=False)
+    else:
+        embedder = embedder_from_bilm_files(_FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful=False)
+    layer = embedder.n_outputs - 1 if _FLAGS.layer is None else _FLAGS.layer
+    check_layer(embedder, layer)
+    progress = not _FLAGS.no_progress
+    total = sum(count_lines(path) for path in paths) if progress else None
+    scan = scan_corpus(
+        embedder, read_corpus(paths), query, _FLAGS.word, layer, _FLAGS.k, _FLAGS.same_word, total, progress
+    )
+    words = nearest_words(embedder, query[_FLAGS.word], scan.word_counts, _FLAGS.k, _FLAGS.max_words)
+    n_words = min(_FLAGS.max_words, len(scan.word_counts))
+    print(format_report(query, _FLAGS.word, layer, embedder.n_outputs - 1, _FLAGS.same_word, scan, words, n_words))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`elmo-neighbors` / `python -m elmo_jax.cli.neighbors`: the exit status (elmo_jax.cli.tool_flags)."""
+    return tool_flags.run(
+        _FLAGS, argv, _neighbors, doc=__doc__, required=["corpus", "query", "word"],
+        errors=(ValueError, RuntimeError, OSError),
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
