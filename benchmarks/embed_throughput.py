@@ -8,7 +8,7 @@ Benchmark-only: needs `pip install torch` (not a dependency of elmo-jax). For ea
 writes random weights in a released ELMo shape (`small`: configs/elmo_small.py, LSTM 1024/128,
 1 highway layer; `original`: configs/elmo_original.py, 4096/512, 2 highway layers; both with
 the 2048-filter char CNN) as bilm-tf files with elmo-jax's exporter, and loads them into both
-`elmo_jax.embed.embedder_from_bilm_files(..., stateful=False)` and
+`elmo_jax.inference.embedder.embedder_from_bilm_files(..., stateful=False)` and
 benchmarks/pytorch_embed.py's `TorchElmo` (stateless too: zero LSTM states every batch, so both
 compute the same thing). The input is the first `--sentences` sentences of the PTB test set.
 
@@ -23,7 +23,7 @@ takes `vocab_to_cache` (checked at run time), a second row also precomputes the 
 vocabulary in both (untimed: `setup_s`). Each record also has both frameworks' float32 matmul
 peak (2048 x 2048, measured once per run), the largest difference between the two outputs on the
 first batch, the machine and what computed elmo-jax's char CNN and LSTMs (`jax_engine`: `cpu`,
-the C++ kernels of elmo_jax/cpu_kernels, or `xla`; `--engine` chooses, default `auto`: the
+the C++ kernels of elmo_jax/inference/cpu_kernels, or `xla`; `--engine` chooses, default `auto`: the
 kernels where the embedder has them and they build). MFU: the pass's model FLOPs (`pass_gflop`:
 the LSTMs at every position, the highway layers and token projection once per distinct word;
 convolutions and elementwise work not counted) per second, over each framework's own matmul peak.
@@ -59,15 +59,15 @@ import torch
 from benchmarks.pytorch_embed import TorchElmo, read_bilm_files
 from benchmarks.pytorch_embed import matmul_peak_gflops as torch_matmul_peak_gflops
 from benchmarks.throughput import matmul_peak_gflops as jax_matmul_peak_gflops
-from elmo_jax import host_memory
+from elmo_jax.runtime import host_memory
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.data.sources import ptb_sentences
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
-from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files
+from elmo_jax.inference.embedder import ElmoEmbedder, embedder_from_bilm_files
 from elmo_jax.interop.bilm_hdf5 import save_options, save_weights
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.flops import forward_flops_per_direction
-from elmo_jax.training import parallel
+from elmo_jax.runtime import data_parallel
 from elmo_jax.training.state import init_params
 
 MODELS = ("small", "original")  # configs/elmo_<name>.py
@@ -242,7 +242,7 @@ def run_benchmark(args: argparse.Namespace) -> list[dict]:
         **machine(),
         "sentences": len(sentences),
         "tokens": sum(len(s) for s in sentences),
-        "jax_matmul_peak_gflops": round(jax_matmul_peak_gflops(parallel.make_mesh(), jnp.float32), 1),
+        "jax_matmul_peak_gflops": round(jax_matmul_peak_gflops(data_parallel.make_mesh(), jnp.float32), 1),
         "torch_matmul_peak_gflops": round(torch_matmul_peak_gflops(), 1),
         "torch_conv": args.conv,
         "torch_token_cache": args.torch_token_cache,
@@ -399,7 +399,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    host_memory.reuse_freed_memory()  # As elmo_jax.embed's CLI: before JAX starts its CPU backend.
+    host_memory.reuse_freed_memory()  # As elmo_jax.inference.embedder's CLI: before JAX starts its CPU backend.
     torch.set_num_threads(args.threads or os.cpu_count())
     if args.check:
         for what, result in run_check().items():

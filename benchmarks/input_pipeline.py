@@ -37,7 +37,7 @@ import numpy as np
 from absl import app, flags
 from ml_collections import config_flags
 
-from elmo_jax.config_flags import define_config_flag
+from elmo_jax.cli.config_flags import define_config_flag
 from elmo_jax.data.batching import BiLMBatcher, Prefetcher
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 from elmo_jax.data.sources import TextFileSource

@@ -5,7 +5,7 @@
       ...
 
 Benchmark-only: needs `pip install torch` (not a dependency of elmo-jax); benchmarks/embed_throughput.py
-runs it side by side with `elmo_jax.embed` and checks that both agree (`--check`). It reads the
+runs it side by side with `elmo_jax.inference.embedder` and checks that both agree (`--check`). It reads the
 bilm-tf/AllenNLP files (options.json + hdf5) by dataset name and computes what bilm-tf's
 `BidirectionalLanguageModel` and AllenNLP's `Elmo` compute, written from their equations (as
 tests/reference/bilm_numpy.py states them), not from elmo-jax's code:

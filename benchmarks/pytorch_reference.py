@@ -39,7 +39,7 @@ What is optimised here (eager mode):
     global-norm clipping that rescales only when the norm exceeds the limit;
   * process tuning: torch.set_num_threads(os.cpu_count()), OMP_WAIT_POLICY=ACTIVE (set before
     torch loads; on this VM a sleeping OpenMP thread takes milliseconds to wake), and the glibc
-    malloc tuning elmo-jax's entry points use (`elmo_jax.host_memory`), so freed activations are
+    malloc tuning elmo-jax's entry points use (`elmo_jax.runtime.host_memory`), so freed activations are
     reused rather than page-faulted in again every step.
 `--compile`: torch.compile (inductor, compiled in-process) of the encoder and the loss head
 ("regional"; with `--lstm=autograd` the LSTM cell step too, compiled once and called per step);
@@ -91,7 +91,7 @@ from ml_collections import config_flags
 # Reuses throughput.py's flags (--config, --steps, --vocab_size) and its synthetic batches.
 from benchmarks.pytorch_embed import matmul_peak_gflops
 from benchmarks.throughput import throughput_record, zipf_batch
-from elmo_jax import host_memory
+from elmo_jax.runtime import host_memory
 from elmo_jax.model.softmax import unique_sampling_tries
 
 FLAGS = flags.FLAGS
@@ -109,7 +109,7 @@ flags.DEFINE_enum("softmax_update", "dense", ["dense", "rows"],
                   "rows (Adagrad/SGD only).")
 flags.DEFINE_enum("conv", "unfold", ["conv1d", "unfold"], "Char CNN: unfold + matmul, or F.conv1d (oneDNN).")
 flags.DEFINE_boolean("malloc_tuning", True,
-                     "elmo_jax.host_memory's glibc malloc tuning (as train.py): freed activations are "
+                     "elmo_jax.runtime.host_memory's glibc malloc tuning (as train.py): freed activations are "
                      "reused instead of page-faulted in again every step.")
 flags.DEFINE_integer("threads", 0, "torch threads (0 = os.cpu_count()).")
 flags.DEFINE_integer("warmup", 2, "Untimed warm-up steps (compilation happens here).")

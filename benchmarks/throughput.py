@@ -27,12 +27,12 @@ import numpy as np
 from absl import app, flags
 from ml_collections import config_flags
 
-from elmo_jax import host_memory
-from elmo_jax.config_flags import define_config_flag
+from elmo_jax.runtime import host_memory
+from elmo_jax.cli.config_flags import define_config_flag
 from elmo_jax.model.bilm import DTYPES, bilm_from_config
 from elmo_jax.model import precision
 from elmo_jax.model.flops import train_flops_per_token
-from elmo_jax.training import parallel
+from elmo_jax.runtime import data_parallel
 from elmo_jax.training.trainer import build_trainer
 
 FLAGS = flags.FLAGS
@@ -132,14 +132,14 @@ def main(argv: list[str]) -> None:
     host_memory.reuse_freed_memory()  # As train.py: before JAX starts its CPU backend.
     config = FLAGS.config
     vocab_size = FLAGS.vocab_size or 793471
-    mesh = parallel.make_mesh()
+    mesh = data_parallel.make_mesh()
     batch, steps = config.train.batch_size, config.train.unroll_steps
-    parallel.check_batch_size(batch, mesh, "train.batch_size")
+    data_parallel.check_batch_size(batch, mesh, "train.batch_size")
     chars = config.data.max_chars_per_token
     model = bilm_from_config(config.model, vocab_size)
     state, train_step, _ = build_trainer(model, config, mesh, 1_000_000)
     rng = np.random.default_rng(0)
-    batches = [parallel.shard_batch(zipf_batch(rng, vocab_size, batch, steps, chars), mesh) for _ in range(4)]
+    batches = [data_parallel.shard_batch(zipf_batch(rng, vocab_size, batch, steps, chars), mesh) for _ in range(4)]
 
     for i in range(2):  # Compile and warm up.
         state, metrics = train_step(state, batches[i % 4])

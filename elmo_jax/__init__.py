@@ -4,7 +4,8 @@ The public API, each name imported on first use (so `import elmo_jax.data` stays
 
 - ELMo representations: `ElmoEmbedder`, `embedder_from_bilm_files`, `embedder_from_workdir`;
   inside a Flax task model: `Elmo`, `batch_to_ids`, `batch_to_word_ids`, `with_bilm_params`, `ScalarMix`.
-- The model: `BiLM`, `bilm_from_config`; a workdir's params: `load_params`.
+- The model: `BiLM`, `bilm_from_config`; a training workdir's run: `load_run` (config, params,
+  vocabulary), `load_params`.
 - bilm-tf/AllenNLP files: `load_options`, `save_options`, `load_weights`, `save_weights`,
   `load_softmax`, `save_softmax`, `export_checkpoint`.
 """
@@ -18,13 +19,14 @@ _HOMES = {
     "batch_to_ids": "elmo_jax.elmo",
     "batch_to_word_ids": "elmo_jax.elmo",
     "with_bilm_params": "elmo_jax.elmo",
-    "ElmoEmbedder": "elmo_jax.embed",
-    "embedder_from_bilm_files": "elmo_jax.embed",
-    "embedder_from_workdir": "elmo_jax.embed",
+    "ElmoEmbedder": "elmo_jax.inference.embedder",
+    "embedder_from_bilm_files": "elmo_jax.inference.embedder",
+    "embedder_from_workdir": "elmo_jax.inference.embedder",
     "ScalarMix": "elmo_jax.model.scalar_mix",
     "BiLM": "elmo_jax.model.bilm",
     "bilm_from_config": "elmo_jax.model.bilm",
-    "load_params": "elmo_jax.training.checkpoint",
+    "load_params": "elmo_jax.interop.workdir",
+    "load_run": "elmo_jax.interop.workdir",
     "load_options": "elmo_jax.interop.bilm_hdf5",
     "save_options": "elmo_jax.interop.bilm_hdf5",
     "load_weights": "elmo_jax.interop.bilm_hdf5",

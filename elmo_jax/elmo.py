@@ -54,7 +54,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, words_to_char_ids
-from elmo_jax.embed import ElmoEmbedder, PretrainedBiLM, bilm_from_files, bilm_from_workdir, check_embeddable
+from elmo_jax.inference.embedder import (
+    ElmoEmbedder, PretrainedBiLM, bilm_from_files, bilm_from_workdir, check_embeddable,
+)
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.model.scalar_mix import ScalarMix
@@ -122,7 +124,7 @@ def _check_bilm(bilm: BiLM) -> None:
     if bilm.token_encoder != "char_cnn":
         raise ValueError(
             f"Elmo needs a char-CNN biLM, got model.token_encoder={bilm.token_encoder!r}: embed a word-input "
-            "biLM with elmo_jax.embed (embedder_from_workdir)"
+            "biLM with elmo_jax.inference.embedder (embedder_from_workdir)"
         )
 
 
@@ -160,7 +162,7 @@ def _bilm_layers(
     bilm: BiLM, inputs: dict[str, jax.Array], mask: jax.Array, state: list[LSTMState]
 ) -> tuple[jax.Array, list[LSTMState]]:
     """The ELMo layers `[L + 1, B, T, 2P]` of sentences with boundaries (mask `[B, T]`) and the final
-    LSTM states. Layer 0 = `[x; x]`, layer j = `[forward_j; backward_j]`, as `elmo_jax.embed`; zeros
+    LSTM states. Layer 0 = `[x; x]`, layer j = `[forward_j; backward_j]`, as `elmo_jax.inference.embedder`; zeros
     at masked positions. `inputs`: `{'char_ids': [B, T, C]}`, or the cached words' token
     embeddings `{'token_embeddings': [B, T, P]}` (`_add_boundary_positions`) and the char ids
     `{'boundary_char_ids': [2, C]}` of `<S>` and `</S>`, which the char CNN embeds."""

@@ -1,4 +1,4 @@
-"""Shared test setup: repository root on sys.path (for `configs`), the host-memory tuning of the
+"""Shared test setup: repository root on sys.path (for `tests` and `benchmarks`), the host-memory tuning of the
 entry points (before JAX starts), and one real tiny training run shared by the tests that read a
 workdir."""
 
@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from elmo_jax import compilation_cache, host_memory  # noqa: E402
+from elmo_jax.runtime import compilation_cache, host_memory  # noqa: E402
 
 host_memory.reuse_freed_memory()
 # The tools run in process must not cache this process's compilations on disk (scripts run as

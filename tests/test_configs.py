@@ -8,7 +8,7 @@ import pytest
 from elmo_jax.config.overrides import apply_overrides
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training import parallel
+from elmo_jax.runtime import data_parallel
 from elmo_jax.training import state as state_lib
 from elmo_jax.training.state import dummy_inputs
 from elmo_jax.training.trainer import build_trainer
@@ -119,13 +119,13 @@ def test_ablation_preset_trains_two_steps(preset, monkeypatch):
     apply_overrides(config, TINY_SHAPES, "TINY_SHAPES")
     vocab_size = 40
     model = bilm_from_config(config.model, vocab_size)
-    mesh = parallel.make_mesh(jax.devices()[:1])
+    mesh = data_parallel.make_mesh(jax.devices()[:1])
     state, step, _ = build_trainer(model, config, mesh, config.train.num_steps)
     initial = jax.device_get(state.params)
     rng = np.random.default_rng(0)
     for _ in range(2):
         batch = random_batch(rng, vocab_size, config.train.batch_size, config.train.unroll_steps, config.data.max_chars_per_token)
-        state, metrics = step(state, parallel.shard_batch(batch, mesh))
+        state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
         assert np.isfinite(float(metrics["train_loss"]))
     assert int(state.step) == 2
     changed = jax.tree.map(lambda a, b: not np.array_equal(a, b), initial, jax.device_get(state.params))

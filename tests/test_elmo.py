@@ -16,10 +16,10 @@ import optax
 import pytest
 
 from elmo_jax.elmo import CACHE_NAME, Elmo, batch_to_ids, batch_to_word_ids, with_bilm_params
-from elmo_jax.embed import embedder_from_bilm_files, embedder_from_workdir
+from elmo_jax.inference.embedder import embedder_from_bilm_files, embedder_from_workdir
 from elmo_jax.model.bilm import BiLM
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
-from tests.test_embed import ATOL, RTOL, options
+from tests.inference.test_embedder import ATOL, RTOL, options
 from tests.training.helpers import make_checkpoint_workdir
 
 DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "elmo_in_flax.md")
@@ -39,7 +39,7 @@ MIXES = [([0.3, -1.2, 0.8, 0.1], 1.7), ([-0.5, 0.4, 1.1, -2.0], 0.6)]
 @pytest.fixture(scope="module")
 def bilm(tmp_path_factory):
     """(options path, weights path, NumPy reference) of a random 3-layer biLM with skip connections,
-    LSTM 12 -> 6 (as tests/test_embed.py's `skip_bilm`)."""
+    LSTM 12 -> 6 (as tests/inference/test_embedder.py's `skip_bilm`)."""
     directory = tmp_path_factory.mktemp("model")
     opts = options(True)
     options_path, weights_path = str(directory / "options.json"), str(directory / "weights.hdf5")

@@ -19,14 +19,15 @@ from typing import Sequence
 
 from absl import flags
 
-from elmo_jax import compilation_cache, host_memory, quiet_logs
-from elmo_jax.atomic_write import check_not_inputs
+from elmo_jax.runtime import compilation_cache, host_memory
+from elmo_jax.runtime import quiet_logs
+from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
+from elmo_jax.data.vocab import read_words
 from elmo_jax.inference.embedder import (
     ENGINES, LAYER_MODES, dump_token_embeddings, embed_file, embedder_from_bilm_files, embedder_from_workdir,
-    read_vocabulary_words,
 )
-from elmo_jax.interop.bilm_hdf5 import workdir_inputs
+from elmo_jax.interop.workdir import workdir_inputs
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
 flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)
@@ -83,7 +84,7 @@ def _embed() -> None:
     quiet_logs.configure(_FLAGS.log_library)
     compilation_cache.configure(_FLAGS.compilation_cache)
     host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-    cache = read_vocabulary_words(_FLAGS.vocab_to_cache) if _FLAGS.vocab_to_cache else None
+    cache = read_words(_FLAGS.vocab_to_cache) if _FLAGS.vocab_to_cache else None
     stateful = not _FLAGS.stateless
     if _FLAGS.workdir is not None:
         embedder = embedder_from_workdir(

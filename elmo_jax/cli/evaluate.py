@@ -11,7 +11,7 @@ data.eval_files, data.tfds_*); a model key (model.*, data.max_chars_per_token, d
 differs from the trained model's is an error naming it. Prints a table and writes
 WORKDIR/eval_<split>_<step>.json.
 
-A bilm-tf/AllenNLP model (as released, or as `python -m elmo_jax.interop.bilm_hdf5` exports a
+A bilm-tf/AllenNLP model (as released, or as `elmo-export` exports a
 checkpoint) is built from its options.json; the rest of the config is the schema's defaults (configs/default.py), or
 `--config`'s with its overrides (e.g. --config.eval.batch_size, --config.data.streams). Prints a
 table; `--output` writes the result as JSON, with the fields of a workdir's evaluation.
@@ -22,10 +22,12 @@ import sys
 from absl import app, flags
 
 from elmo_jax.config import schema
-from elmo_jax import compilation_cache, host_memory, quiet_logs
+from elmo_jax.runtime.atomic_write import exit_on_sigterm
+from elmo_jax.runtime import compilation_cache, host_memory
+from elmo_jax.runtime import quiet_logs
 from elmo_jax.config import validate
-from elmo_jax.config_flags import define_config_flag, flags_parser
-from elmo_jax.evaluation import bilm_files_from_flags, evaluate_bilm_files, evaluate_checkpoint
+from elmo_jax.cli.config_flags import define_config_flag, flags_parser
+from elmo_jax.evaluation.perplexity import bilm_files_from_flags, evaluate_bilm_files, evaluate_checkpoint
 
 FLAGS = flags.FLAGS
 define_config_flag(
@@ -57,10 +59,13 @@ def main(argv: list[str]) -> None:
         quiet_logs.configure(FLAGS.log_library)
         compilation_cache.configure(FLAGS.compilation_cache)
         files = bilm_files_from_flags(FLAGS.flag_values_dict())
-        if files is None:
-            evaluate_checkpoint(FLAGS.workdir, FLAGS.config, FLAGS.split, FLAGS.eval_files, FLAGS.step, FLAGS.output)
-        else:
-            evaluate_bilm_files(files, FLAGS.eval_files, FLAGS.config or schema.get_config(), FLAGS.output)
+        with exit_on_sigterm():  # A SIGTERM removes a half-written --output, then exits 143.
+            if files is None:
+                evaluate_checkpoint(
+                    FLAGS.workdir, FLAGS.config, FLAGS.split, FLAGS.eval_files, FLAGS.step, FLAGS.output
+                )
+            else:
+                evaluate_bilm_files(files, FLAGS.eval_files, FLAGS.config or schema.get_config(), FLAGS.output)
     except (ValueError, RuntimeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)

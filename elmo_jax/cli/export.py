@@ -16,7 +16,7 @@ from typing import Sequence
 
 from absl import flags
 
-from elmo_jax import quiet_logs
+from elmo_jax.runtime import quiet_logs
 from elmo_jax.cli import tool_flags
 from elmo_jax.interop.bilm_hdf5 import export_checkpoint
 

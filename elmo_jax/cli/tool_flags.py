@@ -1,5 +1,5 @@
 """absl flags for the tools whose `main(argv)` returns an exit status: elmo-embed, elmo-export,
-elmo-vocab, elmo-report and `python -m elmo_jax.neighbors`.
+elmo-vocab, elmo-report and `elmo-neighbors`.
 
 train.py and evaluate.py define their flags on absl's global FLAGS and run under `app.run`, which
 parses them once and exits the process. A tool's `main(argv)` is also called in process, many
@@ -20,6 +20,8 @@ import sys
 from typing import Callable, Mapping, Sequence
 
 from absl import flags
+
+from elmo_jax.runtime.atomic_write import exit_on_sigterm
 
 HELP_ARGS = ("-h", "--help", "--helpshort", "--helpfull")  # argparse's and absl's spellings.
 
@@ -50,7 +52,8 @@ def run(
         print(f"{doc.strip()}\n{flag_values.get_help(include_special_flags=False)}")
         return 0
     try:
-        body(*_parse(flag_values, argv, required, positional))
+        with exit_on_sigterm():  # A SIGTERM removes what the tool was writing, then exits 143.
+            body(*_parse(flag_values, argv, required, positional))
     except (UsageError, *errors) as e:
         return _error(e)
     return 0

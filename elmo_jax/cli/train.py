@@ -13,12 +13,13 @@ import sys
 
 from absl import app, flags
 
-from elmo_jax import compilation_cache, host_memory, quiet_logs
+from elmo_jax.runtime import compilation_cache, host_memory
+from elmo_jax.runtime import quiet_logs
 from elmo_jax.config import validate
-from elmo_jax.config_flags import define_config_flag, flags_parser
+from elmo_jax.cli.config_flags import define_config_flag, flags_parser
 from elmo_jax.training import preemption
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
-from elmo_jax.training.parallel import initialize_distributed
+from elmo_jax.runtime.data_parallel import initialize_distributed
 
 FLAGS = flags.FLAGS
 define_config_flag("Path to a config file (configs/*.py).")

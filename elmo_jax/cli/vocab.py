@@ -1,8 +1,8 @@
-"""Vocabulary tools for text corpora of any size (run as `python -m elmo_jax.data.vocab_cli`).
+"""Vocabulary tools for text corpora of any size (`elmo-vocab`, or `python -m elmo_jax.cli.vocab`).
 
-  python -m elmo_jax.data.vocab_cli build --input 'corpus/train-*.txt' --output vocab.txt \\
+  elmo-vocab build --input 'corpus/train-*.txt' --output vocab.txt \\
       [--min_count N] [--max_size N] [--nocounts]
-  python -m elmo_jax.data.vocab_cli stats --input 'corpus/valid.txt' [--vocab vocab.txt]
+  elmo-vocab stats --input 'corpus/valid.txt' [--vocab vocab.txt]
 
 Files (comma-separated globs; UTF-8, optionally gzip, one whitespace-tokenized sentence per line)
 are streamed line by line, so memory grows with the number of distinct words only.
@@ -10,53 +10,16 @@ are streamed line by line, so memory grows with the number of distinct words onl
 
 from __future__ import annotations
 
-import collections
-import os
 import sys
-from dataclasses import dataclass
 from typing import Sequence
 
 from absl import flags
-from tqdm import tqdm
 
-from elmo_jax.atomic_write import check_not_inputs
+from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
-from elmo_jax.data.sources import TextFileSource, expand_globs
+from elmo_jax.data.sources import expand_globs
 from elmo_jax.data.vocab import SPECIAL_TOKENS, Vocabulary
-
-_PROGRESS_EVERY = 4096  # Sentences between progress-bar updates.
-
-
-@dataclass
-class CorpusCounts:
-    """Word counts of a corpus and its number of sentences."""
-
-    words: collections.Counter
-    sentences: int
-
-    @property
-    def tokens(self) -> int:
-        return sum(self.words.values())
-
-
-def count_words(patterns: str, progress: bool = True) -> CorpusCounts:
-    """Counts the words of text files in one streamed pass (progress bar in bytes on disk)."""
-    source = TextFileSource(patterns, shuffle=False, num_epochs=1)
-    total = sum(os.path.getsize(f) for f in source.files)
-    counts = CorpusCounts(collections.Counter(), 0)
-
-    def bytes_read() -> int:
-        return int(total * min(source.epochs_at(source.state_dict()), 1.0))
-
-    with tqdm(total=total, unit="B", unit_scale=True, desc="reading", disable=not progress) as bar:
-        for sentence in source:
-            counts.words.update(sentence)
-            counts.sentences += 1
-            if counts.sentences % _PROGRESS_EVERY == 0:
-                bar.update(bytes_read() - bar.n)
-        bar.update(total - bar.n)
-    return counts
-
+from elmo_jax.data.word_counts import count_words
 
 # Each command's own flags (see elmo_jax.cli.tool_flags).
 _BUILD = flags.FlagValues()
@@ -124,7 +87,7 @@ def _stats_main(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m elmo_jax.data.vocab_cli` / `elmo-vocab`: the exit status (elmo_jax.cli.tool_flags)."""
+    """`elmo-vocab` / `python -m elmo_jax.cli.vocab`: the exit status (elmo_jax.cli.tool_flags)."""
     return tool_flags.run_commands({"build": _build_main, "stats": _stats_main}, argv, doc=__doc__)
 
 

@@ -5,6 +5,8 @@ which values each key allows. Any key can be overridden on the command line, e.g
 `--config.model.lstm.dim=1024`; `--config=configs/default.py` (or `--config=default`) runs it as is.
 """
 
+from typing import Any, Mapping
+
 import ml_collections
 
 
@@ -128,3 +130,20 @@ def get_config() -> ml_collections.ConfigDict:
     init.softmax_weights = ""  # Its softmax hdf5 (softmax/W [V, P], softmax/b [V]); "" = a fresh softmax.
     init.vocab_file = ""  # Its vocabulary, line i = softmax row i (with init.softmax_weights).
     return config
+
+
+def with_defaults(partial: Mapping[str, Any]) -> ml_collections.ConfigDict:
+    """`partial` (nested dicts: a saved config.json, the model of an options.json) with every key
+    it lacks, at any depth, taken from `get_config()`: so readers index keys instead of guessing
+    defaults of their own."""
+    return ml_collections.ConfigDict(_merged(dict(partial), get_config().to_dict()))
+
+
+def _merged(partial: dict, defaults: dict) -> dict:
+    merged = dict(partial)
+    for key, value in defaults.items():
+        if key not in merged:
+            merged[key] = value
+        elif isinstance(value, dict) and isinstance(merged[key], Mapping):
+            merged[key] = _merged(dict(merged[key]), value)
+    return merged

@@ -423,3 +423,22 @@ class TextFileSource:
 def read_sentences(patterns: str | Sequence[str]) -> list[list[str]]:
     """All sentences of text files, in file order (for evaluation)."""
     return list(TextFileSource(patterns, shuffle=False, num_epochs=1))
+
+
+def read_lines(path: str) -> Iterator[list[str]]:
+    """The whitespace-split tokens of every line of one UTF-8 file, an empty line giving [] (what is
+    embedded line by line, keyed by line number); invalid bytes become U+FFFD with one warning.
+    `read_sentences` is the training and evaluation reader: globs, gzip, empty lines skipped."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: input file not found")
+    warned = False
+    with open(path, "rb") as f:
+        for line_no, raw in enumerate(f, start=1):  # Binary lines split on b"\n" only.
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = raw.decode("utf-8", errors="replace")
+                if not warned:
+                    logging.warning("%s:%d: invalid UTF-8 replaced by U+FFFD (first such line)", path, line_no)
+                    warned = True
+            yield text.split()

@@ -2,7 +2,7 @@
 
 One token per line: `<S>`, `</S>`, `<UNK>` first, then words by descending training frequency
 (the sampled softmax's log-uniform sampler assumes this order). An optional second
-tab-separated column holds the count. `python -m elmo_jax.data.vocab_cli build|stats` builds one from
+tab-separated column holds the count. `elmo-vocab build|stats` builds one from
 text files of any size and reports OOV rates (elmo_jax/data/vocab_cli.py).
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from elmo_jax.atomic_write import write_atomic
+from elmo_jax.runtime.atomic_write import write_atomic
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 
 SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
@@ -134,6 +134,25 @@ class Vocabulary:
         with open(path, "w", encoding="utf-8") as f:
             for i, word in enumerate(self.words):
                 f.write(f"{word}\t{self.counts[i]}\n" if with_counts and self.counts is not None else f"{word}\n")
+
+
+def read_words(path: str) -> list[str]:
+    """The first tab-separated field of each line: a word list in the vocabulary format, special
+    tokens and counts optional (the words whose token embeddings are wanted); `Vocabulary.load`
+    reads a vocabulary to train or evaluate with."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: vocabulary file not found")
+    words = []
+    with open(path, "rb") as f:
+        for line_no, raw in enumerate(f, start=1):
+            try:
+                word = raw.decode("utf-8").split("\t")[0].strip()
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}:{line_no}: not valid UTF-8 ({e.reason})") from None
+            if not word:
+                raise ValueError(f"{path}:{line_no}: empty token")
+            words.append(word)
+    return words
 
 
 # A checkpoint's params with one row per vocabulary word: (what, keys to the array).

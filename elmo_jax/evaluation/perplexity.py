@@ -8,7 +8,7 @@ partial batch is masked rather than dropped. perplexity = exp(mean of the two di
 NLL), as bilm-tf reports it.
 
 A workdir's model is built from its config.json and its params restored without the optimizer
-state (`training.checkpoint.restore_params`); a bilm-tf/AllenNLP model from its options.json,
+state (`interop.workdir.restore_params`); a bilm-tf/AllenNLP model from its options.json,
 hdf5 weights, softmax hdf5 and vocabulary. Both go through the same `Evaluator`, so their results
 have the same fields and, for an exported checkpoint, the same values.
 """
@@ -16,7 +16,6 @@ have the same fields and, for an exported checkpoint, the same values.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from typing import Any, Callable, Mapping, Sequence
@@ -28,20 +27,21 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 from tqdm import tqdm
 
-from elmo_jax.atomic_write import check_not_inputs, write_json_atomic
+from elmo_jax.runtime.atomic_write import check_not_inputs, write_json_atomic
+from elmo_jax.config.overrides import apply_overrides, as_json, leaves
 from elmo_jax.data import corpus
 from elmo_jax.data.corpus import count_positions, evaluation_batcher
 from elmo_jax.data.sources import DataError, read_sentences
-from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
-from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, workdir_inputs
+from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.export_sets import check_one_export
 from elmo_jax.interop.softmax_hdf5 import load_softmax
 from elmo_jax.model import softmax as softmax_lib
 from elmo_jax.model.bilm import Batch, BiLM, bilm_from_config, stack_directions
 from elmo_jax.model.lstm import LSTMState
-from elmo_jax.training import parallel
-from elmo_jax.training.checkpoint import CheckpointError, checkpoint_directory, restore_params, saved_config
-from elmo_jax.training.parallel import AXIS
+from elmo_jax.runtime import data_parallel
+from elmo_jax.interop.workdir import load_run, saved_config, workdir_inputs
+from elmo_jax.runtime.data_parallel import AXIS
 
 
 def make_eval_step(
@@ -71,7 +71,7 @@ def make_eval_step(
 def parallel_eval_step(per_device_step: Callable, mesh: jax.sharding.Mesh, params: Any, lstm_state: Any) -> Callable:
     """jit(shard_map(per_device_step)): params replicated, LSTM states and batch split."""
     params_spec = jax.tree.map(lambda _: P(), params)
-    lstm_spec = parallel.lstm_state_spec(lstm_state)
+    lstm_spec = data_parallel.lstm_state_spec(lstm_state)
     mapped = jax.shard_map(
         per_device_step, mesh=mesh, in_specs=(params_spec, lstm_spec, P(AXIS)), out_specs=(lstm_spec, P()),
         check_vma=False,
@@ -83,7 +83,7 @@ class Evaluator:
     """Compiles the eval step once; call it with params and sentences for perplexity."""
 
     def __init__(self, model: BiLM, vocab: Vocabulary, config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh):
-        parallel.check_batch_size(config.eval.batch_size, mesh, "eval.batch_size")
+        data_parallel.check_batch_size(config.eval.batch_size, mesh, "eval.batch_size")
         self.model, self.vocab, self.mesh, self.data = model, vocab, mesh, config.data
         self.batch_size = config.eval.batch_size
         self.unroll_steps = config.eval.unroll_steps
@@ -103,7 +103,7 @@ class Evaluator:
         )
         lstm_state = jax.device_put(
             self.model.initial_state(self.batch_size),
-            parallel.shardings(self.mesh, parallel.lstm_state_spec(self.model.initial_state(1))),
+            data_parallel.shardings(self.mesh, data_parallel.lstm_state_spec(self.model.initial_state(1))),
         )
         if self._step is None:
             self._step = parallel_eval_step(self._per_device_step, self.mesh, params, lstm_state)
@@ -113,7 +113,7 @@ class Evaluator:
         sums, seen = [], 0
         with tqdm(total=total, desc="eval", unit="tok", disable=not progress or proc != 0, leave=False) as bar:
             for batch in batcher:
-                lstm_state, batch_sums = self._step(params, lstm_state, parallel.shard_batch(batch, self.mesh))
+                lstm_state, batch_sums = self._step(params, lstm_state, data_parallel.shard_batch(batch, self.mesh))
                 sums.append(batch_sums)
                 n = int(batch["forward"]["mask"].sum()) * n_proc
                 seen += n
@@ -158,14 +158,9 @@ def restore_model(
     The params are replicated over the mesh of all devices, as the evaluation step takes them;
     only they are read from the checkpoint. The vocabulary must have a line per softmax row.
     """
-    directory = checkpoint_directory(workdir)
-    vocab_path = os.path.join(workdir, "vocab.txt")
-    if not os.path.exists(vocab_path):
-        raise CheckpointError(f"{workdir}: no vocab.txt (is this a training workdir?)")
-    mesh = parallel.make_mesh()
-    params, step = restore_params(directory, step, NamedSharding(mesh, P()))
-    vocab = checkpoint_vocabulary(vocab_path, params)
-    return bilm_from_config(config.model, len(vocab)), params, vocab, step, mesh
+    mesh = data_parallel.make_mesh()
+    run = load_run(workdir, step, NamedSharding(mesh, P()))
+    return bilm_from_config(config.model, len(run.vocab)), run.params, run.vocab, run.step, mesh
 
 
 # Keys a config given to evaluate.py may change: how and on what the model is evaluated.
@@ -181,25 +176,9 @@ class ConfigMismatchError(ValueError):
     """A config given for evaluation changes the model that the workdir trained."""
 
 
-def _leaves(tree: dict, prefix: str = "") -> dict[str, object]:
-    """{'model.lstm.dim': 16, ...}: the dotted key of every non-dict value of a nested dict."""
-    leaves: dict[str, object] = {}
-    for name, value in tree.items():
-        if isinstance(value, dict):
-            leaves.update(_leaves(value, f"{prefix}{name}."))
-        else:
-            leaves[f"{prefix}{name}"] = value
-    return leaves
-
-
 def _matches(key: str, patterns: tuple[str, ...]) -> bool:
     """`key` is one of `patterns`, or under one that ends with a dot."""
     return any(key == p or (p.endswith(".") and key.startswith(p)) for p in patterns)
-
-
-def _as_json(value: object) -> object:
-    """`value` as config.json stores it (tuples become lists), for comparing with a saved value."""
-    return json.loads(json.dumps(value))
 
 
 def evaluation_config(workdir: str, given: ml_collections.ConfigDict | None = None) -> ml_collections.ConfigDict:
@@ -213,15 +192,11 @@ def evaluation_config(workdir: str, given: ml_collections.ConfigDict | None = No
     config = saved_config(workdir)
     if given is None:
         return config
-    saved = _leaves(config.to_dict())
-    for key, value in _leaves(given.to_dict()).items():
+    saved = leaves(config.to_dict())
+    for key, value in leaves(given.to_dict()).items():
         if _matches(key, EVALUATION_KEYS):
-            *parents, leaf = key.split(".")
-            node = config
-            for name in parents:
-                node = node[name]
-            node[leaf] = value
-        elif _matches(key, MODEL_KEYS) and key in saved and _as_json(value) != saved[key]:
+            apply_overrides(config, {key: value}, source="--config")
+        elif _matches(key, MODEL_KEYS) and key in saved and as_json(value) != saved[key]:
             raise ConfigMismatchError(
                 f"--config sets {key}={value!r}, but the model in {workdir} was trained with {key}={saved[key]!r} "
                 "(its config.json): evaluation always builds the trained model, drop the override"
@@ -275,7 +250,7 @@ def evaluate_checkpoint(
 @dataclasses.dataclass(frozen=True)
 class BilmFiles:
     """A bilm-tf/AllenNLP model: options.json, hdf5 weights, softmax hdf5 and vocabulary (line i
-    is softmax row i), as the released ELMo models and `python -m elmo_jax.interop.bilm_hdf5` give them."""
+    is softmax row i), as the released ELMo models and `elmo-export` give them."""
 
     options: str
     weights: str
@@ -363,7 +338,7 @@ def evaluate_bilm_files(
     params = bilm_params(files, config, vocab)
     sentences = read_sentences(eval_files)
     model = bilm_from_config(config.model, len(vocab))
-    mesh = parallel.make_mesh()
+    mesh = data_parallel.make_mesh()
     params = jax.device_put(params, NamedSharding(mesh, P()))
     result = {"step": None, **Evaluator(model, vocab, config, mesh)(params, sentences)}
     _report(result, f"files @ {files.weights}", outputs)

@@ -1,7 +1,7 @@
 """Compare training runs: curves of training loss and evaluation perplexity, and a Markdown table
 of each run's final metrics.
 
-  python -m elmo_jax.report runs/a runs/b --output report.png
+`elmo-report runs/a runs/b --output report.png` (elmo_jax/cli/report.py).
 
 Reads each workdir's `metrics.jsonl` (training and evaluation records by step) and `config.json`
 (tokens per step = train.batch_size x train.unroll_steps). Draws train loss and eval perplexity
@@ -21,9 +21,7 @@ import statistics
 import sys
 from typing import Any, Sequence
 
-from absl import flags
 
-from elmo_jax.cli import tool_flags
 
 
 class ReportError(ValueError):
@@ -261,25 +259,3 @@ def run_names(run_dirs: Sequence[str]) -> list[str]:
     """Directory names, or the paths as given when two runs share a name."""
     names = [os.path.basename(os.path.normpath(d)) for d in run_dirs]
     return names if len(set(names)) == len(names) else list(run_dirs)
-
-
-_FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
-flags.DEFINE_string("output", "report.png", "figure to write (PNG)", flag_values=_FLAGS)
-
-
-def _report(*run_dirs: str) -> None:
-    """The CLI: the table of the runs on stdout, their figure in --output."""
-    runs = [load_run(d, name) for d, name in zip(run_dirs, run_names(run_dirs))]
-    fig = figure(runs)  # Before any output: without matplotlib, only the error line.
-    print(markdown_table(runs))
-    fig.savefig(_FLAGS.output, dpi=100)
-    print(f"wrote {_FLAGS.output}", file=sys.stderr)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m elmo_jax.report RUN_DIR...` / `elmo-report`: the exit status (elmo_jax.cli.tool_flags)."""
-    return tool_flags.run(_FLAGS, argv, _report, doc=__doc__, positional="RUN_DIR", errors=(ReportError, OSError))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

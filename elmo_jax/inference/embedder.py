@@ -1,12 +1,5 @@
-"""ELMo representations of sentences: library API and CLI.
-
-  python -m elmo_jax.embed --options options.json --weights weights.hdf5 \\
-      --input sentences.txt --output elmo.hdf5 [--batch_size 32] [--stateless] [--vocab_to_cache vocab.txt] \\
-      [--layers all|top|average] [--engine auto|cpu|xla]
-  python -m elmo_jax.embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
-  python -m elmo_jax.embed --workdir runs/ptb_word_small --input sentences.txt --output elmo.hdf5
-  python -m elmo_jax.embed --options options.json --weights weights.hdf5 \\
-      --token_embeddings vocab.txt --output tokens.hdf5
+"""ELMo representations of sentences: `ElmoEmbedder` and the file formats of `elmo-embed`
+(elmo_jax/cli/embed.py).
 
 Input: one whitespace-tokenized sentence per line, UTF-8; invalid bytes are replaced by U+FFFD
 (with a warning). `<S>`/`</S>` are added internally. Tokens longer than
@@ -43,7 +36,7 @@ each starting from the state after `<S>` (forward) or `</S>` (backward), which i
 every sentence, so a sentence of n words runs n steps, not n + 2. The streams run in chunks of
 time steps, only the rows still running (`ragged_lstm`), so almost no position is padding. On
 CPUs (`--engine auto`, the default) C++ kernels built for the machine on first use
-(`elmo_jax.cpu_kernels`) compute instead: the char CNN of a group's new words in one call, and
+(`elmo_jax.inference.cpu_kernels`) compute instead: the char CNN of a group's new words in one call, and
 all of a group's LSTM steps in another, each direction on its own core; nothing is compiled by
 XLA. With `--engine xla`, compilations: one char-CNN shape and one first-layer input matmul per
 padded word count (64 x 1, 1.5, 2, 3, 4, 6, ...) and one LSTM chunk per running-row count (1, 2,
@@ -61,7 +54,6 @@ import functools
 import heapq
 import logging
 import os
-import sys
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import h5py
@@ -69,21 +61,19 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-from absl import flags
 from tqdm import tqdm
 
-from elmo_jax import compilation_cache, host_memory, quiet_logs
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
-from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
-from elmo_jax.atomic_write import check_not_inputs, write_atomic
-from elmo_jax.cli import tool_flags
-from elmo_jax.cpu_kernels import CpuCharCnn, CpuLstmStack, KernelUnavailable
-from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, workdir_inputs
+from elmo_jax.data.sources import read_lines
+from elmo_jax.data.vocab import Vocabulary, read_words
+from elmo_jax.runtime.atomic_write import write_atomic
+from elmo_jax.inference.cpu_kernels import CpuCharCnn, CpuLstmStack, KernelUnavailable
+from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.export_sets import check_one_export
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
-from elmo_jax.ragged_lstm import run_lstms
-from elmo_jax.token_cache import TokenEmbeddingCache, WordTokenEmbeddings
+from elmo_jax.inference.ragged_lstm import run_lstms
+from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings
 
 GROUP_POSITIONS = 8192  # `embed_sentences` runs the LSTMs over consecutive batches of about this many positions.
 LAYER_MODES = ("all", "top", "average")  # What `embed_file` writes per sentence (`select_layers`).
@@ -390,17 +380,15 @@ def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
     """The biLM of an elmo-jax training checkpoint (latest step by default), in float32 whatever
     model.dtype it trained in; a word-input biLM comes with the workdir's vocab.txt, which must have
     a line per row of its tables (`checkpoint_vocabulary`)."""
-    from elmo_jax.training.checkpoint import load_params  # Imported here: only this path needs orbax.
+    from elmo_jax.interop.workdir import load_run, workdir_vocabulary  # Imported here: only this path needs orbax.
 
-    config, params = load_params(workdir, step)
+    run = load_run(workdir, step, with_vocab=False)
+    config, params = run.config, run.params
     model_config = ml_collections.ConfigDict(config.model.to_dict())
     model_config.dtype, model_config.dropout = "float32", 0.0
     vocab = None
     if model_config.token_encoder == "word":  # Its token embeddings are rows by vocabulary id.
-        vocab_path = os.path.join(workdir, "vocab.txt")
-        if not os.path.exists(vocab_path):
-            raise ValueError(f"{workdir}: no vocab.txt, which a word-input biLM needs to map words to ids")
-        vocab = checkpoint_vocabulary(vocab_path, params)
+        vocab = workdir_vocabulary(workdir, params)
     model = bilm_from_config(model_config, vocab_size=len(vocab) if vocab else 1)
     params = {k: v for k, v in params.items() if k != "softmax"}
     return PretrainedBiLM(model, params, config.data.max_chars_per_token, vocab)
@@ -437,40 +425,6 @@ def embedder_from_workdir(
     )
 
 
-def read_sentences(path: str) -> Iterator[list[str]]:
-    """Whitespace-split lines of a UTF-8 file (an empty line gives []); invalid bytes become U+FFFD."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: input file not found")
-    warned = False
-    with open(path, "rb") as f:
-        for line_no, raw in enumerate(f, start=1):  # Binary lines split on b"\n" only.
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = raw.decode("utf-8", errors="replace")
-                if not warned:
-                    logging.warning("%s:%d: invalid UTF-8 replaced by U+FFFD (first such line)", path, line_no)
-                    warned = True
-            yield text.split()
-
-
-def read_vocabulary_words(path: str) -> list[str]:
-    """The first tab-separated field of each line (bilm-tf / elmo-jax vocabulary files)."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: vocabulary file not found")
-    words = []
-    with open(path, "rb") as f:
-        for line_no, raw in enumerate(f, start=1):
-            try:
-                word = raw.decode("utf-8").split("\t")[0].strip()
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{path}:{line_no}: not valid UTF-8 ({e.reason})") from None
-            if not word:
-                raise ValueError(f"{path}:{line_no}: empty token")
-            words.append(word)
-    return words
-
-
 def count_lines(path: str) -> int:
     """Newlines in the file at `path` (a progress bar's total), read in 1 MiB chunks."""
     with open(path, "rb") as f:
@@ -495,7 +449,7 @@ def embed_file(
     def write(tmp: str) -> None:
         nonlocal count
         with h5py.File(tmp, "w") as out:
-            layers_of = embedder.embed_sentences(read_sentences(input_path))
+            layers_of = embedder.embed_sentences(read_lines(input_path))
             bar = tqdm(layers_of, total=n_lines, unit=" sentences", desc="embed", disable=not progress)
             for i, sentence_layers in enumerate(bar):
                 out.create_dataset(str(i), data=select_layers(sentence_layers, layers))
@@ -507,7 +461,7 @@ def embed_file(
 
 def dump_token_embeddings(embedder: ElmoEmbedder, vocab_path: str, output_path: str) -> int:
     """Writes dataset `embedding` `(n_vocab, P)` for the words of `vocab_path`; returns n_vocab."""
-    embeddings = embedder.token_embeddings(read_vocabulary_words(vocab_path))
+    embeddings = embedder.token_embeddings(read_words(vocab_path))
 
     def write(tmp: str) -> None:
         with h5py.File(tmp, "w") as out:
@@ -515,87 +469,3 @@ def dump_token_embeddings(embedder: ElmoEmbedder, vocab_path: str, output_path: 
 
     write_atomic(output_path, write)
     return len(embeddings)
-
-
-_FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
-flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)
-flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=_FLAGS)
-flags.DEFINE_string(
-    "workdir", None,
-    "elmo-jax training workdir (instead of --options/--weights); a word-input biLM "
-    "(model.token_encoder='word') maps words to ids by its vocab.txt, unknown words -> <UNK> as in training",
-    flag_values=_FLAGS,
-)
-flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
-flags.DEFINE_string("input", None, "sentences, one whitespace-tokenized sentence per line", flag_values=_FLAGS)
-flags.DEFINE_string(
-    "token_embeddings", None, "vocabulary file: write the token embeddings of its words instead", flag_values=_FLAGS
-)
-flags.DEFINE_string("output", None, "hdf5 file to write", flag_values=_FLAGS)
-flags.DEFINE_integer("batch_size", 1, "consecutive lines per batch (state rows)", flag_values=_FLAGS)
-flags.DEFINE_bool("stateless", False, "reset the LSTM states every batch", flag_values=_FLAGS)
-flags.DEFINE_enum(
-    "layers", "all", LAYER_MODES,
-    "per sentence: all layers (n_layers + 1, n, 2P), the top layer or their average (n, 2P)", flag_values=_FLAGS,
-)
-flags.DEFINE_string(
-    "vocab_to_cache", None,
-    "vocabulary file: compute its words' token embeddings once, up front (same output; char-CNN biLMs only)",
-    flag_values=_FLAGS,
-)
-flags.DEFINE_enum(
-    "engine", "auto", ENGINES,
-    "what computes the char CNN and the LSTMs: C++ kernels built for this CPU on first use (cpu), jitted XLA "
-    "(xla), or the kernels when computing on the CPU in float32 (auto)",
-    flag_values=_FLAGS,
-)
-flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
-flags.DEFINE_string(
-    compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
-)
-
-_INPUT_FLAGS = ("input", "token_embeddings", "options", "weights", "vocab_to_cache")  # Files --output must not be.
-
-
-def _embed() -> None:
-    """The CLI: checks the flags' combinations, then writes --output."""
-    if (_FLAGS.workdir is None) == (_FLAGS.options is None and _FLAGS.weights is None):
-        raise tool_flags.UsageError("give either --options and --weights, or --workdir")
-    if _FLAGS.workdir is None and (_FLAGS.options is None or _FLAGS.weights is None):
-        raise tool_flags.UsageError("--options and --weights go together")
-    if (_FLAGS.input is None) == (_FLAGS.token_embeddings is None):
-        raise tool_flags.UsageError("give exactly one of --input and --token_embeddings")
-    if _FLAGS.batch_size < 1:
-        raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
-    inputs = [(f"--{name}", _FLAGS[name].value) for name in _INPUT_FLAGS]
-    check_not_inputs([("--output", _FLAGS.output)], inputs + workdir_inputs(_FLAGS.workdir))
-    quiet_logs.configure(_FLAGS.log_library)
-    compilation_cache.configure(_FLAGS.compilation_cache)
-    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-    cache = read_vocabulary_words(_FLAGS.vocab_to_cache) if _FLAGS.vocab_to_cache else None
-    stateful = not _FLAGS.stateless
-    if _FLAGS.workdir is not None:
-        embedder = embedder_from_workdir(
-            _FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful, cache, engine=_FLAGS.engine
-        )
-    else:
-        embedder = embedder_from_bilm_files(
-            _FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful, cache, engine=_FLAGS.engine
-        )
-    if _FLAGS.input is not None:
-        n = embed_file(embedder, _FLAGS.input, _FLAGS.output, layers=_FLAGS.layers)
-        print(f"wrote {n} sentences to {_FLAGS.output}")
-    else:
-        n = dump_token_embeddings(embedder, _FLAGS.token_embeddings, _FLAGS.output)
-        print(f"wrote {n} token embeddings to {_FLAGS.output}")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m elmo_jax.embed` / `elmo-embed`: the exit status (elmo_jax.cli.tool_flags)."""
-    return tool_flags.run(
-        _FLAGS, argv, _embed, doc=__doc__, required=["output"], errors=(ValueError, RuntimeError, OSError)
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,10 +1,7 @@
 """Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4).
 
-  python -m elmo_jax.neighbors --workdir runs/demo --corpus 'ptb.train.txt' \\
-      --query "he will play the role of the king" --word 2 [--layer L] [--k 5] [--same_word]
-  python -m elmo_jax.neighbors --options options.json --weights weights.hdf5 --corpus 'text/*.txt' ...
-
-Prints two lists for word `--word` (0-based) of the whitespace-tokenized `--query` sentence:
+`elmo-neighbors` (elmo_jax/cli/neighbors.py) prints two lists for word `--word` (0-based) of the
+whitespace-tokenized `--query` sentence:
 
 - the k corpus tokens whose layer-L ELMo representation (default: the top LSTM layer; 0 is the
   token embedding) is nearest to the query word's by cosine similarity, each with its sentence
@@ -17,7 +14,7 @@ Prints two lists for word `--word` (0-based) of the whitespace-tokenized `--quer
 
 Stateless: each corpus line and the query are embedded with zero LSTM states, so a token's
 representation depends on its own sentence only (not on the lines before it, as a stateful
-`python -m elmo_jax.embed` run would make it).
+`elmo-embed` run would make it).
 
 Memory is bounded whatever the corpus size: lines stream through the embedder in batches, and only
 a running top-k of (similarity, line, token) with the text of those k lines is kept, never the
@@ -31,23 +28,13 @@ from __future__ import annotations
 import collections
 import heapq
 import itertools
-import sys
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
-from absl import flags
 from tqdm import tqdm
 
-from elmo_jax import compilation_cache, host_memory, quiet_logs
-from elmo_jax.cli import tool_flags
-from elmo_jax.data.sources import expand_globs
-from elmo_jax.embed import (
-    ElmoEmbedder,
-    count_lines,
-    embedder_from_bilm_files,
-    embedder_from_workdir,
-    read_sentences,
-)
+from elmo_jax.data.sources import read_lines
+from elmo_jax.inference.embedder import ElmoEmbedder
 
 WORD_CHUNK = 4096  # Words per char-CNN call for the token-embedding list (memory: WORD_CHUNK x P).
 MARK = "[[{}]]"  # How the matched token is shown in its sentence.
@@ -137,7 +124,7 @@ def cosine(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
 def read_corpus(paths: Sequence[str]) -> Iterator[CorpusLine]:
     """Every line of the files in order (empty lines included, so line numbers stay right)."""
     for path in paths:
-        for line_no, tokens in enumerate(read_sentences(path), start=1):
+        for line_no, tokens in enumerate(read_lines(path), start=1):
             yield CorpusLine(tokens, f"{path}:{line_no}")
 
 
@@ -253,73 +240,3 @@ def format_report(
     if not words:
         out.append("  (none)")
     return "\n".join(out)
-
-
-_FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
-flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)
-flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=_FLAGS)
-flags.DEFINE_string("workdir", None, "elmo-jax training workdir (instead of --options/--weights)", flag_values=_FLAGS)
-flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
-flags.DEFINE_string("corpus", None, "comma-separated globs of text files, one sentence a line", flag_values=_FLAGS)
-flags.DEFINE_string("query", None, "the query sentence, whitespace-tokenized", flag_values=_FLAGS)
-flags.DEFINE_integer("word", None, "0-based index of the query word in --query", flag_values=_FLAGS)
-flags.DEFINE_integer("layer", None, "ELMo layer: 0 = token embeddings (default: top LSTM)", flag_values=_FLAGS)
-flags.DEFINE_integer("k", 5, "neighbours per list", flag_values=_FLAGS)
-flags.DEFINE_bool("same_word", False, "contexts: only occurrences of the query word", flag_values=_FLAGS)
-flags.DEFINE_integer("max_words", 100_000, "word list: among the N most frequent corpus words", flag_values=_FLAGS)
-flags.DEFINE_integer("batch_size", 32, "corpus lines per embedder batch", flag_values=_FLAGS)
-flags.DEFINE_bool("no_progress", False, "no progress bar", flag_values=_FLAGS)
-flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
-flags.DEFINE_string(
-    compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
-)
-
-
-def _check_flags() -> None:
-    """Raises UsageError (a one-line error) for bad flag combinations and values."""
-    if (_FLAGS.workdir is None) == (_FLAGS.options is None and _FLAGS.weights is None):
-        raise tool_flags.UsageError("give either --workdir, or --options and --weights (not both, not neither)")
-    if _FLAGS.workdir is None and (_FLAGS.options is None or _FLAGS.weights is None):
-        raise tool_flags.UsageError("--options and --weights go together")
-    for flag in ("k", "batch_size", "max_words"):
-        if _FLAGS[flag].value < 1:
-            raise tool_flags.UsageError(f"--{flag} must be >= 1, got {_FLAGS[flag].value}")
-
-
-def _neighbors() -> None:
-    """The CLI: both lists of the query word on stdout."""
-    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-    quiet_logs.configure(_FLAGS.log_library)
-    compilation_cache.configure(_FLAGS.compilation_cache)
-    _check_flags()
-    query = _FLAGS.query.split()
-    check_query(query, _FLAGS.word)
-    paths = expand_globs(_FLAGS.corpus)
-    if not paths:
-        raise ValueError(f"--corpus {_FLAGS.corpus!r} names no file")
-    if _FLAGS.workdir is not None:
-        embedder = embedder_from_workdir(_FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful=False)
-    else:
-        embedder = embedder_from_bilm_files(_FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful=False)
-    layer = embedder.n_outputs - 1 if _FLAGS.layer is None else _FLAGS.layer
-    check_layer(embedder, layer)
-    progress = not _FLAGS.no_progress
-    total = sum(count_lines(path) for path in paths) if progress else None
-    scan = scan_corpus(
-        embedder, read_corpus(paths), query, _FLAGS.word, layer, _FLAGS.k, _FLAGS.same_word, total, progress
-    )
-    words = nearest_words(embedder, query[_FLAGS.word], scan.word_counts, _FLAGS.k, _FLAGS.max_words)
-    n_words = min(_FLAGS.max_words, len(scan.word_counts))
-    print(format_report(query, _FLAGS.word, layer, embedder.n_outputs - 1, _FLAGS.same_word, scan, words, n_words))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m elmo_jax.neighbors`: the exit status (elmo_jax.cli.tool_flags)."""
-    return tool_flags.run(
-        _FLAGS, argv, _neighbors, doc=__doc__, required=["corpus", "query", "word"],
-        errors=(ValueError, RuntimeError, OSError),
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -29,10 +29,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from elmo_jax.cpu_kernels import CpuLstmStack
+from elmo_jax.inference.cpu_kernels import CpuLstmStack
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
-from elmo_jax.token_cache import MIN_WORDS, padded_count
+from elmo_jax.inference.token_cache import MIN_WORDS, padded_count
 
 CHUNK = 8  # Time steps per call.
 ROW_STEP = 8  # Above 8 rows, chunks run a multiple of this many rows.

@@ -27,15 +27,8 @@ inference options (the inference graph prepends the padding row itself); both de
 file and are accepted. `save_options` writes 262, what bilm-tf's inference code expects (AllenNLP
 ignores the key).
 
-Export a trained elmo-jax checkpoint:
-
-  python -m elmo_jax.interop.bilm_hdf5 --workdir runs/demo --options out/options.json \\
-      --weights out/weights.hdf5 [--step N] [--softmax_weights out/softmax.hdf5 --vocab out/vocab.txt]
-
-With the softmax and the vocabulary, `python evaluate.py --options ... --weights ... --softmax_weights
-... --vocab ... --eval_files GLOB` gives the checkpoint's perplexity from these files. The files are
-written as one set (all or none) and carry one export id (elmo_jax.interop.export_sets), so files of
-two exports are not evaluated or embedded together.
+`export_checkpoint` writes a trained elmo-jax checkpoint in this format (`elmo-export`,
+elmo_jax/cli/export.py), as one set of files that carry one export id (elmo_jax.interop.export_sets).
 """
 
 from __future__ import annotations
@@ -43,19 +36,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 from typing import Any, Callable, Mapping, Sequence
 
 import h5py
 import ml_collections
 import numpy as np
-from absl import flags
 
-from elmo_jax import quiet_logs
-from elmo_jax.atomic_write import check_not_inputs, write_atomic, write_files_atomic
-from elmo_jax.cli import tool_flags
+from elmo_jax.runtime.atomic_write import check_not_inputs, write_atomic, write_files_atomic
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.data.vocab import checkpoint_vocabulary
 from elmo_jax.interop.export_sets import EXPORT_ID, WeightFileError, checkpoint_export_id, write_hdf5
 from elmo_jax.interop.softmax_hdf5 import softmax_writer
 from elmo_jax.model.lstm import has_projection
@@ -110,9 +98,9 @@ def _clip(value: Any, key: str, path: str) -> float:
 def load_options(path: str) -> ml_collections.ConfigDict:
     """Reads a bilm-tf/AllenNLP `options.json` into an elmo-jax config.
 
-    Returns `{model: ..., data: {max_chars_per_token}}` where `model` has the keys of
-    `config.model` in configs/default.py, so `bilm_from_config(config.model, vocab_size)` builds
-    the biLM. Unknown or missing keys raise `OptionsError` naming the key.
+    Returns `{model: ..., data: {max_chars_per_token}}`, the keys the file describes: a config
+    updated with it (or `schema.with_defaults` of it) builds the biLM with `bilm_from_config`.
+    Unknown or missing keys raise `OptionsError` naming the key.
     """
     if not os.path.exists(path):
         raise OptionsError(f"{path}: options file not found")
@@ -465,7 +453,8 @@ def export_checkpoint(
     export id (elmo_jax.interop.export_sets). An output that is a file the export reads is refused.
     """
     # Imported here: reading and writing weight files needs no orbax.
-    from elmo_jax.training.checkpoint import checkpoint_directory, restore_params, saved_config
+    from elmo_jax.interop.workdir import checkpoint_directory, restore_params, saved_config, workdir_inputs
+    from elmo_jax.interop.workdir import workdir_vocabulary
 
     outputs = {"--options": options_path, "--weights": weights_path, "--softmax_weights": softmax_path,
                "--vocab": vocab_path}
@@ -482,49 +471,6 @@ def export_checkpoint(
         w, b = params["softmax"]["W"], params["softmax"]["b"]
         writers[softmax_path] = softmax_writer(w, b, softmax_path, this_export)
     if vocab_path:
-        vocab = checkpoint_vocabulary(os.path.join(workdir, "vocab.txt"), params)
+        vocab = workdir_vocabulary(workdir, params)
         writers[vocab_path] = lambda path: vocab.write(path, with_counts=False)
     write_files_atomic(writers)
-
-
-def workdir_inputs(workdir: str | None) -> list[tuple[str, str]]:
-    """What reading a training workdir's model reads, as `check_not_inputs` takes inputs: its
-    config.json, vocab.txt and checkpoints (writing elsewhere in the workdir is fine); none without one."""
-    names = ("config.json", "vocab.txt", "checkpoints") if workdir else ()
-    return [("--workdir", os.path.join(workdir, name)) for name in names]
-
-
-_FLAGS = flags.FlagValues()  # The export CLI's own flags (see elmo_jax.cli.tool_flags).
-flags.DEFINE_string("workdir", None, "elmo-jax training workdir", flag_values=_FLAGS)
-flags.DEFINE_string("options", None, "options.json to write", flag_values=_FLAGS)
-flags.DEFINE_string("weights", None, "hdf5 weight file to write", flag_values=_FLAGS)
-flags.DEFINE_integer("step", None, "checkpoint step (default: the latest)", flag_values=_FLAGS)
-flags.DEFINE_string(
-    "softmax_weights", None, "also write the softmax (softmax/W, softmax/b) to this hdf5 file", flag_values=_FLAGS
-)
-flags.DEFINE_string(
-    "vocab", None, "also write the vocabulary (one word per line, softmax row order)", flag_values=_FLAGS
-)
-flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
-
-
-def _export() -> None:
-    """The CLI: `export_checkpoint` with the flags."""
-    quiet_logs.configure(_FLAGS.log_library)
-    export_checkpoint(
-        _FLAGS.workdir, _FLAGS.options, _FLAGS.weights, _FLAGS.step, _FLAGS.softmax_weights, _FLAGS.vocab
-    )
-    written = [path for path in (_FLAGS.options, _FLAGS.weights, _FLAGS.softmax_weights, _FLAGS.vocab) if path]
-    print(f"wrote {', '.join(written)}")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m elmo_jax.interop.bilm_hdf5` / `elmo-export`: the exit status (elmo_jax.cli.tool_flags)."""
-    return tool_flags.run(
-        _FLAGS, argv, _export, doc=__doc__, required=["workdir", "options", "weights"],
-        errors=(ValueError, RuntimeError, OSError),
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,7 +14,7 @@ from typing import Callable
 import h5py
 import numpy as np
 
-from elmo_jax.atomic_write import write_atomic
+from elmo_jax.runtime.atomic_write import write_atomic
 from elmo_jax.interop.export_sets import WeightFileError, write_hdf5
 
 DATASETS = ("softmax/W", "softmax/b")

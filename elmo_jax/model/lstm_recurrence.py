@@ -39,14 +39,15 @@ from elmo_jax.model.precision import matmul
 FORGET_BIAS = 1.0
 
 
-def _clip(x: jax.Array, clip: float | None) -> jax.Array:
-    return x if clip is None else jnp.clip(x, -clip, clip)
+def clip(x: jax.Array, bound: float | None) -> jax.Array:
+    """x clipped to +-bound (None: no clipping); shared with the Pallas kernels."""
+    return x if bound is None else jnp.clip(x, -bound, bound)
 
 
-def _clip_grad(x: jax.Array, clip: float) -> jax.Array:
+def clip_grad(x: jax.Array, bound: float) -> jax.Array:
     """d clip(x) / dx as jnp.clip's: 1 strictly inside, 0 outside, 1/2 on the boundary."""
     a = jnp.abs(x)
-    return jnp.where(a < clip, 1.0, jnp.where(a == clip, 0.5, 0.0)).astype(x.dtype)
+    return jnp.where(a < bound, 1.0, jnp.where(a == bound, 0.5, 0.0)).astype(x.dtype)
 
 
 def _read(x: jax.Array, t: jax.Array, axis: int) -> jax.Array:
@@ -122,11 +123,11 @@ def _forward(
         sig_i, tanh_j, sig_f, sig_o = (
             jax.nn.sigmoid(i), jnp.tanh(j), jax.nn.sigmoid(f + FORGET_BIAS), jax.nn.sigmoid(o)
         )
-        c_clip = _clip(sig_f * c + sig_i * tanh_j, cell_clip)
+        c_clip = clip(sig_f * c + sig_i * tanh_j, cell_clip)
         m = sig_o * jnp.tanh(c_clip)
         h_raw = matmul("dbk,dkp->dbp", m, w_proj, dtype) if projected else m
         c_new = jnp.where(m_t, c_clip, c)
-        h_new = jnp.where(m_t, _clip(h_raw, proj_clip), h)
+        h_new = jnp.where(m_t, clip(h_raw, proj_clip), h)
         if save:
             values = (jnp.concatenate([sig_i, tanh_j, sig_f, sig_o], axis=-1), c)
             values += (m,) if projected else ()
@@ -173,18 +174,18 @@ def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotang
         sig_i, tanh_j, sig_f, sig_o = jnp.split(gates, 4, axis=-1)
         c_prev = _read(c_prev_all, t, axis)
         c_raw = sig_f * c_prev + sig_i * tanh_j
-        tanh_c = jnp.tanh(_clip(c_raw, cell_clip))
+        tanh_c = jnp.tanh(clip(c_raw, cell_clip))
         m_t = _read(mask, t, axis)
         dh = dh + _read(d_hs, t, axis)
         # Where the mask is 0 the state passed through unchanged: its cotangent goes straight back,
         # and the step itself gets none (dz = 0, dh' = 0).
         dh_raw = jnp.where(m_t, dh, 0.0)
         if proj_clip is not None:
-            dh_raw = dh_raw * _clip_grad(_read(h_raw_all[0], t, axis), proj_clip)
+            dh_raw = dh_raw * clip_grad(_read(h_raw_all[0], t, axis), proj_clip)
         d_m = matmul("dbp,dkp->dbk", dh_raw, w_proj_c, dtype) if projected else dh_raw
         dc_raw = jnp.where(m_t, dc, 0.0) + d_m * sig_o * (1.0 - tanh_c * tanh_c)
         if cell_clip is not None:
-            dc_raw = dc_raw * _clip_grad(c_raw, cell_clip)
+            dc_raw = dc_raw * clip_grad(c_raw, cell_clip)
         dz = jnp.concatenate(
             [
                 dc_raw * tanh_j * sig_i * (1.0 - sig_i),

@@ -66,7 +66,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from elmo_jax.model.lstm_recurrence import FORGET_BIAS, _clip, _clip_grad, recurrence_inputs, stacked_shape
+from elmo_jax.model.lstm_recurrence import FORGET_BIAS, clip, clip_grad, recurrence_inputs, stacked_shape
 from elmo_jax.model.precision import matmul
 
 DEFAULT_BLOCK_BATCH = 16
@@ -171,7 +171,7 @@ def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, project
             sig_i, tanh_j = jax.nn.sigmoid(z[0]), jnp.tanh(z[1])
             sig_f, sig_o = jax.nn.sigmoid(z[2] + FORGET_BIAS), jax.nn.sigmoid(z[3])
             c = cs[k]
-            c_clip = _clip(sig_f * c + sig_i * tanh_j, cfg.cell_clip)
+            c_clip = clip(sig_f * c + sig_i * tanh_j, cfg.cell_clip)
             m = sig_o * jnp.tanh(c_clip)
             new_cs.append(jnp.where(live, c_clip, c))
             if save:
@@ -189,7 +189,7 @@ def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, project
         if projected:
             if save and cfg.proj_clip is not None:
                 h_raw_ref[_at(axis, t)] = h_raw
-            h_new = jnp.where(live, _clip(h_raw, cfg.proj_clip), hs[0])
+            h_new = jnp.where(live, clip(h_raw, cfg.proj_clip), hs[0])
             hs_ref[_at(axis, t)] = h_new
             new_hs.append(h_new)
         return tuple(new_cs), tuple(new_hs)
@@ -227,7 +227,7 @@ def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projec
         if projected:
             dh_raw = jnp.where(live, dhs[0], 0.0)
             if cfg.proj_clip is not None:
-                dh_raw = dh_raw * _clip_grad(h_raw_ref[_at(axis, t)], cfg.proj_clip)
+                dh_raw = dh_raw * clip_grad(h_raw_ref[_at(axis, t)], cfg.proj_clip)
             dh_raw_ref[_at(axis, t)] = dh_raw
         acc = [jnp.zeros_like(dh) for dh in dhs]  # dz_t W_hidden^T, by piece of h
         new_dcs = []
@@ -238,11 +238,11 @@ def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projec
             sig_i, tanh_j, sig_f, sig_o = (gates_ref[_at(axis, t, gate_cols(g, k))] for g in range(4))
             c_prev = c_prev_ref[_at(axis, t, hid[k])]
             c_raw = sig_f * c_prev + sig_i * tanh_j
-            tanh_c = jnp.tanh(_clip(c_raw, cfg.cell_clip))
+            tanh_c = jnp.tanh(clip(c_raw, cfg.cell_clip))
             dc = dcs[k]
             dc_raw = jnp.where(live, dc, 0.0) + d_m * sig_o * (1.0 - tanh_c * tanh_c)
             if cfg.cell_clip is not None:
-                dc_raw = dc_raw * _clip_grad(c_raw, cfg.cell_clip)
+                dc_raw = dc_raw * clip_grad(c_raw, cfg.cell_clip)
             dz = (
                 dc_raw * tanh_j * sig_i * (1.0 - sig_i),
                 dc_raw * sig_i * (1.0 - tanh_j * tanh_j),

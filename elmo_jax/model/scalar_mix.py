@@ -31,7 +31,7 @@ class ScalarMix(nn.Module):
 
     @nn.compact
     def __call__(self, layers: jax.Array | Sequence[jax.Array], mask: jax.Array | None = None) -> jax.Array:
-        """layers: `[K, ..., dim]` (e.g. one output of `elmo_jax.embed`, `[L + 1, n_tokens, 2P]`)
+        """layers: `[K, ..., dim]` (e.g. one output of `elmo_jax.inference.embedder`, `[L + 1, n_tokens, 2P]`)
         or a list of K arrays `[..., dim]`; mask: `[...]` (nonzero = real token), used only by
         the layer norm (default: every position). Returns `[..., dim]`."""
         layers = jnp.stack(layers) if isinstance(layers, (list, tuple)) else jnp.asarray(layers)

@@ -3,9 +3,11 @@ holds either its old content or the complete new one, and a set of files written
 (`write_files_atomic`) is all old or all new.
 
 New content goes to a temporary beside its path, named `<path>.tmp<pid>`, fsynced, then renamed
-over the path. The temporary is removed when the write fails, also on SIGTERM (whose default action
-would end the process without running that cleanup: `exit_on_sigterm`), and a later write to the
-same path removes temporaries left by processes that no longer run (a SIGKILL, a power cut).
+over the path. The temporary is removed when the write fails, also on SIGTERM in the commands that
+run inside `exit_on_sigterm` (the tools: SIGTERM's default action would end the process without
+that cleanup; training keeps its own pre-emption handling), and a later write to the same path
+removes temporaries left by processes that no longer run (a SIGKILL, a power cut). Writing never
+changes the process's signal handlers.
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ def _raise_exit(signum: int, frame: Any) -> None:
 
 @contextlib.contextmanager
 def exit_on_sigterm() -> Iterator[None]:
-    """Within it, SIGTERM raises SystemExit(143), so `finally` blocks (removing temporaries) run.
+    """Within it, SIGTERM raises SystemExit(143), so `finally` blocks (removing temporaries) run:
+    what a command that writes outputs runs in (`cli.tool_flags.run`, evaluate).
 
     Only where SIGTERM would otherwise end the process at once (its default action, in the main
-    thread): a handler of the program's own (training's pre-emption) is left in place.
+    thread): a handler of the program's own is left in place.
     """
     main_thread = threading.current_thread() is threading.main_thread()
     if not main_thread or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
@@ -129,20 +132,19 @@ def write_files_atomic(writers: Mapping[str, Callable[[str], None]]) -> None:
         tmps = {path: os.path.join(staging, os.path.basename(p)) for path, p in paths.items()}
     else:
         staging, tmps = None, {path: f"{p}{_TMP}{os.getpid()}" for path, p in paths.items()}
-    with exit_on_sigterm():
-        try:
-            if staging:
-                remove_stale_temporaries(new_directory)
-                os.makedirs(staging)
-            for path, write in writers.items():
-                _write_one(path, tmps[path], write)
-            _commit(tmps, paths, staging, new_directory)
-        finally:
-            if staging:
-                shutil.rmtree(staging, ignore_errors=True)
-            for tmp in tmps.values():
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(tmp)
+    try:
+        if staging:
+            remove_stale_temporaries(new_directory)
+            os.makedirs(staging)
+        for path, write in writers.items():
+            _write_one(path, tmps[path], write)
+        _commit(tmps, paths, staging, new_directory)
+    finally:
+        if staging:
+            shutil.rmtree(staging, ignore_errors=True)
+        for tmp in tmps.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
 
 
 def _commit(tmps: Mapping[str, str], paths: Mapping[str, str], staging: str | None, directory: str | None) -> None:

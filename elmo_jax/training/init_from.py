@@ -9,13 +9,12 @@ starts fresh: bilm-tf's files hold no optimizer state.
 
 from __future__ import annotations
 
-from typing import Any
 
 import ml_collections
 import numpy as np
 
 from elmo_jax.config import schema
-from elmo_jax.config.overrides import apply_overrides
+from elmo_jax.config.overrides import apply_overrides, as_json, get_key
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.softmax_hdf5 import load_softmax
@@ -38,17 +37,6 @@ SHAPE_KEYS = (
 )
 
 
-def _get(config: ml_collections.ConfigDict, key: str) -> Any:
-    for part in key.split("."):
-        config = config[part]
-    return config
-
-
-def _plain(value: Any) -> Any:
-    """Lists for tuples, so `((1, 8),)` and `[[1, 8]]` compare equal."""
-    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
-
-
 def config_with_init_model(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """`config` with the shape of the model `config.init.options` describes.
 
@@ -61,12 +49,12 @@ def config_with_init_model(config: ml_collections.ConfigDict) -> ml_collections.
         raise ValueError("config.init.softmax_weights and config.init.vocab_file go together (line i = softmax row i)")
     model_config = load_options(config.init.options)
     defaults = schema.get_config()
-    shape = {key: _get(model_config, key) for key in SHAPE_KEYS}
+    shape = {key: get_key(model_config, key) for key in SHAPE_KEYS}
     for key, wanted in shape.items():
-        given = _plain(_get(config, key))
-        if given != _plain(_get(defaults, key)) and given != _plain(wanted):
+        given = as_json(get_key(config, key))
+        if given != as_json(get_key(defaults, key)) and given != as_json(wanted):
             raise ValueError(
-                f"{key}={given!r} disagrees with {config.init.options} ({_plain(wanted)!r}): continued training "
+                f"{key}={given!r} disagrees with {config.init.options} ({as_json(wanted)!r}): continued training "
                 "takes the model's shape from config.init.options, drop the key"
             )
     updated = ml_collections.ConfigDict(config.to_dict())

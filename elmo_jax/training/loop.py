@@ -33,7 +33,9 @@ from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.perplexity import Evaluator, format_table
 from elmo_jax.model.bilm import BiLM, bilm_from_config
-from elmo_jax.training import init_from, parallel, run_info, workdir_lock
+from elmo_jax.runtime import workdir_lock
+from elmo_jax.training import init_from, run_info
+from elmo_jax.runtime import data_parallel
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
 from elmo_jax.runtime.atomic_write import write_json_atomic
 from elmo_jax.config import validate
@@ -201,7 +203,7 @@ class _Run:
                 batch = next(self.batches, None)  # Fetch only when a step will use it: the data state stays exact.
                 if batch is None:
                     break
-                self.state, metrics = train_step(self.state, parallel.shard_batch(batch, mesh))
+                self.state, metrics = train_step(self.state, data_parallel.shard_batch(batch, mesh))
                 self.step += 1
                 self.window.append((self.step, metrics))
                 bar.update(1)
@@ -297,8 +299,8 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict
     """The run, in a created and locked `workdir`."""
     if config.init.options:
         config = init_from.config_with_init_model(config)
-    mesh = parallel.make_mesh()
-    parallel.check_batch_size(config.train.batch_size, mesh, "train.batch_size")
+    mesh = data_parallel.make_mesh()
+    data_parallel.check_batch_size(config.train.batch_size, mesh, "train.batch_size")
     if config.train.batch_size % jax.process_count():
         raise ValueError(f"train.batch_size={config.train.batch_size} must divide by the process count")
 

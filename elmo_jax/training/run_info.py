@@ -21,7 +21,7 @@ from typing import Any
 
 import jax
 
-from elmo_jax.atomic_write import write_json_atomic
+from elmo_jax.runtime.atomic_write import write_json_atomic
 
 FILENAME = "run_info.json"
 # Distributions whose versions change results or performance.

@@ -57,10 +57,3 @@ def create_train_state(
         rng=jax.random.key_data(rng),
         tx=tx,
     )
-
-
-def abstract_train_state(
-    model: BiLM, tx: optax.GradientTransformation, seed: int, batch_size: int, max_chars: int
-) -> TrainState:
-    """The state's structure with `jax.ShapeDtypeStruct` leaves, computed without running init."""
-    return jax.eval_shape(lambda: create_train_state(model, tx, seed, batch_size, max_chars))

@@ -20,7 +20,7 @@ from elmo_jax.model.bilm import Batch, BiLM, stack_directions
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.model import softmax as softmax_lib
 from elmo_jax.training import softmax_rows
-from elmo_jax.training.parallel import AXIS
+from elmo_jax.runtime.data_parallel import AXIS
 from elmo_jax.training.state import TrainState
 
 NONFINITE_POLICIES = ("stop", "skip")

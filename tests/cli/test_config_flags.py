@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from elmo_jax import config_flags
+from elmo_jax.cli import config_flags
 from tests.entry_points import run_script
 
 TINY = "--config=configs/tests/tiny.py"

@@ -10,10 +10,7 @@ import sys
 import pytest
 from absl import flags
 
-from elmo_jax import embed, neighbors, report
-from elmo_jax.cli import tool_flags
-from elmo_jax.data import vocab_cli
-from elmo_jax.interop import bilm_hdf5
+from elmo_jax.cli import embed, export, neighbors, report, tool_flags, vocab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = "A toy tool.\n\n  toy --name N [--count C] [--flag]\n"
@@ -123,9 +120,9 @@ def test_commands(capsys):
 # Each tool's main, the arguments before its flags, and one of its flags.
 TOOLS = {
     "embed": (embed.main, [], "--[no]stateless"),
-    "export": (bilm_hdf5.main, [], "--softmax_weights"),
-    "vocab build": (vocab_cli.main, ["build"], "--min_count"),
-    "vocab stats": (vocab_cli.main, ["stats"], "--vocab"),
+    "export": (export.main, [], "--softmax_weights"),
+    "vocab build": (vocab.main, ["build"], "--min_count"),
+    "vocab stats": (vocab.main, ["stats"], "--vocab"),
     "report": (report.main, [], "--output"),
     "neighbors": (neighbors.main, [], "--[no]same_word"),
 }
@@ -146,8 +143,7 @@ def test_tools_run_beside_the_absl_entry_points():
     which the tools define too): no clash, and the global FLAGS get none of the tools' flags."""
     check = (
         "import sys; from absl import flags; import elmo_jax.cli.evaluate; "
-        "from elmo_jax import embed, neighbors, report; from elmo_jax.data import vocab_cli; "
-        "from elmo_jax.interop import bilm_hdf5; "
+        "from elmo_jax.cli import embed, export, neighbors, report, vocab; "
         "assert not {'stateless', 'same_word', 'min_count', 'no_progress', 'token_embeddings'} & set(flags.FLAGS); "
         "sys.exit(embed.main(['--workdir=w', '--input=i']))"
     )

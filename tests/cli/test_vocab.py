@@ -1,4 +1,4 @@
-"""`python -m elmo_jax.data.vocab_cli build|stats`: order, limits, gzip input, statistics, errors."""
+"""`elmo-vocab build|stats`: order, limits, gzip input, statistics, errors."""
 
 import collections
 import gzip
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from elmo_jax.data import vocab_cli
+from elmo_jax.cli import vocab as vocab_cli
 from elmo_jax.data.vocab import Vocabulary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -90,34 +90,6 @@ def test_stats_counts_and_oov_rates(corpus, tmp_path, capsys):
     assert oov_tokens == 10 and len(oov) == 5
 
 
-def test_progress_follows_bytes_read(tmp_path, monkeypatch):
-    path = tmp_path / "big.txt"
-    path.write_text("".join(f"w{i} x\n" for i in range(50)), encoding="utf-8")
-    seen = []
-
-    class Bar:
-        def __init__(self, total, **kwargs):
-            self.total, self.n = total, 0
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def update(self, k):
-            self.n += k
-            seen.append(self.n)
-
-    monkeypatch.setattr(vocab_cli, "tqdm", Bar)
-    monkeypatch.setattr(vocab_cli, "_PROGRESS_EVERY", 10)
-    counts = vocab_cli.count_words(str(path))
-    size = os.path.getsize(path)
-    assert counts.sentences == 50
-    assert seen == sorted(seen) and seen[-1] == size
-    assert 0 < seen[0] < size  # A plain file advances the bar while it is read.
-
-
 def test_glob_matching_nothing_is_an_error(tmp_path, capsys):
     out = tmp_path / "vocab.txt"
     assert vocab_cli.main(["build", "--input", str(tmp_path / "none-*.txt"), "--output", str(out), "--quiet"]) == 1
@@ -189,7 +161,7 @@ def test_help_lists_the_commands_and_each_commands_flags(capsys):
 def test_module_entry_point_in_a_subprocess(corpus, tmp_path):
     out = tmp_path / "vocab.txt"
     argv = ["build", "--input", corpus, "--output", str(out), "--min_count", "2"]
-    run = subprocess.run([sys.executable, "-m", "elmo_jax.data.vocab_cli", *argv], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "elmo_jax.cli.vocab", *argv], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "reading: 100%" in run.stderr  # The progress bar.
     assert [line.split("\t")[0] for line in _lines(out)] == SPECIALS + ["the", "a", "alpha", "mid", "zeta"]

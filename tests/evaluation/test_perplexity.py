@@ -9,10 +9,10 @@ import pytest
 
 from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.evaluation import ConfigMismatchError, Evaluator, evaluation_config, format_table
+from elmo_jax.evaluation.perplexity import ConfigMismatchError, Evaluator, evaluation_config, format_table
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training import parallel
-from elmo_jax.training.checkpoint import saved_config
+from elmo_jax.runtime import data_parallel
+from elmo_jax.interop.workdir import saved_config
 from elmo_jax.training.state import init_params
 from tests.training.helpers import WORDS, tiny_config
 
@@ -25,7 +25,7 @@ def _evaluate(batch_size, unroll_steps, sentences=SENTENCES, vocab_words=WORDS):
     vocab = Vocabulary.build([vocab_words])
     model = bilm_from_config(config.model, len(vocab))
     params = init_params(model, jax.random.key(3), config.data.max_chars_per_token)
-    evaluator = Evaluator(model, vocab, config, parallel.make_mesh(jax.devices()[:1]))
+    evaluator = Evaluator(model, vocab, config, data_parallel.make_mesh(jax.devices()[:1]))
     return evaluator(params, sentences, progress=False)
 
 

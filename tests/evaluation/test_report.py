@@ -1,4 +1,4 @@
-"""python -m elmo_jax.report: the table of final metrics, the figure, and clear errors."""
+"""elmo-report: the table of final metrics, the figure, and clear errors."""
 
 import json
 import os
@@ -7,7 +7,8 @@ import re
 import pytest
 from PIL import Image
 
-from elmo_jax import report
+from elmo_jax.cli.report import main as report_main
+from elmo_jax.evaluation import report
 
 
 def make_run(root, name, records, batch_size=4, unroll_steps=5, eval_split="valid", text=None):
@@ -53,7 +54,7 @@ def test_table_and_figure_of_two_runs(tmp_path, capsys):
     ])
     b = make_run(tmp_path, "b", [train(10, 6.0, 50.0), train(20, 5.5, 70.0)], batch_size=8, unroll_steps=10, eval_split="test")
     output = str(tmp_path / "report.png")
-    assert report.main([a, b, "--output", output]) == 0
+    assert report_main([a, b, "--output", output]) == 0
     captured = capsys.readouterr()
     assert table_rows(captured.out) == [
         {"run": "a", "steps": "30", "tokens": "600", "train loss": "4.2500", "eval split": "valid", "eval tokens": "n/a",
@@ -81,7 +82,7 @@ def test_subset_evaluations_are_drawn_apart_and_the_table_reports_the_whole_spli
     assert lines["s"].get_linestyle() == "-" and list(lines["s"].get_ydata()) == [325.0]
     assert lines["s (first 1,000 tokens)"].get_linestyle() == "--"
     assert list(lines["s (first 1,000 tokens)"].get_ydata()) == [405.0, 305.0]
-    assert report.main([run_dir, "--output", str(tmp_path / "r.png")]) == 0
+    assert report_main([run_dir, "--output", str(tmp_path / "r.png")]) == 0
     (row,) = table_rows(capsys.readouterr().out)
     assert (row["eval tokens"], row["biLM ppl"]) == ("73,760", "325.00")
 
@@ -110,7 +111,7 @@ def test_without_matplotlib_the_report_is_one_line_naming_the_extra(tmp_path, mo
 
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     run_dir = make_run(tmp_path, "a", [train(10, 5.0, 100.0)])
-    assert report.main([run_dir, "--output", str(tmp_path / "r.png")]) == 1
+    assert report_main([run_dir, "--output", str(tmp_path / "r.png")]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
     assert captured.err.startswith("error: ") and "pip install 'elmo-jax[report]'" in captured.err
@@ -134,7 +135,7 @@ def test_non_finite_values_as_metrics_jsonl_writes_them(tmp_path):
 
 def test_runs_with_the_same_name_are_named_by_path(tmp_path, capsys):
     dirs = [make_run(tmp_path / "x", "run", [train(1, 1.0, 1.0)]), make_run(tmp_path / "y", "run", [train(1, 1.0, 1.0)])]
-    assert report.main([*dirs, "--output", str(tmp_path / "r.png")]) == 0
+    assert report_main([*dirs, "--output", str(tmp_path / "r.png")]) == 0
     assert [r["run"] for r in table_rows(capsys.readouterr().out)] == dirs
 
 
@@ -155,7 +156,7 @@ def test_an_interrupted_last_line_is_skipped_with_a_warning(tmp_path, capsys):
 )
 def test_a_bad_metrics_line_is_an_error_naming_file_and_line(tmp_path, capsys, text, message):
     run_dir = make_run(tmp_path, "bad", None, text=text)
-    assert report.main([run_dir, "--output", str(tmp_path / "r.png")]) == 1
+    assert report_main([run_dir, "--output", str(tmp_path / "r.png")]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: {run_dir}{os.sep}metrics.jsonl:") and len(err.splitlines()) == 1
     assert re.search(message, err)
@@ -165,11 +166,11 @@ def test_a_bad_metrics_line_is_an_error_naming_file_and_line(tmp_path, capsys, t
 def test_missing_files_are_one_line_errors(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert report.main([str(empty), "--output", str(tmp_path / "r.png")]) == 1
+    assert report_main([str(empty), "--output", str(tmp_path / "r.png")]) == 1
     assert capsys.readouterr().err == f"error: {empty}: no metrics.jsonl (not a training workdir?)\n"
     run_dir = make_run(tmp_path, "noconfig", [train(1, 1.0, 1.0)])
     os.remove(os.path.join(run_dir, "config.json"))
-    assert report.main([run_dir]) == 1
+    assert report_main([run_dir]) == 1
     assert capsys.readouterr().err == f"error: {run_dir}: no config.json (needed for tokens per step)\n"
 
 
@@ -177,8 +178,8 @@ def test_each_call_starts_from_the_defaults(tmp_path, monkeypatch, capsys):
     """--output of one call does not carry over to the next, which writes the default report.png."""
     run_dir = make_run(tmp_path, "a", [train(10, 5.0, 100.0)])
     monkeypatch.chdir(tmp_path)
-    assert report.main([run_dir, "--output", "first.png"]) == 0
-    assert report.main([run_dir]) == 0
+    assert report_main([run_dir, "--output", "first.png"]) == 0
+    assert report_main([run_dir]) == 0
     assert capsys.readouterr().err == "wrote first.png\nwrote report.png\n"
     assert_png(tmp_path / "first.png")
     assert_png(tmp_path / "report.png")
@@ -190,7 +191,7 @@ def test_each_call_starts_from_the_defaults(tmp_path, monkeypatch, capsys):
      (["a", "--output"], "Missing value for flag --output")],
 )
 def test_usage_errors_are_one_line(argv, message, capsys):
-    assert report.main(argv) == 1
+    assert report_main(argv) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
 
@@ -198,7 +199,7 @@ def test_usage_errors_are_one_line(argv, message, capsys):
 def test_report_of_a_real_training_run(tiny_training_run, tmp_path, capsys):
     workdir, _, result = tiny_training_run
     output = str(tmp_path / "real.png")
-    assert report.main([workdir, "--output", output]) == 0
+    assert report_main([workdir, "--output", output]) == 0
     (row,) = table_rows(capsys.readouterr().out)
     last_train = [json.loads(line) for line in open(os.path.join(workdir, "metrics.jsonl")) if "train_loss" in line][-1]
     assert row["steps"] == "10" and row["tokens"] == "200"  # 10 steps x 4 streams x 5 tokens.

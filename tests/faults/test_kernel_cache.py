@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from elmo_jax.cpu_kernels import build
-from tests.cpu_kernels.compiler import requires_compiler
+from elmo_jax.inference.cpu_kernels import build
+from tests.inference.cpu_kernels.compiler import requires_compiler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EMBED = """
 import jax, jax.numpy as jnp, numpy as np
 from elmo_jax.data.chars import words_to_char_ids
-from elmo_jax.embed import _embed_tokens, cpu_kernels
+from elmo_jax.inference.embedder import _embed_tokens, cpu_kernels
 from elmo_jax.model.bilm import BiLM
 
 model = BiLM(vocab_size=1, dim=8, projection_dim=8, n_layers=1, filters=((1, 4), (2, 4)), char_embed_dim=4, dropout=0.0)
@@ -53,7 +53,7 @@ def built_cache(tmp_path_factory):
     """A kernel cache holding this machine's build, made by a fresh process."""
     cache = tmp_path_factory.mktemp("built_kernels")
     env = {**os.environ, "PYTHONPATH": ROOT, build.CACHE_ENV: str(cache)}
-    load = "from elmo_jax.cpu_kernels import build; build.load_library()"
+    load = "from elmo_jax.inference.cpu_kernels import build; build.load_library()"
     result = subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return cache

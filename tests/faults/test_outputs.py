@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from elmo_jax.atomic_write import SIGTERM_EXIT_STATUS
-from elmo_jax.interop.bilm_hdf5 import main as export_main
+from elmo_jax.runtime.atomic_write import SIGTERM_EXIT_STATUS
+from elmo_jax.cli.export import main as export_main
 from elmo_jax.interop.export_sets import read_export_id
 from tests.entry_points import ROOT, last_line, run_script, script_env
 
@@ -26,7 +26,7 @@ SET = ("options.json", "weights.hdf5", "softmax.hdf5", "vocab.txt")
 # says so on stdout and waits on stdin, so that the SIGTERM lands while the set is half written.
 PAUSED_EXPORT = (
     "import builtins, os, sys\n"
-    "from elmo_jax.interop import bilm_hdf5\n"
+    "from elmo_jax.cli import export\n"
     "real_open = builtins.open\n"
     "def paused_open(file, mode='r', *args, **kwargs):\n"
     "    if 'w' in mode and os.path.basename(str(file)).startswith('vocab.txt'):\n"
@@ -34,7 +34,7 @@ PAUSED_EXPORT = (
     "        sys.stdin.readline()\n"
     "    return real_open(file, mode, *args, **kwargs)\n"
     "builtins.open = paused_open\n"
-    "sys.exit(bilm_hdf5.main(sys.argv[1:]))\n"
+    "sys.exit(export.main(sys.argv[1:]))\n"
 )
 
 
@@ -122,7 +122,7 @@ def test_a_mixed_export_set_is_refused(workdir, cache, tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert last_line(done.stderr) == f"error: files of different exports: {listed}; export them again together"
     done = subprocess.run(
-        [sys.executable, "-m", "elmo_jax.embed", "--options", options, "--weights", weights, "--input", corpus,
+        [sys.executable, "-m", "elmo_jax.cli.embed", "--options", options, "--weights", weights, "--input", corpus,
          "--output", str(tmp_path / "out.hdf5")], cwd=ROOT, env=script_env(cache), capture_output=True, text=True,
     )
     listed = f"{options} ({ids[options]}), {weights} ({ids[weights]})"
@@ -155,7 +155,7 @@ def test_sigterm_during_an_embedding_leaves_the_earlier_output(workdir, cache, t
         f.write("the cat sat\n")
     with open(big, "w") as f:
         f.write("the cat sat on a mat\n" * 20000)  # Tens of seconds to embed: the SIGTERM lands in it.
-    embed = [sys.executable, "-m", "elmo_jax.embed", "--workdir", workdir, "--output", out, "--input"]
+    embed = [sys.executable, "-m", "elmo_jax.cli.embed", "--workdir", workdir, "--output", out, "--input"]
     assert subprocess.run([*embed, small], cwd=ROOT, env=script_env(cache), capture_output=True).returncode == 0
     with open(out, "rb") as f:
         before = f.read()
@@ -179,8 +179,8 @@ def test_a_full_disk_names_the_file(workdir, cache, tmp_path):
     options, weights, softmax, vocab = (os.path.join(exported, name) for name in SET)
     out = str(tmp_path / "out")
     commands = {
-        os.path.join(out, "options.json"): ["-m", "elmo_jax.interop.bilm_hdf5", *export_flags(workdir, out, 10)],
-        out + ".hdf5": ["-m", "elmo_jax.embed", "--options", options, "--weights", weights, "--input", corpus,
+        os.path.join(out, "options.json"): ["-m", "elmo_jax.cli.export", *export_flags(workdir, out, 10)],
+        out + ".hdf5": ["-m", "elmo_jax.cli.embed", "--options", options, "--weights", weights, "--input", corpus,
                         "--engine", "xla", "--output", out + ".hdf5"],
         out + ".json": [os.path.join(ROOT, "evaluate.py"), f"--options={options}", f"--weights={weights}",
                         f"--softmax_weights={softmax}", f"--vocab={vocab}", f"--eval_files={corpus}",

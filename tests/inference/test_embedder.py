@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from elmo_jax.config.recipes import recipe_module
-from elmo_jax import embed
-from elmo_jax.embed import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir, main
+from elmo_jax.inference import embedder as embed
+from elmo_jax.cli.embed import main
+from elmo_jax.inference.embedder import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir
 
-from elmo_jax.training.checkpoint import load_params
+from elmo_jax.interop.workdir import load_params
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, save_options, save_weights
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.training.state import init_params
@@ -129,7 +130,7 @@ def test_batches_grouped_into_several_lstm_runs_match_reference(
 
 
 def test_engine_auto_takes_the_kernels_on_cpu_and_falls_back_without_a_compiler(skip_bilm, monkeypatch, tmp_path, caplog):
-    from elmo_jax.cpu_kernels import build
+    from elmo_jax.inference.cpu_kernels import build
 
     options_path, weights_path, reference = skip_bilm
     kernels = embedder_from_bilm_files(options_path, weights_path, BATCH).kernels

@@ -10,12 +10,14 @@ import sys
 import numpy as np
 import pytest
 
-from elmo_jax import embed, neighbors
-from elmo_jax.embed import embedder_from_bilm_files
-from elmo_jax.neighbors import CorpusLine, TopK, main, nearest_words, read_corpus, scan_corpus
+from elmo_jax.inference import embedder as embed, neighbors
+from elmo_jax.inference.embedder import embedder_from_bilm_files
+from elmo_jax.cli.neighbors import main
+from elmo_jax.data.sources import expand_globs
+from elmo_jax.inference.neighbors import CorpusLine, TopK, nearest_words, read_corpus, scan_corpus
 from tests.entry_points import ROOT
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
-from tests.test_embed import options
+from tests.inference.test_embedder import options
 
 BATCH = 3
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "play", "a", "park", "stock", "market", "of", "naïve"]
@@ -81,7 +83,7 @@ def assert_same_ranking(got: list[tuple[float, int, int]], want: list[tuple[floa
 @pytest.mark.parametrize("layer", [3, 2, 1])
 def test_contexts_equal_brute_force(bilm, embedder, layer):
     _, _, reference, corpus = bilm
-    scan = scan_corpus(embedder, read_corpus(neighbors.expand_globs(corpus)), QUERY, WORD, layer, k=6)
+    scan = scan_corpus(embedder, read_corpus(expand_globs(corpus)), QUERY, WORD, layer, k=6)
     want = brute_force_contexts(reference, layer, same_word=False)
     assert_same_ranking([(h.similarity, h.sentence, h.token) for h in scan.hits], want, k=6)
     for hit in scan.hits:
@@ -92,7 +94,7 @@ def test_contexts_equal_brute_force(bilm, embedder, layer):
 
 def test_same_word_restricts_to_the_query_word(bilm, embedder):
     _, _, reference, corpus = bilm
-    scan = scan_corpus(embedder, read_corpus(neighbors.expand_globs(corpus)), QUERY, WORD, 3, k=3, same_word=True)
+    scan = scan_corpus(embedder, read_corpus(expand_globs(corpus)), QUERY, WORD, 3, k=3, same_word=True)
     want = brute_force_contexts(reference, 3, same_word=True)
     assert len(want) > 3 and all(h.line.tokens[h.token] == "play" for h in scan.hits)
     assert_same_ranking([(h.similarity, h.sentence, h.token) for h in scan.hits], want, k=3)
@@ -110,7 +112,7 @@ def test_ties_resolve_to_corpus_order(bilm, embedder):
     scan = scan_corpus(embedder, iter(lines), "a cat sat".split(), 1, 3, k=4, same_word=True)
     assert [(h.sentence, h.token) for h in scan.hits] == [(0, 1), (1, 1), (2, 1), (3, 1)]
     # Layer 0 (context-free): every other "play" of the corpus has the query's vector, the first k win.
-    scan = scan_corpus(embedder, read_corpus(neighbors.expand_globs(corpus)), QUERY, WORD, 0, k=4)
+    scan = scan_corpus(embedder, read_corpus(expand_globs(corpus)), QUERY, WORD, 0, k=4)
     plays = [(s, t) for s, line in enumerate(LINES) for t, w in enumerate(line.split()) if w == "play"]
     plays.remove((LINES.index(" ".join(QUERY)), WORD))
     assert len(plays) > 4 and [(h.sentence, h.token) for h in scan.hits] == plays[:4]
@@ -173,10 +175,10 @@ def test_errors_are_one_line(bilm, tmp_path, capsys):
 
 
 def test_module_entry_point_error(bilm):
-    """`python -m elmo_jax.neighbors` in a fresh process: exit 1 and one stderr line, no library logs."""
+    """`elmo-neighbors` in a fresh process: exit 1 and one stderr line, no library logs."""
     corpus = bilm[3]
     result = subprocess.run(
-        [sys.executable, "-m", "elmo_jax.neighbors", "--corpus", corpus, "--query", "a b", "--word", "0"],
+        [sys.executable, "-m", "elmo_jax.cli.neighbors", "--corpus", corpus, "--query", "a b", "--word", "0"],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )
     assert result.returncode == 1 and result.stdout == ""

@@ -7,10 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from elmo_jax.cpu_kernels import CpuLstmStack
+from elmo_jax.inference.cpu_kernels import CpuLstmStack
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
-from elmo_jax.ragged_lstm import CHUNK, row_bucket, run_lstms
+from elmo_jax.inference.ragged_lstm import CHUNK, row_bucket, run_lstms
 
 BATCH, DIM, PROJ = 12, 10, 6
 

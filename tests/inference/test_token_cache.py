@@ -8,7 +8,7 @@ import pytest
 
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, words_to_char_ids
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count, trimmed_char_ids
+from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count, trimmed_char_ids
 
 PAD_ID = PAD_CHAR + ID_SHIFT
 

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from elmo_jax.config.recipes import recipe_module
-from elmo_jax.embed import ElmoEmbedder
+from elmo_jax.inference.embedder import ElmoEmbedder
 from elmo_jax.interop.bilm_hdf5 import (
     OptionsError, WeightFileError, load_options, load_weights, options_dict, save_options, save_weights,
 )
-from elmo_jax.interop.bilm_hdf5 import main as export_main
+from elmo_jax.cli.export import main as export_main
 from elmo_jax.interop.export_sets import check_one_export, read_export_id, write_hdf5
 from elmo_jax.model.bilm import bilm_from_config
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files

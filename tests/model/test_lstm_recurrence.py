@@ -10,33 +10,10 @@ import pytest
 
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.lstm_recurrence import _resolve_unroll, lstm_recurrence
+from elmo_jax.model.lstm_reference import reference_recurrence
 
 RTOL, ATOL = 1e-5, 1e-6
 T, B, DIM, P = 7, 4, 5, 3
-
-
-def reference_recurrence(xw, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip):
-    """Time-major autodiff reference; also returns the pre-clip c' and h' (to check the clips bite).
-
-    w_proj None: no projection (h' = sigmoid(o) tanh(c)) and no proj_clip, as TF's LSTMCell without num_proj.
-    """
-
-    def step(carry, inputs):
-        c, h = carry
-        xw_t, m_t = inputs
-        z = xw_t + jnp.einsum("dbp,dpg->dbg", h, w_hidden)
-        i, j, f, o = jnp.split(z, 4, axis=-1)
-        c_raw = jax.nn.sigmoid(f + 1.0) * c + jax.nn.sigmoid(i) * jnp.tanh(j)
-        c_new = c_raw if cell_clip is None else jnp.clip(c_raw, -cell_clip, cell_clip)
-        h_raw = jax.nn.sigmoid(o) * jnp.tanh(c_new)
-        if w_proj is not None:
-            h_raw = jnp.einsum("dbk,dkp->dbp", h_raw, w_proj)
-        h_new = h_raw if proj_clip is None or w_proj is None else jnp.clip(h_raw, -proj_clip, proj_clip)
-        c, h = jnp.where(m_t, c_new, c), jnp.where(m_t, h_new, h)
-        return (c, h), (h, c_raw, h_raw)
-
-    (c_t, h_t), (hs, c_raws, h_raws) = jax.lax.scan(step, (c0, h0), (xw, mask))
-    return (hs, (c_t, h_t)), (c_raws, h_raws)
 
 
 def make_inputs(seed: int = 0, projected: bool = True) -> tuple[np.ndarray | None, ...]:

@@ -11,7 +11,7 @@ import pytest
 
 from elmo_jax.model.lstm_recurrence import lstm_recurrence
 from elmo_jax.model.pallas_lstm import default_block_hidden, pallas_lstm_recurrence
-from tests.model.test_lstm_recurrence import reference_recurrence
+from elmo_jax.model.lstm_reference import reference_recurrence
 from tests.model.triton_lowering import record_triton_verification
 
 RTOL, ATOL = 1e-5, 1e-5

@@ -1,4 +1,4 @@
-"""elmo_jax.atomic_write: whole or untouched outputs, temporaries removed (also on SIGTERM and
+"""elmo_jax.runtime.atomic_write: whole or untouched outputs, temporaries removed (also on SIGTERM and
 after a killed process), I/O errors naming the file, outputs that are inputs refused."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from elmo_jax.atomic_write import (
+from elmo_jax.runtime.atomic_write import (
     SIGTERM_EXIT_STATUS, check_not_inputs, write_atomic, write_files_atomic,
 )
 from tests.entry_points import ROOT
@@ -118,17 +118,28 @@ def test_sigterm_during_a_write_removes_the_temporary(tmp_path):
     out.write_text("old")
     script = (
         "import os, signal, sys\n"
-        "from elmo_jax.atomic_write import write_atomic\n"
+        "from elmo_jax.runtime.atomic_write import exit_on_sigterm, write_atomic\n"
         "def write(tmp):\n"
         "    open(tmp, 'w').write('partial')\n"
         "    os.kill(os.getpid(), signal.SIGTERM)\n"
         "    signal.pause()\n"  # The handler's SystemExit ends the wait.
-        "write_atomic(sys.argv[1], write)\n"
+        "with exit_on_sigterm():\n"
+        "    write_atomic(sys.argv[1], write)\n"
     )
     done = subprocess.run([sys.executable, "-c", script, str(out)], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == SIGTERM_EXIT_STATUS, done.stderr
     assert out.read_text() == "old" and os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_writing_never_touches_the_signal_handlers(tmp_path, monkeypatch):
+    """Training writes beside a SIGTERM handler that Python cannot see (JAX's pre-emption service
+    of a multi-process run): restoring 'the default' after a write would disarm it."""
+    calls = []
+    monkeypatch.setattr(signal, "signal", lambda *args: calls.append(args))
+    write_atomic(str(tmp_path / "a"), _write_text("a"))
+    write_files_atomic({str(tmp_path / "new" / "b"): _write_text("b"), str(tmp_path / "new" / "c"): _write_text("c")})
+    assert calls == [] and (tmp_path / "new" / "c").read_text() == "c"
 
 
 def test_a_sigterm_handler_of_the_program_stays(tmp_path):

@@ -10,10 +10,10 @@ import sys
 import h5py
 import numpy as np
 
-from elmo_jax import compilation_cache
+from elmo_jax.runtime import compilation_cache
 from tests.entry_points import ROOT
 from tests.reference.bilm_numpy import random_bilm_weights, write_bilm_files
-from tests.test_embed import LINES, options
+from tests.inference.test_embedder import LINES, options
 
 
 def test_default_dir(monkeypatch):
@@ -35,7 +35,7 @@ def files_under(directory) -> list[str]:
 
 
 def test_embed_runs_fill_and_reuse_the_cache(tmp_path):
-    """Three `python -m elmo_jax.embed --engine xla` runs (the C++ kernels leave XLA nothing to
+    """Three `elmo-embed --engine xla` runs (the C++ kernels leave XLA nothing to
     compile): the first writes compiled programs under $XDG_CACHE_HOME/elmo_jax/jax, the second
     reads them (adding nothing, the same output), and `--compilation_cache=` writes no cache at all."""
     opts = options(True)
@@ -47,7 +47,7 @@ def test_embed_runs_fill_and_reuse_the_cache(tmp_path):
     cache = tmp_path / "xdg" / "elmo_jax" / "jax"
 
     def embed(output: str, *flags: str) -> dict[str, np.ndarray]:
-        command = [sys.executable, "-m", "elmo_jax.embed", "--options", options_path, "--weights", weights_path,
+        command = [sys.executable, "-m", "elmo_jax.cli.embed", "--options", options_path, "--weights", weights_path,
                    "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / output), "--batch_size", "3", "--engine", "xla", *flags]
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
         assert done.returncode == 0, done.stderr

@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
-from elmo_jax import host_memory
+from elmo_jax.runtime import host_memory
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Minor page faults in the median call of a jitted op whose 64 MiB output is freed again after each call.
 FAULTS_PER_CALL = """
 import json, resource, sys
-from elmo_jax import host_memory
+from elmo_jax.runtime import host_memory
 tuned = host_memory.reuse_freed_memory() if sys.argv[1] == "tune" else False
 import jax, jax.numpy as jnp
 x = jnp.ones((4096, 4096), jnp.float32)

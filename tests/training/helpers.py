@@ -15,6 +15,7 @@ from elmo_jax.config.recipes import recipe_module
 from elmo_jax.data import corpus
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.training import optim, parallel
+from elmo_jax.runtime import data_parallel
 from elmo_jax.training.checkpoint import Checkpointer
 from elmo_jax.training.state import TrainState, init_params
 
@@ -80,7 +81,7 @@ def make_checkpoint_workdir(tmp_path) -> str:
         lstm_state=model.initial_state(config.train.batch_size), rng=jax.random.key_data(jax.random.key(0)), tx=tx,
     )
     checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"))
-    checkpointer.save(2, parallel.place_state(state, parallel.make_mesh()), {})
+    checkpointer.save(2, parallel.place_state(state, data_parallel.make_mesh()), {})
     checkpointer.close()
     return workdir
 

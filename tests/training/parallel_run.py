@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training import parallel
+from elmo_jax.runtime import data_parallel
 from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch, tiny_config
 
@@ -27,7 +27,7 @@ def run(n_devices: int | None) -> dict[str, np.ndarray]:
     """n_devices: use the first N devices; None: all devices of all processes."""
     config = tiny_config(**{"model.dropout": 0.0, "train.batch_size": 8})
     model = bilm_from_config(config.model, VOCAB)
-    mesh = parallel.make_mesh(jax.devices()[:n_devices] if n_devices else None)
+    mesh = data_parallel.make_mesh(jax.devices()[:n_devices] if n_devices else None)
     rows = 8 // jax.process_count()
     local = slice(jax.process_index() * rows, (jax.process_index() + 1) * rows)
     state, step, _ = build_trainer(model, config, mesh, STEPS)
@@ -36,7 +36,7 @@ def run(n_devices: int | None) -> dict[str, np.ndarray]:
     for i in range(STEPS):
         batch = random_batch(rng, VOCAB, 8, config.train.unroll_steps, config.data.max_chars_per_token, mask_tail=i % 3)
         batch = jax.tree.map(lambda x: x[local], batch)  # This process's rows of the global batch.
-        state, metrics = step(state, parallel.shard_batch(batch, mesh))
+        state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
         losses.append(float(metrics["train_loss"]))
     flat = {jax.tree_util.keystr(k): np.asarray(v) for k, v in jax.tree_util.tree_leaves_with_path(jax.device_get(state.params))}
     return {"losses": np.array(losses), **flat}
@@ -47,7 +47,7 @@ if __name__ == "__main__":
         process, processes, port, out = int(sys.argv[2]), int(sys.argv[4]), sys.argv[6], sys.argv[7]
         distributed = tiny_config().distributed
         distributed.update(enabled=True, coordinator_address=f"localhost:{port}", num_processes=processes, process_id=process)
-        parallel.initialize_distributed(distributed)
+        data_parallel.initialize_distributed(distributed)
         result = run(None)
         if process == 0:
             np.savez(out, **result)

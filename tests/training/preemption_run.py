@@ -10,7 +10,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from elmo_jax.training import parallel
+from elmo_jax.runtime import data_parallel
 from elmo_jax.training.preemption import PreemptionWatcher
 from tests.training.helpers import tiny_config
 
@@ -18,7 +18,7 @@ if __name__ == "__main__":
     process, processes, port = (int(x) for x in sys.argv[1:4])
     distributed = tiny_config().distributed
     distributed.update(enabled=True, coordinator_address=f"localhost:{port}", num_processes=processes, process_id=process)
-    parallel.initialize_distributed(distributed)
+    data_parallel.initialize_distributed(distributed)
     with PreemptionWatcher() as watcher:
         step = 0
         while not watcher.reached(step):

@@ -28,8 +28,8 @@ from elmo_jax.config.recipes import recipe_module
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.softmax import sample_log_uniform, unique_sampling_tries
-from elmo_jax.training import parallel
-from elmo_jax.training.parallel import AXIS
+from elmo_jax.runtime import data_parallel
+from elmo_jax.runtime.data_parallel import AXIS
 from elmo_jax.training.step import NegativeSampler, NegativeSetLayout, draw_groups
 from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch, tiny_config
@@ -134,12 +134,12 @@ def run_case(n_devices: int, groups: int, per_direction: bool, row_updates: bool
     """One train step on `n_devices` and the reference update from the same state and batch."""
     config = case_config(groups, per_direction, row_updates)
     model = bilm_from_config(config.model, VOCAB)
-    mesh = parallel.make_mesh(jax.devices()[:n_devices])
+    mesh = data_parallel.make_mesh(jax.devices()[:n_devices])
     state, step, _ = build_trainer(model, config, mesh, 10)
     batch = random_batch(np.random.default_rng(0), VOCAB, BATCH, STEPS, config.data.max_chars_per_token)
     negatives = step_negatives(NegativeSampler(config.model.softmax, VOCAB, config.train.batch_size), state)
     reference = bilm_tf_update(model, jax.device_get(state.params), batch, negatives, groups)
-    new_state, metrics = step(state, parallel.shard_batch(batch, mesh))
+    new_state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
     has_sums = lambda s: hasattr(s, "sum_of_squares")
     accumulators = [s for s in jax.tree.leaves(jax.device_get(new_state.opt_state), is_leaf=has_sums) if has_sums(s)]
     return {

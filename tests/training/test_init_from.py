@@ -9,11 +9,11 @@ import pytest
 
 from elmo_jax.config import schema
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.evaluation import BilmFiles, evaluate_bilm_files
+from elmo_jax.evaluation.perplexity import BilmFiles, evaluate_bilm_files
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
-from elmo_jax.interop.bilm_hdf5 import main as export_main
+from elmo_jax.cli.export import main as export_main
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training.checkpoint import load_params
+from elmo_jax.interop.workdir import load_params
 from elmo_jax.training.init_from import config_with_init_model, init_params
 from elmo_jax.training.loop import train_and_evaluate
 from elmo_jax.training.state import init_params as fresh_params

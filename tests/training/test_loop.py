@@ -10,7 +10,7 @@ import pytest
 
 from elmo_jax.data import corpus
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.training import parallel
+from elmo_jax.runtime import data_parallel
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
 from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
 from tests.data.tfds_helpers import prepare_text_dataset
@@ -95,7 +95,7 @@ def test_word_encoder_full_softmax_adam_run(tmp_path):
 def _poison_training_batch(monkeypatch, at_step):
     """Training batch `at_step` (1-based) gets an out-of-range char id: a NaN loss and NaN gradients."""
     calls = []
-    shard_batch = parallel.shard_batch
+    shard_batch = data_parallel.shard_batch
 
     def poisoned(batch, mesh):
         calls.append(None)
@@ -103,7 +103,7 @@ def _poison_training_batch(monkeypatch, at_step):
             batch["forward"]["char_ids"][0, 0, 0] = 10**6
         return shard_batch(batch, mesh)
 
-    monkeypatch.setattr(parallel, "shard_batch", poisoned)
+    monkeypatch.setattr(data_parallel, "shard_batch", poisoned)
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ from elmo_jax.data.batching import BiLMBatcher
 from elmo_jax.data.sources import InMemorySource
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training import parallel
+from elmo_jax.runtime import data_parallel
 from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import tiny_config
 
@@ -33,13 +33,13 @@ def test_tiny_model_memorises_three_sentences():
     )
     vocab = Vocabulary.build(SENTENCES)
     model = bilm_from_config(config.model, len(vocab))
-    mesh = parallel.make_mesh(jax.devices()[:1])
+    mesh = data_parallel.make_mesh(jax.devices()[:1])
     state, step, _ = build_trainer(model, config, mesh, 300)
     source = InMemorySource(SENTENCES, shuffle=False, num_epochs=None)
     batches = BiLMBatcher(source, vocab, 1, 8, config.data.max_chars_per_token)
     losses = []
     for _ in range(300):
-        state, metrics = step(state, parallel.shard_batch(next(batches), mesh))
+        state, metrics = step(state, data_parallel.shard_batch(next(batches), mesh))
         losses.append(float(metrics["train_loss"]))
     # The text repeats with a period of 21 tokens; a memorising model predicts nearly every
     # token (chance: log(21 words) = 3.0 nats). Bound: mean loss of the last 20 steps < 0.1.

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from elmo_jax.training import parallel
+from elmo_jax.runtime import data_parallel
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "parallel_run.py")
 
@@ -57,7 +57,7 @@ def test_two_processes_match_one_process(one, tmp_path):
 
 
 def test_batch_size_must_divide_by_device_count():
-    mesh = parallel.make_mesh()
+    mesh = data_parallel.make_mesh()
     with pytest.raises(ValueError, match="train.batch_size=3 must be divisible"):
-        parallel.check_batch_size(3, type("M", (), {"size": 2})(), "train.batch_size")
-    parallel.check_batch_size(4, mesh, "train.batch_size")
+        data_parallel.check_batch_size(3, type("M", (), {"size": 2})(), "train.batch_size")
+    data_parallel.check_batch_size(4, mesh, "train.batch_size")

@@ -7,7 +7,8 @@ import optax
 import pytest
 
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training import parallel, softmax_rows
+from elmo_jax.training import softmax_rows
+from elmo_jax.runtime import data_parallel
 from elmo_jax.training.step import uses_row_updates
 from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch, tiny_config
@@ -59,14 +60,14 @@ def test_a_softmax_leaf_of_another_vocabulary_size_is_an_error_naming_it():
 
 def _train(config, steps: int):
     model = bilm_from_config(config.model, VOCAB)
-    mesh = parallel.make_mesh(jax.devices()[:1])
+    mesh = data_parallel.make_mesh(jax.devices()[:1])
     state, step, _ = build_trainer(model, config, mesh, 100)
     rng = np.random.default_rng(2)
     losses = []
     for _ in range(steps):
         batch = random_batch(rng, VOCAB, config.train.batch_size, config.train.unroll_steps,
                              config.data.max_chars_per_token, mask_tail=2)
-        state, metrics = step(state, parallel.shard_batch(batch, mesh))
+        state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
         losses.append(float(metrics["train_loss"]))
     return losses, jax.device_get(state)
 

@@ -7,6 +7,7 @@ import pytest
 
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.training import optim, parallel
+from elmo_jax.runtime import data_parallel
 from elmo_jax.model.bilm import stack_directions
 from elmo_jax.training.step import make_train_step
 from elmo_jax.training.trainer import build_trainer
@@ -18,7 +19,7 @@ VOCAB = 37
 def _setup(**overrides):
     config = tiny_config(**{"model.dropout": 0.0, **overrides})
     model = bilm_from_config(config.model, VOCAB)
-    mesh = parallel.make_mesh(jax.devices()[:1])
+    mesh = data_parallel.make_mesh(jax.devices()[:1])
     state, step, _ = build_trainer(model, config, mesh, 100)
     return config, model, state, step, mesh
 
@@ -43,7 +44,7 @@ def test_full_softmax_loss_is_mean_of_directions():
         mask = batch[direction]["mask"].reshape(-1)
         nll = _log_softmax_nll(top[d].reshape(-1, top.shape[-1]), w, b, batch[direction]["targets"].reshape(-1))
         expected.append(nll[mask].mean())
-    new_state, metrics = step(state, parallel.shard_batch(batch, mesh))
+    new_state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
     np.testing.assert_allclose(metrics["train_forward_loss"], expected[0], rtol=1e-5)
     np.testing.assert_allclose(metrics["train_backward_loss"], expected[1], rtol=1e-5)
     np.testing.assert_allclose(metrics["train_loss"], 0.5 * sum(expected), rtol=1e-5)
@@ -63,9 +64,9 @@ def test_carried_state_changes_the_next_loss_only_when_stateful(stateful):
     # Same parameters, but one run has seen `first` (non-zero carried state), one has not.
     sgd_zero = state.replace(tx=optim.optax.sgd(0.0), opt_state=optim.optax.sgd(0.0).init(state.params))
     step0 = parallel.parallel_train_step(make_train_step(model, config), mesh, sgd_zero)
-    after_first, _ = step0(jax.tree.map(jnp.copy, sgd_zero), parallel.shard_batch(first, mesh))
-    _, with_history = step0(after_first, parallel.shard_batch(second, mesh))
-    _, fresh = step0(jax.tree.map(jnp.copy, sgd_zero), parallel.shard_batch(second, mesh))
+    after_first, _ = step0(jax.tree.map(jnp.copy, sgd_zero), data_parallel.shard_batch(first, mesh))
+    _, with_history = step0(after_first, data_parallel.shard_batch(second, mesh))
+    _, fresh = step0(jax.tree.map(jnp.copy, sgd_zero), data_parallel.shard_batch(second, mesh))
     same = np.isclose(float(with_history["train_loss"]), float(fresh["train_loss"]), rtol=1e-7)
     assert same != stateful
 
@@ -75,7 +76,7 @@ def test_sampled_softmax_step_fits_a_fixed_batch():
         **{"train.stateful": False, "train.optimizer.name": "adam", "train.optimizer.learning_rate": 0.03}
     )
     batch = random_batch(np.random.default_rng(2), VOCAB, 4, 5, config.data.max_chars_per_token)
-    sharded = parallel.shard_batch(batch, mesh)
+    sharded = data_parallel.shard_batch(batch, mesh)
     losses = []
     for _ in range(40):
         state, metrics = step(state, sharded)
@@ -122,7 +123,7 @@ def test_nonfinite_step_is_flagged_and_skipped_under_skip_policy(policy_steps, p
     else:
         state = _overflow_gradients(state)
     before = _leaves(state)
-    new_state, metrics = step(parallel.place_state(state, mesh), parallel.shard_batch(batch, mesh))
+    new_state, metrics = step(parallel.place_state(state, mesh), data_parallel.shard_batch(batch, mesh))
     loss, grad_norm = float(metrics["train_loss"]), float(metrics["grad_norm"])
     assert (np.isnan(loss) if fault == "nan_loss" else np.isfinite(loss) and np.isinf(grad_norm))
     assert float(metrics["nonfinite"]) == 1.0
@@ -134,7 +135,7 @@ def test_nonfinite_step_is_flagged_and_skipped_under_skip_policy(policy_steps, p
 def test_skip_policy_applies_finite_updates(policy_steps):
     config, state, step, mesh = policy_steps["skip"]
     batch = random_batch(np.random.default_rng(4), VOCAB, 4, 5, config.data.max_chars_per_token)
-    new_state, metrics = step(parallel.place_state(state, mesh), parallel.shard_batch(batch, mesh))
+    new_state, metrics = step(parallel.place_state(state, mesh), data_parallel.shard_batch(batch, mesh))
     assert float(metrics["nonfinite"]) == 0.0
     after = jax.tree.leaves(jax.device_get(new_state.params))
     assert not any(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.params), after))

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from elmo_jax.atomic_write import write_atomic
+from elmo_jax.runtime.atomic_write import write_atomic
 
 SOURCES = tuple(Path(__file__).with_name(name) for name in ("lstm_stack.cc", "char_cnn.cc"))
 HEADERS = (Path(__file__).with_name("kernels.h"),)

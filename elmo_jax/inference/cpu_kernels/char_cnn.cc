@@ -30,7 +30,7 @@ constexpr int K_CHUNK = 128; // k per pass of a highway or projection panel: 16 
 
 extern "C" {
 
-// The weights of a char CNN, for `elmo_char_cnn_model` (mirrored by elmo_jax/cpu_kernels/char_cnn.py).
+// The weights of a char CNN, for `elmo_char_cnn_model` (mirrored by elmo_jax/inference/cpu_kernels/char_cnn.py).
 // F = the sum of `channels`.
 struct CharCnnModelArgs {
   int32_t n_widths, embed_dim, n_highway, out_dim, n_char_ids, pad_id, relu;
@@ -45,7 +45,7 @@ struct CharCnnModelArgs {
   const float* b_proj;       // [out_dim]
 };
 
-// The arguments of one `elmo_char_cnn` call (mirrored by elmo_jax/cpu_kernels/char_cnn.py).
+// The arguments of one `elmo_char_cnn` call (mirrored by elmo_jax/inference/cpu_kernels/char_cnn.py).
 struct CharCnnArgs {
   int32_t words, max_chars, n_threads;
   const int32_t* char_ids;  // [words, max_chars]: ids < n_char_ids, pad_id after each word

@@ -30,7 +30,7 @@ constexpr int TABLE_TILE = 32;  // words per tile of the table's matmul (their r
 extern "C" {
 
 // The weights of a biLM's LSTM stacks, both directions, for `elmo_lstm_model` (mirrored by
-// elmo_jax/cpu_kernels/lstm_stack.py). `proj == dim` with `w_proj == nullptr`: no projection (h = m).
+// elmo_jax/inference/cpu_kernels/lstm_stack.py). `proj == dim` with `w_proj == nullptr`: no projection (h = m).
 // Clips <= 0: none.
 struct LstmModelArgs {
   int32_t n_layers, dim, proj, residual;
@@ -41,7 +41,7 @@ struct LstmModelArgs {
   const float* w_proj;      // [L, 2, dim, proj] or nullptr
 };
 
-// The arguments of one `elmo_lstm_stack` call (mirrored by elmo_jax/cpu_kernels/lstm_stack.py).
+// The arguments of one `elmo_lstm_stack` call (mirrored by elmo_jax/inference/cpu_kernels/lstm_stack.py).
 struct LstmStackArgs {
   int32_t rows, steps, words, n_threads;
   const float* embeddings;  // [words, proj]: the token embedding of each word (the first layer's input)

@@ -15,8 +15,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from elmo_jax.cpu_kernels.arrays import F32, I32, cpu_threads, f32, packed_model, pointer
-from elmo_jax.cpu_kernels.build import load_library
+from elmo_jax.inference.cpu_kernels.arrays import F32, I32, cpu_threads, f32, packed_model, pointer
+from elmo_jax.inference.cpu_kernels.build import load_library
 from elmo_jax.model.lstm import LSTMState, has_projection
 
 

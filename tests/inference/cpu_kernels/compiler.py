@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from elmo_jax.cpu_kernels import build
+from elmo_jax.inference.cpu_kernels import build
 
 
 def _missing_compiler() -> str:

@@ -4,7 +4,7 @@ import platform
 
 import pytest
 
-from elmo_jax.cpu_kernels import build
+from elmo_jax.inference.cpu_kernels import build
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from elmo_jax.cpu_kernels import build
-from tests.cpu_kernels.compiler import requires_compiler
+from elmo_jax.inference.cpu_kernels import build
+from tests.inference.cpu_kernels.compiler import requires_compiler
 
 DAY = 24 * 3600
 
@@ -156,7 +156,7 @@ def test_compiles_holding_the_cache_lock(fresh_build, monkeypatch, tmp_path):
 def test_concurrent_processes_compile_once(fresh_build, tmp_path):
     log = tmp_path / "compiles"
     env = {**os.environ, build.CACHE_ENV: str(fresh_build), "CXX": str(counting_compiler(tmp_path, log))}
-    load = "from elmo_jax.cpu_kernels import build; assert callable(build.load_library().elmo_lstm_stack)"
+    load = "from elmo_jax.inference.cpu_kernels import build; assert callable(build.load_library().elmo_lstm_stack)"
     processes = [subprocess.Popen([sys.executable, "-c", load], env=env) for _ in range(3)]
     assert [p.wait() for p in processes] == [0, 0, 0]
     assert log.read_text() == "compile\n"

@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from elmo_jax.cpu_kernels import CpuCharCnn
+from elmo_jax.inference.cpu_kernels import CpuCharCnn
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, words_to_char_ids
-from elmo_jax.embed import _embed_tokens
+from elmo_jax.inference.embedder import _embed_tokens
 from elmo_jax.model.bilm import BiLM
-from tests.cpu_kernels.compiler import requires_compiler
+from tests.inference.cpu_kernels.compiler import requires_compiler
 
 pytestmark = requires_compiler
 

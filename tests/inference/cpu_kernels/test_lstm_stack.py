@@ -7,10 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from elmo_jax.cpu_kernels import CpuLstmStack
+from elmo_jax.inference.cpu_kernels import CpuLstmStack
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
-from tests.cpu_kernels.compiler import requires_compiler
+from tests.inference.cpu_kernels.compiler import requires_compiler
 
 pytestmark = requires_compiler
 

@@ -22,7 +22,7 @@ FLAG_HELP = (
     "Also show the INFO and WARNING log lines of libraries (orbax, jax, absl); by default only their "
     "errors appear beside elmo-jax's own lines."
 )
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # elmo_jax/
 
 
 class _LibraryThreshold(logging.Filter):

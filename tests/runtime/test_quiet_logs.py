@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from elmo_jax import quiet_logs
+from elmo_jax.runtime import quiet_logs
 from tests.entry_points import ROOT, run_script, script_env
 from tests.training.helpers import write_corpus
 
@@ -66,7 +66,7 @@ def test_evaluation_export_and_embedding_log_nothing(trained, tmp_path):
         "evaluate.py": run_script("evaluate.py", f"--workdir={workdir}", compile_cache=cache),
         "export": _module("elmo_jax.interop.bilm_hdf5", f"--workdir={workdir}", f"--options={tmp_path / 'o.json'}",
                           f"--weights={tmp_path / 'w.hdf5'}", cache=cache),
-        "embed": _module("elmo_jax.embed", f"--workdir={workdir}", f"--input={sentences}",
+        "embed": _module("elmo_jax.inference.embedder", f"--workdir={workdir}", f"--input={sentences}",
                          f"--output={tmp_path / 'e.hdf5'}", cache=cache),
     }
     for name, done in runs.items():

@@ -14,18 +14,18 @@ import sys
 
 import pytest
 
-from elmo_jax.embed import embedder_from_workdir
-from elmo_jax.evaluation import evaluate_checkpoint
-from elmo_jax.training import workdir_lock
+from elmo_jax.inference.embedder import embedder_from_workdir
+from elmo_jax.evaluation.perplexity import evaluate_checkpoint
+from elmo_jax.runtime import workdir_lock
 from elmo_jax.training.loop import train_and_evaluate
-from elmo_jax.training.workdir_lock import WorkdirInUseError
+from elmo_jax.runtime.workdir_lock import WorkdirInUseError
 from tests.entry_points import ROOT, run_script
 from tests.training.helpers import make_checkpoint_workdir, tiny_config
 
 # Holds the lock of argv[1] until its stdin closes.
 HOLDER = """
 import sys
-from elmo_jax.training import workdir_lock
+from elmo_jax.runtime import workdir_lock
 with workdir_lock.hold(sys.argv[1]):
     print("held", flush=True)
     sys.stdin.read()
@@ -169,7 +169,7 @@ TWO_PROCESSES = """
 import os, sys, jax
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 jax.distributed.initialize(coordinator_address=f"localhost:{sys.argv[1]}", num_processes=2, process_id=int(sys.argv[2]))
-from elmo_jax.training import workdir_lock
+from elmo_jax.runtime import workdir_lock
 try:
     with workdir_lock.hold(sys.argv[3]):
         lock = os.path.join(sys.argv[3], workdir_lock.FILENAME)

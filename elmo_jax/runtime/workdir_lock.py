@@ -23,7 +23,7 @@ from typing import Iterator
 
 import jax
 
-from elmo_jax.training.parallel import all_processes
+from elmo_jax.runtime.data_parallel import all_processes
 
 FILENAME = "train.lock"
 _ATTEMPTS = 3  # Each one creates the lock, is refused, or follows another process's move.

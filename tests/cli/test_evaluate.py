@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from elmo_jax.interop.bilm_hdf5 import main as export_main
+from elmo_jax.cli.export import main as export_main
 from tests.entry_points import last_line, run_script
 from tests.training.helpers import make_checkpoint_workdir
 

@@ -1,0 +1,232 @@
+"""Reading a training workdir without training: its config.json, the params of a checkpoint
+(never the optimizer state), its vocab.txt checked against them.
+
+Evaluation, export and embedding load a run with `load_run` (or `load_params`): no model, optimizer
+or abstract train state is built, and importing this module imports neither optax nor the
+training loop. A checkpoint that cannot be read (truncated or corrupt files, NaN or infinite
+values) is reported in one line and the next older one used (`first_readable`, shared with the
+training Checkpointer). The saved config is completed with the schema's defaults for keys that
+an older elmo-jax did not write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from typing import Any, Callable, Iterator, NamedTuple, TypeVar
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import orbax.checkpoint as ocp
+
+from elmo_jax.config import schema
+from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
+from elmo_jax.runtime import quiet_logs
+
+T = TypeVar("T")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that is missing, unreadable, cannot be written, or does not fit the model."""
+
+
+class UnreadableCheckpoint(Exception):
+    """A checkpoint whose files cannot be read or decoded, or hold NaN or infinite values: what makes
+    a reader fall back to the previous step."""
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def describe_error(error: BaseException) -> str:
+    return f"{type(error).__name__}: {first_line(error)}"
+
+
+def leaf_name(path: tuple) -> str:
+    """'params.lstm.W' for a pytree key path (dict keys, sequence indices, dataclass fields)."""
+    return ".".join(str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path)
+
+
+def check_finite(tree: Any) -> None:
+    """UnreadableCheckpoint naming the first floating-point leaf holding a NaN or an infinity.
+
+    Corrupt bytes in an array file can decode without any error: checked on load, such a
+    checkpoint falls back like an unreadable one instead of training or evaluating on NaN.
+    Only this process's shards are read; the processes then agree on the step (`first_readable`).
+    """
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        if not jnp.issubdtype(leaf.dtype, jnp.floating):
+            continue
+        shards = [shard.data for shard in leaf.addressable_shards] if isinstance(leaf, jax.Array) else [leaf]
+        if not all(np.isfinite(np.asarray(shard)).all() for shard in shards):
+            raise UnreadableCheckpoint(f"non-finite values in {leaf_name(path)}")
+
+
+class _ReadOnlyNotice(logging.Filter):
+    """Drops orbax's warning 'Given directory is read only', which it logs for every read-only
+    manager: evaluation and embedding ask for one, so it only made users wonder what went wrong."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Given directory is read only")
+
+
+@contextlib.contextmanager
+def read_only_notice_hidden() -> Iterator[None]:
+    """orbax logs through absl's logger: filter it while a manager is created."""
+    notice, logger = _ReadOnlyNotice(), logging.getLogger("absl")
+    logger.addFilter(notice)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notice)
+
+
+def candidate_steps(directory: str, saved: list[int], step: int | None) -> list[int]:
+    """The steps to try, newest first: all of `saved`, or only `step` (CheckpointError if not saved)."""
+    steps = sorted(saved, reverse=True)
+    if not steps:
+        raise CheckpointError(f"{directory}: no checkpoint found")
+    if step is None:
+        return steps
+    if step not in steps:
+        raise CheckpointError(f"{directory}: no checkpoint for step {step} (have {sorted(steps)})")
+    return [step]
+
+
+def first_readable(
+    directory: str, steps: list[int], read: Callable[[int], T], agree: Callable[[bool], bool]
+) -> tuple[T, int, int]:
+    """(read(step), step, how many steps before it were unreadable) for the first of `steps` that
+    `agree` accepts as read; each unreadable one is reported, CheckpointError if none is readable.
+
+    `agree(ok)` turns this process's outcome into the decision every process takes.
+    """
+    unreadable: list[str] = []
+    for candidate in steps:
+        try:
+            with quiet_logs.library_errors_silenced():
+                restored, error = read(candidate), None
+        except UnreadableCheckpoint as e:
+            restored, error = None, str(e)
+        if agree(error is None):
+            return restored, candidate, len(unreadable)
+        error = error or "unreadable on another process"
+        unreadable.append(f"step {candidate}: {error}")
+        fallback = "; trying the previous one" if candidate != steps[-1] else ""
+        logging.warning("%s/%d: unreadable checkpoint (%s)%s", directory, candidate, error, fallback)
+    raise CheckpointError(f"{directory}: no readable checkpoint ({'; '.join(unreadable)})")
+
+
+def saved_config(workdir: str) -> ml_collections.ConfigDict:
+    """The config `workdir` was trained with (its config.json): the only one that builds its model.
+    Keys that the run's elmo-jax did not write yet take the schema's defaults."""
+    config_path = os.path.join(workdir, "config.json")
+    if not os.path.exists(config_path):
+        raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
+    with open(config_path, encoding="utf-8") as f:
+        saved = json.load(f)
+    return schema.with_defaults(saved)
+
+
+def checkpoint_directory(workdir: str) -> str:
+    """`WORKDIR/checkpoints`; CheckpointError naming `workdir` when it has none."""
+    directory = os.path.join(workdir, "checkpoints")
+    if not os.path.isdir(directory):
+        raise CheckpointError(f"{workdir}: no checkpoint found (is this a training workdir?)")
+    return directory
+
+
+def _read_params(manager: ocp.CheckpointManager, step: int, sharding: jax.sharding.Sharding | None) -> Any:
+    """The `params` subtree of checkpoint `step`, with the shapes and dtypes it was saved with."""
+    try:
+        saved = manager.item_metadata(step).state
+    except Exception as e:  # orbax and tensorstore report unreadable files as many types.
+        raise UnreadableCheckpoint(describe_error(e)) from e
+    if saved is None or "params" not in saved:
+        raise UnreadableCheckpoint("no params in the saved state")
+    target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), saved["params"])
+    args = ocp.args.PyTreeRestore(
+        item={"params": target},
+        restore_args={"params": ocp.checkpoint_utils.construct_restore_args(target)},
+        partial_restore=True,  # The optimizer state, LSTM states and RNG stay on disk.
+    )
+    try:
+        restored = manager.restore(step, args=ocp.args.Composite(state=args))
+    except Exception as e:
+        raise UnreadableCheckpoint(describe_error(e)) from e
+    check_finite(restored.state)
+    return restored.state["params"]
+
+
+def restore_params(
+    directory: str, step: int | None = None, sharding: jax.sharding.Sharding | None = None
+) -> tuple[Any, int]:
+    """(params, step) of the checkpoint `step` under `directory` (default: the latest readable).
+
+    Only the saved state's `params` subtree is read (orbax partial restore), with the shapes and
+    dtypes the checkpoint records, so no model, optimizer or abstract train state is built. Leaves
+    are NumPy arrays, or with `sharding` jax.Arrays placed with it (e.g. replicated over a mesh).
+    An unreadable checkpoint is reported and the previous one read, as `Checkpointer.restore`
+    does; each process decides alone, which is safe for host or replicated params: every process
+    reads the same whole arrays.
+    """
+    directory = os.path.abspath(directory)
+    options = ocp.CheckpointManagerOptions(read_only=True, create=False, save_interval_steps=0)
+    handlers = {"state": ocp.PyTreeCheckpointHandler(), "data": ocp.JsonCheckpointHandler()}
+    with read_only_notice_hidden():
+        manager = ocp.CheckpointManager(directory, options=options, item_handlers=handlers)
+    try:
+        steps = candidate_steps(directory, list(manager.all_steps()), step)
+        params, step, _ = first_readable(directory, steps, lambda s: _read_params(manager, s, sharding), bool)
+    finally:
+        manager.close()
+    return params, step
+
+
+def workdir_vocabulary(workdir: str, params: Any) -> Vocabulary:
+    """WORKDIR/vocab.txt, checked to have a line per row of the checkpoint's softmax (and word
+    embeddings): `checkpoint_vocabulary`."""
+    path = os.path.join(workdir, "vocab.txt")
+    if not os.path.exists(path):
+        raise CheckpointError(f"{workdir}: no vocab.txt (is this a training workdir?)")
+    return checkpoint_vocabulary(path, params)
+
+
+class Run(NamedTuple):
+    """What a training workdir holds of its model: config, params of one checkpoint, its step and
+    (when asked for) its vocabulary."""
+
+    config: ml_collections.ConfigDict
+    params: Any
+    step: int
+    vocab: Vocabulary | None
+
+
+def load_run(
+    workdir: str, step: int | None = None, sharding: jax.sharding.Sharding | None = None, with_vocab: bool = True
+) -> Run:
+    """The run of `workdir` at checkpoint `step` (default: the latest readable): its saved config,
+    the params (placed with `sharding`, else host arrays), and with `with_vocab` its vocab.txt."""
+    config = saved_config(workdir)
+    params, step = restore_params(checkpoint_directory(workdir), step, sharding)
+    return Run(config, params, step, workdir_vocabulary(workdir, params) if with_vocab else None)
+
+
+def load_params(workdir: str, step: int | None = None) -> tuple[ml_collections.ConfigDict, Any]:
+    """(config, params) of `workdir` at checkpoint `step`: `load_run` without the vocabulary, params
+    as host NumPy arrays, float32 as trained whatever model.dtype."""
+    run = load_run(workdir, step, with_vocab=False)
+    return run.config, run.params
+
+
+def workdir_inputs(workdir: str | None) -> list[tuple[str, str]]:
+    """What reading a training workdir's model reads, as `check_not_inputs` takes inputs: its
+    config.json, vocab.txt and checkpoints (writing elsewhere in the workdir is fine); none without one."""
+    names = ("config.json", "vocab.txt", "checkpoints") if workdir else ()
+    return [("--workdir", os.path.join(workdir, name)) for name in names]

@@ -1,0 +1,68 @@
+"""Data parallelism over every device: a 1-D 'data' mesh, batches and carried LSTM states
+(`[2, B, ...]`) split along the batch axis, decisions agreed by all processes.
+
+The same code runs on 1 CPU, simulated CPU devices, GPUs or a TPU slice, single- or
+multi-process; training (training/parallel.py) and evaluation build their steps on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+AXIS = "data"  # The mesh axis that batches and LSTM states are split along.
+
+
+def initialize_distributed(distributed: Any) -> None:
+    """`jax.distributed.initialize()` from `config.distributed` (no-op unless enabled).
+
+    Unset fields are auto-detected by JAX (SLURM, Open MPI, Cloud TPU); CPU processes exchange
+    collectives through gloo.
+    """
+    if not distributed.enabled:
+        return
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")  # Affects the CPU backend only.
+    jax.distributed.initialize(
+        coordinator_address=distributed.coordinator_address or None,
+        num_processes=distributed.num_processes or None,
+        process_id=distributed.process_id if distributed.process_id >= 0 else None,
+    )
+
+
+def all_processes(ok: bool) -> bool:
+    """True when `ok` holds on every process (a decision some processes cannot make alone)."""
+    if jax.process_count() == 1:
+        return ok
+    from jax.experimental import multihost_utils
+
+    return bool(np.all(multihost_utils.process_allgather(np.array(ok))))
+
+
+def make_mesh(devices: list[Any] | None = None) -> jax.sharding.Mesh:
+    """A 1-D mesh named 'data' over `devices` (default: all devices of all processes)."""
+    devices = devices if devices is not None else jax.devices()
+    return jax.sharding.Mesh(np.asarray(devices), (AXIS,))
+
+
+def check_batch_size(batch_size: int, mesh: jax.sharding.Mesh, key: str) -> None:
+    n = mesh.size
+    if batch_size % n:
+        raise ValueError(f"{key}={batch_size} must be divisible by the number of devices ({n})")
+
+
+def lstm_state_spec(lstm_state: Any) -> Any:
+    """Carried states `[2, B, ...]` are split along B."""
+    return jax.tree.map(lambda _: P(None, AXIS), lstm_state)
+
+
+def shardings(mesh: jax.sharding.Mesh, specs: Any) -> Any:
+    return jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, P))
+
+
+def shard_batch(batch: Any, mesh: jax.sharding.Mesh) -> Any:
+    """This process's part of the global batch (leading axis) -> global arrays split over 'data'."""
+    sharding = NamedSharding(mesh, P(AXIS))
+    return jax.tree.map(lambda x: jax.make_array_from_process_local_data(sharding, x), batch)
