@@ -55,3 +55,24 @@ def checkpoint_steps(workdir: str) -> list[int]:
     """The steps of the complete checkpoints in WORKDIR/checkpoints."""
     directory = os.path.join(workdir, "checkpoints")
     return sorted(int(name) for name in os.listdir(directory) if name.isdigit()) if os.path.isdir(directory) else []
+
+
+def uninterrupted_run(root, num_steps: int, checkpoint_every_steps: int) -> tuple[list[str], str, str]:
+    """(train.py flags without --workdir, compilation cache, workdir of the uninterrupted run): a
+    tiny text-corpus run under `root` (a pathlib.Path) logging every step, the reference that
+    killed, pre-empted or resumed runs with the same flags must reproduce."""
+    from tests.training.helpers import write_corpus
+
+    flags = [
+        "--config=configs/tests/tiny.py",
+        "--config.data.source=text",
+        f"--config.data.train_files={write_corpus(str(root / 'train'), 60, seed=0)}",
+        f"--config.data.eval_files={write_corpus(str(root / 'valid'), 10, seed=1, n_files=1)}",
+        f"--config.train.num_steps={num_steps}",
+        "--config.train.log_every_steps=1",
+        f"--config.train.checkpoint_every_steps={checkpoint_every_steps}",
+    ]
+    cache, reference = str(root / "jax_cache"), str(root / "reference")
+    done = run_script("train.py", *flags, f"--workdir={reference}", compile_cache=cache)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return flags, cache, reference

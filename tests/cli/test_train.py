@@ -10,9 +10,8 @@ import time
 import pytest
 
 from tests.entry_points import (
-    checkpoint_steps, last_line, run_script, script_command, script_env, training_losses, training_records,
+    checkpoint_steps, last_line, run_script, script_command, script_env, training_losses, training_records, uninterrupted_run,
 )
-from tests.training.helpers import write_corpus
 
 NUM_STEPS = 30
 
@@ -20,20 +19,7 @@ NUM_STEPS = 30
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     """(train.py flags without --workdir, compilation cache, reference workdir: an uninterrupted run)."""
-    root = tmp_path_factory.mktemp("train_script")
-    flags = [
-        "--config=configs/tests/tiny.py",
-        "--config.data.source=text",
-        f"--config.data.train_files={write_corpus(str(root / 'train'), 60, seed=0)}",
-        f"--config.data.eval_files={write_corpus(str(root / 'valid'), 10, seed=1, n_files=1)}",
-        f"--config.train.num_steps={NUM_STEPS}",
-        "--config.train.log_every_steps=1",
-        "--config.train.checkpoint_every_steps=3",
-    ]
-    cache, reference = str(root / "jax_cache"), str(root / "reference")
-    done = run_script("train.py", *flags, f"--workdir={reference}", compile_cache=cache)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return flags, cache, reference
+    return uninterrupted_run(tmp_path_factory.mktemp("train_script"), NUM_STEPS, checkpoint_every_steps=3)
 
 
 def _start(setup, workdir: str) -> subprocess.Popen:

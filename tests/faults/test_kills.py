@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from tests.entry_points import checkpoint_steps, run_script, script_command, script_env, training_losses
-from tests.training.helpers import write_corpus
+from tests.entry_points import (
+    checkpoint_steps, run_script, script_command, script_env, training_losses, uninterrupted_run,
+)
 
 NUM_STEPS = 24
 
@@ -20,20 +21,7 @@ NUM_STEPS = 24
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """(train.py flags without --workdir, compilation cache, an uninterrupted run's workdir)."""
-    root = tmp_path_factory.mktemp("kills")
-    flags = [
-        "--config=configs/tests/tiny.py",
-        "--config.data.source=text",
-        f"--config.data.train_files={write_corpus(str(root / 'train'), 60, seed=0)}",
-        f"--config.data.eval_files={write_corpus(str(root / 'valid'), 10, seed=1, n_files=1)}",
-        f"--config.train.num_steps={NUM_STEPS}",
-        "--config.train.log_every_steps=1",
-        "--config.train.checkpoint_every_steps=2",
-    ]
-    cache, workdir = str(root / "jax_cache"), str(root / "reference")
-    done = run_script("train.py", *flags, f"--workdir={workdir}", compile_cache=cache)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return flags, cache, workdir
+    return uninterrupted_run(tmp_path_factory.mktemp("kills"), NUM_STEPS, checkpoint_every_steps=2)
 
 
 def _logged_step(workdir: str) -> int:
