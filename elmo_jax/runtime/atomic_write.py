@@ -6,8 +6,9 @@ New content goes to a temporary beside its path, named `<path>.tmp<pid>`, fsynce
 over the path. The temporary is removed when the write fails, also on SIGTERM in the commands that
 run inside `exit_on_sigterm` (the tools: SIGTERM's default action would end the process without
 that cleanup; training keeps its own pre-emption handling), and a later write to the same path
-removes temporaries left by processes that no longer run (a SIGKILL, a power cut). Writing never
-changes the process's signal handlers.
+removes temporaries left by processes that no longer run (a SIGKILL, a power cut). Appending
+(`append_whole`) adds a record whole or not at all. Writing never changes the process's signal
+handlers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import shutil
 import signal
 import threading
 from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from elmo_jax.runtime.processes import pid_running
 
 SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM  # 143: what a shell reports for a process ended by SIGTERM.
 _TMP = ".tmp"
@@ -61,22 +64,12 @@ def _sigterm_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # Another user's process.
-        return True
-    return True
-
-
 def remove_stale_temporaries(path: str) -> None:
     """Removes `<path>.tmp<pid>` files and directories whose process no longer runs."""
     prefix = f"{path}{_TMP}"
     for stale in glob.glob(f"{glob.escape(prefix)}*"):
         pid = stale[len(prefix):]
-        if not pid.isdigit() or _pid_alive(int(pid)):
+        if not pid.isdigit() or pid_running(int(pid)):
             continue
         if os.path.isdir(stale) and not os.path.islink(stale):
             shutil.rmtree(stale, ignore_errors=True)
@@ -106,6 +99,36 @@ def naming_file(error: BaseException, path: str, tmp: str) -> BaseException:
     if not isinstance(error, OSError) or not error.errno or error.filename not in (None, tmp):
         return error
     return type(error)(error.errno, os.strerror(error.errno), path)
+
+
+def _write_or_truncate(fd: int, data: bytes) -> None:
+    """Writes all of `data` at the end of `fd`, or truncates the file back to its size before."""
+    size = os.fstat(fd).st_size
+    view = memoryview(data)
+    try:
+        while view:  # A short write is followed by one that fails with the reason.
+            view = view[os.write(fd, view):]
+    except OSError:
+        os.ftruncate(fd, size)
+        raise
+
+
+def append_whole(path: str, data: bytes, create: bool = False) -> None:
+    """Appends `data` to `path` whole or not at all: after a failed write (a full disk, a file-size
+    limit) the file is as it was, so a later append never joins a partial record. OSError naming
+    `path`; with `create`, FileExistsError if `path` exists."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if create else 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+        try:
+            _write_or_truncate(fd, data)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        named = naming_file(e, path, path)
+        if named is e:
+            raise
+        raise named from e
 
 
 def write_atomic(path: str, write: Callable[[str], None]) -> None:

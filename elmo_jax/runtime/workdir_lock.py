@@ -24,6 +24,7 @@ from typing import Iterator
 import jax
 
 from elmo_jax.runtime.data_parallel import all_processes
+from elmo_jax.runtime.processes import pid_running
 
 FILENAME = "train.lock"
 _ATTEMPTS = 3  # Each one creates the lock, is refused, or follows another process's move.
@@ -52,22 +53,12 @@ def _holder(content: bytes) -> dict | None:
     return holder if valid else None
 
 
-def _pid_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # Signal 0: only checks that the process exists.
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # It exists, as another user's process.
-        return True
-    return True
-
-
 def _is_stale(holder: dict) -> bool:
     """The holder is gone: on this host, with no process of its pid, or with this process's own pid
     (a restarted container reuses pids; this process holds no lock yet)."""
     if holder["host"] != socket.gethostname():
         return False
-    return holder["pid"] == os.getpid() or not _pid_running(holder["pid"])
+    return holder["pid"] == os.getpid() or not pid_running(holder["pid"])
 
 
 def _refusal(workdir: str, path: str, content: bytes) -> WorkdirInUseError:

@@ -16,7 +16,7 @@ import jax
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from elmo_jax.runtime.atomic_write import naming_file, write_atomic
+from elmo_jax.runtime.atomic_write import append_whole, write_atomic
 
 
 def _item(value: Any) -> Any:
@@ -32,36 +32,6 @@ def _jsonable(value: Any) -> Any:
 
 def _is_scalar(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _write_or_truncate(fd: int, data: bytes) -> None:
-    """Writes all of `data` at the end of `fd`, or truncates the file back to its size before."""
-    size = os.fstat(fd).st_size
-    view = memoryview(data)
-    try:
-        while view:  # A short write is followed by one that fails with the reason.
-            view = view[os.write(fd, view):]
-    except OSError:
-        os.ftruncate(fd, size)
-        raise
-
-
-def append_whole(path: str, data: bytes, create: bool = False) -> None:
-    """Appends `data` to `path` whole or not at all: after a failed write (a full disk, a file-size
-    limit) the file is as it was, so a later append never joins a partial record. OSError naming
-    `path`; with `create`, FileExistsError if `path` exists."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if create else 0)
-    try:
-        fd = os.open(path, flags, 0o644)
-        try:
-            _write_or_truncate(fd, data)
-        finally:
-            os.close(fd)
-    except OSError as e:
-        named = naming_file(e, path, path)
-        if named is e:
-            raise
-        raise named from e
 
 
 def _is_past(line: bytes, step: int) -> bool:
