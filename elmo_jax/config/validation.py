@@ -13,6 +13,8 @@ import dataclasses
 import math
 from typing import Any, Callable, Mapping
 
+from elmo_jax.config.overrides import get_key
+
 # A char-CNN token is [BOW, chars..., EOW, pad...] (elmo_jax/data/chars.py): room for one character.
 MIN_CHARS_PER_TOKEN = 3
 # <S>, </S>, <UNK> and a handful of words: with fewer every word is <UNK> and perplexity means nothing.
@@ -206,12 +208,10 @@ SCHEMA: dict[str, Check] = {
 
 def _lookup(config: Mapping[str, Any], key: str) -> tuple[bool, Any]:
     """(present, value) of a dotted key."""
-    node: Any = config
-    for part in key.split("."):
-        if not hasattr(node, "keys") or part not in node.keys():
-            return False, None
-        node = node[part]
-    return True, node
+    try:
+        return True, get_key(config, key)
+    except (KeyError, TypeError, AttributeError):  # A missing part, or a value where a section belongs.
+        return False, None
 
 
 def _check_chars_fit_filters(config: Mapping[str, Any]) -> None:

@@ -33,9 +33,8 @@ from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.perplexity import Evaluator, format_table
 from elmo_jax.model.bilm import BiLM, bilm_from_config
-from elmo_jax.runtime import workdir_lock
+from elmo_jax.runtime import data_parallel, workdir_lock
 from elmo_jax.training import init_from, run_info
-from elmo_jax.runtime import data_parallel
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
 from elmo_jax.runtime.atomic_write import write_json_atomic
 from elmo_jax.config import validate
