@@ -29,7 +29,6 @@ from elmo_jax.data.vocab import Vocabulary  # noqa: E402
 from elmo_jax.interop.workdir import load_params  # noqa: E402
 from elmo_jax.model import softmax as softmax_lib  # noqa: E402
 from elmo_jax.model.bilm import bilm_from_config  # noqa: E402
-from elmo_jax.model.bilm import stack_directions  # noqa: E402
 
 SATURATED = 3.0
 
@@ -53,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     batcher = BiLMBatcher(
         InMemorySource(sentences, shuffle=False, num_epochs=1), vocab, args.batch_size, config.train.unroll_steps, max_chars
     )
-    inputs = {k: jnp.asarray(v) for k, v in stack_directions(next(batcher)).items()}
+    inputs = {k: jnp.asarray(v) for k, v in next(batcher).items()}
     state = model.initial_state(args.batch_size)
     loss_scale = float(config.train.get("loss_scale", 1.0))
 

@@ -109,7 +109,7 @@ def count_tokens(batches, seconds: float) -> tuple[int, float]:
     """Real positions in the batches produced within `seconds` (all of them if seconds is inf)."""
     tokens, start = 0, time.perf_counter()
     for batch in batches:
-        tokens += int(batch["forward"]["mask"].sum())
+        tokens += int(batch["mask"][0].sum())
         if time.perf_counter() - start >= seconds:
             break
     return tokens, time.perf_counter() - start

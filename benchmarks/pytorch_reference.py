@@ -623,12 +623,11 @@ def clip_by_global_norm(grads: list[torch.Tensor], max_norm: float) -> torch.Ten
 
 
 def to_torch_batch(batch: dict, device: str | torch.device = "cpu") -> dict:
-    """throughput.zipf_batch output -> stacked `[2, B, ...]` torch tensors on `device` (mask None when full)."""
-    stack = lambda k: np.stack([batch["forward"][k], batch["backward"][k]])
-    mask = stack("mask")
+    """throughput.zipf_batch output -> `[2, B, ...]` torch tensors on `device` (mask None when full)."""
+    mask = batch["mask"]
     return {
-        "char_ids": torch.from_numpy(stack("char_ids").astype(np.int64)).to(device),
-        "targets": torch.from_numpy(stack("targets").astype(np.int64)).to(device),
+        "char_ids": torch.from_numpy(batch["char_ids"].astype(np.int64)).to(device),
+        "targets": torch.from_numpy(batch["targets"].astype(np.int64)).to(device),
         "mask": None if mask.all() else torch.from_numpy(mask.astype(np.float32))[..., None].to(device),
     }
 
@@ -722,12 +721,12 @@ def jax_reference(config, vocab_size: int, params, np_batch: dict, state_np: lis
     import optax
 
     from elmo_jax.model import softmax as softmax_lib
-    from elmo_jax.model.bilm import bilm_from_config, stack_directions
+    from elmo_jax.model.bilm import bilm_from_config
     from elmo_jax.model.lstm import LSTMState
     from elmo_jax.training import optim
 
     jmodel = bilm_from_config(config.model, vocab_size)
-    inputs = stack_directions(jax.tree.map(jnp.asarray, np_batch))
+    inputs = jax.tree.map(jnp.asarray, np_batch)
     mask = inputs["mask"].astype(jnp.float32)
     count = jnp.maximum(mask.sum(axis=(1, 2)), 1.0)
     jstate = [LSTMState(jnp.asarray(c), jnp.asarray(h)) for c, h in state_np]
@@ -796,8 +795,8 @@ def run_check(config, vocab_size: int) -> None:
     full_batch = zipf_batch(rng, vocab_size, batch_size, steps, chars)
     # Exercise the mask path: a few padded positions.
     np_batch = jax.tree.map(np.copy, full_batch)
-    np_batch["forward"]["mask"][0, -2:] = False
-    np_batch["backward"]["mask"][1, 1] = False
+    np_batch["mask"][0, 0, -2:] = False
+    np_batch["mask"][1, 1, 1] = False
     d, p = config.model.lstm.dim, config.model.lstm.projection_dim
     # Carried states and W_P large enough that the cell and projection clips are active.
     state_np = [(3.0 * rng.standard_normal((2, batch_size, d)).astype(np.float32),

@@ -56,12 +56,9 @@ def zipf_batch(rng: np.random.Generator, vocab_size: int, batch: int, steps: int
     def ids() -> np.ndarray:
         return rng.choice(vocab_size, (batch, steps), p=probs).astype(np.int32)
 
-    out = {}
-    for direction in ("forward", "backward"):
-        token_ids = ids()
-        out[direction] = {"token_ids": token_ids, "targets": ids(), "char_ids": spelled(token_ids, chars),
-                          "mask": np.ones((batch, steps), bool)}
-    return out
+    token_ids = np.stack([ids(), ids()])  # [2 directions, B, T]
+    return {"token_ids": token_ids, "targets": np.stack([ids(), ids()]), "char_ids": spelled(token_ids, chars),
+            "mask": np.ones((2, batch, steps), bool)}
 
 
 def spelled(token_ids: np.ndarray, chars: int, letters: int = 5) -> np.ndarray:

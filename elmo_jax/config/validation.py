@@ -229,6 +229,17 @@ def _check_chars_fit_filters(config: Mapping[str, Any]) -> None:
         )
 
 
+def _check_init_range_is_uniform(config: Mapping[str, Any]) -> None:
+    """`model.init_range` draws every weight from one uniform, the LSTM kernels included."""
+    _, init_range = _lookup(config, "model.init_range")
+    _, initializer = _lookup(config, "model.lstm.initializer")
+    if init_range and init_range > 0 and initializer not in (None, "uniform"):
+        raise ConfigError(
+            f"config key model.init_range={init_range!r} draws every weight from a uniform: "
+            f"it needs model.lstm.initializer='uniform', not {initializer!r}"
+        )
+
+
 def validate(config: Mapping[str, Any]) -> None:
     """Raises ConfigError naming the first key whose value `SCHEMA` does not allow."""
     for key, check in SCHEMA.items():
@@ -237,3 +248,4 @@ def validate(config: Mapping[str, Any]) -> None:
         if problem:
             raise ConfigError(f"config key {key}={value!r} {problem} (allowed: {check.allowed})")
     _check_chars_fit_filters(config)
+    _check_init_range_is_uniform(config)

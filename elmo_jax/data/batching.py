@@ -21,7 +21,9 @@ import numpy as np
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, CharIdTable
 from elmo_jax.data.vocab import Vocabulary
 
-Batch = dict[str, dict[str, np.ndarray]]
+# A batch: `{field: [2, B, T, ...]}`, direction 0 the forward stream, 1 the backward stream of
+# reversed sentences: the layout the model reads, so nothing restacks it on the way.
+Batch = dict[str, np.ndarray]
 
 
 def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -68,8 +70,8 @@ class SentenceEncoder:
 class BiLMBatcher:
     """Turns a sentence source into fixed-shape bidirectional batches.
 
-    Each batch is `{'forward'|'backward': {'token_ids' [B,T] int32, 'char_ids' [B,T,C] int32
-    (char encoder only), 'targets' [B,T] int32, 'mask' [B,T] bool}}`.
+    Each batch is `{'token_ids' [2,B,T] int32, 'char_ids' [2,B,T,C] int32 (char encoder only),
+    'targets' [2,B,T] int32, 'mask' [2,B,T] bool}`, direction 0 forward, 1 backward (`Batch`).
     `state_dict()` captures the source position and every row's partial sentence.
 
     Speed: per batch, Python only hands sentences to rows; the sentences are encoded together
@@ -162,13 +164,9 @@ class BiLMBatcher:
         owner, j = _segments(left)
         self._carried = source[:, stream_index(owner, T + j)]
         self._remaining = left.tolist()
-        out = {
-            "forward": {"token_ids": grid[0], "targets": grid[1], "mask": mask},
-            "backward": {"token_ids": grid[2], "targets": grid[3], "mask": mask.copy()},
-        }
+        out = {"token_ids": grid[[0, 2]], "targets": grid[[1, 3]], "mask": np.stack([mask, mask])}
         if self.chars is not None:
-            out["forward"]["char_ids"] = self.chars.lookup(grid[4])
-            out["backward"]["char_ids"] = self.chars.lookup(grid[5])
+            out["char_ids"] = self.chars.lookup(grid[[4, 5]])
         return out
 
     def epochs_at(self, state: dict) -> float:

@@ -56,10 +56,10 @@ class ContiguousBatcher:
         self.windows = -(-self.positions_per_row // unroll_steps)
         local = batch_size // process_count
         rows = slice(process_index * local, (process_index + 1) * local)
-        self._streams = {
-            "forward": self._split(encode(list(sentences)), _FORWARD_FIELDS, batch_size)[:, rows],
-            "backward": self._split(encode(list(sentences)[::-1]), _BACKWARD_FIELDS, batch_size)[:, rows],
-        }
+        self._streams = np.stack([  # [2 directions, fields, B, windows * T]
+            self._split(encode(list(sentences)), _FORWARD_FIELDS, batch_size)[:, rows],
+            self._split(encode(list(sentences)[::-1]), _BACKWARD_FIELDS, batch_size)[:, rows],
+        ])
         self._mask = (np.arange(batch_size * self.positions_per_row) < positions).reshape(batch_size, -1)[rows]
         self._mask = self._pad_time(self._mask)
         self.epoch, self.window = 0, 0
@@ -83,12 +83,10 @@ class ContiguousBatcher:
             raise StopIteration
         columns = slice(self.window * self.unroll_steps, (self.window + 1) * self.unroll_steps)
         mask = self._mask[:, columns]
-        out = {}
-        for direction, stream in self._streams.items():
-            fields = stream[:, :, columns]
-            out[direction] = {"token_ids": fields[0], "targets": fields[1], "mask": mask.copy()}
-            if self.chars is not None:
-                out[direction]["char_ids"] = self.chars.lookup(fields[2])
+        fields = self._streams[:, :, :, columns]  # [2 directions, fields, B, T]
+        out = {"token_ids": fields[:, 0], "targets": fields[:, 1], "mask": np.stack([mask, mask])}
+        if self.chars is not None:
+            out["char_ids"] = self.chars.lookup(fields[:, 2])
         self.window += 1
         if self.window == self.windows:
             self.epoch, self.window = self.epoch + 1, 0

@@ -37,7 +37,8 @@ from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.export_sets import check_one_export
 from elmo_jax.interop.softmax_hdf5 import load_softmax
 from elmo_jax.model import softmax as softmax_lib
-from elmo_jax.model.bilm import Batch, BiLM, bilm_from_config, stack_directions
+from elmo_jax.data.batching import Batch
+from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.runtime import data_parallel
 from elmo_jax.interop.workdir import load_run, saved_config, workdir_inputs
@@ -53,7 +54,7 @@ def make_eval_step(
     """
 
     def eval_step(params: Any, lstm_state: list[LSTMState], batch: Batch) -> tuple[list[LSTMState], dict]:
-        inputs = stack_directions(batch)
+        inputs = batch
         _, top, new_state = model.apply({"params": params}, inputs, lstm_state, train=False)
         w, b = params["softmax"]["W"], params["softmax"]["b"]
         hidden = top.reshape(-1, top.shape[-1])
@@ -73,8 +74,8 @@ def parallel_eval_step(per_device_step: Callable, mesh: jax.sharding.Mesh, param
     params_spec = jax.tree.map(lambda _: P(), params)
     lstm_spec = data_parallel.lstm_state_spec(lstm_state)
     mapped = jax.shard_map(
-        per_device_step, mesh=mesh, in_specs=(params_spec, lstm_spec, P(AXIS)), out_specs=(lstm_spec, P()),
-        check_vma=False,
+        per_device_step, mesh=mesh, in_specs=(params_spec, lstm_spec, data_parallel.BATCH_SPEC),
+        out_specs=(lstm_spec, P()), check_vma=False,
     )
     return jax.jit(mapped, donate_argnums=1)
 
@@ -115,7 +116,7 @@ class Evaluator:
             for batch in batcher:
                 lstm_state, batch_sums = self._step(params, lstm_state, data_parallel.shard_batch(batch, self.mesh))
                 sums.append(batch_sums)
-                n = int(batch["forward"]["mask"].sum()) * n_proc
+                n = int(batch["mask"][0].sum()) * n_proc
                 seen += n
                 bar.update(n)
                 if max_tokens and seen >= max_tokens:

@@ -6,13 +6,14 @@ reversed sentences), so one token-encoder call and one scan per layer serve both
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import ml_collections
 
+from elmo_jax.config.schema import with_defaults
+from elmo_jax.config.validation import validate
 from elmo_jax.model.char_cnn import CharCNNEncoder
 from elmo_jax.model.conv_pool import resolve_block
 from elmo_jax.model.distinct_rows import distinct_rows
@@ -22,13 +23,6 @@ from elmo_jax.model.word_encoder import WordEncoder
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 ENCODERS = ("char_cnn", "word")
-# A batcher's batch: {'forward': {field: [B, T, ...]}, 'backward': {...}}.
-Batch = dict[str, dict[str, jax.Array]]
-
-
-def stack_directions(batch: Batch) -> dict[str, jax.Array]:
-    """A batch as the model's inputs: `{field: [2, B, T, ...]}`, direction 0 forward, 1 backward."""
-    return {k: jnp.stack([batch["forward"][k], batch["backward"][k]]) for k in batch["forward"]}
 
 
 class BiLM(nn.Module):
@@ -186,21 +180,13 @@ class BiLM(nn.Module):
         return [x, *outputs], [final, *new_state]
 
 
-def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
-    """Builds the biLM from `config.model` (see configs/default.py for the keys)."""
-    if model.token_encoder not in ENCODERS:
-        raise ValueError(f"model.token_encoder must be one of {ENCODERS}, got {model.token_encoder!r}")
-    if model.dtype not in DTYPES:
-        raise ValueError(f"model.dtype must be one of {sorted(DTYPES)}, got {model.dtype!r}")
-    distinct_fraction = model.get("distinct_fraction", 0.0)
-    if not 0.0 <= distinct_fraction <= 1.0:
-        raise ValueError(f"model.distinct_fraction must be in [0, 1], got {distinct_fraction}")
-    init_range = model.get("init_range", 0.0)
-    if init_range > 0 and model.lstm.get("initializer", "uniform") != "uniform":
-        raise ValueError(
-            f"model.init_range={init_range} draws every weight from a uniform: "
-            "it needs model.lstm.initializer='uniform'"
-        )
+def bilm_from_config(model: Mapping[str, Any], vocab_size: int) -> BiLM:
+    """Builds the biLM from `config.model`, complete or not (a config saved before a key existed, the
+    model of an options.json): a missing key takes the schema's default (elmo_jax/config/schema.py),
+    and every value must pass the config's validation (ConfigError names the first that does not)."""
+    model = with_defaults({"model": model.to_dict() if hasattr(model, "to_dict") else dict(model)})
+    validate(model)
+    model = model.model
     return BiLM(
         vocab_size=vocab_size,
         token_encoder=model.token_encoder,
@@ -208,22 +194,22 @@ def bilm_from_config(model: ml_collections.ConfigDict, vocab_size: int) -> BiLM:
         filters=tuple(tuple(f) for f in model.char_cnn.filters),
         n_highway=model.char_cnn.n_highway,
         activation=model.char_cnn.activation,
-        token_projection=model.char_cnn.get("projection", True),
+        token_projection=model.char_cnn.projection,
         dim=model.lstm.dim,
         projection_dim=model.lstm.projection_dim,
         n_layers=model.lstm.n_layers,
         cell_clip=model.lstm.cell_clip or None,
         proj_clip=model.lstm.proj_clip or None,
         use_skip_connections=model.lstm.use_skip_connections,
-        lstm_initializer=model.lstm.get("initializer", "uniform"),
-        init_range=init_range,
+        lstm_initializer=model.lstm.initializer,
+        init_range=model.init_range,
         dropout=model.dropout,
-        token_dropout=None if model.get("token_dropout", -1.0) < 0 else model.token_dropout,
-        remat=model.get("remat", False),
+        token_dropout=None if model.token_dropout < 0 else model.token_dropout,
+        remat=model.remat,
         dtype=DTYPES[model.dtype],
-        unroll=model.get("unroll", 0),
-        lstm_kernel=model.get("lstm_kernel", "xla"),
-        conv_block=model.get("conv_block", 0),
-        conv_kernel=model.get("conv_kernel", "xla"),
-        distinct_fraction=distinct_fraction,
+        unroll=model.unroll,
+        lstm_kernel=model.lstm_kernel,
+        conv_block=model.conv_block,
+        conv_kernel=model.conv_kernel,
+        distinct_fraction=model.distinct_fraction,
     )

@@ -14,6 +14,7 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 AXIS = "data"  # The mesh axis that batches and LSTM states are split along.
+BATCH_SPEC = P(None, AXIS)  # Batch arrays `[2 directions, B, ...]` are split along B.
 
 
 def initialize_distributed(distributed: Any) -> None:
@@ -63,6 +64,6 @@ def shardings(mesh: jax.sharding.Mesh, specs: Any) -> Any:
 
 
 def shard_batch(batch: Any, mesh: jax.sharding.Mesh) -> Any:
-    """This process's part of the global batch (leading axis) -> global arrays split over 'data'."""
-    sharding = NamedSharding(mesh, P(AXIS))
+    """This process's rows of the global batch (`[2, B, ...]` arrays) -> global arrays split over 'data'."""
+    sharding = NamedSharding(mesh, BATCH_SPEC)
     return jax.tree.map(lambda x: jax.make_array_from_process_local_data(sharding, x), batch)

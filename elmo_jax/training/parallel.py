@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import jax
 from jax.sharding import PartitionSpec as P
 
-from elmo_jax.runtime.data_parallel import AXIS, lstm_state_spec, shardings
+from elmo_jax.runtime.data_parallel import BATCH_SPEC, lstm_state_spec, shardings
 
 if TYPE_CHECKING:  # Annotations only: the train state imports optax.
     from elmo_jax.training.state import TrainState
@@ -40,6 +40,6 @@ def parallel_train_step(
     """jit(shard_map(per_device_step)) with the train state donated."""
     state_spec = train_state_spec(state)
     mapped = jax.shard_map(
-        per_device_step, mesh=mesh, in_specs=(state_spec, P(AXIS)), out_specs=(state_spec, P()), check_vma=False
+        per_device_step, mesh=mesh, in_specs=(state_spec, BATCH_SPEC), out_specs=(state_spec, P()), check_vma=False
     )
     return jax.jit(mapped, donate_argnums=0)

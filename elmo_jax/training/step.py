@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
-from elmo_jax.model.bilm import Batch, BiLM, stack_directions
+from elmo_jax.data.batching import Batch
+from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.model import softmax as softmax_lib
 from elmo_jax.training import softmax_rows
@@ -221,7 +222,7 @@ def make_train_step(
     loss_fn = functools.partial(training_loss, model, softmax_config.chunk_size, loss_scale)
 
     def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
-        inputs = stack_directions(batch)
+        inputs = batch
         sample_rng, dropout_rng = _step_rngs(state)
         lstm_state = state.lstm_state if stateful else jax.tree.map(jnp.zeros_like, state.lstm_state)
         global_count = jnp.maximum(jax.lax.psum(inputs["mask"].astype(jnp.float32).sum(axis=(1, 2)), AXIS), 1.0)

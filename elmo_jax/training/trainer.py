@@ -10,7 +10,8 @@ import jax
 import ml_collections
 import optax
 
-from elmo_jax.model.bilm import Batch, BiLM
+from elmo_jax.data.batching import Batch
+from elmo_jax.model.bilm import BiLM
 from elmo_jax.training import optim, parallel
 from elmo_jax.training.state import TrainState, create_train_state
 from elmo_jax.training.step import make_train_step

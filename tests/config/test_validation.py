@@ -154,6 +154,15 @@ def test_max_chars_must_fit_the_widest_filter():
     validate(config)
 
 
+def test_init_range_needs_the_uniform_lstm_initializer():
+    config = _config(**{"model.init_range": 0.05, "model.lstm.initializer": "glorot_uniform"})
+    with pytest.raises(ConfigError, match=r"model.init_range=0.05 .* model.lstm.initializer='uniform', not 'glorot_uniform'"):
+        validate(config)
+    config.model.lstm.initializer = "uniform"
+    validate(config)
+    validate(_config(**{"model.init_range": 0.0, "model.lstm.initializer": "glorot_uniform"}))
+
+
 def test_a_word_model_ignores_the_filter_widths():
     validate(_config(**{"data.max_chars_per_token": 5, "model.token_encoder": "word"}))
 

@@ -32,19 +32,17 @@ def tiny_config(**overrides):
 
 
 def random_batch(rng: np.random.Generator, vocab_size: int, batch: int, steps: int, chars: int, mask_tail: int = 0):
-    """A batch with random ids; the last `mask_tail` positions of row 0 are padding."""
-    out = {}
-    for direction in ("forward", "backward"):
-        mask = np.ones((batch, steps), bool)
-        if mask_tail:
-            mask[0, -mask_tail:] = False
-        out[direction] = {
-            "token_ids": rng.integers(0, vocab_size, (batch, steps)).astype(np.int32),
-            "targets": rng.integers(0, vocab_size, (batch, steps)).astype(np.int32),
-            "char_ids": rng.integers(1, 262, (batch, steps, chars)).astype(np.int32),
-            "mask": mask,
-        }
-    return out
+    """A batch `{field: [2, batch, steps, ...]}` with random ids; the last `mask_tail` positions of
+    row 0 are padding in both directions."""
+    mask = np.ones((2, batch, steps), bool)
+    if mask_tail:
+        mask[:, 0, -mask_tail:] = False
+    return {
+        "token_ids": rng.integers(0, vocab_size, (2, batch, steps)).astype(np.int32),
+        "targets": rng.integers(0, vocab_size, (2, batch, steps)).astype(np.int32),
+        "char_ids": rng.integers(1, 262, (2, batch, steps, chars)).astype(np.int32),
+        "mask": mask,
+    }
 
 
 def write_corpus(directory: str, n_sentences: int, seed: int, n_files: int = 2) -> str:

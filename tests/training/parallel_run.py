@@ -35,7 +35,7 @@ def run(n_devices: int | None) -> dict[str, np.ndarray]:
     losses = []
     for i in range(STEPS):
         batch = random_batch(rng, VOCAB, 8, config.train.unroll_steps, config.data.max_chars_per_token, mask_tail=i % 3)
-        batch = jax.tree.map(lambda x: x[local], batch)  # This process's rows of the global batch.
+        batch = jax.tree.map(lambda x: x[:, local], batch)  # This process's rows of the global batch [2, B, ...].
         state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
         losses.append(float(metrics["train_loss"]))
     flat = {jax.tree_util.keystr(k): np.asarray(v) for k, v in jax.tree_util.tree_leaves_with_path(jax.device_get(state.params))}

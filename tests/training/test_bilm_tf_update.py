@@ -111,7 +111,7 @@ def tower_loss(model, params, rows: dict[str, jax.Array], candidates: jax.Array)
 
 def bilm_tf_update(model, params, batch, negatives: np.ndarray, groups: int) -> dict:
     """bilm-tf's step: tower gradients of unroll_steps x loss, averaged, clipped, Adagrad."""
-    stacked = {k: np.stack([batch["forward"][k], batch["backward"][k]]) for k in batch["forward"]}
+    stacked = dict(batch)
     stacked["log_q"] = log_expected_counts(stacked["targets"], VOCAB, NEGATIVES)
     tower_rows = BATCH // groups
     grad_fn = jax.jit(jax.value_and_grad(lambda p, rows, cand: tower_loss(model, p, rows, cand)))

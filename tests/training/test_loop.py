@@ -11,6 +11,7 @@ import pytest
 from elmo_jax.data import corpus
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.runtime import data_parallel
+from elmo_jax.training import loop
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
 from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
 from tests.data.tfds_helpers import prepare_text_dataset
@@ -100,7 +101,7 @@ def _poison_training_batch(monkeypatch, at_step):
     def poisoned(batch, mesh):
         calls.append(None)
         if len(calls) == at_step:
-            batch["forward"]["char_ids"][0, 0, 0] = 10**6
+            batch["char_ids"][0, 0, 0, 0] = 10**6
         return shard_batch(batch, mesh)
 
     monkeypatch.setattr(data_parallel, "shard_batch", poisoned)
@@ -118,33 +119,39 @@ def test_stop_policy_raises_and_never_checkpoints_a_nonfinite_state(tmp_path, mo
     assert not os.path.exists(os.path.join(workdir, "metrics.jsonl"))
 
 
-def _failing_config(tmp_path, failure: str):
-    """A config that fails before step 1: in the data, or building the model (after vocab.txt)."""
+def _failing_config(tmp_path, failure: str, monkeypatch):
+    """A config that fails before step 1: in the data, or building the model (after vocab.txt; a
+    config the validation would refuse never gets that far, so the model's build is made to fail)."""
     if failure == "data":
         return _text_config(tmp_path, **{"data.train_files": str(tmp_path / "nowhere" / "*.txt")})
-    return _text_config(tmp_path, **{"model.init_range": 0.05, "model.lstm.initializer": "glorot_uniform"})
+
+    def failing_build(model, vocab_size):
+        raise ValueError(f"the model cannot be built for {vocab_size} words")
+
+    monkeypatch.setattr(loop, "bilm_from_config", failing_build)
+    return _text_config(tmp_path)
 
 
 @pytest.mark.parametrize("failure", ["data", "model"])
 @pytest.mark.parametrize("workdir_before", ["missing", "empty"])
-def test_a_run_failing_before_its_first_step_leaves_nothing_behind(tmp_path, failure, workdir_before):
+def test_a_run_failing_before_its_first_step_leaves_nothing_behind(tmp_path, failure, workdir_before, monkeypatch):
     workdir = tmp_path / "run"
     if workdir_before == "empty":
         workdir.mkdir()
-    with pytest.raises(ValueError, match="nowhere" if failure == "data" else "model.init_range"):
-        train_and_evaluate(_failing_config(tmp_path, failure), str(workdir))
+    with pytest.raises(ValueError, match="nowhere" if failure == "data" else "cannot be built"):
+        train_and_evaluate(_failing_config(tmp_path, failure, monkeypatch), str(workdir))
     if workdir_before == "empty":
         assert os.listdir(workdir) == []
     else:
         assert not workdir.exists()
 
 
-def test_a_failing_run_never_removes_what_the_workdir_held(tmp_path):
+def test_a_failing_run_never_removes_what_the_workdir_held(tmp_path, monkeypatch):
     workdir = tmp_path / "run"
     workdir.mkdir()
     (workdir / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match="model.init_range"):
-        train_and_evaluate(_failing_config(tmp_path, "model"), str(workdir))
+    with pytest.raises(ValueError, match="cannot be built"):
+        train_and_evaluate(_failing_config(tmp_path, "model", monkeypatch), str(workdir))
     assert (workdir / "notes.txt").read_text() == "mine"
     assert sorted(os.listdir(workdir)) == ["notes.txt", "vocab.txt"]  # config.json only once the run is accepted.
 

@@ -8,7 +8,6 @@ import pytest
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.training import optim, parallel
 from elmo_jax.runtime import data_parallel
-from elmo_jax.model.bilm import stack_directions
 from elmo_jax.training.step import make_train_step
 from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch, tiny_config
@@ -35,14 +34,14 @@ def test_full_softmax_loss_is_mean_of_directions():
     config, model, state, step, mesh = _setup(**{"model.softmax.sampled": False})
     batch = random_batch(np.random.default_rng(0), VOCAB, 4, 5, config.data.max_chars_per_token, mask_tail=2)
     params = jax.device_get(state.params)
-    inputs = stack_directions(jax.tree.map(jnp.asarray, batch))
+    inputs = jax.tree.map(jnp.asarray, batch)
     _, top, final = model.apply({"params": params}, inputs, model.initial_state(4))
     top = np.asarray(top)
     w, b = np.asarray(params["softmax"]["W"]), np.asarray(params["softmax"]["b"])
     expected = []
-    for d, direction in enumerate(("forward", "backward")):
-        mask = batch[direction]["mask"].reshape(-1)
-        nll = _log_softmax_nll(top[d].reshape(-1, top.shape[-1]), w, b, batch[direction]["targets"].reshape(-1))
+    for d in range(2):
+        mask = batch["mask"][d].reshape(-1)
+        nll = _log_softmax_nll(top[d].reshape(-1, top.shape[-1]), w, b, batch["targets"][d].reshape(-1))
         expected.append(nll[mask].mean())
     new_state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
     np.testing.assert_allclose(metrics["train_forward_loss"], expected[0], rtol=1e-5)
@@ -98,7 +97,7 @@ def policy_steps():
 
 def _poison_chars(batch):
     """An out-of-range char id: its embedding lookup fills NaN, so the loss is NaN."""
-    batch["forward"]["char_ids"][0, 0, 0] = 10**6
+    batch["char_ids"][0, 0, 0, 0] = 10**6
     return batch
 
 
