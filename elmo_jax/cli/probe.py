@@ -1,0 +1,141 @@
+"""What each layer of a biLM knows: linear probes of a token task on its frozen representations (`elmo-probe`).
+
+  elmo-probe --workdir runs/demo [--step N] --train train.conllu [--dev dev.conllu] --test test.conllu \\
+      [--task upos|xpos|deprel] [--normalize none|lower|ptb] [--control none|random_init] [--mlp] [--output DIR]
+  elmo-probe --options options.json --weights weights.hdf5 --train ... --test ...
+
+Data: CoNLL-U files (Universal Dependencies treebanks); without --dev, a tenth of the training
+sentences is held out for early stopping. A softmax classifier is trained on each layer (0: the
+token layer) and on a learned scalar mix of all of them; their test accuracies, beside the
+most-frequent-tag-per-word baseline, go to `probe_<task>.json` in --output (default: the workdir,
+or the current directory for bilm-tf files; a control run: `probe_<task>_random_init.json`), a
+Markdown table on stdout and `probe_<task>.png` (accuracy by layer, the model and its control when
+both were probed into the directory). How: elmo_jax/probing/.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import sys
+from typing import Any, Sequence
+
+from absl import flags
+
+from elmo_jax.cli import tool_flags
+from elmo_jax.data.conllu import read_conllu
+from elmo_jax.inference.embedder import ENGINES, PretrainedBiLM, bilm_from_files, bilm_from_workdir
+from elmo_jax.interop.workdir import workdir_inputs
+from elmo_jax.probing.report import figure_path, markdown_table, result_path, write_outputs
+from elmo_jax.probing.run import CONTROLS, probe
+from elmo_jax.probing.tasks import NORMALIZATIONS, TASKS
+from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
+from elmo_jax.runtime.atomic_write import check_not_inputs
+
+_FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
+flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)
+flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=_FLAGS)
+flags.DEFINE_string("workdir", None, "elmo-jax training workdir (instead of --options/--weights)", flag_values=_FLAGS)
+flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
+flags.DEFINE_enum("task", "upos", sorted(TASKS), "the token label to predict (a CoNLL-U column)", flag_values=_FLAGS)
+flags.DEFINE_string("train", None, "CoNLL-U file the probes train on", flag_values=_FLAGS)
+flags.DEFINE_string(
+    "dev", None, "CoNLL-U file for early stopping (default: a tenth of --train held out)", flag_values=_FLAGS
+)
+flags.DEFINE_string("test", None, "CoNLL-U file the probes are scored on", flag_values=_FLAGS)
+flags.DEFINE_enum(
+    "normalize", "none", NORMALIZATIONS,
+    "spell the words as the biLM's training text: as written, lower case, or PTB (lower case, numbers as N)",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_enum(
+    "control", "none", CONTROLS, "random_init: probe the same biLM with fresh random weights instead",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_string(
+    "output", None, "directory of the results (default: --workdir, or the current directory)", flag_values=_FLAGS
+)
+flags.DEFINE_bool("mlp", False, "also train a one-hidden-layer MLP probe on each layer", flag_values=_FLAGS)
+flags.DEFINE_integer("seed", 0, "seed of the probes (and of the random-init control's weights)", flag_values=_FLAGS)
+flags.DEFINE_integer("batch_size", 32, "sentences per embedder batch", flag_values=_FLAGS)
+flags.DEFINE_float(
+    "max_memory_gib", 8.0, "refuse when the representations of all splits would take more", flag_values=_FLAGS
+)
+flags.DEFINE_enum(
+    "engine", "auto", ENGINES,
+    "what computes the char CNN and the LSTMs: C++ kernels built for this CPU (cpu), XLA (xla), or the kernels "
+    "when computing on the CPU in float32 (auto)",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_bool("no_progress", False, "no progress bars", flag_values=_FLAGS)
+flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
+flags.DEFINE_string(
+    compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
+)
+
+
+def _check_flags() -> None:
+    """Raises UsageError (a one-line error) for bad flag combinations and values."""
+    if (_FLAGS.workdir is None) == (_FLAGS.options is None and _FLAGS.weights is None):
+        raise tool_flags.UsageError("give either --workdir, or --options and --weights (not both, not neither)")
+    if _FLAGS.workdir is None and (_FLAGS.options is None or _FLAGS.weights is None):
+        raise tool_flags.UsageError("--options and --weights go together")
+    if _FLAGS.batch_size < 1:
+        raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
+    if _FLAGS.max_memory_gib <= 0:
+        raise tool_flags.UsageError(f"--max_memory_gib must be > 0, got {_FLAGS.max_memory_gib}")
+
+
+def _output_dir() -> str:
+    if _FLAGS.output is not None:
+        return _FLAGS.output
+    return _FLAGS.workdir if _FLAGS.workdir is not None else os.getcwd()
+
+
+def _model() -> tuple[PretrainedBiLM, dict[str, Any]]:
+    """The biLM of the flags, and what names it in the result."""
+    if _FLAGS.workdir is not None:
+        name = os.path.basename(os.path.normpath(_FLAGS.workdir))
+        described = {"model": name if _FLAGS.step is None else f"{name} step {_FLAGS.step}",
+                     "workdir": _FLAGS.workdir, "step": _FLAGS.step}
+        return bilm_from_workdir(_FLAGS.workdir, _FLAGS.step), described
+    described = {"model": os.path.basename(_FLAGS.weights), "options": _FLAGS.options, "weights": _FLAGS.weights}
+    return bilm_from_files(_FLAGS.options, _FLAGS.weights), described
+
+
+def _probe(command: str) -> None:
+    """The CLI: the result's JSON and figure in the output directory, its table on stdout."""
+    _check_flags()
+    output = _output_dir()
+    written = [result_path(output, _FLAGS.task, _FLAGS.control), figure_path(output, _FLAGS.task)]
+    inputs = [(f"--{name}", _FLAGS[name].value) for name in ("train", "dev", "test", "options", "weights")]
+    check_not_inputs([("--output", path) for path in written], inputs + workdir_inputs(_FLAGS.workdir))
+    quiet_logs.configure(_FLAGS.log_library)
+    compilation_cache.configure(_FLAGS.compilation_cache)
+    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
+    train, test = read_conllu(_FLAGS.train), read_conllu(_FLAGS.test)
+    dev = read_conllu(_FLAGS.dev) if _FLAGS.dev is not None else None
+    pretrained, described = _model()
+    result = probe(
+        pretrained, train, dev, test, _FLAGS.task, _FLAGS.normalize, control=_FLAGS.control, mlp=_FLAGS.mlp,
+        seed=_FLAGS.seed, engine=_FLAGS.engine, batch_size=_FLAGS.batch_size, progress=not _FLAGS.no_progress,
+        max_feature_bytes=int(_FLAGS.max_memory_gib * 2**30),
+    )
+    result.update(described, command=command, train=_FLAGS.train, dev_file=_FLAGS.dev, test=_FLAGS.test)
+    results = write_outputs(output, result)
+    print(markdown_table(results))
+    print(f"wrote {written[0]}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`elmo-probe` / `python -m elmo_jax.probe`: the exit status (elmo_jax.cli.tool_flags)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return tool_flags.run(
+        _FLAGS, argv, functools.partial(_probe, shlex.join(["elmo-probe", *argv])), doc=__doc__,
+        required=["train", "test"], errors=(ValueError, RuntimeError, OSError),
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""CoNLL-U files, the Universal Dependencies format (https://universaldependencies.org/format.html).
+
+A file is sentences separated by blank lines; a sentence is `#` comment lines, then one line per
+token of 10 tab-separated columns: ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC (`_` for a
+value not given, never an empty column). ID is an integer for a syntactic word (1, 2, ... in
+each sentence), a range for a multiword token (`3-4`: the surface form of words 3 and 4) or a
+decimal for an empty node of the enhanced graph (`5.1`). A `Sentence` keeps its words only: the
+multiword-token lines and empty nodes are checked and skipped, so token-level tasks see each
+syntactic word once (UD's `do` `n't` for `don't`, as the Penn Treebank splits it).
+
+Errors are ValueErrors naming `file:line`: a line without 10 columns, an empty column, an ID that
+is none of the three kinds or out of order, invalid UTF-8, a file without any sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, NamedTuple
+
+COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
+_MULTIWORD = re.compile(r"[1-9][0-9]*-[1-9][0-9]*")
+_EMPTY_NODE = re.compile(r"(0|[1-9][0-9]*)\.[1-9][0-9]*")
+_WORD = re.compile(r"[1-9][0-9]*")
+
+
+class Token(NamedTuple):
+    """A syntactic word: its 10 columns (COLUMNS, as strings) and its 1-based line in the file."""
+
+    id: str
+    form: str
+    lemma: str
+    upos: str
+    xpos: str
+    feats: str
+    head: str
+    deprel: str
+    deps: str
+    misc: str
+    line: int
+
+
+class Sentence(NamedTuple):
+    """The words of one sentence, and the file they were read from."""
+
+    path: str
+    tokens: list[Token]
+
+
+def read_conllu(path: str) -> list[Sentence]:
+    """The sentences of the CoNLL-U file at `path`; ValueError naming `path:line` for bad input."""
+    with open(path, "rb") as f:
+        sentences = parse_conllu((_decode(raw, path, number) for number, raw in enumerate(f, 1)), path)
+    if not sentences:
+        raise ValueError(f"{path}: no sentences (an empty file, or comments only)")
+    return sentences
+
+
+def _decode(raw: bytes, path: str, number: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}:{number}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
+
+
+def parse_conllu(lines: Iterable[str], path: str) -> list[Sentence]:
+    """The sentences of CoNLL-U `lines` (numbered from 1, named `path` in errors)."""
+    sentences: list[Sentence] = []
+    tokens: list[Token] = []
+    ids_seen = False  # The sentence has token lines (words, multiword tokens or empty nodes).
+    for number, line in enumerate(lines, 1):
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            if ids_seen:
+                sentences.append(_sentence(path, tokens, number))
+            tokens, ids_seen = [], False
+        elif not line.startswith("#"):
+            token = _token_line(line, path, number, len(tokens))
+            ids_seen = True
+            if token is not None:
+                tokens.append(token)
+    if ids_seen:
+        sentences.append(_sentence(path, tokens, None))
+    return sentences
+
+
+def _sentence(path: str, tokens: list[Token], end: int | None) -> Sentence:
+    """The sentence ending before line `end` (None: at the end of the file); it needs a word."""
+    if not tokens:
+        where = f"line {end}" if end is not None else "the end of the file"
+        raise ValueError(f"{path}: the sentence ending at {where} has no word lines (integer IDs)")
+    return Sentence(path, tokens)
+
+
+def _token_line(line: str, path: str, number: int, words_before: int) -> Token | None:
+    """The word of a token line, or None for a multiword token or an empty node."""
+    columns = line.split("\t")
+    if len(columns) != len(COLUMNS):
+        raise ValueError(f"{path}:{number}: expected {len(COLUMNS)} tab-separated columns, got {len(columns)}")
+    for name, value in zip(COLUMNS, columns):
+        if not value:
+            raise ValueError(f"{path}:{number}: empty {name.upper()} column (CoNLL-U writes '_' for no value)")
+    token_id = columns[0]
+    if _MULTIWORD.fullmatch(token_id) or _EMPTY_NODE.fullmatch(token_id):
+        return None
+    if not _WORD.fullmatch(token_id):
+        raise ValueError(f"{path}:{number}: ID {token_id!r} is not a word (N), a multiword token (N-M) or an "
+                         "empty node (N.M)")
+    if int(token_id) != words_before + 1:
+        raise ValueError(f"{path}:{number}: word ID {token_id} out of order (expected {words_before + 1}; "
+                         "a missing blank line between sentences?)")
+    return Token(*columns, line=number)

@@ -1,0 +1,234 @@
+"""Probes: classifiers trained on frozen token representations `[N, K, D]` (K = n_layers + 1).
+
+Three heads, each a stack of probes with a leading probe axis in all its params:
+- `linear`: a softmax classifier on each layer (K probes; Liu et al. 2019);
+- `mix`: one on ELMo's scalar mix of all layers, gamma * sum_k softmax(s)_k h_k (`ScalarMix`;
+  Peters et al. 2018, eq. 1), s and gamma trained with the classifier;
+- `mlp` (optional): one hidden ReLU layer on each layer (K probes).
+
+Every layer is first standardised by its mean and standard deviation over the training tokens
+(scalars per layer, fixed): an affine map, so a linear probe can express the same functions, but
+the mix weighs layers of one scale (as ELMo's `do_layer_norm`, with fixed statistics).
+
+All probes train at once: minibatch Adam on the sum of their mean cross-entropies, whose gradient
+in each probe's params is that probe's own (the params are disjoint and Adam is elementwise), so
+each probe trains as if alone. One epoch (a permutation of the training tokens) runs as one
+compiled scan. After each epoch every probe's dev accuracy is measured; each probe keeps the
+params of its best epoch, and training stops once no probe improved for `patience` epochs. The
+seed fixes the initialisation and the permutations: the same inputs give the same probes.
+
+Labels are ints; -1 marks a dev or test token whose label the training tokens never had: always
+an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from tqdm import tqdm
+
+from elmo_jax.model.scalar_mix import ScalarMix
+
+Params = dict[str, dict[str, jax.Array]]  # head name -> param name -> `[n_probes, ...]`.
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeConfig:
+    """How the probes train: Adam's learning rate, tokens per minibatch, at most `max_epochs`
+    epochs, stopping after `patience` epochs without a better dev accuracy; `mlp_hidden` > 0 adds
+    the MLP probes of that width; `eval_chunk` tokens are scored per step of an evaluation."""
+
+    learning_rate: float = 1e-3
+    batch_size: int = 256
+    max_epochs: int = 50
+    patience: int = 3
+    mlp_hidden: int = 0
+    seed: int = 0
+    eval_chunk: int = 4096
+
+
+@dataclasses.dataclass
+class TrainedProbes:
+    """The best params of each probe, the standardisation they read features through, each probe's
+    dev accuracy and epoch (1-based) at its best (head name -> `[n_probes]`), and the epochs run."""
+
+    params: Params
+    mean: np.ndarray
+    std: np.ndarray
+    dev_accuracy: dict[str, np.ndarray]
+    best_epoch: dict[str, np.ndarray]
+    epochs: int
+
+
+def layer_statistics(x: np.ndarray, chunk: int = 8192) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation `[K]` of each layer of `x` `[N, K, D]` over tokens and features,
+    accumulated in float64 chunk by chunk (no copy of `x`); a constant layer gets std 1."""
+    total = np.zeros(x.shape[1])
+    squares = np.zeros(x.shape[1])
+    for start in range(0, x.shape[0], chunk):
+        part = x[start : start + chunk].astype(np.float64)
+        total += part.sum(axis=(0, 2))
+        squares += np.square(part).sum(axis=(0, 2))
+    count = x.shape[0] * x.shape[2]
+    mean = total / count
+    std = np.sqrt(np.maximum(squares / count - mean**2, 0.0))
+    return mean.astype(np.float32), np.where(std > 0, std, 1.0).astype(np.float32)
+
+
+def standardize(x: jax.Array, mean: jax.Array, std: jax.Array) -> jax.Array:
+    """`[B, K, D]` with each layer k as (x - mean_k) / std_k."""
+    return (x - mean[:, None]) / std[:, None]
+
+
+def init_params(key: jax.Array, n_layers: int, dim: int, n_labels: int, mlp_hidden: int = 0) -> Params:
+    """Zero linear classifiers, an equal mix (s = 0, gamma = 1) and, with `mlp_hidden`, Glorot-uniform
+    MLPs; `n_layers` counts the token layer (K)."""
+    k = n_layers
+    params = {
+        "linear": {"w": jnp.zeros((k, dim, n_labels)), "b": jnp.zeros((k, n_labels))},
+        "mix": {
+            "scalar_parameters": jnp.zeros((1, k)), "gamma": jnp.ones((1,)),
+            "w": jnp.zeros((1, dim, n_labels)), "b": jnp.zeros((1, n_labels)),
+        },
+    }
+    if mlp_hidden:
+        glorot = jax.nn.initializers.glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=0)
+        hidden_key, out_key = jax.random.split(key)
+        params["mlp"] = {
+            "w1": glorot(hidden_key, (k, dim, mlp_hidden)), "b1": jnp.zeros((k, mlp_hidden)),
+            "w2": glorot(out_key, (k, mlp_hidden, n_labels)), "b2": jnp.zeros((k, n_labels)),
+        }
+    return params
+
+
+def head_logits(params: Params, x: jax.Array) -> dict[str, jax.Array]:
+    """Each head's logits `[n_probes, B, n_labels]` on standardised x `[B, K, D]`."""
+    linear = params["linear"]
+    logits = {"linear": jnp.einsum("bkd,kdc->kbc", x, linear["w"]) + linear["b"][:, None]}
+    mix = params["mix"]
+    weights = {"scalar_parameters": mix["scalar_parameters"][0], "gamma": mix["gamma"][0]}
+    mixed = ScalarMix(x.shape[1]).apply({"params": weights}, x.transpose(1, 0, 2))
+    logits["mix"] = (mixed @ mix["w"][0] + mix["b"][0])[None]
+    if "mlp" in params:
+        mlp = params["mlp"]
+        hidden = jax.nn.relu(jnp.einsum("bkd,kdh->kbh", x, mlp["w1"]) + mlp["b1"][:, None])
+        logits["mlp"] = jnp.einsum("kbh,khc->kbc", hidden, mlp["w2"]) + mlp["b2"][:, None]
+    return logits
+
+
+def probe_losses(params: Params, x: jax.Array, labels: jax.Array) -> dict[str, jax.Array]:
+    """Each probe's mean softmax cross-entropy `[n_probes]` on standardised x `[B, K, D]`, labels `[B]`."""
+    return {
+        name: optax.softmax_cross_entropy_with_integer_labels(logits, labels[None]).mean(axis=-1)
+        for name, logits in head_logits(params, x).items()
+    }
+
+
+def _total_loss(params: Params, x: jax.Array, labels: jax.Array) -> jax.Array:
+    return sum(jnp.sum(loss) for loss in probe_losses(params, x, labels).values())
+
+
+def _epoch_fn(tx: optax.GradientTransformation, batch_size: int) -> Callable:
+    """A compiled epoch: (params, opt_state, x, labels, mean, std, key) -> (params, opt_state), Adam
+    steps over minibatches of a permutation of the tokens (the last partial minibatch left out)."""
+
+    def step(carry: tuple, indices: jax.Array, x: jax.Array, labels: jax.Array, mean: jax.Array, std: jax.Array):
+        params, opt_state = carry
+        grads = jax.grad(_total_loss)(params, standardize(x[indices], mean, std), labels[indices])
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), None
+
+    @jax.jit
+    def epoch(params: Params, opt_state: Any, x: jax.Array, labels: jax.Array, mean, std, key: jax.Array):
+        steps = x.shape[0] // batch_size
+        order = jax.random.permutation(key, x.shape[0])[: steps * batch_size].reshape(steps, batch_size)
+        body = functools.partial(step, x=x, labels=labels, mean=mean, std=std)
+        return jax.lax.scan(body, (params, opt_state), order)[0]
+
+    return epoch
+
+
+@functools.partial(jax.jit, static_argnames="chunk")
+def _correct(params: Params, x: jax.Array, labels: jax.Array, mean: jax.Array, std: jax.Array, chunk: int):
+    """Each probe's count of correct predictions `[n_probes]` over x `[N, K, D]`, `chunk` tokens at a
+    time (the last chunk ends at N and counts only the tokens no earlier chunk did)."""
+    n = x.shape[0]
+    chunk = min(chunk, n)
+
+    def counts(i: jax.Array) -> dict[str, jax.Array]:
+        start = jnp.minimum(i * chunk, n - chunk)
+        xs = standardize(jax.lax.dynamic_slice_in_dim(x, start, chunk), mean, std)
+        ys = jax.lax.dynamic_slice_in_dim(labels, start, chunk)
+        new = start + jnp.arange(chunk) >= i * chunk
+        logits = head_logits(params, xs)
+        return {name: jnp.sum((jnp.argmax(v, axis=-1) == ys) & new, axis=-1) for name, v in logits.items()}
+
+    return jax.tree.map(lambda c: c.sum(axis=0), jax.lax.map(counts, jnp.arange(-(-n // chunk))))
+
+
+def accuracies(probes: TrainedProbes, x: np.ndarray | jax.Array, labels: np.ndarray, chunk: int = 4096):
+    """Each probe's accuracy `[n_probes]` (head name -> NumPy array) on x `[N, K, D]`; label -1: an error."""
+    if len(labels) == 0:
+        raise ValueError("no tokens to score")
+    correct = _correct(probes.params, x, jnp.asarray(labels), probes.mean, probes.std, chunk)
+    return {name: np.asarray(count) / len(labels) for name, count in correct.items()}
+
+
+@jax.jit
+def _keep_best(best: Params, params: Params, improved: dict[str, jax.Array]) -> Params:
+    """`best` with each probe whose dev accuracy `improved` replaced by its `params`."""
+    return {
+        head: jax.tree.map(
+            lambda b, p: jnp.where(improved[head].reshape((-1,) + (1,) * (p.ndim - 1)), p, b), best[head], params[head]
+        )
+        for head in best
+    }
+
+
+def train_probes(
+    train_x: np.ndarray,
+    train_labels: np.ndarray,
+    dev_x: np.ndarray,
+    dev_labels: np.ndarray,
+    n_labels: int,
+    config: ProbeConfig = ProbeConfig(),
+    progress: bool = True,
+) -> TrainedProbes:
+    """Trains every probe on `train_x` `[N, K, D]` with int labels in [0, n_labels), early-stopped
+    on the dev accuracy (`dev_labels` may hold -1), each probe's best epoch restored."""
+    if len(train_labels) == 0 or len(dev_labels) == 0:
+        raise ValueError("probes need training and dev tokens")
+    _, k, dim = train_x.shape
+    mean, std = layer_statistics(train_x)
+    key = jax.random.key(config.seed)
+    params = init_params(jax.random.fold_in(key, 0), k, dim, n_labels, config.mlp_hidden)
+    tx = optax.adam(config.learning_rate)
+    opt_state = tx.init(params)
+    epoch = _epoch_fn(tx, min(config.batch_size, len(train_labels)))
+    x, labels, dev = jnp.asarray(train_x), jnp.asarray(train_labels), jnp.asarray(dev_x)
+    best = TrainedProbes(params, mean, std, {}, {}, 0)
+    best.dev_accuracy = accuracies(best, dev, dev_labels, config.eval_chunk)
+    best.best_epoch = {name: np.zeros(len(a), int) for name, a in best.dev_accuracy.items()}
+    stale = 0
+    bar = tqdm(range(1, config.max_epochs + 1), unit=" epochs", desc="probes", disable=not progress)
+    for n in bar:
+        params, opt_state = epoch(params, opt_state, x, labels, mean, std, jax.random.fold_in(key, n))
+        current = accuracies(dataclasses.replace(best, params=params), dev, dev_labels, config.eval_chunk)
+        improved = {name: current[name] > best.dev_accuracy[name] for name in current}
+        best.params = _keep_best(best.params, params, improved)
+        for name, better in improved.items():
+            best.dev_accuracy[name] = np.where(better, current[name], best.dev_accuracy[name])
+            best.best_epoch[name] = np.where(better, n, best.best_epoch[name])
+        best.epochs = n
+        stale = 0 if any(better.any() for better in improved.values()) else stale + 1
+        bar.set_postfix(dev=f"{max(a.max() for a in best.dev_accuracy.values()):.4f}")
+        if stale >= config.patience:
+            break
+    bar.close()
+    return best

@@ -1,0 +1,154 @@
+"""Probing a biLM in memory: `probe(pretrained, train, dev, test, task)` -> the result dict.
+
+The words of each split are normalised (tasks.py), their representations computed once
+(features.py), the probes trained on train and early-stopped on dev (classifier.py; without dev
+sentences, on a tenth of the training sentences held out at random by `seed`) and scored on test,
+beside the word-type and majority baselines (baseline.py). Accuracies are fractions of the test
+tokens. A test label the training tokens never had cannot be predicted: its tokens count as
+errors, and a warning names how many and the file and line of the first.
+
+`control='random_init'` probes the same biLM with fresh random weights instead (`random_init`;
+Liu et al. 2019's control): what the architecture gives without pretraining.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from elmo_jax.data.conllu import Sentence
+from elmo_jax.inference.embedder import PretrainedBiLM
+from elmo_jax.probing.baseline import majority_baseline, word_baseline
+from elmo_jax.probing.classifier import ProbeConfig, accuracies, train_probes
+from elmo_jax.probing.features import MAX_BYTES, compute_features
+from elmo_jax.probing.tasks import LabelledTokens, labelled_tokens
+
+CONTROLS = ("none", "random_init")
+MLP_HIDDEN = 256  # Width of the MLP probes' hidden layer (`probe(mlp=True)`).
+
+
+def random_init(pretrained: PretrainedBiLM, seed: int = 0) -> PretrainedBiLM:
+    """`pretrained` with its params replaced by the model's own initialisation from `seed`."""
+    model = pretrained.model
+    inputs = {"token_ids": jnp.zeros((2, 1, 1), jnp.int32), "mask": jnp.ones((2, 1, 1), bool)}
+    if model.token_encoder == "char_cnn":
+        inputs["char_ids"] = jnp.zeros((2, 1, 1, pretrained.max_chars), jnp.int32)
+    init = jax.jit(lambda key: model.init(key, inputs, model.initial_state(1))["params"])
+    params = {name: value for name, value in init(jax.random.key(seed)).items() if name != "softmax"}
+    return pretrained._replace(params=params)
+
+
+def held_out_tenth(sentences: Sequence[Sentence], seed: int) -> tuple[list[Sentence], list[Sentence]]:
+    """(the other sentences, a tenth of them, at least one, chosen at random by `seed`), each in file order."""
+    if len(sentences) < 2:
+        raise ValueError("without dev sentences, training needs at least 2 sentences (a tenth is held out for dev)")
+    order = np.random.default_rng(seed).permutation(len(sentences))
+    held = set(order[: max(1, len(sentences) // 10)].tolist())
+    return [s for i, s in enumerate(sentences) if i not in held], [s for i, s in enumerate(sentences) if i in held]
+
+
+def _label_ids(tokens: LabelledTokens, ids: dict[str, int]) -> np.ndarray:
+    return np.array([ids.get(label, -1) for label in tokens.labels], np.int32)
+
+
+def unseen_labels(test: LabelledTokens, known: set[str]) -> dict[str, Any]:
+    """The test tokens whose label training never had: their count, their labels and where the first is."""
+    unseen = [i for i, label in enumerate(test.labels) if label not in known]
+    report: dict[str, Any] = {"tokens": len(unseen), "labels": sorted({test.labels[i] for i in unseen})}
+    if unseen:
+        path, line = test.where[unseen[0]]
+        report["first"] = f"{path}:{line}"
+        logging.warning(
+            "%s:%d: %d test token(s) with %d label(s) never seen in training (%s), counted as errors",
+            path, line, len(unseen), len(report["labels"]), ", ".join(report["labels"]),
+        )
+    return report
+
+
+def probe(
+    pretrained: PretrainedBiLM,
+    train: Sequence[Sentence],
+    dev: Sequence[Sentence] | None,
+    test: Sequence[Sentence],
+    task: str,
+    normalize: str = "none",
+    *,
+    control: str = "none",
+    mlp: bool = False,
+    seed: int = 0,
+    engine: str = "auto",
+    batch_size: int = 32,
+    progress: bool = True,
+    max_feature_bytes: int = MAX_BYTES,
+    config: ProbeConfig | None = None,
+) -> dict[str, Any]:
+    """Probes `task` on every layer of `pretrained` and on their mix; returns the result dict.
+
+    Test accuracies: `layers` (layer 0..L), `mix`, `mlp` (with `mlp`), `word_baseline`,
+    `majority_baseline`; their dev accuracies `dev_layers`, `dev_mix`, `dev_mlp`; the mix's
+    softmax weights `mix_weights` and `mix_gamma`; `train_tokens`, `dev_tokens`, `test_tokens`,
+    `dev` ('dev' or 'train_tenth'), `labels` (classes in train), `unseen_test_labels`; `task`,
+    `normalize`, `control`, `seed`, `n_layers`, `dim`, `epochs`, `best_epoch`, `probe_config`,
+    `seconds` (features, probes). `config`: the probes' training (its seed and MLP width are set
+    from `seed` and `mlp`).
+    """
+    if control not in CONTROLS:
+        raise ValueError(f"control must be one of {CONTROLS}, got {control!r}")
+    config = dataclasses.replace(config or ProbeConfig(), seed=seed, mlp_hidden=MLP_HIDDEN if mlp else 0)
+    dev_source = "dev"
+    if not dev:
+        train, dev = held_out_tenth(train, seed)
+        dev_source = "train_tenth"
+    splits = [labelled_tokens(sentences, task, normalize) for sentences in (train, dev, test)]
+    train_tokens, dev_tokens, test_tokens = splits
+    label_names = sorted(set(train_tokens.labels))
+    ids = {label: i for i, label in enumerate(label_names)}
+    unseen = unseen_labels(test_tokens, set(ids))
+    if control == "random_init":
+        pretrained = random_init(pretrained, seed)
+    start = time.perf_counter()
+    train_x, dev_x, test_x = compute_features(
+        pretrained, [s.sentences for s in splits], batch_size, engine, progress, max_feature_bytes
+    )
+    features_done = time.perf_counter()
+    trained = train_probes(
+        train_x, _label_ids(train_tokens, ids), dev_x, _label_ids(dev_tokens, ids), len(label_names), config, progress
+    )
+    test_accuracy = accuracies(trained, test_x, _label_ids(test_tokens, ids), config.eval_chunk)
+    mix = trained.params["mix"]
+    result = {
+        "task": task,
+        "normalize": normalize,
+        "control": control,
+        "layers": test_accuracy["linear"].tolist(),
+        "mix": float(test_accuracy["mix"][0]),
+        "mix_weights": np.asarray(jax.nn.softmax(mix["scalar_parameters"][0])).tolist(),
+        "mix_gamma": float(mix["gamma"][0]),
+        "word_baseline": word_baseline(train_tokens.words, train_tokens.labels, test_tokens.words, test_tokens.labels),
+        "majority_baseline": majority_baseline(train_tokens.labels, test_tokens.labels),
+        "dev_layers": trained.dev_accuracy["linear"].tolist(),
+        "dev_mix": float(trained.dev_accuracy["mix"][0]),
+        "dev": dev_source,
+        "train_tokens": len(train_tokens.labels),
+        "dev_tokens": len(dev_tokens.labels),
+        "test_tokens": len(test_tokens.labels),
+        "labels": len(label_names),
+        "unseen_test_labels": unseen,
+        "n_layers": pretrained.model.n_layers,
+        "dim": int(train_x.shape[2]),
+        "seed": seed,
+        "epochs": trained.epochs,
+        "best_epoch": {name: epochs.tolist() for name, epochs in trained.best_epoch.items()},
+        "probe_config": dataclasses.asdict(config),
+        "seconds": {"features": features_done - start, "probes": time.perf_counter() - features_done},
+    }
+    if mlp:
+        result["mlp"] = test_accuracy["mlp"].tolist()
+        result["dev_mlp"] = trained.dev_accuracy["mlp"].tolist()
+    return result

@@ -1,0 +1,70 @@
+"""Probing tasks and the text the biLM reads.
+
+A task is a small function of a token's CoNLL-U columns (elmo_jax/data/conllu.py) returning its
+label: `upos` (universal part of speech), `xpos` (the treebank's own tag, e.g. PTB tags in
+English), `deprel` (the relation to its head, the whole DEPREL column with its subtype:
+`nmod:poss` and `nmod` are two labels). A label of `_` (not annotated) is an error naming the
+file and line; a task on a treebank without that column fails at its first token.
+
+Normalisation makes the words look like the biLM's training text: `none` (as written), `lower`,
+or `ptb`, the Penn Treebank language-model text (Mikolov's, `data.source='ptb'`): lower case, and
+a token with a digit and no letter (`3.5`, `1,000`, `1/2`) becomes `N`. PTB's text also lacks
+most punctuation; punctuation tokens are kept here, each word needs a representation.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, NamedTuple, Sequence
+
+from elmo_jax.data.conllu import Sentence, Token
+
+TASKS: dict[str, Callable[[Token], str]] = {
+    "upos": lambda token: token.upos,
+    "xpos": lambda token: token.xpos,
+    "deprel": lambda token: token.deprel,
+}
+NORMALIZATIONS = ("none", "lower", "ptb")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def normalize_word(word: str, normalize: str) -> str:
+    """`word` as the biLM's training text would spell it (`NORMALIZATIONS`)."""
+    if normalize == "none":
+        return word
+    if normalize == "lower":
+        return word.lower()
+    if normalize == "ptb":
+        return "N" if any(c.isdigit() for c in word) and not _LETTER.search(word) else word.lower()
+    raise ValueError(f"normalize must be one of {NORMALIZATIONS}, got {normalize!r}")
+
+
+class LabelledTokens(NamedTuple):
+    """One split of a task: the sentences' words as the biLM reads them, and each word's label and
+    (file, line), flat in sentence order."""
+
+    sentences: list[list[str]]
+    labels: list[str]
+    where: list[tuple[str, int]]
+
+    @property
+    def words(self) -> list[str]:
+        return [word for sentence in self.sentences for word in sentence]
+
+
+def labelled_tokens(sentences: Sequence[Sentence], task: str, normalize: str) -> LabelledTokens:
+    """The words and labels of `task` (a name of TASKS) in `sentences`; ValueError for a token without one."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
+    label_of = TASKS[task]
+    normalize_word("", normalize)  # Checks the mode before any sentence.
+    words, labels, where = [], [], []
+    for sentence in sentences:
+        words.append([normalize_word(token.form, normalize) for token in sentence.tokens])
+        for token in sentence.tokens:
+            label = label_of(token)
+            if label == "_":
+                raise ValueError(f"{sentence.path}:{token.line}: no {task} label ('_') for {token.form!r}")
+            labels.append(label)
+            where.append((sentence.path, token.line))
+    return LabelledTokens(words, labels, where)

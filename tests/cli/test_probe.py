@@ -1,0 +1,81 @@
+"""`elmo-probe` end to end: bilm-tf files and a trained workdir, its control, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from elmo_jax.cli.probe import main
+from tests.entry_points import ROOT
+from tests.probing.helpers import bilm_files, conllu_splits  # noqa: F401 (fixtures)
+
+FAST = ["--no_progress"]
+
+
+def test_bilm_files_then_control_into_one_directory(bilm_files, conllu_splits, tmp_path, capsys):  # noqa: F811
+    options, weights = bilm_files
+    train, dev, test = conllu_splits
+    args = ["--options", options, "--weights", weights, "--train", train, "--dev", dev, "--test", test,
+            "--normalize", "lower", "--output", str(tmp_path / "out"), *FAST]
+    assert main(args) == 0
+    result = json.loads((tmp_path / "out" / "probe_upos.json").read_text())
+    assert result["command"].startswith("elmo-probe --options") and result["model"] == "weights.hdf5"
+    assert len(result["layers"]) == 3 and result["normalize"] == "lower" and result["test"] == test
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "| probe | weights.hdf5 |"
+    assert main([*args, "--control", "random_init"]) == 0
+    control = json.loads((tmp_path / "out" / "probe_upos_random_init.json").read_text())
+    assert control["control"] == "random_init" and control["layers"] != result["layers"]
+    assert capsys.readouterr().out.splitlines()[0] == "| probe | weights.hdf5 | weights.hdf5 (random_init) |"
+    assert (tmp_path / "out" / "probe_upos.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"--train": "bad"}, "train.conllu:2: expected 10 tab-separated columns, got 2"),
+        ({"--task": "lemma"}, "flag --task=lemma: value should be one of"),
+        ({"--options": None}, "--options and --weights go together"),
+        ({"--test": "missing"}, "No such file or directory"),
+        ({"--output": "train"}, "refusing to overwrite an input"),
+    ],
+    ids=["malformed", "task", "options", "missing", "output"],
+)
+def test_bad_input_is_one_error_line(bilm_files, conllu_splits, tmp_path, capsys, change, message):  # noqa: F811
+    train, dev, test = conllu_splits
+    flags = {"--options": bilm_files[0], "--weights": bilm_files[1], "--train": train, "--test": test,
+             "--output": str(tmp_path / "out")}
+    for flag, value in change.items():
+        if value == "bad":
+            (tmp_path / "train.conllu").write_text("# c\n1\tx\n")
+        elif value == "missing":
+            flags[flag] = str(tmp_path / "missing.conllu")
+        elif value == "train":
+            flags[flag] = str(tmp_path)
+            (tmp_path / "probe_upos.json").symlink_to(train)
+        elif value is None:
+            del flags[flag]
+        else:
+            flags[flag] = value
+    assert main([*[a for item in flags.items() for a in item], *FAST]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
+
+
+@pytest.mark.slow
+def test_python_m_on_a_trained_workdir(tiny_training_run, conllu_splits, tmp_path):  # noqa: F811
+    workdir = tiny_training_run[0]
+    train, _, test = conllu_splits
+    run = subprocess.run(
+        [sys.executable, "-m", "elmo_jax.probe", "--workdir", workdir, "--train", train, "--test", test,
+         "--output", str(tmp_path), "--task", "deprel", "--mlp", "--seed", "3", *FAST],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads((tmp_path / "probe_deprel.json").read_text())
+    assert result["dev"] == "train_tenth" and len(result["mlp"]) == len(result["layers"]) == 3
+    assert result["workdir"] == workdir and result["seed"] == 3
+    assert "| mix |" in run.stdout
