@@ -1,14 +1,29 @@
 """ELMo inside a downstream Flax model, as AllenNLP's `Elmo` inside a PyTorch one.
 
-  elmo, bilm_params = Elmo.from_bilm_files("options.json", "weights.hdf5", num_output_representations=1)
-  char_ids = batch_to_ids([["The", "cat", "sat", "."], ["Hello", "!"]], elmo.max_chars)  # [2, 4, 50] int32
-  variables = with_bilm_params(elmo.init(jax.random.key(0), char_ids, deterministic=True), bilm_params)
-  out = elmo.apply(variables, char_ids, deterministic=True)
-  out["elmo_representations"]  # one [2, 4, 2P] per output representation
-  out["mask"]                  # [2, 4] bool
+  from elmo_jax import Elmo, batch_to_ids
 
-In a task model `Elmo` is a field or submodule like any other; `with_bilm_params` puts the
-pretrained weights wherever it sits in the model's variables (its init draws random ones).
+  elmo = Elmo(options_file, weight_file, 2, dropout=0)
+  character_ids = batch_to_ids([["First", "sentence", "."], ["Another", "."]])  # [2, 3, 50] int32
+  variables = elmo.init(jax.random.key(0), character_ids)  # holds the pretrained biLM already
+  out = elmo.apply(variables, character_ids)
+  out["elmo_representations"]  # 2 arrays [2, 3, 2P]: AllenNLP's list of K mixes
+  out["mask"]                  # [2, 3] bool
+
+AllenNLP's arguments, in its order: `Elmo(options_file, weight_file, num_output_representations,
+requires_grad=False, do_layer_norm=False, dropout=0.5, vocab_to_cache=None,
+keep_sentence_boundaries=False, scalar_mix_parameters=None)`, and its call `elmo(inputs,
+word_inputs=None)`. `init` reads the biLM's weights from the files (once per path and modification
+time, on the host; AllenNLP reads them when the module is built): its initialisers return them, so
+the variables need no second step. In a task model `Elmo` is a field or submodule like any other.
+A biLM trained with elmo-jax: `Elmo(None, None, K, workdir="runs/demo")` (`step`: that checkpoint
+instead of the latest), as AllenNLP's `Elmo(None, None, K, module=...)`.
+
+Dropout is off unless asked for: `apply(..., deterministic=False, rngs={'dropout': key})` drops
+out each representation with rate `dropout` (AllenNLP's `model.train()`); `deterministic=True`,
+the default, is AllenNLP's `model.eval()`.
+
+Inputs of any leading shape, as AllenNLP: char ids `[..., T, C]` (`batch_to_ids`; a token of all
+zeros is padding) give representations `[..., T, 2P]` and a mask `[..., T]`.
 
 Where the biLM's params live (under the Elmo module's path, then `bilm`):
 - `requires_grad=False` (default): in the collection 'elmo_bilm', not in 'params'. A gradient or
@@ -18,17 +33,19 @@ Where the biLM's params live (under the Elmo module's path, then `bilm`):
 - `requires_grad=True`: in 'params', fine-tuned with the task.
 Each output representation k mixes the layers with its own `ScalarMix` ('params' .../scalar_mix_k).
 With `scalar_mix_parameters` the mixes are fixed (those scalars, gamma 1) and have no params, as
-AllenNLP's `trainable=False`.
+AllenNLP's (`ScalarMix(trainable=False)`).
 
-`vocab_to_cache` (AllenNLP's option): `Elmo.from_bilm_files(..., vocab_to_cache=words)` runs the
-char CNN over `words` once, when it builds the module (the embedder's token cache), and `init`
-stores those token embeddings as the variable `token_embeddings` `[len(words), P]` beside the biLM's
-weights. A call may then take `word_ids` `[batch, time]`, indices into `words` with 0 = padding
-(as AllenNLP: `words[0]` is the padding entry, e.g. '@@PADDING@@', and is never looked up), in place
-of char ids: the char CNN is skipped for those words (`<S>`/`</S>`, two tokens, still go through
-it) and the outputs are those of the char ids of the same words (`batch_to_word_ids` makes the
-ids; a word outside `words` has no id and needs the char-id path). Where the cache lives follows
-the biLM's weights:
+`vocab_to_cache` (AllenNLP's option): `init` runs the char CNN over these words once and stores
+their token embeddings as the variable `token_embeddings` `[len(words), P]` beside the biLM's
+weights. A call may then take `word_inputs` `[..., T]`, indices into `words` with 0 = padding (as
+AllenNLP: `words[0]` is the padding entry, e.g. '@@PADDING@@', and is never looked up;
+`batch_to_word_ids` makes them): the char CNN is skipped for those words (`<S>`/`</S>`, two tokens,
+still go through it) and the outputs are those of the char ids of the same words. Char ids may
+come too, as AllenNLP: a batch holding a word id outside `words` is then embedded from its char
+ids (AllenNLP's fallback); without char ids such an id is a ValueError (a host check; under `jit`,
+where the ids are traced, a debug callback raises it when the computation runs). Without
+`vocab_to_cache`, `word_inputs` beside char ids are ignored, as AllenNLP. Where the cache lives
+follows the biLM's weights:
 - `requires_grad=False` (default): in 'elmo_bilm', read through `stop_gradient`: frozen.
 - `requires_grad=True`: in 'params', fine-tuned as a parameter of its own, as AllenNLP's cache
   (an `Embedding` with `trainable=requires_grad`): a cached word's embedding then moves away from
@@ -38,14 +55,20 @@ the biLM's weights:
 Stateless by default: every call starts the LSTMs from zero states, so a token's representations
 depend on its sentence alone (padding and other rows never change them, except through
 `do_layer_norm`'s batch statistics). With `stateful=True` (AllenNLP's Elmo and bilm-tf), row r's
-final states carry over to row r of the next call in the collection 'elmo_state': apply with
-`mutable=['elmo_state']` and pass the returned collection to the next call. A call with fewer rows
-leaves the other rows' states as they were, and an all-padding row leaves its own.
+final states carry over to row r of the next call in the collection 'elmo_state' (rows: the
+leading dimensions flattened): apply with `mutable=['elmo_state']` and pass the returned collection
+to the next call. A call with fewer rows leaves the other rows' states as they were, and an
+all-padding row leaves its own.
+
+`with_bilm_params` puts a biLM's weights into variables made without `init` (e.g. the shapes of
+`jax.eval_shape(model.init, ...)`, which skips the biLM's forward pass).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 from typing import Any, Mapping, Sequence
 
 import flax.linen as nn
@@ -54,23 +77,25 @@ import jax.numpy as jnp
 import numpy as np
 
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, words_to_char_ids
-from elmo_jax.inference.embedder import (
-    ElmoEmbedder, PretrainedBiLM, bilm_from_files, bilm_from_workdir, check_embeddable,
-)
+from elmo_jax.inference.embedder import PretrainedBiLM, bilm_from_files, bilm_from_workdir, check_embeddable
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.model.scalar_mix import ScalarMix
 
 FROZEN_COLLECTION = "elmo_bilm"  # The biLM's weights when requires_grad=False.
 STATE_COLLECTION = "elmo_state"  # The carried LSTM states when stateful=True.
-CACHE_NAME = "token_embeddings"  # The vocab_to_cache table, in FROZEN_COLLECTION or 'params'.
+BILM_NAME = "bilm"  # The biLM's weights, in FROZEN_COLLECTION or 'params'.
+CACHE_NAME = "token_embeddings"  # The vocab_to_cache table, beside them.
+_TABLE_CHUNK = 1024  # Words through the char CNN per call when building the vocab_to_cache table.
 
 
 def batch_to_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50) -> np.ndarray:
-    """Char ids `[batch, max_len, max_chars]` int32 of tokenized sentences, the input of `Elmo`.
+    """AllenNLP's `batch_to_ids`: char ids `[batch, max_len, max_chars]` of tokenized sentences,
+    the input of `Elmo`; int32 (AllenNLP's are int64: same values).
 
-    Tokens as `elmo_jax.data.chars.words_to_char_ids` (bilm-tf/AllenNLP ids); positions after a
-    sentence's end are all zeros, as AllenNLP's `batch_to_ids`: that is how `Elmo` finds the mask.
+    Tokens as `elmo_jax.data.chars.words_to_char_ids` (bilm-tf/AllenNLP ids, `<S>`/`</S>`
+    special); positions after a sentence's end are all zeros, as AllenNLP's: that is how `Elmo`
+    finds the mask. `max_chars`: `elmo.max_chars` for a biLM trained with fewer than 50.
     """
     ids = np.zeros((len(sentences), max((len(s) for s in sentences), default=0), max_chars), np.int32)
     for row, tokens in enumerate(sentences):
@@ -82,7 +107,7 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50) -> np.
 def batch_to_word_ids(sentences: Sequence[Sequence[str]], vocab_to_cache: Sequence[str]) -> np.ndarray:
     """Word ids `[batch, max_len]` int32 of tokenized sentences: each token's index in
     `vocab_to_cache` (its first after index 0, which is padding), 0 after a sentence's end; the
-    `word_ids` input of an `Elmo` built with that `vocab_to_cache`. Raises ValueError for a token
+    `word_inputs` of an `Elmo` built with that `vocab_to_cache`. Raises ValueError for a token
     outside it."""
     index: dict[str, int] = {}
     for i, word in enumerate(vocab_to_cache):
@@ -99,24 +124,44 @@ def batch_to_word_ids(sentences: Sequence[Sequence[str]], vocab_to_cache: Sequen
     return ids
 
 
-class CachedTokenEmbeddings:
-    """The token embeddings `[V, P]` float32 of the words of `vocab_to_cache` (row 0, padding: zeros),
-    computed by the pretrained biLM: the initial value of `Elmo`'s cache. A module field compared
-    and hashed by identity."""
-
-    def __init__(self, table: np.ndarray):
-        self.table = table
-
-    def __repr__(self) -> str:
-        return f"CachedTokenEmbeddings(shape={self.table.shape})"
+# ----------------------------------------------------------------------------- the pretrained biLM, host side
 
 
-def cached_token_embeddings(pretrained: PretrainedBiLM, vocab_to_cache: Sequence[str]) -> CachedTokenEmbeddings:
-    """The char CNN of `pretrained` over `vocab_to_cache[1:]`, once (as the embedder's token cache)."""
-    embedder = ElmoEmbedder(pretrained.model, pretrained.params, pretrained.max_chars, token_cache_size=0)
-    table = np.zeros((len(vocab_to_cache), pretrained.model.projection_dim), np.float32)
-    table[1:] = embedder.token_embeddings(list(vocab_to_cache[1:]))
-    return CachedTokenEmbeddings(table)
+def _stamp(path: str) -> tuple[str, int]:
+    """(absolute path, modification time): a file or directory as the caches know it."""
+    return os.path.abspath(path), os.stat(path).st_mtime_ns
+
+
+@functools.lru_cache(maxsize=2)
+def _load(source: tuple) -> PretrainedBiLM:
+    """The biLM of `source` (`_source_key`), read once per key. Its module is built afresh, unbound:
+    read inside an Elmo's `__call__`, Flax would make it a submodule of that Elmo."""
+    if source[0] == "files":
+        pretrained = bilm_from_files(source[1][0], source[2][0])
+    else:
+        pretrained = bilm_from_workdir(source[1], source[2])
+    return pretrained._replace(model=pretrained.model.clone(parent=None, name=None))
+
+
+@functools.lru_cache(maxsize=2)
+def _token_table(source: tuple, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
+    """The char CNN's token embeddings `[V, P]` float32 of `vocab_to_cache` (row 0, padding: zeros).
+    Computed now, by a compiled executable, even when called while `init` is traced."""
+    model, params, max_chars, _ = _load(source)
+    table = np.zeros((len(vocab_to_cache), model.projection_dim), np.float32)
+    ids = np.zeros((_TABLE_CHUNK, max_chars), np.int32)  # One shape: one compilation.
+    embed = _embed_tokens.lower(model, params, ids).compile()
+    for start in range(1, len(vocab_to_cache), _TABLE_CHUNK):
+        words = vocab_to_cache[start : start + _TABLE_CHUNK]
+        ids[: len(words)] = words_to_char_ids(words, max_chars)
+        table[start : start + len(words)] = np.asarray(embed(params, ids))[: len(words)]
+    return table
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _embed_tokens(model: BiLM, params: Any, char_ids: jax.Array) -> jax.Array:
+    """char ids `[..., C]` -> the biLM's token embeddings `[..., P]`."""
+    return model.apply({"params": params}, {"char_ids": char_ids}, method=BiLM.embed_tokens)
 
 
 def _check_bilm(bilm: BiLM) -> None:
@@ -124,29 +169,65 @@ def _check_bilm(bilm: BiLM) -> None:
     if bilm.token_encoder != "char_cnn":
         raise ValueError(
             f"Elmo needs a char-CNN biLM, got model.token_encoder={bilm.token_encoder!r}: embed a word-input "
-            "biLM with elmo_jax.inference.embedder (embedder_from_workdir)"
+            "biLM with elmo_jax.inference.embedder (ElmoEmbedder.from_workdir)"
         )
 
 
-def _add_sentence_boundaries(char_ids: jax.Array, lengths: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """char_ids `[B, T, C]` of rows holding `lengths` `[B]` tokens -> (`<S> w1 .. wn </S>` char ids
-    `[B, T + 2, C]`, its mask `[B, T + 2]`). Empty rows stay empty."""
+# ----------------------------------------------------------------------------- the computation
+
+
+def _add_sentence_boundaries(char_ids: jax.Array, lengths: jax.Array) -> jax.Array:
+    """char_ids `[B, T, C]` of rows holding `lengths` `[B]` tokens -> the char ids `[B, T + 2, C]`
+    of `<S> w1 .. wn </S>`, zeros after. Empty rows stay empty."""
     bos, eos = jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], char_ids.shape[-1]))
     positions = jnp.arange(char_ids.shape[1] + 2)[None, :, None]
     n = lengths[:, None, None]
     ids = jnp.pad(char_ids, ((0, 0), (1, 1), (0, 0)))
     ids = jnp.where(positions == 0, bos, jnp.where(positions == n + 1, eos, ids))
-    mask = (positions <= n + 1) & (n > 0)
-    return jnp.where(mask, ids, 0), mask[..., 0]
+    return jnp.where(_boundary_mask(lengths, char_ids.shape[1])[..., None], ids, 0)
 
 
-def _add_boundary_positions(x: jax.Array, lengths: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Token embeddings x `[B, T, P]` of rows holding `lengths` `[B]` tokens -> (`[B, T + 2, P]`
-    with zeros where `<S>` and `</S>` go, for `_bilm_layers` to fill; the mask `[B, T + 2]` of
-    `<S> w1 .. wn </S>`). Empty rows stay empty."""
-    positions = jnp.arange(x.shape[1] + 2)[None, :]
+def _boundary_mask(lengths: jax.Array, steps: int) -> jax.Array:
+    """The mask `[B, steps + 2]` of `<S> w1 .. wn </S>` in rows holding `lengths` `[B]` tokens
+    (empty rows: all false)."""
     n = lengths[:, None]
-    return jnp.pad(x, ((0, 0), (1, 1), (0, 0))), (positions <= n + 1) & (n > 0)
+    return (jnp.arange(steps + 2)[None, :] <= n + 1) & (n > 0)
+
+
+def _cached_token_embeddings(
+    bilm: BiLM, params: Any, table: jax.Array, word_ids: jax.Array, lengths: jax.Array, max_chars: int
+) -> jax.Array:
+    """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` from the cached table (word ids
+    `[B, T]`, rows holding `lengths` `[B]` tokens); `<S>` and `</S>` from the char CNN."""
+    bos, eos = _embed_tokens(bilm, params, jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], max_chars)))
+    x = jnp.pad(jnp.take(table, word_ids, axis=0, mode="clip"), ((0, 0), (1, 1), (0, 0)))
+    t = jnp.arange(x.shape[1])[None, :, None]
+    n = lengths[:, None, None]
+    return jnp.where(t == 0, bos, jnp.where(t == n + 1, eos, x))
+
+
+def _outside_table(word_ids: jax.Array, size: int) -> jax.Array:
+    return (word_ids < 0) | (word_ids >= size)
+
+
+def _raise_outside(word_ids: Any, size: int) -> None:
+    """ValueError naming the first word id outside a `vocab_to_cache` of `size` words, if any."""
+    word_ids = np.asarray(word_ids)
+    outside = word_ids[(word_ids < 0) | (word_ids >= size)]
+    if outside.size:
+        raise ValueError(
+            f"word id {int(outside[0])} is outside vocab_to_cache ({size} words, 0 = padding): pass the char ids "
+            "too (Elmo embeds a batch holding such a word from its char ids) or give the sentence as char ids"
+        )
+
+
+def _check_word_ids(word_ids: jax.Array, size: int) -> None:
+    """`_raise_outside` now when the ids are concrete; when they are traced (under `jit`), when the
+    computation runs (a debug callback)."""
+    if isinstance(word_ids, jax.core.Tracer):
+        jax.debug.callback(functools.partial(_raise_outside, size=size), word_ids)
+    else:
+        _raise_outside(word_ids, size)
 
 
 def _reverse_sentences(x: jax.Array, lengths: jax.Array) -> jax.Array:
@@ -159,191 +240,215 @@ def _reverse_sentences(x: jax.Array, lengths: jax.Array) -> jax.Array:
 
 
 def _bilm_layers(
-    bilm: BiLM, inputs: dict[str, jax.Array], mask: jax.Array, state: list[LSTMState]
+    bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: list[LSTMState]
 ) -> tuple[jax.Array, list[LSTMState]]:
-    """The ELMo layers `[L + 1, B, T, 2P]` of sentences with boundaries (mask `[B, T]`) and the final
-    LSTM states. Layer 0 = `[x; x]`, layer j = `[forward_j; backward_j]`, as `elmo_jax.inference.embedder`; zeros
-    at masked positions. `inputs`: `{'char_ids': [B, T, C]}`, or the cached words' token
-    embeddings `{'token_embeddings': [B, T, P]}` (`_add_boundary_positions`) and the char ids
-    `{'boundary_char_ids': [2, C]}` of `<S>` and `</S>`, which the char CNN embeds."""
+    """The ELMo layers `[L + 1, B, T, 2P]` of the token embeddings x `[B, T, P]` of sentences with
+    boundaries (mask `[B, T]`) and the final LSTM states. Layer 0 = `[x; x]`, layer j =
+    `[forward_j; backward_j]`, as `elmo_jax.inference.embedder`; zeros at masked positions."""
     lengths = mask.sum(axis=1)
-    if "char_ids" in inputs:
-        x = bilm.embed_tokens({"char_ids": inputs["char_ids"]})  # [B, T, P]
-    else:
-        bos, eos = bilm.embed_tokens({"char_ids": inputs["boundary_char_ids"]})
-        t = jnp.arange(mask.shape[1])[None, :, None]
-        n = lengths[:, None, None]
-        x = jnp.where(t == 0, bos, jnp.where(t == n - 1, eos, inputs["token_embeddings"]))
-    layers, _, state = bilm.contextualize(
-        jnp.stack([x, _reverse_sentences(x, lengths)]), jnp.stack([mask, mask]), state
+    layers, _, state = bilm.apply(
+        {"params": params}, jnp.stack([x, _reverse_sentences(x, lengths)]), jnp.stack([mask, mask]), state,
+        method=BiLM.contextualize,
     )
     both = [jnp.concatenate([x, x], axis=-1)]
     both += [jnp.concatenate([h[0], _reverse_sentences(h[1], lengths)], axis=-1) for h in layers[1:]]
     return jnp.stack(both) * mask[..., None], state
 
 
-def _frozen_as_params(variables: Mapping) -> dict:
-    """The frozen weights as the biLM's 'params', gradients stopped."""
-    return {"params": jax.lax.stop_gradient(variables.get(FROZEN_COLLECTION, {}))}
-
-
-def _params_as_frozen(variables: Mapping) -> dict:
-    """The biLM's 'params' (as its init creates them) into the frozen collection."""
-    return {FROZEN_COLLECTION: variables.get("params", {})}
+def _flatten(x: jax.Array | None, ndim: int) -> jax.Array | None:
+    """x `[..., *trailing]` with `ndim` trailing dimensions -> `[rows, *trailing]`."""
+    return None if x is None else x.reshape((-1,) + x.shape[x.ndim - ndim :])
 
 
 class Elmo(nn.Module):
     """AllenNLP's `Elmo`: K task-specific mixes of a pretrained biLM's layers.
 
-    `__call__(char_ids [batch, time, C], deterministic)` (char ids from `batch_to_ids`, all-zero
-    rows after a sentence's end), or with `vocab_to_cache` `__call__(word_ids=[batch, time],
-    deterministic=...)` (`batch_to_word_ids`; 0 = padding), returns `{'elmo_representations': K
-    arrays [batch, time, 2P], 'mask': [batch, time] bool}`: `<S>`/`</S>` are added inside (the
-    biLM reads `<S> w1 .. wn </S>`); with `keep_sentence_boundaries` they stay in the output,
-    `[batch, time + 2, 2P]`, and in the mask. Each representation is
-    `gamma_k * sum_j softmax(s_k)_j * layer_j` (`ScalarMix`,
+    `__call__(inputs, word_inputs=None, *, deterministic=True)`: char ids `[..., T, C]`
+    (`batch_to_ids`; all-zero tokens after a sentence's end) and/or, with `vocab_to_cache`, word
+    ids `[..., T]` (`batch_to_word_ids`; 0 = padding). Returns `{'elmo_representations': K arrays
+    [..., T, 2P], 'mask': [..., T] bool}`: `<S>`/`</S>` are added inside (the biLM reads `<S> w1 ..
+    wn </S>`); with `keep_sentence_boundaries` they stay in the output, `[..., T + 2, 2P]`, and in
+    the mask. Each representation is `gamma_k * sum_j softmax(s_k)_j * layer_j` (`ScalarMix`,
     layer-normalised over the batch's unmasked positions with `do_layer_norm`), zero at masked
-    positions, then dropout (rng 'dropout' unless deterministic). Build it with `from_bilm_files`
-    or `from_workdir`; see the module docstring for where the biLM's params and states live.
-    `max_chars` (set by both): the char ids' width the biLM reads, `C`; `batch_to_ids(sentences,
-    elmo.max_chars)` (other widths truncate and pool tokens differently: refused).
-    `vocab_to_cache` (a tuple of words, index 0 = padding; give it to `from_bilm_files` /
-    `from_workdir`, which also set `token_cache`, its token embeddings): see the module docstring.
+    positions, then dropout (rate `dropout`, rng 'dropout') when `deterministic=False`.
+
+    The biLM: bilm-tf/AllenNLP files (`options_file`, `weight_file`) or an elmo-jax training
+    `workdir` (then pass None for both files; `step`: its checkpoint, default the latest). See the
+    module docstring for where its params and states live. `max_chars`: the char ids' width it
+    reads, `C`; `batch_to_ids(sentences, elmo.max_chars)` (other widths truncate and pool tokens
+    differently: refused).
     """
 
-    bilm: BiLM
+    options_file: str | None
+    weight_file: str | None
     num_output_representations: int
     requires_grad: bool = False
     do_layer_norm: bool = False
     dropout: float = 0.5
+    vocab_to_cache: Sequence[str] | None = None
     keep_sentence_boundaries: bool = False
     scalar_mix_parameters: Sequence[float] | None = None
     stateful: bool = False
-    deterministic: bool | None = None
-    max_chars: int | None = None
-    vocab_to_cache: Sequence[str] | None = None
-    token_cache: CachedTokenEmbeddings | None = None
+    workdir: str | None = None
+    step: int | None = None
 
-    @classmethod
-    def from_bilm_files(
-        cls, options_file: str, weight_file: str, num_output_representations: int, **options: Any
-    ) -> tuple[Elmo, dict]:
-        """(Elmo, biLM params) of a bilm-tf/AllenNLP model; `options`: the other fields
-        (requires_grad, do_layer_norm, dropout, vocab_to_cache, ...). Put the params in with
-        `with_bilm_params`. With `vocab_to_cache`, the char CNN runs over its words here, once."""
-        return cls._pretrained(bilm_from_files(options_file, weight_file), num_output_representations, options)
+    @property
+    def max_chars(self) -> int:
+        """Characters per token of the biLM's char ids (50 for bilm-tf/AllenNLP models)."""
+        return _load(self._source_key()).max_chars
 
-    @classmethod
-    def from_workdir(
-        cls, workdir: str, num_output_representations: int, step: int | None = None, **options: Any
-    ) -> tuple[Elmo, dict]:
-        """(Elmo, biLM params) of an elmo-jax training checkpoint (latest step by default)."""
-        return cls._pretrained(bilm_from_workdir(workdir, step), num_output_representations, options)
+    @property
+    def bilm_params(self) -> dict:
+        """The pretrained biLM's weights, as `init` stores them under `bilm`."""
+        return _load(self._source_key()).params
 
-    @classmethod
-    def _pretrained(cls, pretrained: PretrainedBiLM, n: int, options: Mapping[str, Any]) -> tuple[Elmo, dict]:
-        _check_bilm(pretrained.model)
-        options = {"max_chars": pretrained.max_chars, **options}
-        if options.get("vocab_to_cache"):
-            options["vocab_to_cache"] = tuple(options["vocab_to_cache"])
-            options["token_cache"] = cached_token_embeddings(pretrained, options["vocab_to_cache"])
-            if options.get("requires_grad"):
+    def _source_key(self) -> tuple:
+        """What `_load` reads: ('files', options stamp, weights stamp) or ('workdir', path, step,
+        modification time of its checkpoints)."""
+        files = (self.options_file, self.weight_file)
+        if self.workdir is not None and files == (None, None):
+            checkpoints = os.path.join(self.workdir, "checkpoints")  # A new checkpoint changes its time.
+            changed = _stamp(checkpoints if os.path.isdir(checkpoints) else self.workdir)[1]
+            return "workdir", os.path.abspath(self.workdir), self.step, changed
+        if self.workdir is None and None not in files:
+            return "files", _stamp(self.options_file), _stamp(self.weight_file)
+        raise ValueError(
+            "Elmo reads options_file and weight_file, or a training workdir with options_file=weight_file=None; "
+            f"got options_file={self.options_file!r}, weight_file={self.weight_file!r}, workdir={self.workdir!r}"
+        )
+
+    @nn.compact
+    def __call__(
+        self, inputs: jax.Array | None = None, word_inputs: jax.Array | None = None, *, deterministic: bool = True
+    ) -> dict[str, Any]:
+        source = self._source_key()
+        pretrained = _load(source)
+        self._check_fields(pretrained.model)
+        char_ids, word_ids = self._inputs(inputs, word_inputs, pretrained.max_chars)
+        params = self._bilm_weights(pretrained.params)
+        table = self._cached_table(source)
+        lead = char_ids.shape[:-2] if char_ids is not None else word_ids.shape[:-1]
+        char_ids, word_ids = _flatten(char_ids, 2), _flatten(word_ids, 1)
+        mask = word_ids > 0 if char_ids is None else jnp.any(char_ids > 0, axis=-1)
+        lengths = mask.sum(axis=1)
+        mask_with_boundaries = _boundary_mask(lengths, mask.shape[1])
+        x = self._token_embeddings(pretrained, params, table, char_ids, word_ids, lengths)
+        layers = self._layers(pretrained.model, params, x, mask_with_boundaries)
+        representations = self._mixes(layers, mask_with_boundaries)
+        if self.keep_sentence_boundaries:
+            mask = mask_with_boundaries
+        else:  # Token i at position i; a shorter row's </S> is masked below.
+            representations = [mixed[:, 1:-1] for mixed in representations]
+        drop = nn.Dropout(self.dropout)
+        representations = [drop(mixed * mask[..., None], deterministic=deterministic) for mixed in representations]
+        return {
+            "elmo_representations": [mixed.reshape(lead + mixed.shape[1:]) for mixed in representations],
+            "mask": mask.reshape(lead + mask.shape[1:]),
+        }
+
+    def _check_fields(self, bilm: BiLM) -> None:
+        _check_bilm(bilm)
+        if self.num_output_representations < 1:
+            raise ValueError(f"num_output_representations must be >= 1, got {self.num_output_representations}")
+        fixed, n_layers = self.scalar_mix_parameters, bilm.n_layers + 1
+        if fixed is not None and len(fixed) != n_layers:
+            raise ValueError(f"scalar_mix_parameters has {len(fixed)} values, the biLM has {n_layers} layers")
+
+    def _inputs(
+        self, inputs: Any, word_inputs: Any, max_chars: int
+    ) -> tuple[jax.Array | None, jax.Array | None]:
+        """(char ids `[..., T, C]`, word ids `[..., T]`) as arrays, checked; either may be None."""
+        char_ids = None if inputs is None else jnp.asarray(inputs)
+        word_ids = None if word_inputs is None else jnp.asarray(word_inputs)
+        if char_ids is None and word_ids is None:
+            raise ValueError("Elmo takes char ids [..., time, max_chars] (inputs) and/or word ids [..., time]")
+        if char_ids is not None:
+            if char_ids.ndim < 3:
+                raise ValueError(f"Elmo takes char ids [..., batch, time, max_chars], got shape {char_ids.shape}")
+            if char_ids.shape[-1] != max_chars:
+                raise ValueError(
+                    f"this biLM reads {max_chars} chars per token, got char ids of {char_ids.shape[-1]}: "
+                    f"use batch_to_ids(sentences, max_chars={max_chars})"
+                )
+        if word_ids is None or not self.vocab_to_cache:
+            if char_ids is None:
+                raise ValueError("word ids index vocab_to_cache: build the Elmo with vocab_to_cache=words")
+            return char_ids, None
+        if word_ids.ndim < 2:
+            raise ValueError(f"Elmo takes word ids [..., batch, time], got shape {word_ids.shape}")
+        if char_ids is not None and char_ids.shape[:-1] != word_ids.shape:
+            raise ValueError(
+                f"char ids {char_ids.shape} and word ids {word_ids.shape} must have the same [..., time]"
+            )
+        if char_ids is None:
+            _check_word_ids(word_ids, len(self.vocab_to_cache))
+        return char_ids, word_ids
+
+    def _bilm_weights(self, pretrained: Mapping) -> Any:
+        """The biLM's params: in 'params' when requires_grad, else frozen in FROZEN_COLLECTION.
+        Created by init, from the pretrained weights."""
+        initial = functools.partial(jax.tree.map, jnp.asarray, dict(pretrained))
+        if self.requires_grad:
+            return self.param(BILM_NAME, lambda _: initial())
+        return jax.lax.stop_gradient(self.variable(FROZEN_COLLECTION, BILM_NAME, initial).value)
+
+    def _cached_table(self, source: tuple) -> jax.Array | None:
+        """The `vocab_to_cache` token embeddings `[V, P]` (None without it), beside the biLM's params."""
+        if not self.vocab_to_cache:
+            return None
+
+        def initial(*_: Any) -> jax.Array:
+            return jnp.asarray(_token_table(source, tuple(self.vocab_to_cache)))
+
+        if self.requires_grad:
+            if self.is_initializing():
                 logging.warning(
                     "Elmo with requires_grad=True and vocab_to_cache: the cached token embeddings are fine-tuned "
                     "as their own parameter, apart from the char CNN that char ids go through"
                 )
-        return cls(pretrained.model, n, **options), pretrained.params
-
-    @nn.compact
-    def __call__(
-        self, char_ids: jax.Array | None = None, deterministic: bool | None = None, word_ids: jax.Array | None = None
-    ) -> dict[str, Any]:
-        deterministic = nn.merge_param("deterministic", self.deterministic, deterministic)
-        self._check_fields()
-        table = self._cached_table()
-        if (char_ids is None) == (word_ids is None):
-            raise ValueError("Elmo takes char_ids [batch, time, max_chars] or word_ids [batch, time]: one of them")
-        if word_ids is not None:
-            if table is None:
-                raise ValueError("word_ids index vocab_to_cache: build the Elmo with vocab_to_cache=words")
-            word_ids = jnp.asarray(word_ids)
-            if word_ids.ndim != 2:
-                raise ValueError(f"Elmo takes word ids [batch, time], got shape {word_ids.shape}")
-            mask = word_ids > 0
-            # An id outside the table gives NaNs rather than another word's embedding.
-            x = jnp.take(table, word_ids, axis=0, mode="fill", fill_value=jnp.nan)
-            x, mask_with_boundaries = _add_boundary_positions(x, mask.sum(axis=1))
-            boundary_ids = words_to_char_ids([BOS_TOKEN, EOS_TOKEN], self.max_chars or 50)
-            inputs = {"token_embeddings": x, "boundary_char_ids": jnp.asarray(boundary_ids)}
-        else:
-            char_ids = jnp.asarray(char_ids)
-            if char_ids.ndim != 3:
-                raise ValueError(f"Elmo takes char ids [batch, time, max_chars], got shape {char_ids.shape}")
-            if self.max_chars is not None and char_ids.shape[-1] != self.max_chars:
-                raise ValueError(
-                    f"this biLM reads {self.max_chars} chars per token, got char ids of {char_ids.shape[-1]}: "
-                    f"use batch_to_ids(sentences, max_chars={self.max_chars})"
-                )
-            mask = jnp.any(char_ids > 0, axis=-1)
-            ids, mask_with_boundaries = _add_sentence_boundaries(char_ids, mask.sum(axis=1))
-            inputs = {"char_ids": ids}
-        layers = self._layers(inputs, mask_with_boundaries)
-        out_mask = mask_with_boundaries if self.keep_sentence_boundaries else mask
-        drop = nn.Dropout(self.dropout)
-        representations = []
-        for mixed in self._mixes(layers, mask_with_boundaries):
-            if not self.keep_sentence_boundaries:
-                mixed = mixed[:, 1:-1]  # Token i at position i; a shorter row's </S> is masked below.
-            representations.append(drop(mixed * out_mask[..., None], deterministic=deterministic))
-        return {"elmo_representations": representations, "mask": out_mask}
-
-    def _check_fields(self) -> None:
-        _check_bilm(self.bilm)
-        if self.vocab_to_cache and self.token_cache is None:
-            raise ValueError(
-                "vocab_to_cache needs the pretrained biLM's token embeddings of its words: build the Elmo with "
-                "Elmo.from_bilm_files or Elmo.from_workdir(..., vocab_to_cache=words)"
-            )
-        if self.vocab_to_cache and self.token_cache.table.shape != (len(self.vocab_to_cache), self.bilm.projection_dim):
-            raise ValueError(
-                f"token_cache has shape {self.token_cache.table.shape}, vocab_to_cache {len(self.vocab_to_cache)} words"
-            )
-        if self.num_output_representations < 1:
-            raise ValueError(f"num_output_representations must be >= 1, got {self.num_output_representations}")
-        fixed, n_layers = self.scalar_mix_parameters, self.bilm.n_layers + 1
-        if fixed is not None and len(fixed) != n_layers:
-            raise ValueError(f"scalar_mix_parameters has {len(fixed)} values, the biLM has {n_layers} layers")
-
-    def _cached_table(self) -> jax.Array | None:
-        """The `vocab_to_cache` token embeddings `[V, P]` (None without it): in 'params' when
-        requires_grad, else frozen in FROZEN_COLLECTION. Created by init, from `token_cache`."""
-        if not self.vocab_to_cache:
-            return None
-        initial = lambda *_: jnp.asarray(self.token_cache.table)
-        if self.requires_grad:
             return self.param(CACHE_NAME, initial)
         return jax.lax.stop_gradient(self.variable(FROZEN_COLLECTION, CACHE_NAME, initial).value)
 
-    def _layers(self, inputs: dict[str, jax.Array], mask: jax.Array) -> jax.Array:
+    def _token_embeddings(
+        self,
+        pretrained: PretrainedBiLM,
+        params: Any,
+        table: jax.Array | None,
+        char_ids: jax.Array | None,
+        word_ids: jax.Array | None,
+        lengths: jax.Array,
+    ) -> jax.Array:
+        """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` (rows of `lengths` `[B]` tokens):
+        from the char ids, from the cached table, or, with both, from the table unless a word id is
+        outside it."""
+        bilm, max_chars = pretrained.model, pretrained.max_chars
+
+        def from_chars() -> jax.Array:
+            return _embed_tokens(bilm, params, _add_sentence_boundaries(char_ids, lengths))
+
+        def from_table() -> jax.Array:
+            return _cached_token_embeddings(bilm, params, table, word_ids, lengths, max_chars)
+
+        if word_ids is None:
+            return from_chars()
+        if char_ids is None:
+            return from_table()
+        return jax.lax.cond(jnp.any(_outside_table(word_ids, table.shape[0])), from_chars, from_table)
+
+    def _layers(self, bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array) -> jax.Array:
         """The biLM's layers `[L + 1, B, T, 2P]` (`_bilm_layers`), from and to the carried states
         when stateful."""
-        run = _bilm_layers
-        if not self.requires_grad:
-            run = nn.map_variables(
-                _bilm_layers, ("params", FROZEN_COLLECTION), _frozen_as_params, _params_as_frozen,
-                init=self.is_initializing(),
-            )
         batch = mask.shape[0]
         if not self.stateful:
-            return run(self.bilm, inputs, mask, self.bilm.initial_state(batch))[0]
+            return _bilm_layers(bilm, params, x, mask, bilm.initial_state(batch))[0]
         if not (self.is_initializing() or self.is_mutable_collection(STATE_COLLECTION)):
             raise ValueError(f"a stateful Elmo updates its LSTM states: apply it with mutable=[{STATE_COLLECTION!r}]")
-        carried = self.variable(STATE_COLLECTION, "lstm", self.bilm.initial_state, batch)
+        carried = self.variable(STATE_COLLECTION, "lstm", bilm.initial_state, batch)
         state = carried.value
         extra_rows = batch - state[0].c.shape[1]
         if extra_rows > 0:  # More rows than any call before: they start from zeros.
             state = jax.tree.map(lambda s: jnp.pad(s, ((0, 0), (0, extra_rows), (0, 0))), state)
-        layers, new_state = run(self.bilm, inputs, mask, jax.tree.map(lambda s: s[:, :batch], state))
+        layers, new_state = _bilm_layers(bilm, params, x, mask, jax.tree.map(lambda s: s[:, :batch], state))
         if not self.is_initializing():
             carried.value = jax.tree.map(
                 lambda s, new: s.at[:, :batch].set(jax.lax.stop_gradient(new)), state, new_state
@@ -352,17 +457,19 @@ class Elmo(nn.Module):
 
     def _mixes(self, layers: jax.Array, mask: jax.Array) -> list[jax.Array]:
         """The K scalar mixes `[B, T, 2P]` of layers `[L + 1, B, T, 2P]`."""
-        n_layers, n = layers.shape[0], self.num_output_representations
-        if self.scalar_mix_parameters is None:
-            return [ScalarMix(n_layers, self.do_layer_norm, name=f"scalar_mix_{k}")(layers, mask) for k in range(n)]
-        fixed = {"scalar_parameters": jnp.asarray(self.scalar_mix_parameters, jnp.float32), "gamma": jnp.ones(())}
-        mixed = ScalarMix(n_layers, self.do_layer_norm, parent=None).apply({"params": fixed}, layers, mask)
-        return [mixed] * n
+        fixed = self.scalar_mix_parameters
+        return [
+            ScalarMix(layers.shape[0], self.do_layer_norm, fixed, trainable=fixed is None, name=f"scalar_mix_{k}")(
+                layers, mask
+            )
+            for k in range(self.num_output_representations)
+        ]
 
 
 def with_bilm_params(variables: Mapping, bilm_params: Mapping) -> dict:
     """`variables` (of a model holding Elmo modules) with each Elmo's biLM weights set to
-    `bilm_params` (from `Elmo.from_bilm_files` / `from_workdir`).
+    `bilm_params` (e.g. `elmo.bilm_params`): for variables made without `init`, such as the shapes
+    of `jax.eval_shape(model.init, ...)`.
 
     The biLM weights are the `bilm` subtrees of those shapes in 'elmo_bilm' (requires_grad=False)
     or 'params' (requires_grad=True). Returns a new dict; `variables` is left as it is.
@@ -374,7 +481,7 @@ def with_bilm_params(variables: Mapping, bilm_params: Mapping) -> dict:
         nonlocal found
         out = {}
         for key, value in tree.items():
-            if key == "bilm" and isinstance(value, Mapping) and _shapes(value) == want:
+            if key == BILM_NAME and isinstance(value, Mapping) and _shapes(value) == want:
                 out[key] = jax.tree.map(jnp.asarray, dict(bilm_params))
                 found += 1
             else:

@@ -1,6 +1,7 @@
 """elmo_jax.elmo.Elmo against the embedder's layers mixed by hand; frozen vs fine-tuned biLM weights,
-fixed mixes, padding, stateful calls, dropout, vocab_to_cache's word ids against char ids, and the
-tagger of docs/elmo_in_flax.md."""
+fixed mixes, padding, stateful calls, dropout, vocab_to_cache's word ids against char ids (ids outside
+it: the char CNN or an error, never NaN), and the tagger of docs/elmo_in_flax.md. AllenNLP's own
+tests of Elmo, ported: tests/test_elmo_allennlp.py."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import numpy as np
 import optax
 import pytest
 
-from elmo_jax.elmo import CACHE_NAME, Elmo, batch_to_ids, batch_to_word_ids, with_bilm_params
+from elmo_jax.elmo import CACHE_NAME, Elmo, _check_bilm, batch_to_ids, batch_to_word_ids, with_bilm_params
 from elmo_jax.inference.embedder import embedder_from_bilm_files, embedder_from_workdir
+from elmo_jax.interop.workdir import load_params
 from elmo_jax.model.bilm import BiLM
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
 from tests.inference.test_embedder import ATOL, RTOL, options
@@ -48,15 +50,17 @@ def bilm(tmp_path_factory):
 
 
 def elmo_of(files, n: int = 2, **elmo_options) -> tuple[Elmo, dict]:
-    return Elmo.from_bilm_files(files[0], files[1], n, **elmo_options)
+    """(Elmo of the files, its biLM's weights)."""
+    elmo = Elmo(files[0], files[1], n, **elmo_options)
+    return elmo, elmo.bilm_params
 
 
 def init(model: nn.Module, bilm_params: dict, rows: int = 1, max_chars: int = 50) -> dict:
     """Variables of `model` (an Elmo or a model holding one) with the pretrained biLM, made without
-    running the biLM (a real `init` costs seconds on CPU; the docs' example runs one): the structure
-    of `model.init` on `rows` rows, random 'params', zero LSTM states."""
+    running the biLM (a real `init` costs seconds on CPU; `init_cached` and the docs' example run
+    one): the structure of `model.init` on `rows` rows, random 'params', zero LSTM states."""
     char_ids = batch_to_ids([["init"]] * rows, max_chars)
-    shapes = jax.eval_shape(functools.partial(model.init, deterministic=True), jax.random.key(0), char_ids)
+    shapes = jax.eval_shape(model.init, jax.random.key(0), char_ids)
     rng = np.random.default_rng(0)
 
     def fill(collection: str, s: jax.ShapeDtypeStruct) -> jax.Array:
@@ -114,14 +118,14 @@ class TaskModel(nn.Module):
     elmo: Elmo
 
     @nn.compact
-    def __call__(self, char_ids, deterministic: bool, word_ids=None):
-        out = self.elmo(char_ids, deterministic=deterministic, word_ids=word_ids)
+    def __call__(self, char_ids, word_ids=None, *, deterministic: bool = True):
+        out = self.elmo(char_ids, word_ids, deterministic=deterministic)
         a, b = out["elmo_representations"]
         return nn.Dense(3, name="head")(a) + nn.Dense(3, name="head_b")(b * b), out["mask"]
 
 
 def task_loss(model: TaskModel, variables: dict, char_ids, word_ids=None) -> jax.Array:
-    scores, mask = model.apply(variables, char_ids, deterministic=True, word_ids=word_ids)
+    scores, mask = model.apply(variables, char_ids, word_ids)
     return jnp.sum(jnp.sin(scores) * mask[..., None]) / jnp.sum(mask)
 
 
@@ -235,7 +239,7 @@ def test_scalar_mix_parameters_fix_the_mix(bilm):
             np.testing.assert_allclose(rep[row, : len(sentence)], want, rtol=RTOL, atol=ATOL, err_msg=row)
     with pytest.raises(ValueError, match="scalar_mix_parameters has 3 values, the biLM has 4 layers"):
         bad, _ = elmo_of(bilm, 1, scalar_mix_parameters=[0.0] * 3)
-        bad.init(jax.random.key(0), batch_to_ids([["a"]]), deterministic=True)
+        jax.eval_shape(bad.init, jax.random.key(0), batch_to_ids([["a"]]))
 
 
 def test_stateless_padding_and_other_rows_change_nothing(bilm):
@@ -284,7 +288,7 @@ def test_stateful_carries_states_as_the_embedder(bilm):
         state = new["elmo_state"]
         assert state["lstm"][0].c.shape == (2, 3, 12)
     with pytest.raises(ValueError, match="mutable=\\['elmo_state'\\]"):
-        elmo.apply(variables, batch_to_ids(calls[0]), deterministic=True)
+        elmo.apply(variables, batch_to_ids(calls[0]))
 
 
 def test_dropout_only_when_not_deterministic(bilm):
@@ -304,20 +308,27 @@ def test_dropout_only_when_not_deterministic(bilm):
     assert np.any((a != 0) != (b != 0))
 
 
-def test_from_workdir_matches_the_embedder_and_needs_its_char_width(tmp_path):
+def test_workdir_matches_the_embedder_and_needs_its_char_width(tmp_path):
+    """A training workdir the AllenNLP way: `Elmo(None, None, K, workdir=...)`, its init holding the
+    checkpoint's biLM."""
     workdir = make_checkpoint_workdir(tmp_path)  # max_chars_per_token 12
-    elmo, bilm_params = Elmo.from_workdir(workdir, 1, scalar_mix_parameters=(0.0,) * 3)
+    elmo = Elmo(None, None, 1, workdir=workdir, scalar_mix_parameters=(0.0,) * 3)
     assert elmo.max_chars == 12
     sentences = [["the", "cat", "abcdefghijklmnop"], ["ab", "abcdefgh"]]
     char_ids = batch_to_ids(sentences, elmo.max_chars)
-    variables = init(elmo, bilm_params, max_chars=12)
+    variables = jax.jit(elmo.init)(jax.random.key(0), char_ids)
+    _, checkpoint = load_params(workdir)
+    checkpoint = {k: v for k, v in checkpoint.items() if k != "softmax"}
+    assert jax.tree.structure(variables["elmo_bilm"]["bilm"]) == jax.tree.structure(checkpoint)
+    for got, want in zip(leaves(variables["elmo_bilm"]["bilm"]), leaves(checkpoint)):
+        np.testing.assert_array_equal(got, want)
     out = apply_fn(elmo)(variables, char_ids)["elmo_representations"][0]
     want = embedder_from_workdir(workdir, batch_size=2, stateful=False).embed_batch(sentences)
     for row, tokens in enumerate(sentences):
         np.testing.assert_allclose(out[row, : len(tokens)], want[row].mean(axis=0), rtol=RTOL, atol=ATOL)
     # bilm-tf's 50 chars would truncate and pool this biLM's tokens differently.
     with pytest.raises(ValueError, match="max_chars=12"):
-        elmo.apply(variables, batch_to_ids(sentences), deterministic=True)
+        elmo.apply(variables, batch_to_ids(sentences))
 
 
 def doc_code() -> str:
@@ -340,62 +351,98 @@ def test_tagger_example_of_the_docs_learns(bilm):
 # ----------------------------------------------------------------------------- vocab_to_cache
 
 
-def init_cached(model: nn.Module, elmo: Elmo, bilm_params: dict, rows: int = 1) -> dict:
-    """`init` with the cache's table as `model.init` stores it (from `elmo.token_cache`), wherever
-    it sits (`init` fills collections other than 'params' with zeros)."""
-    variables = init(model, bilm_params, rows)
-    table = jnp.asarray(elmo.token_cache.table)
+def init_cached(model: nn.Module, rows: int = 1) -> dict:
+    """`model.init`, run (jitted): the pretrained biLM and the cache's table as init stores them."""
+    return jax.jit(model.init)(jax.random.key(0), batch_to_ids([["init"]] * rows))
 
-    def put(tree):
-        return {k: table if k == CACHE_NAME else put(v) if isinstance(v, dict) else v for k, v in tree.items()}
 
-    return {col: put(tree) for col, tree in variables.items()}
+def apply_outputs(out, stateful: bool) -> dict:
+    """The Elmo outputs of an `apply_fn` result (with the state collection when stateful)."""
+    return out[0] if stateful else out
 
 
 @pytest.mark.parametrize("stateful", [False, True], ids=["stateless", "stateful"])
 def test_vocab_to_cache_word_ids_give_the_char_ids_outputs(bilm, stateful):
-    elmo, bilm_params = elmo_of(bilm, 2, vocab_to_cache=VOCAB, stateful=stateful, keep_sentence_boundaries=True)
-    assert elmo.token_cache.table.shape == (len(VOCAB), 6)
-    np.testing.assert_array_equal(elmo.token_cache.table[0], 0.0)  # padding, never looked up
+    elmo, _ = elmo_of(bilm, 2, vocab_to_cache=VOCAB, stateful=stateful, keep_sentence_boundaries=True)
+    variables = with_mixes(init_cached(elmo, rows=len(SENTENCES)))
+    table = np.asarray(variables["elmo_bilm"][CACHE_NAME])
+    assert table.shape == (len(VOCAB), 6)
+    np.testing.assert_array_equal(table[0], 0.0)  # padding, never looked up
     np.testing.assert_allclose(  # the char CNN of each word, from the NumPy reference
-        elmo.token_cache.table[1:], [bilm[2].token_embedding(w) for w in VOCAB[1:]], rtol=RTOL, atol=ATOL
+        table[1:], [bilm[2].token_embedding(w) for w in VOCAB[1:]], rtol=RTOL, atol=ATOL
     )
-    variables = with_mixes(init_cached(elmo, elmo, bilm_params, rows=len(SENTENCES)))
     apply = apply_fn(elmo, mutable=("elmo_state",) if stateful else False)
     word_ids = batch_to_word_ids(SENTENCES, VOCAB)
     np.testing.assert_array_equal(word_ids[0], [1, 2, 3, 4, 1, 5])  # the first "the"
     np.testing.assert_array_equal(word_ids[1], 0)
     calls = [SENTENCES, SENTENCES[::-1]]  # stateful: the second call starts from the first's states
-    by_chars, by_words = variables, variables
+    by_chars, by_words, by_both = variables, variables, variables
     for sentences in calls:
-        with_chars = apply(by_chars, batch_to_ids(sentences))
-        with_words = apply(by_words, None, word_ids=batch_to_word_ids(sentences, VOCAB))
+        char_ids, word_ids = batch_to_ids(sentences), batch_to_word_ids(sentences, VOCAB)
+        with_chars = apply(by_chars, char_ids)
+        with_words = apply(by_words, None, word_ids)
+        with_both = apply(by_both, char_ids, word_ids)  # AllenNLP's call: the table, not the char CNN
         if stateful:
-            (with_chars, state_c), (with_words, state_w) = with_chars, with_words
-            by_chars, by_words = {**variables, **state_c}, {**variables, **state_w}
-        np.testing.assert_array_equal(with_words["mask"], with_chars["mask"])
-        for got, want in zip(with_words["elmo_representations"], with_chars["elmo_representations"]):
-            assert got.shape == want.shape == (len(SENTENCES), 8, 12)
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    # An id past the table gives NaNs, not another word.
-    bad = batch_to_word_ids(SENTENCES[:1], VOCAB)
-    bad[0, 2] = len(VOCAB)
-    out = apply(variables, None, word_ids=bad)
-    assert np.isnan(np.asarray((out[0] if stateful else out)["elmo_representations"][0])).any()
+            (with_chars, state_c), (with_words, state_w), (with_both, state_b) = with_chars, with_words, with_both
+            by_chars, by_words, by_both = {**variables, **state_c}, {**variables, **state_w}, {**variables, **state_b}
+        for out in (with_words, with_both):
+            np.testing.assert_array_equal(out["mask"], with_chars["mask"])
+            for got, want in zip(out["elmo_representations"], with_chars["elmo_representations"]):
+                assert got.shape == want.shape == (len(SENTENCES), 8, 12)
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_vocab_to_cache_uses_the_table_when_it_holds_every_word(bilm):
+    """With char ids and word ids, the cached table gives the token embeddings (AllenNLP): a table
+    changed by fine-tuning changes the outputs; char ids alone do not read it."""
+    elmo, _ = elmo_of(bilm, 1, vocab_to_cache=VOCAB, requires_grad=True)
+    variables = init_cached(elmo)
+    char_ids, word_ids = batch_to_ids(SENTENCES), batch_to_word_ids(SENTENCES, VOCAB)
+    apply = apply_fn(elmo)
+    before = np.asarray(apply(variables, char_ids, word_ids)["elmo_representations"][0])
+    params = variables["params"]
+    moved = {"params": {**params, CACHE_NAME: params[CACHE_NAME] + 0.5}}
+    after = np.asarray(apply(moved, char_ids, word_ids)["elmo_representations"][0])
+    assert np.abs(after - before).max() > 1e-3
+    by_chars = [apply(v, char_ids)["elmo_representations"][0] for v in (variables, moved)]
+    np.testing.assert_array_equal(*by_chars)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_word_id_outside_vocab_to_cache_is_never_nan(bilm, jit):
+    """With char ids: the batch goes through the char CNN, as AllenNLP; without: an error naming
+    the id, from a host check (eager) or a debug callback when the jitted computation runs."""
+    elmo, _ = elmo_of(bilm, 1, vocab_to_cache=VOCAB, scalar_mix_parameters=(0.3, -1.0, 0.5, 2.0))
+    variables = init_cached(elmo)
+    apply = jax.jit(elmo.apply) if jit else elmo.apply
+    sentences = [["the", "dog", "sat"], ["a"]]  # "dog" is not in VOCAB
+    char_ids = batch_to_ids(sentences)
+    word_ids = batch_to_word_ids([["the", "cat", "sat"], ["a"]], VOCAB)
+    word_ids[0, 1] = len(VOCAB)
+    out = apply(variables, char_ids, word_ids)["elmo_representations"][0]
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, apply(variables, char_ids)["elmo_representations"][0], rtol=1e-6, atol=1e-7)
+    for bad in (len(VOCAB), 1000, -1):
+        word_ids[0, 1] = bad
+        with pytest.raises(Exception if jit else ValueError, match=f"word id {bad} is outside vocab_to_cache \\(13"):
+            jax.block_until_ready(apply(variables, None, word_ids))
 
 
 def test_vocab_to_cache_is_frozen_by_default(bilm):
-    elmo, bilm_params = elmo_of(bilm, 2, vocab_to_cache=VOCAB)
+    elmo, _ = elmo_of(bilm, 2, vocab_to_cache=VOCAB)
     model = TaskModel(elmo)
     word_ids = batch_to_word_ids(SENTENCES, VOCAB)
-    # A real init, from word ids alone: the table from the pretrained biLM beside its random weights,
-    # every biLM weight created (the char CNN embeds <S> and </S>), so with_bilm_params finds them.
-    initial = jax.jit(functools.partial(model.init, deterministic=True))(jax.random.key(0), None, word_ids=word_ids[:1, :1])
-    variables = with_bilm_params(initial, bilm_params)
+    # A real init, from word ids alone: the table beside the pretrained biLM, every biLM weight
+    # created (the char CNN embeds <S> and </S>).
+    variables = jax.jit(model.init)(jax.random.key(0), None, word_ids[:1, :1])
     assert set(variables) == {"params", "elmo_bilm"}
     assert set(variables["params"]["elmo"]) == {"scalar_mix_0", "scalar_mix_1"}
     assert set(variables["elmo_bilm"]["elmo"]) == {"bilm", CACHE_NAME}
-    np.testing.assert_array_equal(variables["elmo_bilm"]["elmo"][CACHE_NAME], elmo.token_cache.table)
+    for got, want in zip(leaves(variables["elmo_bilm"]["elmo"]["bilm"]), leaves(elmo.bilm_params)):
+        np.testing.assert_array_equal(got, want)
+    with_chars = init_cached(model)
+    tables = [v["elmo_bilm"]["elmo"][CACHE_NAME] for v in (variables, with_chars)]
+    np.testing.assert_array_equal(*tables)
 
     def loss(params, frozen):
         return task_loss(model, {"params": params, **frozen}, None, word_ids)
@@ -409,13 +456,14 @@ def test_vocab_to_cache_is_frozen_by_default(bilm):
 def test_vocab_to_cache_with_requires_grad_fine_tunes_the_table(bilm, caplog):
     """As AllenNLP (its cache is an Embedding with trainable=requires_grad): the table is a parameter
     of its own; only the rows of the batch's words get a gradient (not padding's row 0)."""
-    with caplog.at_level("WARNING"):
-        elmo, bilm_params = elmo_of(bilm, 2, vocab_to_cache=VOCAB, requires_grad=True)
-    assert "fine-tuned as their own parameter" in caplog.text
+    elmo, _ = elmo_of(bilm, 2, vocab_to_cache=VOCAB, requires_grad=True)
     model = TaskModel(elmo)
-    variables = init_cached(model, elmo, bilm_params)
+    with caplog.at_level("WARNING"):
+        variables = init_cached(model)
+    assert "fine-tuned as their own parameter" in caplog.text
     assert set(variables) == {"params"}
     assert set(variables["params"]["elmo"]) == {"bilm", CACHE_NAME, "scalar_mix_0", "scalar_mix_1"}
+    initial = np.asarray(variables["params"]["elmo"][CACHE_NAME])
     sentences = [SENTENCES[0], SENTENCES[2]]  # "the cat sat on the mat", "a"
     word_ids = batch_to_word_ids(sentences, VOCAB)
     grads = jax.jit(jax.grad(lambda p: task_loss(model, {"params": p}, None, word_ids)))(variables["params"])
@@ -425,26 +473,50 @@ def test_vocab_to_cache_with_requires_grad_fine_tunes_the_table(bilm, caplog):
     tx = optax.sgd(0.1)
     updates, _ = tx.update(grads, tx.init(variables["params"]), variables["params"])
     table = optax.apply_updates(variables["params"], updates)["elmo"][CACHE_NAME]
-    assert np.all(np.asarray(table)[1] != elmo.token_cache.table[1])
+    assert np.all(np.asarray(table)[1] != initial[1])
 
 
-def test_vocab_to_cache_errors(bilm):
+def test_elmo_errors(bilm, tmp_path):
     elmo, bilm_params = elmo_of(bilm, 1, vocab_to_cache=VOCAB)
-    variables = init_cached(elmo, elmo, bilm_params)
+    variables = init(elmo, bilm_params)
     char_ids, word_ids = batch_to_ids(SENTENCES), batch_to_word_ids(SENTENCES, VOCAB)
-    with pytest.raises(ValueError, match="char_ids .* or word_ids .*: one of them"):
-        elmo.apply(variables, char_ids, word_ids=word_ids, deterministic=True)
-    with pytest.raises(ValueError, match="one of them"):
-        elmo.apply(variables, deterministic=True)
+    with pytest.raises(ValueError, match=r"char ids \(4, 6, 50\) and word ids \(4, 5\) must have the same"):
+        elmo.apply(variables, char_ids, word_ids[:, :5])
+    with pytest.raises(ValueError, match="takes char ids .* and/or word ids"):
+        elmo.apply(variables)
+    with pytest.raises(ValueError, match=r"char ids \[..., batch, time, max_chars\], got shape \(6, 50\)"):
+        elmo.apply(variables, char_ids[0])
+    with pytest.raises(ValueError, match=r"word ids \[..., batch, time\], got shape \(6,\)"):
+        elmo.apply(variables, None, word_ids[0])
     with pytest.raises(ValueError, match="'dog' is not in vocab_to_cache"):
         batch_to_word_ids([["the", "dog"]], VOCAB)
     with pytest.raises(ValueError, match="'@@PADDING@@' is not in vocab_to_cache"):
         batch_to_word_ids([["@@PADDING@@"]], VOCAB)
     plain, _ = elmo_of(bilm, 1)
     with pytest.raises(ValueError, match="build the Elmo with vocab_to_cache"):
-        plain.init(jax.random.key(0), word_ids=word_ids, deterministic=True)
-    with pytest.raises(ValueError, match="Elmo.from_bilm_files or Elmo.from_workdir"):
-        Elmo(elmo.bilm, 1, vocab_to_cache=VOCAB).init(jax.random.key(0), char_ids, deterministic=True)
+        jax.eval_shape(plain.init, jax.random.key(0), None, word_ids)
+    with pytest.raises(ValueError, match="options_file and weight_file, or a training workdir"):
+        Elmo(bilm[0], None, 1).max_chars
+    with pytest.raises(ValueError, match="options_file and weight_file, or a training workdir"):
+        Elmo(*bilm[:2], 1, workdir=str(tmp_path)).max_chars
+    with pytest.raises(FileNotFoundError, match="missing.json"):
+        Elmo(str(tmp_path / "missing.json"), bilm[1], 1).max_chars
     with pytest.raises(ValueError, match="Elmo needs a char-CNN biLM, got model.token_encoder='word'"):
-        Elmo(BiLM(vocab_size=5, token_encoder="word"), 1).init(jax.random.key(0), char_ids, deterministic=True)
+        _check_bilm(BiLM(vocab_size=5, token_encoder="word"))
 
+
+def test_files_are_read_once_per_modification(tmp_path):
+    """The biLM's weights come from a cache keyed by path and modification time: read once, read
+    again once rewritten."""
+    opts = options(True)
+    paths = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
+    write_bilm_files(opts, random_bilm_weights(opts, seed=5), *paths)
+    elmo = Elmo(*paths, 1)
+    first = elmo.bilm_params
+    assert Elmo(*paths, 2, dropout=0.0).bilm_params is first
+    write_bilm_files(opts, random_bilm_weights(opts, seed=6), *paths)
+    stat = os.stat(paths[1])
+    os.utime(paths[1], ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # whatever the clock's resolution
+    second = elmo.bilm_params
+    assert second is not first
+    assert not np.array_equal(second["encoder"]["char_embed"], first["encoder"]["char_embed"])

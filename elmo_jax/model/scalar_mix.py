@@ -19,37 +19,51 @@ LAYER_NORM_EPS = 1e-12  # bilm-tf / AllenNLP.
 
 
 class ScalarMix(nn.Module):
-    """Mixes `mixture_size` layers with softmax-normalised scalar weights and a scalar gamma.
+    """AllenNLP's `ScalarMix`: mixes `mixture_size` layers with softmax-normalised scalar weights
+    and a scalar gamma.
 
-    Params: `scalar_parameters` `[mixture_size]` (initial values `initial_scalar_parameters`,
-    default zeros: an equal average) and `gamma` `[]` (initial 1).
+    `trainable=True`: params `scalar_parameters` `[mixture_size]` (initial values
+    `initial_scalar_parameters`, default zeros: an equal average) and `gamma` `[]` (initial 1).
+    `trainable=False`: no params; the weights stay `initial_scalar_parameters` and gamma 1.
+    A wrong number of `initial_scalar_parameters` is a ValueError when the module is built.
     """
 
     mixture_size: int
     do_layer_norm: bool = False
     initial_scalar_parameters: Sequence[float] | None = None
+    trainable: bool = True
 
-    @nn.compact
-    def __call__(self, layers: jax.Array | Sequence[jax.Array], mask: jax.Array | None = None) -> jax.Array:
-        """layers: `[K, ..., dim]` (e.g. one output of `elmo_jax.inference.embedder`, `[L + 1, n_tokens, 2P]`)
-        or a list of K arrays `[..., dim]`; mask: `[...]` (nonzero = real token), used only by
-        the layer norm (default: every position). Returns `[..., dim]`."""
-        layers = jnp.stack(layers) if isinstance(layers, (list, tuple)) else jnp.asarray(layers)
-        if layers.shape[0] != self.mixture_size:
-            raise ValueError(f"ScalarMix got {layers.shape[0]} layers, expected mixture_size={self.mixture_size}")
+    def __post_init__(self) -> None:
         initial = self.initial_scalar_parameters
         if initial is not None and len(initial) != self.mixture_size:
-            raise ValueError(f"initial_scalar_parameters has {len(initial)} values, expected {self.mixture_size}")
-        scalars = self.param(
-            "scalar_parameters",
-            lambda _, shape: jnp.zeros(shape) if initial is None else jnp.asarray(initial, jnp.float32),
-            (self.mixture_size,),
-        )
-        gamma = self.param("gamma", nn.initializers.ones, ())
+            raise ValueError(
+                f"initial_scalar_parameters has {len(initial)} values, expected mixture_size={self.mixture_size}"
+            )
+        super().__post_init__()
+
+    @nn.compact
+    def __call__(self, tensors: jax.Array | Sequence[jax.Array], mask: jax.Array | None = None) -> jax.Array:
+        """tensors: a list of `mixture_size` arrays `[..., dim]` (AllenNLP's call) or one array
+        `[mixture_size, ..., dim]` (e.g. one output of `elmo_jax.inference.embedder`,
+        `[L + 1, n_tokens, 2P]`); mask: `[...]` (nonzero = real token), used only by the layer norm
+        (default: every position). Returns `[..., dim]`."""
+        layers = jnp.stack(tensors) if isinstance(tensors, (list, tuple)) else jnp.asarray(tensors)
+        if layers.shape[0] != self.mixture_size:
+            raise ValueError(f"ScalarMix got {layers.shape[0]} layers, expected mixture_size={self.mixture_size}")
+        scalars, gamma = self._weights()
         if self.do_layer_norm:
             layers = self._layer_norm(layers, mask)
         weights = jax.nn.softmax(scalars).reshape((-1,) + (1,) * (layers.ndim - 1))
         return gamma * jnp.sum(weights * layers, axis=0)
+
+    def _weights(self) -> tuple[jax.Array, jax.Array]:
+        """(scalar parameters `[mixture_size]`, gamma `[]`): params when trainable, else constants."""
+        initial = self.initial_scalar_parameters
+        initial = jnp.zeros(self.mixture_size) if initial is None else jnp.asarray(initial, jnp.float32)
+        if not self.trainable:
+            return initial, jnp.ones(())
+        scalars = self.param("scalar_parameters", lambda *_: initial)
+        return scalars, self.param("gamma", nn.initializers.ones, ())
 
     @staticmethod
     def _layer_norm(layers: jax.Array, mask: jax.Array | None) -> jax.Array:

@@ -73,7 +73,18 @@ def test_shape_errors():
     layers = random_layers(4)
     with pytest.raises(ValueError, match="got 3 layers, expected mixture_size=2"):
         ScalarMix(2).init(jax.random.key(0), layers)
-    with pytest.raises(ValueError, match="initial_scalar_parameters has 2 values"):
-        ScalarMix(3, initial_scalar_parameters=[0.0, 1.0]).init(jax.random.key(0), layers)
+    with pytest.raises(ValueError, match="initial_scalar_parameters has 2 values, expected mixture_size=3"):
+        ScalarMix(3, initial_scalar_parameters=[0.0, 1.0])  # when built, before any call
     with pytest.raises(ValueError, match="mask shape"):
         ScalarMix(3, do_layer_norm=True).init(jax.random.key(0), layers, np.ones((2, 4), bool))
+
+
+def test_fixed_mix_has_no_params_and_keeps_its_weights():
+    layers = random_layers(5)
+    mix = ScalarMix(3, do_layer_norm=True, initial_scalar_parameters=[0.5, -1.0, 2.0], trainable=False)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    assert mix.init(jax.random.key(0), layers, mask) == {}
+    want = np_scalar_mix(layers, np.array([0.5, -1.0, 2.0]), 1.0, mask)
+    np.testing.assert_allclose(mix.apply({}, layers, mask), want, rtol=1e-5, atol=1e-5)
+    # Without initial values: an equal average.
+    np.testing.assert_allclose(ScalarMix(3, trainable=False).apply({}, layers), layers.mean(axis=0), rtol=1e-6)
