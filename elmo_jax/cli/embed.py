@@ -1,15 +1,17 @@
 """ELMo representations of a file of sentences, or the token embeddings of a vocabulary (`elmo-embed`).
 
   elmo-embed --options options.json --weights weights.hdf5 \\
-      --input sentences.txt --output elmo.hdf5 [--batch_size 32] [--stateless] [--vocab_to_cache vocab.txt] \\
-      [--layers all|top|average] [--engine auto|cpu|xla]
+      --input sentences.txt --output elmo.hdf5 [--batch_size 64] [--stateless] [--vocab_to_cache vocab.txt] \\
+      [--layers all|top|average | --all | --top | --average] [--forget_sentences | --use_sentence_keys] \\
+      [--engine auto|cpu|xla]
   elmo-embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
   elmo-embed --options options.json --weights weights.hdf5 --token_embeddings vocab.txt --output tokens.hdf5
 
 Input: one whitespace-tokenized sentence per line (UTF-8). Output: one float32 dataset per input
 line, named by its 0-based line number, `(n_layers + 1, n_tokens, 2 * projection_dim)` (`--layers
-all`) or `(n_tokens, 2 * projection_dim)` (`top`, `average`); stateful over batches of
---batch_size consecutive lines unless --stateless. The formats in full: elmo_jax/inference/embedder.py.
+all`) or `(n_tokens, 2 * projection_dim)` (`top`, `average`), and `sentence_to_index` (JSON,
+sentence -> dataset name), as AllenNLP's `allennlp elmo`; stateful over batches of --batch_size
+consecutive lines unless --stateless. The formats in full: elmo_jax/inference/embedder.py.
 """
 
 from __future__ import annotations
@@ -24,9 +26,7 @@ from elmo_jax.runtime import quiet_logs
 from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.vocab import read_words
-from elmo_jax.inference.embedder import (
-    ENGINES, LAYER_MODES, dump_token_embeddings, embed_file, embedder_from_bilm_files, embedder_from_workdir,
-)
+from elmo_jax.inference.embedder import DEFAULT_BATCH_SIZE, ENGINES, LAYER_MODES, ElmoEmbedder, dump_token_embeddings
 from elmo_jax.interop.workdir import workdir_inputs
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
@@ -44,11 +44,27 @@ flags.DEFINE_string(
     "token_embeddings", None, "vocabulary file: write the token embeddings of its words instead", flag_values=_FLAGS
 )
 flags.DEFINE_string("output", None, "hdf5 file to write", flag_values=_FLAGS)
-flags.DEFINE_integer("batch_size", 1, "consecutive lines per batch (state rows)", flag_values=_FLAGS)
-flags.DEFINE_bool("stateless", False, "reset the LSTM states every batch", flag_values=_FLAGS)
+flags.DEFINE_integer(
+    "batch_size", DEFAULT_BATCH_SIZE, "consecutive lines per batch (state rows), AllenNLP's default", flag_values=_FLAGS
+)
+flags.DEFINE_bool(
+    "stateless", False, "embed every line from zero LSTM states (default: row r carries on from the line before it "
+    "in batch row r)", flag_values=_FLAGS,
+)
 flags.DEFINE_enum(
     "layers", "all", LAYER_MODES,
     "per sentence: all layers (n_layers + 1, n, 2P), the top layer or their average (n, 2P)", flag_values=_FLAGS,
+)
+for _mode in LAYER_MODES:  # AllenNLP's spelling of --layers.
+    flags.DEFINE_bool(_mode, False, f"the same as --layers {_mode} (AllenNLP's flag)", flag_values=_FLAGS)
+flags.DEFINE_bool(
+    "forget_sentences", False, "write no sentence_to_index dataset (the JSON of sentence -> dataset name)",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_bool(
+    "use_sentence_keys", False,
+    "name each dataset by its sentence instead of its line number (a repeated sentence is written once; "
+    "no sentence_to_index)", flag_values=_FLAGS,
 )
 flags.DEFINE_string(
     "vocab_to_cache", None,
@@ -69,6 +85,16 @@ flags.DEFINE_string(
 _INPUT_FLAGS = ("input", "token_embeddings", "options", "weights", "vocab_to_cache")  # Files --output must not be.
 
 
+def _layers() -> str:
+    """--layers, or the one of --all, --top and --average given (AllenNLP's flags)."""
+    given = [mode for mode in LAYER_MODES if _FLAGS[mode].value]
+    if len(given) > 1:
+        raise tool_flags.UsageError(f"give one of --all, --top and --average, got {', '.join('--' + g for g in given)}")
+    if given and _FLAGS["layers"].present and _FLAGS.layers != given[0]:
+        raise tool_flags.UsageError(f"--{given[0]} and --layers={_FLAGS.layers} disagree")
+    return given[0] if given else _FLAGS.layers
+
+
 def _embed() -> None:
     """The CLI: checks the flags' combinations, then writes --output."""
     if (_FLAGS.workdir is None) == (_FLAGS.options is None and _FLAGS.weights is None):
@@ -79,23 +105,24 @@ def _embed() -> None:
         raise tool_flags.UsageError("give exactly one of --input and --token_embeddings")
     if _FLAGS.batch_size < 1:
         raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
+    layers = _layers()
     inputs = [(f"--{name}", _FLAGS[name].value) for name in _INPUT_FLAGS]
     check_not_inputs([("--output", _FLAGS.output)], inputs + workdir_inputs(_FLAGS.workdir))
     quiet_logs.configure(_FLAGS.log_library)
     compilation_cache.configure(_FLAGS.compilation_cache)
     host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
     cache = read_words(_FLAGS.vocab_to_cache) if _FLAGS.vocab_to_cache else None
-    stateful = not _FLAGS.stateless
+    settings = {"batch_size": _FLAGS.batch_size, "stateful": not _FLAGS.stateless, "vocab_to_cache": cache,
+                "engine": _FLAGS.engine}
     if _FLAGS.workdir is not None:
-        embedder = embedder_from_workdir(
-            _FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful, cache, engine=_FLAGS.engine
-        )
+        embedder = ElmoEmbedder.from_workdir(_FLAGS.workdir, _FLAGS.step, **settings)
     else:
-        embedder = embedder_from_bilm_files(
-            _FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful, cache, engine=_FLAGS.engine
-        )
+        embedder = ElmoEmbedder(_FLAGS.options, _FLAGS.weights, **settings)
     if _FLAGS.input is not None:
-        n = embed_file(embedder, _FLAGS.input, _FLAGS.output, layers=_FLAGS.layers)
+        n = embedder.embed_file(
+            _FLAGS.input, _FLAGS.output, layers,
+            forget_sentences=_FLAGS.forget_sentences, use_sentence_keys=_FLAGS.use_sentence_keys,
+        )
         print(f"wrote {n} sentences to {_FLAGS.output}")
     else:
         n = dump_token_embeddings(embedder, _FLAGS.token_embeddings, _FLAGS.output)

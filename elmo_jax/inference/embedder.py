@@ -12,13 +12,17 @@ layer j = `[forward_j; backward_j]`, `<S>`/`</S>` removed. An empty line gives s
 `(n_layers + 1, 0, 2 * projection_dim)` and leaves its row's LSTM states untouched (bilm-tf
 would run `<S> </S>` through them). `--layers top` (the top LSTM layer) or `--layers average` (the
 mean of the n_layers + 1 layers) write `(n_tokens, 2 * projection_dim)` instead, as AllenNLP's
-`allennlp elmo --top/--average`; `--layers all` (the default) is the above.
+`allennlp elmo --top/--average`; `--layers all` (the default) is the above. Beside them, as
+AllenNLP's: the string dataset `sentence_to_index`, shape (1,), the JSON of each sentence (tokens
+joined by single spaces) -> its dataset's name (a repeated sentence: its last line's), unless
+`--forget_sentences`; `--use_sentence_keys` names the datasets by their sentence instead (a
+repeated sentence written once, its first line's layers; no `sentence_to_index`).
 
-Stateful, as bilm-tf and AllenNLP: lines are taken in batches of N consecutive lines and the LSTM
-states of batch row r carry over to row r of the next batch (zeros at the start; a shorter last
-batch leaves the other rows' states untouched); `--stateless` resets them every batch. The forward
-LSTM reads `<S> w1 .. wn </S>`, the backward LSTM its reverse; a row's states freeze after its
-last token, so padding never changes a real token's output.
+Stateful, as bilm-tf and AllenNLP: lines are taken in batches of N (64, AllenNLP's default)
+consecutive lines and the LSTM states of batch row r carry over to row r of the next batch (zeros
+at the start; a shorter last batch leaves the other rows' states untouched); `--stateless` resets
+them every batch. The forward LSTM reads `<S> w1 .. wn </S>`, the backward LSTM its reverse; a
+row's states freeze after its last token, so padding never changes a real token's output.
 
 Word-input biLMs (`model.token_encoder='word'`, e.g. configs/ptb_word_small.py) embed from their
 workdir (`--workdir`; bilm-tf files hold char-CNN biLMs only) with the same layout: each word's
@@ -52,9 +56,11 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
+import json
 import logging
 import os
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import IO, Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import h5py
 import jax
@@ -78,6 +84,8 @@ from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddi
 GROUP_POSITIONS = 8192  # `embed_sentences` runs the LSTMs over consecutive batches of about this many positions.
 LAYER_MODES = ("all", "top", "average")  # What `embed_file` writes per sentence (`select_layers`).
 ENGINES = ("auto", "cpu", "xla")  # What computes the char CNN and the LSTMs (`cpu_kernels`).
+DEFAULT_BATCH_SIZE = 64  # Sentences per batch, as AllenNLP's `ElmoEmbedder` and `allennlp elmo`.
+SENTENCE_TO_INDEX = "sentence_to_index"  # `embed_file`'s dataset: JSON of sentence -> dataset name.
 
 
 class PretrainedBiLM(NamedTuple):
@@ -114,6 +122,26 @@ def check_embeddable(model: BiLM) -> None:
             "model.char_cnn.projection=False makes the token embeddings wider than the LSTM layers; "
             "ELMo layers need one width"
         )
+
+
+def check_batch_size(batch_size: int) -> None:
+    """Raises ValueError unless `batch_size` (sentences per batch) is at least 1."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+
+
+def jax_device(cuda_device: int) -> jax.Device | None:
+    """The device of AllenNLP's `cuda_device`: None (JAX's default device) for -1, else that GPU;
+    ValueError when JAX has no such GPU."""
+    if cuda_device < 0:
+        return None
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:  # No GPU backend.
+        gpus = []
+    if cuda_device >= len(gpus):
+        raise ValueError(f"cuda_device={cuda_device}, but JAX sees {len(gpus)} GPU(s)")
+    return gpus[cuda_device]
 
 
 class CpuKernels(NamedTuple):
@@ -169,37 +197,98 @@ class _Stream(list):
 
 
 class ElmoEmbedder:
-    """Stateful ELMo representations from a biLM and its params.
+    """ELMo representations of tokenized sentences, built and called as AllenNLP's `ElmoEmbedder`.
 
-    `embed_batch` takes up to `batch_size` sentences (token lists); the LSTM states of row r carry
-    over to row r of the next call unless `stateful=False`. Only rows holding a sentence run the
-    LSTMs. Token embeddings of a char-CNN biLM come from a `TokenEmbeddingCache` (each distinct
-    word through the char CNN once, up to `token_cache_size` words; the words of `vocab_to_cache`
-    up front). A word-input biLM (`model.token_encoder='word'`) needs `vocab`, its training
-    vocabulary: a word's token embedding is the table row of its id there, `<UNK>`'s for a word
-    outside it (as in training); `vocab_to_cache` is refused and `token_cache_size` unused.
-    `engine`: what computes the char CNN and the LSTMs, 'auto' | 'cpu' | 'xla' (`cpu_kernels`);
-    the outputs agree to float32 rounding.
+    `ElmoEmbedder(options_file, weight_file)` reads bilm-tf/AllenNLP files, `from_workdir` an
+    elmo-jax checkpoint, `from_pretrained` a biLM already in memory. Each sentence's layers are
+    `[n_layers + 1, n_tokens, 2 * P]` float32 (`embed_sentence`, `embed_batch`, `embed_sentences`),
+    also as one padded array with a mask (`batch_to_embeddings`) or written to hdf5 (`embed_file`).
+
+    Stateful, as AllenNLP and bilm-tf: row r of a batch continues from the LSTM states row r of the
+    previous batch left (zeros at the start; a batch with more rows than any before starts its new
+    rows from zeros; a shorter batch, or an empty sentence, leaves the other rows' states as they
+    were); `stateful=False` starts every sentence from zeros. `batch_size` is the default of
+    `embed_sentences` and `embed_file` (AllenNLP's 64). Only rows holding a sentence run the LSTMs.
+
+    Token embeddings of a char-CNN biLM come from a `TokenEmbeddingCache` (each distinct word through
+    the char CNN once, up to `token_cache_size` words; the words of `vocab_to_cache` up front). A
+    word-input biLM (`model.token_encoder='word'`, from a workdir) looks each word up by its id in its
+    training vocabulary (`<UNK>`'s row for a word outside it); `vocab_to_cache` is refused.
+    `engine`: what computes the char CNN and the LSTMs, 'auto' | 'cpu' | 'xla' (`cpu_kernels`); the
+    outputs agree to float32 rounding. `cuda_device`: -1, JAX's default device (AllenNLP: the CPU);
+    k >= 0, the k-th GPU.
     """
 
     def __init__(
         self,
-        model: BiLM,
-        params: Mapping,
-        max_chars: int,
-        batch_size: int = 1,
+        options_file: str,
+        weight_file: str,
+        cuda_device: int = -1,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         stateful: bool = True,
         vocab_to_cache: Sequence[str] | None = None,
         token_cache_size: int = 100_000,
-        vocab: Vocabulary | None = None,
         engine: str = "auto",
     ):
+        self._load(bilm_from_files(options_file, weight_file), batch_size, stateful, vocab_to_cache,
+                   token_cache_size, engine, cuda_device)
+
+    @classmethod
+    def from_workdir(
+        cls,
+        workdir: str,
+        step: int | None = None,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        stateful: bool = True,
+        vocab_to_cache: Sequence[str] | None = None,
+        token_cache_size: int = 100_000,
+        engine: str = "auto",
+        cuda_device: int = -1,
+    ) -> ElmoEmbedder:
+        """The embedder of an elmo-jax training checkpoint (latest step by default), in float32
+        whatever model.dtype it trained in (`bilm_from_workdir`)."""
+        return cls.from_pretrained(
+            bilm_from_workdir(workdir, step), batch_size=batch_size, stateful=stateful, vocab_to_cache=vocab_to_cache,
+            token_cache_size=token_cache_size, engine=engine, cuda_device=cuda_device,
+        )
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        pretrained: PretrainedBiLM,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        stateful: bool = True,
+        vocab_to_cache: Sequence[str] | None = None,
+        token_cache_size: int = 100_000,
+        engine: str = "auto",
+        cuda_device: int = -1,
+    ) -> ElmoEmbedder:
+        """The embedder of a biLM in memory: its module, params, characters per token and, for a
+        word-input biLM, its vocabulary (`PretrainedBiLM`)."""
+        embedder = cls.__new__(cls)
+        embedder._load(pretrained, batch_size, stateful, vocab_to_cache, token_cache_size, engine, cuda_device)
+        return embedder
+
+    def _load(
+        self,
+        pretrained: PretrainedBiLM,
+        batch_size: int,
+        stateful: bool,
+        vocab_to_cache: Sequence[str] | None,
+        token_cache_size: int,
+        engine: str,
+        cuda_device: int,
+    ) -> None:
+        """Sets the embedder up (every constructor's body)."""
+        model, params, max_chars, vocab = pretrained
         check_embeddable(model)
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_batch_size(batch_size)
         self.model = model
         # The softmax is not used (and bilm-tf weight files do not have one).
-        self.params = jax.device_put({k: v for k, v in params.items() if k != "softmax"})
+        self.params = jax.device_put({k: v for k, v in params.items() if k != "softmax"}, jax_device(cuda_device))
         self.batch_size = batch_size
         self.stateful = stateful
         self.kernels = cpu_kernels(model, self.params, engine)
@@ -239,7 +328,7 @@ class ElmoEmbedder:
         return self.model.n_layers + 1
 
     def reset_states(self) -> None:
-        """Zero LSTM states for every row."""
+        """Zero LSTM states for `batch_size` rows (more rows are added as batches need them)."""
         self._state = self._zero_state(self.batch_size)
 
     def _zero_state(self, rows: int) -> list[LSTMState]:
@@ -247,38 +336,112 @@ class ElmoEmbedder:
         shapes = (2, rows, self.model.dim), (2, rows, self.model.projection_dim)
         return [LSTMState(*(np.zeros(shape, np.float32) for shape in shapes)) for _ in range(self.model.n_layers)]
 
-    def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """ELMo layers of up to `batch_size` sentences, each `[n_layers + 1, n_tokens, 2 * P]` float32."""
-        if len(sentences) > self.batch_size:
-            raise ValueError(f"{len(sentences)} sentences in a batch of {self.batch_size} rows")
-        return self._embed_batches([sentences])
+    def _state_rows(self, rows: int) -> int:
+        """The carried states' row count once they have at least `rows` rows (new rows: zeros)."""
+        have = self._state[0].c.shape[1]
+        if rows > have:
+            zeros = self._zero_state(rows - have)
+            self._state = [
+                LSTMState(*(np.concatenate([np.asarray(a), b], axis=1) for a, b in zip(old, new)))
+                for old, new in zip(self._state, zeros)
+            ]
+        return max(rows, have)
 
-    def embed_sentences(self, sentences: Iterable[Sequence[str]]) -> Iterator[np.ndarray]:
-        """ELMo layers of each sentence, in order, computed in batches of `batch_size` consecutive
-        sentences; consecutive batches run the LSTMs together, up to GROUP_POSITIONS positions."""
+    def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
+        """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of one tokenized sentence, in row 0."""
+        return self.embed_batch([sentence])[0]
+
+    def embed_batch(self, batch: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of each sentence of one batch, sentence i
+        in row i (an empty sentence: `[n_layers + 1, 0, 2 * P]`)."""
+        return self._embed_batches([batch], max(len(batch), self.batch_size))
+
+    def batch_to_embeddings(self, batch: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """One batch's ELMo layers as AllenNLP returns them: activations `[B, n_layers + 1, T, 2 * P]`
+        float32, zeros after each sentence's end, and the mask `[B, T]` bool of its tokens (T: the
+        longest sentence; `<S>`/`</S>` removed)."""
+        layers = self.embed_batch(batch)
+        longest = max((x.shape[1] for x in layers), default=0)
+        activations = np.zeros((len(batch), self.n_outputs, longest, 2 * self.model.projection_dim), np.float32)
+        mask = np.zeros((len(batch), longest), bool)
+        for row, x in enumerate(layers):
+            activations[row, :, : x.shape[1]] = x
+            mask[row, : x.shape[1]] = True
+        return activations, mask
+
+    def embed_sentences(
+        self, sentences: Iterable[Sequence[str]], batch_size: int | None = None
+    ) -> Iterator[np.ndarray]:
+        """ELMo layers of each sentence, in order, computed in batches of `batch_size` (default: the
+        embedder's) consecutive sentences, as `embed_batch` on each batch in turn gives them;
+        consecutive batches run the LSTMs together, up to GROUP_POSITIONS positions."""
+        batch_size = self.batch_size if batch_size is None else batch_size
+        check_batch_size(batch_size)
         group: list[list[Sequence[str]]] = []
         batch: list[Sequence[str]] = []
         positions = 0
         for sentence in sentences:
             batch.append(sentence)
             positions += len(sentence) + 2
-            if len(batch) == self.batch_size:
+            if len(batch) == batch_size:
                 group.append(batch)
                 batch = []
                 if positions >= GROUP_POSITIONS:
-                    yield from self._embed_batches(group)
+                    yield from self._embed_batches(group, batch_size)
                     group, positions = [], 0
         if batch:
             group.append(batch)
         if group:
-            yield from self._embed_batches(group)
+            yield from self._embed_batches(group, batch_size)
 
-    def _embed_batches(self, batches: Sequence[Sequence[Sequence[str]]]) -> list[np.ndarray]:
-        """ELMo layers of the sentences of consecutive batches, in order, in one run of the LSTMs.
+    def embed_file(
+        self,
+        input_file: str | os.PathLike | IO[str],
+        output_file_path: str,
+        output_format: str = "all",
+        batch_size: int | None = None,
+        forget_sentences: bool = False,
+        use_sentence_keys: bool = False,
+        progress: bool = True,
+    ) -> int:
+        """Writes the ELMo layers of every line of `input_file` (a path, or a text file open for
+        reading) to the hdf5 file `output_file_path`, as AllenNLP's `embed_file`; returns the line count.
+
+        One float32 dataset per line (`select_layers(layers, output_format)`), named by its 0-based
+        line number, and the string dataset `sentence_to_index` of shape (1,): the JSON of each
+        sentence (its tokens joined by single spaces) -> the name of its last line's dataset, unless
+        `forget_sentences`. `use_sentence_keys`: datasets named by their sentence instead, no
+        `sentence_to_index`; a sentence met again is written once (its first line's layers), with a
+        warning. Batches of `batch_size` (default: the embedder's) consecutive lines. The file is
+        written whole or not at all (`write_atomic`); memory: a group of batches, and the sentences
+        when they index or name the datasets.
+        """
+        if output_format not in LAYER_MODES:
+            raise ValueError(f"output_format must be one of {LAYER_MODES}, got {output_format!r}")
+        sentences, total, source = _input_sentences(input_file)
+        count = 0
+
+        def write(tmp: str) -> None:
+            nonlocal count
+            with h5py.File(tmp, "w") as out:
+                writer = _DatasetWriter(out, source, forget_sentences, use_sentence_keys)
+                texts, inputs = itertools.tee(sentences)  # tee buffers the lines embed_sentences reads ahead.
+                layers_of = self.embed_sentences(inputs, batch_size)
+                bar = tqdm(layers_of, total=total, unit=" sentences", desc="embed", disable=not progress)
+                for tokens, layers in zip(texts, bar):
+                    writer.add(tokens, select_layers(layers, output_format))
+                count = writer.finish()
+
+        write_atomic(output_file_path, write)
+        return count
+
+    def _embed_batches(self, batches: Sequence[Sequence[Sequence[str]]], rows: int) -> list[np.ndarray]:
+        """ELMo layers of the sentences of consecutive batches (of up to `rows` sentences), in order,
+        in one run of the LSTMs.
 
         Stateful, row r's sentences of all the batches form one token stream that continues from
         row r's state (as running the batches one after another does); stateless, the sentences
-        are packed into `batch_size` streams of about equal length, each sentence's state set at
+        are packed into `rows` streams of about equal length, each sentence's state set at
         its start to the state after the boundary token (`_sentence_start_state`), so a sentence
         takes only its n tokens' positions. Stateful, each sentence is `<S> w1 .. wn </S>` in the
         forward stream (the state after `</S>` carries on to the row's next sentence). The backward
@@ -289,7 +452,10 @@ class ElmoEmbedder:
         p = self.model.projection_dim
         out = [np.zeros((self.n_outputs, 0, 2 * p), np.float32) for _ in sentences]
         edge = 1 if self.stateful else 0  # Boundary tokens at each end of a sentence's positions.
-        streams = self._stateful_streams(batches) if self.stateful else self._packed_streams(sentences)
+        if self.stateful:
+            streams, state = self._stateful_streams(batches, self._state_rows(rows)), self._state
+        else:
+            streams, state = self._packed_streams(sentences, rows), self._zero_state(rows)
         active = sorted((row for row, segments in enumerate(streams) if segments), key=lambda r: -streams[r].length)
         if not active:
             return out
@@ -305,7 +471,6 @@ class ElmoEmbedder:
                 word_ids[1, i, start : start + len(ids)] = ids[::-1]  # The backward LM reads it reversed.
                 starts[i, start] = True
         embeddings = self.tokens.lookup(list(words))  # [n_words, P]
-        state = self._state if self.stateful else self._zero_state(self.batch_size)
         lstm_layers, state = run_lstms(
             self.model, self.params, embeddings, word_ids, lengths, np.array(active), state,
             reset=None if self.stateful else starts,
@@ -339,9 +504,10 @@ class ElmoEmbedder:
             )
         return self._boundary_state
 
-    def _stateful_streams(self, batches: Sequence[Sequence[Sequence[str]]]) -> list["_Stream"]:
-        """Row r's stream: the non-empty sentences in row r of each batch, one after another."""
-        streams = [_Stream() for _ in range(self.batch_size)]
+    @staticmethod
+    def _stateful_streams(batches: Sequence[Sequence[Sequence[str]]], rows: int) -> list["_Stream"]:
+        """Row r's stream (of `rows`): the non-empty sentences in row r of each batch, one after another."""
+        streams = [_Stream() for _ in range(rows)]
         offset = 0
         for batch in batches:
             for row, sentence in enumerate(batch):
@@ -350,10 +516,11 @@ class ElmoEmbedder:
             offset += len(batch)
         return streams
 
-    def _packed_streams(self, sentences: Sequence[Sequence[str]]) -> list["_Stream"]:
-        """The non-empty sentences in `batch_size` streams, longest first into the shortest stream."""
-        streams = [_Stream() for _ in range(self.batch_size)]
-        shortest = [(0, row) for row in range(self.batch_size)]  # A heap of (length, row).
+    @staticmethod
+    def _packed_streams(sentences: Sequence[Sequence[str]], rows: int) -> list["_Stream"]:
+        """The non-empty sentences in `rows` streams, longest first into the shortest stream."""
+        streams = [_Stream() for _ in range(rows)]
+        shortest = [(0, row) for row in range(rows)]  # A heap of (length, row).
         for index in sorted((i for i, s in enumerate(sentences) if s), key=lambda i: -len(sentences[i])):
             _, row = heapq.heappop(shortest)
             streams[row].add(index, len(sentences[index]))
@@ -394,6 +561,19 @@ def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
     return PretrainedBiLM(model, params, config.data.max_chars_per_token, vocab)
 
 
+def embedder_from_pretrained(
+    pretrained: PretrainedBiLM,
+    batch_size: int = 1,
+    stateful: bool = True,
+    vocab_to_cache: Sequence[str] | None = None,
+    engine: str = "auto",
+) -> ElmoEmbedder:
+    """An embedder for a biLM already in memory (from files, a workdir or a training run's params)."""
+    return ElmoEmbedder.from_pretrained(
+        pretrained, batch_size=batch_size, stateful=stateful, vocab_to_cache=vocab_to_cache, engine=engine
+    )
+
+
 def embedder_from_bilm_files(
     options_path: str,
     weights_path: str,
@@ -403,8 +583,8 @@ def embedder_from_bilm_files(
     engine: str = "auto",
 ) -> ElmoEmbedder:
     """An embedder for a bilm-tf/AllenNLP model (`options.json` + hdf5 weights)."""
-    model, params, max_chars, _ = bilm_from_files(options_path, weights_path)
-    return ElmoEmbedder(model, params, max_chars, batch_size, stateful, vocab_to_cache, engine=engine)
+    pretrained = bilm_from_files(options_path, weights_path)
+    return embedder_from_pretrained(pretrained, batch_size, stateful, vocab_to_cache, engine)
 
 
 def embedder_from_workdir(
@@ -419,10 +599,8 @@ def embedder_from_workdir(
 
     Char-CNN and word-input biLMs alike; a word-input biLM maps words to ids by the workdir's
     vocab.txt (words outside it -> `<UNK>`, as in training) and takes no `vocab_to_cache`."""
-    model, params, max_chars, vocab = bilm_from_workdir(workdir, step)
-    return ElmoEmbedder(
-        model, params, max_chars, batch_size, stateful, vocab_to_cache, vocab=vocab, engine=engine
-    )
+    pretrained = bilm_from_workdir(workdir, step)
+    return embedder_from_pretrained(pretrained, batch_size, stateful, vocab_to_cache, engine)
 
 
 def count_lines(path: str) -> int:
@@ -431,32 +609,60 @@ def count_lines(path: str) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
 
 
-def embed_file(
-    embedder: ElmoEmbedder, input_path: str, output_path: str, progress: bool = True, layers: str = "all"
-) -> int:
-    """Writes the ELMo layers of every line of `input_path` to `output_path`; returns the line count.
+def _input_sentences(input_file: str | os.PathLike | IO[str]) -> tuple[Iterator[list[str]], int | None, str]:
+    """The tokens of each line of `input_file` (a path: `read_lines`; or an open text file), its line
+    count when known (a progress bar's total) and its name for messages."""
+    if hasattr(input_file, "read"):
+        return (line.split() for line in input_file), None, getattr(input_file, "name", "the input")
+    path = os.fspath(input_file)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: input file not found")
+    return read_lines(path), count_lines(path), path
 
-    `layers`: 'all', 'top' or 'average' (`select_layers`). Sentences stream through in batches
-    (memory: one batch and the output file's buffers).
-    """
-    if layers not in LAYER_MODES:
-        raise ValueError(f"layers must be one of {LAYER_MODES}, got {layers!r}")
-    if not os.path.exists(input_path):
-        raise FileNotFoundError(f"{input_path}: input file not found")
-    count = 0
-    n_lines = count_lines(input_path)
 
-    def write(tmp: str) -> None:
-        nonlocal count
-        with h5py.File(tmp, "w") as out:
-            layers_of = embedder.embed_sentences(read_lines(input_path))
-            bar = tqdm(layers_of, total=n_lines, unit=" sentences", desc="embed", disable=not progress)
-            for i, sentence_layers in enumerate(bar):
-                out.create_dataset(str(i), data=select_layers(sentence_layers, layers))
-                count = i + 1
+class _DatasetWriter:
+    """Names and writes `ElmoEmbedder.embed_file`'s datasets, one line at a time."""
 
-    write_atomic(output_path, write)
-    return count
+    def __init__(self, out: h5py.File, source: str, forget_sentences: bool, use_sentence_keys: bool):
+        self.out, self.source, self.by_sentence = out, source, use_sentence_keys
+        self.sentence_to_index: dict[str, str] | None = None if forget_sentences or use_sentence_keys else {}
+        self.lines = self.repeated = 0
+
+    def add(self, tokens: Sequence[str], layers: np.ndarray) -> None:
+        """Writes the next line's layers (unless its sentence names an earlier line's dataset)."""
+        sentence = " ".join(tokens)
+        self.lines += 1
+        if self.by_sentence:
+            name = self._sentence_name(sentence)
+            if name in self.out:
+                self.repeated += 1
+                return
+        else:
+            name = str(self.lines - 1)
+            if self.sentence_to_index is not None:
+                self.sentence_to_index[sentence] = name
+        self.out.create_dataset(name, data=layers)
+
+    def _sentence_name(self, sentence: str) -> str:
+        """`sentence` as a dataset name; ValueError for what hdf5 cannot take as one."""
+        if not sentence or sentence == "." or "/" in sentence:
+            raise ValueError(
+                f"{self.source}:{self.lines}: {sentence!r} cannot name an hdf5 dataset (empty, '.' or holding '/'): "
+                "leave out use_sentence_keys (--use_sentence_keys) to name the datasets by line number"
+            )
+        return sentence
+
+    def finish(self) -> int:
+        """Writes `sentence_to_index` (when kept) and returns the line count."""
+        if self.sentence_to_index is not None:
+            index = self.out.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
+            index[0] = json.dumps(self.sentence_to_index)
+        if self.repeated:
+            logging.warning(
+                "%s: %d line(s) repeat an earlier line's sentence; each sentence is written once, with the "
+                "layers of its first line (use_sentence_keys)", self.source, self.repeated,
+            )
+        return self.lines
 
 
 def dump_token_embeddings(embedder: ElmoEmbedder, vocab_path: str, output_path: str) -> int:

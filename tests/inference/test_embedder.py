@@ -14,7 +14,9 @@ import pytest
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.inference import embedder as embed
 from elmo_jax.cli.embed import main
-from elmo_jax.inference.embedder import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir
+from elmo_jax.inference.embedder import (
+    SENTENCE_TO_INDEX, ElmoEmbedder, PretrainedBiLM, embedder_from_bilm_files, embedder_from_workdir,
+)
 
 from elmo_jax.interop.workdir import load_params
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, save_options, save_weights
@@ -75,8 +77,9 @@ def skip_bilm(tmp_path_factory):
 
 
 def read_output(path) -> dict[str, np.ndarray]:
+    """The datasets of an output file but `sentence_to_index` (tests/cli/test_embed_allennlp.py checks it)."""
     with h5py.File(path, "r") as f:
-        return {name: f[name][...] for name in f}
+        return {name: f[name][...] for name in f if name != SENTENCE_TO_INDEX}
 
 
 def assert_matches(got: list[np.ndarray], want: list[np.ndarray]) -> None:
@@ -157,7 +160,7 @@ def test_stateless_packs_sentences_into_batch_size_rows(skip_bilm):
     options_path, weights_path, reference = skip_bilm
     sentences = [s for s in SENTENCES if s] + [SENTENCES[0], SENTENCES[5]]
     embedder = embedder_from_bilm_files(options_path, weights_path, batch_size=2, stateful=False)
-    streams = embedder._packed_streams(sentences)
+    streams = embedder._packed_streams(sentences, 2)
     assert sorted(index for stream in streams for index, _ in stream) == list(range(len(sentences)))
     assert all(len(stream) >= 4 for stream in streams)  # Several sentences per row.
     # A sentence takes its words' positions only: it starts from the state after <S> / </S>.
@@ -277,9 +280,9 @@ def test_cli_twice_in_one_process_starts_from_the_defaults(skip_bilm, tmp_path):
     assert main(model + ["--output", str(tmp_path / "top.hdf5"), "--layers", "top", "--stateless",
                          "--batch_size", str(BATCH)]) == 0
     assert read_output(tmp_path / "top.hdf5")["0"].shape == (6, 12)  # The top layer of 6 tokens.
-    assert main(model + ["--output", str(tmp_path / "all.hdf5")]) == 0  # --layers all, stateful, batches of 1.
+    assert main(model + ["--output", str(tmp_path / "all.hdf5")]) == 0  # --layers all, stateful, batches of 64.
     out = read_output(tmp_path / "all.hdf5")
-    assert_matches([out[str(i)] for i in range(len(LINES))], reference.embed_batches(SENTENCES, 1))
+    assert_matches([out[str(i)] for i in range(len(LINES))], reference.embed_batches(SENTENCES, 64))
 
 
 def test_checkpoint_to_hdf5_to_embeddings_is_identical(tmp_path):
@@ -322,7 +325,7 @@ def test_model_without_projection_embeds_2_dim_wide(tmp_path):
     save_weights(params, config, weights_path)
     reference = ReferenceBiLM.from_files(options_path, weights_path)
 
-    embedder = ElmoEmbedder(model, params, chars, batch_size=BATCH)
+    embedder = ElmoEmbedder.from_pretrained(PretrainedBiLM(model, params, chars), batch_size=BATCH)
     got = list(embedder.embed_sentences(SENTENCES))
     assert got[0].shape == (3, 6, 2 * 8) and got[1].shape == (3, 0, 2 * 8)
     assert_matches(got, reference.embed_batches(SENTENCES, BATCH))
@@ -335,7 +338,7 @@ def test_model_without_projection_embeds_2_dim_wide(tmp_path):
 def test_model_without_token_projection_is_refused():
     model = BiLM(vocab_size=5, token_projection=False)
     with pytest.raises(ValueError, match="projection=False"):
-        ElmoEmbedder(model, {}, max_chars=10)
+        ElmoEmbedder.from_pretrained(PretrainedBiLM(model, {}, max_chars=10))
 
 
 @pytest.mark.parametrize("stateful", [True, False])
@@ -481,7 +484,7 @@ def test_word_workdir_refuses_vocab_to_cache(word_workdir, tmp_path, capsys):
     config, params = load_params(workdir)
     model = bilm_from_config(config.model, vocab_size=19)
     with pytest.raises(ValueError, match="needs vocab"):
-        ElmoEmbedder(model, params, max_chars=12)
+        ElmoEmbedder.from_pretrained(PretrainedBiLM(model, params, max_chars=12))
 
 
 

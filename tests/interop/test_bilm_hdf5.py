@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.config.recipes import recipe_module
-from elmo_jax.inference.embedder import ElmoEmbedder
+from elmo_jax.inference.embedder import ElmoEmbedder, PretrainedBiLM
 from elmo_jax.interop.bilm_hdf5 import (
     OptionsError, WeightFileError, load_options, load_weights, options_dict, save_options, save_weights,
 )
@@ -280,7 +280,7 @@ def test_file_without_cnn_proj_uses_the_identity(tmp_path):
     params = load_weights(config, weights_path)
     np.testing.assert_array_equal(params["encoder"]["W_proj"], np.eye(6))
     model = bilm_from_config(config.model, vocab_size=1)
-    embedder = ElmoEmbedder(model, params, max_chars=50)
+    embedder = ElmoEmbedder.from_pretrained(PretrainedBiLM(model, params, max_chars=50))
     words = ["<S>", "</S>", "cat", "naïve"]
     reference = ReferenceBiLM.from_files(options_path, weights_path)
     np.testing.assert_allclose(
@@ -302,7 +302,8 @@ def test_bilm_tf_file_without_w_p_0_matches_numpy_reference(tmp_path):
     config = load_options(options_path)
     params = load_weights(config, weights_path)
     assert all("W_P" not in params[f"lstm_{layer}"] for layer in range(2))
-    embedder = ElmoEmbedder(bilm_from_config(config.model, vocab_size=1), params, max_chars=50, batch_size=2)
+    pretrained = PretrainedBiLM(bilm_from_config(config.model, vocab_size=1), params, max_chars=50)
+    embedder = ElmoEmbedder.from_pretrained(pretrained, batch_size=2)
     sentences = [["the", "cat", "sat"], ["naïve", "café"], ["a"], ["end", "of", "story", "."]]
     got = list(embedder.embed_sentences(sentences))
     want = ReferenceBiLM.from_files(options_path, weights_path).embed_batches(sentences, batch_size=2)
@@ -349,8 +350,9 @@ def test_export_import_round_trip_by_projection(tmp_path, caplog, dim, warning):
         assert got.tobytes() == want.tobytes()
 
     sentences = [["the", "cat"], ["a", "dog", "ran", "past"]]
-    original = ElmoEmbedder(bilm_from_config(config.model, 3), params, config.data.max_chars_per_token, 2)
-    again = ElmoEmbedder(bilm_from_config(loaded_config.model, 1), loaded, config.data.max_chars_per_token, 2)
+    chars = config.data.max_chars_per_token
+    original = ElmoEmbedder.from_pretrained(PretrainedBiLM(bilm_from_config(config.model, 3), params, chars), batch_size=2)
+    again = ElmoEmbedder.from_pretrained(PretrainedBiLM(bilm_from_config(loaded_config.model, 1), loaded, chars), batch_size=2)
     for a, b in zip(original.embed_batch(sentences), again.embed_batch(sentences), strict=True):
         assert a.shape == (3, a.shape[1], 16)
         np.testing.assert_array_equal(a, b)
