@@ -147,7 +147,8 @@ def _load(source: tuple) -> PretrainedBiLM:
 def _token_table(source: tuple, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
     """The char CNN's token embeddings `[V, P]` float32 of `vocab_to_cache` (row 0, padding: zeros).
     Computed now, by a compiled executable, even when called while `init` is traced."""
-    model, params, max_chars, _ = _load(source)
+    pretrained = _load(source)
+    model, params, max_chars = pretrained.model, pretrained.params, pretrained.max_chars
     table = np.zeros((len(vocab_to_cache), model.projection_dim), np.float32)
     ids = np.zeros((_TABLE_CHUNK, max_chars), np.int32)  # One shape: one compilation.
     embed = _embed_tokens.lower(model, params, ids).compile()

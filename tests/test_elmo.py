@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 
 import flax.linen as nn
 import jax
@@ -21,6 +20,7 @@ from elmo_jax.inference.embedder import embedder_from_bilm_files, embedder_from_
 from elmo_jax.interop.workdir import load_params
 from elmo_jax.model.bilm import BiLM
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
+from tests.doc_blocks import code_blocks
 from tests.inference.test_embedder import ATOL, RTOL, options
 from tests.training.helpers import make_checkpoint_workdir
 
@@ -333,8 +333,7 @@ def test_workdir_matches_the_embedder_and_needs_its_char_width(tmp_path):
 
 def doc_code() -> str:
     """The one Python code block of docs/elmo_in_flax.md."""
-    with open(DOC, encoding="utf-8") as f:
-        blocks = re.findall(r"^```python\n(.*?)^```$", f.read(), re.DOTALL | re.MULTILINE)
+    blocks = code_blocks(DOC)
     assert len(blocks) == 1
     return blocks[0]
 

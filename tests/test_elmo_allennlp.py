@@ -1,6 +1,7 @@
 """AllenNLP's `tests/modules/elmo_test.py`, ported call for call (names and tolerances kept), on a
 small random biLM in bilm-tf files shaped as AllenNLP's fixture (2 layers, projection 16: outputs
-of 32), checked against the NumPy reference where AllenNLP checks against bilm-tf's outputs.
+of 32; tests/allennlp_fixtures.py), checked against the NumPy reference where AllenNLP checks
+against bilm-tf's outputs.
 
 Differences of design:
 - AllenNLP's private `_ElmoBiLm` (the biLM's layers and mask) and `_ElmoCharacterEncoder` (its
@@ -25,39 +26,17 @@ import pytest
 
 from elmo_jax import Elmo, batch_to_ids
 from elmo_jax.interop.workdir import load_params
-from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
+from tests.allennlp_fixtures import ElmoFiles, write_elmo_files
 from tests.training.helpers import make_checkpoint_workdir
 
-# AllenNLP's tests/fixtures/elmo/options.json, with a smaller LSTM cell (dim 64 there).
-OPTIONS = {
-    "lstm": {"cell_clip": 3, "use_skip_connections": True, "n_layers": 2, "proj_clip": 3, "projection_dim": 16,
-             "dim": 32},
-    "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8], [3, 16], [4, 32], [5, 64]], "n_highway": 2,
-                 "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"},
-}
 WORDS = "the a of cat sat on mat . , dog ran old man saw birds sing ELMo helps Elmo from is This OOV so".split()
 ONE_LAYER = -1e9  # exp(-1e9) is 0 in float32: a scalar mix of exactly one layer.
 
 
-def fixture_weights(seed: int) -> dict[str, numpy.ndarray]:
-    """Random weights that behave as a trained model's: activations about 1 and LSTMs that forget
-    (the default scales of `random_bilm_weights` give token embeddings near 50 with this many
-    filters, and LSTMs whose carried states amplify float32 rounding from batch to batch beyond
-    AllenNLP's tolerances)."""
-    weights = random_bilm_weights(OPTIONS, seed)
-    for name in weights:
-        if name.startswith(("CNN_high", "CNN_proj/W")) or name.endswith(("W_0", "W_P_0")):
-            weights[name] *= 0.1 if name.startswith("CNN") else 0.3
-    return weights
-
-
 @pytest.fixture(scope="module")
-def elmo_files(tmp_path_factory):
+def elmo_files(tmp_path_factory) -> ElmoFiles:
     """(options_file, weight_file, NumPy reference)."""
-    directory = tmp_path_factory.mktemp("elmo")
-    options_file, weight_file = str(directory / "options.json"), str(directory / "lm_weights.hdf5")
-    write_bilm_files(OPTIONS, fixture_weights(seed=3), options_file, weight_file)
-    return options_file, weight_file, ReferenceBiLM.from_files(options_file, weight_file)
+    return write_elmo_files(tmp_path_factory.mktemp("elmo"))
 
 
 def _ElmoBiLm(options_file, weight_file, **options) -> Elmo:  # noqa: N802 (AllenNLP's name)

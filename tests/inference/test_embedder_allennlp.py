@@ -1,7 +1,7 @@
 """AllenNLP's `ElmoEmbedder` tests (allennlp/tests/commands/elmo_test.py, `TestElmoEmbedder`), call for
 call with AllenNLP's names and tolerances, and the rest of its API as AllenNLP defines it.
 
-AllenNLP's fixture files are not here: `allennlp_fixture` writes a random biLM of the same shapes
+AllenNLP's fixture files are not here: tests/allennlp_fixtures.py writes a random biLM of the same shapes
 (2 layers, projection 16, so vectors of 32) with elmo-jax's own export, and the numbers are checked
 against the NumPy reference (tests/reference/bilm_numpy.py), which follows bilm-tf, as AllenNLP's
 expected embeddings (dumped by bilm-tf) do. Differences by design: an empty sentence's array has the
@@ -11,51 +11,15 @@ model's width (AllenNLP's is always 1024 wide); there is no softmax (`softmax_we
 
 from __future__ import annotations
 
-import json
-from typing import NamedTuple
-
 import h5py
 import jax
 import numpy as np
 import pytest
 
 from elmo_jax.inference.embedder import ElmoEmbedder, bilm_from_files
-from elmo_jax.interop.bilm_hdf5 import load_options, save_options, save_weights
-from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training.state import init_params
-from tests.reference.bilm_numpy import ReferenceBiLM
+from tests.allennlp_fixtures import ElmoFiles, write_elmo_files
 
-# The shapes of AllenNLP's tests/fixtures/elmo/options.json.
-ALLENNLP_OPTIONS = {
-    "lstm": {"cell_clip": 3, "use_skip_connections": True, "n_layers": 2, "proj_clip": 3, "projection_dim": 16,
-             "dim": 64},
-    "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8], [3, 16], [4, 32], [5, 64]], "n_highway": 2,
-                 "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"},
-}
 WORDS = "the a of to in and is was on for it with as by at from that this an be King play game school".split()
-
-
-class ElmoFiles(NamedTuple):
-    """AllenNLP's `ElmoTestCase` attributes, and the NumPy reference of the files."""
-
-    options_file: str
-    weight_file: str
-    reference: ReferenceBiLM
-
-
-def write_elmo_files(directory) -> ElmoFiles:
-    """A random biLM of AllenNLP's fixture shapes as bilm-tf files, written by elmo-jax's export."""
-    with open(directory / "allennlp_options.json", "w") as f:
-        json.dump(ALLENNLP_OPTIONS, f)
-    config = load_options(str(directory / "allennlp_options.json"))
-    model = bilm_from_config(config.model, vocab_size=1)
-    shapes = jax.eval_shape(lambda: init_params(model, jax.random.key(0), config.data.max_chars_per_token))
-    rng = np.random.default_rng(7)  # N(0, 0.1): float32 keeps AllenNLP's 6 decimals of the float64 reference.
-    params = jax.tree.map(lambda s: rng.normal(0.0, 0.1, s.shape).astype(s.dtype), shapes)
-    options_file, weight_file = str(directory / "options.json"), str(directory / "lm_weights.hdf5")
-    save_options(config, options_file)
-    save_weights(params, config, weight_file)
-    return ElmoFiles(options_file, weight_file, ReferenceBiLM.from_files(options_file, weight_file))
 
 
 @pytest.fixture(scope="module")
