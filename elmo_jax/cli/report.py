@@ -1,5 +1,7 @@
 """Compare training runs (`elmo-report`): curves of training loss and evaluation perplexity, and a
-Markdown table of each run's final metrics.
+Markdown table of each run's final metrics; for runs whose layers were probed (`elmo-probe`, or
+`config.eval.probe` in training), the probe accuracy by layer beside them, in the table and in a
+panel of the figure.
 
   elmo-report runs/a runs/b --output report.png
 

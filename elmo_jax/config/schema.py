@@ -120,6 +120,16 @@ def get_config() -> ml_collections.ConfigDict:
     ev.unroll_steps = 20  # Window length when computing perplexity.
     ev.every_steps = 0  # Evaluate on data.eval_split every N training steps (0 = only at the end).
     ev.max_tokens = 0  # Cap the tokens evaluated during training (0 = the whole split).
+    # Linear probes of what each layer of the biLM knows (elmo_jax/probing/, as `elmo-probe`) on the params
+    # being trained: trained on train_file, early-stopped on dev_file, scored on test_file (CoNLL-U files);
+    # each result goes to probe_<task>_<step>.json in the workdir.
+    ev.probe = probe = ml_collections.ConfigDict()
+    probe.task = ""  # '' (no probes) | 'upos' | 'xpos' | 'deprel': the token label to predict.
+    probe.train_file = ""  # CoNLL-U file the probes train on (needed with a task).
+    probe.dev_file = ""  # CoNLL-U file for early stopping ('' = a tenth of train_file held out).
+    probe.test_file = ""  # CoNLL-U file the probes are scored on (needed with a task).
+    probe.normalize = "none"  # Spell the words as the training text: 'none' | 'lower' | 'ptb' (lower, numbers as N).
+    probe.every_steps = 0  # Probe every N training steps (0 = only at the end); always at the end.
 
     # Continued training of a bilm-tf/AllenNLP model (elmo_jax/training/init_from.py): its shape comes
     # from options.json, a new run starts from its weights (and its softmax rows for the words the

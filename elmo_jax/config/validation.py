@@ -199,6 +199,12 @@ SCHEMA: dict[str, Check] = {
     "eval.unroll_steps": integer(1),
     "eval.every_steps": integer(0),
     "eval.max_tokens": integer(0),
+    "eval.probe.task": one_of("", "upos", "xpos", "deprel"),
+    "eval.probe.train_file": string(),
+    "eval.probe.dev_file": string(),
+    "eval.probe.test_file": string(),
+    "eval.probe.normalize": one_of("none", "lower", "ptb"),
+    "eval.probe.every_steps": integer(0),
     "init.options": string(),
     "init.weights": string(),
     "init.softmax_weights": string(),
@@ -240,6 +246,17 @@ def _check_init_range_is_uniform(config: Mapping[str, Any]) -> None:
         )
 
 
+def _check_probe_files_given(config: Mapping[str, Any]) -> None:
+    """A probe task needs the files its probes train on and are scored on."""
+    _, task = _lookup(config, "eval.probe.task")
+    if not task:
+        return
+    for key in ("eval.probe.train_file", "eval.probe.test_file"):
+        _, path = _lookup(config, key)
+        if not path:
+            raise ConfigError(f"config key {key}={path!r}: eval.probe.task={task!r} needs a CoNLL-U file")
+
+
 def validate(config: Mapping[str, Any]) -> None:
     """Raises ConfigError naming the first key whose value `SCHEMA` does not allow."""
     for key, check in SCHEMA.items():
@@ -249,3 +266,4 @@ def validate(config: Mapping[str, Any]) -> None:
             raise ConfigError(f"config key {key}={value!r} {problem} (allowed: {check.allowed})")
     _check_chars_fit_filters(config)
     _check_init_range_is_uniform(config)
+    _check_probe_files_given(config)

@@ -1,5 +1,5 @@
 """Compare training runs: curves of training loss and evaluation perplexity, and a Markdown table
-of each run's final metrics.
+of each run's final metrics, with what the probes of each run's layers scored beside them.
 
 `elmo-report runs/a runs/b --output report.png` (elmo_jax/cli/report.py).
 
@@ -8,7 +8,14 @@ Reads each workdir's `metrics.jsonl` (training and evaluation records by step) a
 against steps and against tokens (2 x 2 plots, one line per run) and prints the table to stdout.
 Evaluations during training over the first `eval.max_tokens` tokens are drawn apart (dashed,
 labelled with their token count) from evaluations of the whole split, which the table reports.
-Needs matplotlib: `pip install 'elmo-jax[report]'`.
+
+Probes (elmo_jax/probing/): of each task a run was probed on, the result shown is the
+`probe_<task>.json` that `elmo-probe` wrote into the workdir, or else the latest
+`probe_<task>_<step>.json` of training (`config.eval.probe`), and `probe_<task>_random_init.json`
+is its control. The table then gains, per task, the accuracy of each layer, the best layer, the
+mix, the word-type baseline and the control's best layer; the figure a panel per task of accuracy
+by layer, a line per run (its control dashed, its mix a star). Runs without probe files show as
+without probes. Needs matplotlib: `pip install 'elmo-jax[report]'`.
 """
 
 from __future__ import annotations
@@ -17,11 +24,13 @@ import dataclasses
 import json
 import math
 import os
+import re
 import statistics
 import sys
 from typing import Any, Sequence
 
-
+# probe_<task>.json (elmo-probe), probe_<task>_<step>.json (training), probe_<task>_random_init.json (the control).
+PROBE_FILE = re.compile(r"probe_(?P<task>[^_]+)(?:_(?P<step>[0-9]+)|_(?P<control>random_init))?\.json")
 
 
 class ReportError(ValueError):
@@ -29,14 +38,24 @@ class ReportError(ValueError):
 
 
 @dataclasses.dataclass
+class Probe:
+    """A run's probe results of one task: the one shown and its random-init control (either may be absent)."""
+
+    result: dict[str, Any] | None = None
+    control: dict[str, Any] | None = None
+
+
+@dataclasses.dataclass
 class Run:
-    """One workdir's records: `train` and `evals` by increasing step, one record per step."""
+    """One workdir's records: `train` and `evals` by increasing step, one record per step; its
+    probes by task."""
 
     name: str
     tokens_per_step: int
     eval_split: str
     train: list[dict[str, Any]]
     evals: list[dict[str, Any]]
+    probes: dict[str, Probe] = dataclasses.field(default_factory=dict)
 
     @property
     def steps(self) -> int:
@@ -113,8 +132,45 @@ def _read_config(run_dir: str) -> dict[str, Any]:
         raise ReportError(f"{path}: malformed JSON ({e})") from e
 
 
+def _read_probe_result(path: str) -> dict[str, Any]:
+    """A probe result file: a JSON object with a non-empty list of accuracies `layers` and a `mix`."""
+    try:
+        with open(path) as f:
+            result = json.load(f)
+    except ValueError as e:
+        raise ReportError(f"{path}: malformed JSON ({e})") from e
+    numbers = result.get("layers") if isinstance(result, dict) else None
+    if not (isinstance(numbers, list) and numbers and isinstance(result.get("mix"), (int, float))
+            and all(isinstance(a, (int, float)) for a in numbers)):
+        raise ReportError(f"{path}: not a probe result (expected a list of accuracies 'layers' and a number 'mix')")
+    return result
+
+
+def read_probes(run_dir: str) -> dict[str, Probe]:
+    """The probes of each task in `run_dir` (see the module's docstring), by task."""
+    found: dict[str, dict[str, Any]] = {}
+    for name in sorted(os.listdir(run_dir)):
+        match = PROBE_FILE.fullmatch(name)
+        if not match:
+            continue
+        files = found.setdefault(match["task"], {"steps": {}})
+        path = os.path.join(run_dir, name)
+        if match["step"] is not None:
+            files["steps"][int(match["step"])] = path
+        else:
+            files["control" if match["control"] else "model"] = path
+    probes = {}
+    for task, files in sorted(found.items()):
+        shown = files.get("model") or (files["steps"][max(files["steps"])] if files["steps"] else None)
+        probes[task] = Probe(
+            result=_read_probe_result(shown) if shown else None,
+            control=_read_probe_result(files["control"]) if "control" in files else None,
+        )
+    return probes
+
+
 def load_run(run_dir: str, name: str | None = None) -> Run:
-    """Reads `run_dir`'s metrics.jsonl and config.json."""
+    """Reads `run_dir`'s metrics.jsonl, config.json and probe results."""
     path = os.path.join(run_dir, "metrics.jsonl")
     if not os.path.isfile(path):
         raise ReportError(f"{run_dir}: no metrics.jsonl (not a training workdir?)")
@@ -130,6 +186,7 @@ def load_run(run_dir: str, name: str | None = None) -> Run:
         eval_split=str(config.get("data", {}).get("eval_split", "eval")),
         train=latest_attempt([r for r in records if "train_loss" in r]),
         evals=_latest_evaluations([r for r in records if "eval_perplexity" in r]),
+        probes=read_probes(run_dir),
     )
 
 
@@ -180,13 +237,54 @@ def _fmt(value: float, digits: int) -> str:
     return f"{value:,.{digits}f}"
 
 
-def markdown_table(runs: Sequence[Run]) -> str:
-    """One row per run: steps, tokens, final train loss, final eval tokens and perplexities, tokens/s."""
-    lines = [
-        "| run | steps | tokens | train loss | eval split | eval tokens | forward ppl | backward ppl | biLM ppl "
-        "| tokens/s |",
-        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+def probe_tasks(runs: Sequence[Run]) -> list[str]:
+    """The tasks any of `runs` was probed on."""
+    return sorted({task for run in runs for task in run.probes})
+
+
+# The table's columns of each probe task, after the task's name.
+PROBE_COLUMNS = ("by layer", "best layer", "mix", "word baseline", "random init best")
+
+
+def _accuracy(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def best_layer(result: dict[str, Any]) -> int:
+    """The layer whose probe scored best (the lowest of a tie)."""
+    layers = result["layers"]
+    return layers.index(max(layers))
+
+
+def _best_layer_cell(result: dict[str, Any] | None) -> str:
+    """`layer: accuracy` of the best layer."""
+    if result is None:
+        return "n/a"
+    best = best_layer(result)
+    return f"{best}: {result['layers'][best]:.3f}"
+
+
+def _probe_cells(probe: Probe) -> list[str]:
+    """PROBE_COLUMNS of one run's probe of a task."""
+    result = probe.result or {}
+    layers = result.get("layers")
+    return [
+        " / ".join(f"{a:.3f}" for a in layers) if layers else "n/a",
+        _best_layer_cell(probe.result),
+        _accuracy(result.get("mix")),
+        _accuracy(result.get("word_baseline")),
+        _best_layer_cell(probe.control),
     ]
+
+
+def markdown_table(runs: Sequence[Run]) -> str:
+    """One row per run: steps, tokens, final train loss, final eval tokens and perplexities, tokens/s;
+    then, for each task a run was probed on, PROBE_COLUMNS (test accuracies as fractions)."""
+    tasks = probe_tasks(runs)
+    header = ["run", "steps", "tokens", "train loss", "eval split", "eval tokens", "forward ppl", "backward ppl",
+              "biLM ppl", "tokens/s", *(f"{task} {column}" for task in tasks for column in PROBE_COLUMNS)]
+    aligns = ["---", "---:", "---:", "---:", "---", *["---:"] * (len(header) - 5)]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(aligns) + " |"]
     for run in runs:
         s = summary(run)
         cells = [
@@ -195,6 +293,7 @@ def markdown_table(runs: Sequence[Run]) -> str:
             _fmt(s["forward_perplexity"], 2), _fmt(s["backward_perplexity"], 2), _fmt(s["perplexity"], 2),
             _fmt(s["tokens_per_sec"], 0),
         ]
+        cells += [cell for task in tasks for cell in _probe_cells(run.probes.get(task, Probe()))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -213,16 +312,46 @@ def _log_tick_positions(values: Sequence[float]) -> list[float]:
     return [t for t in candidates if below <= t <= above]
 
 
+def _probe_panel(ax: Any, runs: Sequence[Run], task: str) -> None:
+    """Test accuracy of `task` by layer, a line per run (its control dashed), each run's mix a star
+    after the last layer, the word-type baselines dotted gray levels."""
+    results = [(i, run, run.probes.get(task, Probe())) for i, run in enumerate(runs)]
+    n_layers = max(len(r["layers"]) for _, _, p in results for r in (p.result, p.control) if r)
+    baselines = set()
+    for i, run, probe in results:
+        if probe.result:
+            layers = probe.result["layers"]
+            ax.plot(range(len(layers)), layers, color=f"C{i}", marker="o", label=run.name)
+            ax.plot([n_layers], [probe.result["mix"]], color=f"C{i}", marker="*", markersize=12, linestyle="none")
+            if "word_baseline" in probe.result:
+                baselines.add(probe.result["word_baseline"])
+        if probe.control:
+            layers = probe.control["layers"]
+            ax.plot(range(len(layers)), layers, color=f"C{i}", marker="x", linestyle="--",
+                    label=f"{run.name} (random init)")
+    for j, level in enumerate(sorted(baselines)):
+        ax.axhline(level, color="gray", linestyle=":", linewidth=1, label="word-type baseline" if j == 0 else None)
+    ax.set_xticks(range(n_layers + 1), [*map(str, range(n_layers)), "mix"])
+    ax.set(xlabel="layer (0: token embeddings)", ylabel="test accuracy", title=f"{task} probes by layer")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+
+
 def figure(runs: Sequence[Run]) -> Any:
     """2 x 2 matplotlib Figure: train loss and eval perplexity (log scale) against steps and against
-    tokens. Evaluations of fewer tokens than a run's largest are dashed and labelled with their count."""
+    tokens. Evaluations of fewer tokens than a run's largest are dashed and labelled with their count.
+    A run probed on a task adds a panel of the task's accuracy by layer on the right, one per task."""
     try:
         from matplotlib.figure import Figure
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
     except ModuleNotFoundError as e:
         raise ReportError(f"the report's figure needs matplotlib ({e}): pip install 'elmo-jax[report]'") from e
-    fig = Figure(figsize=(12, 8), layout="constrained")
-    axes = fig.subplots(2, 2)
+    tasks = probe_tasks(runs)
+    fig = Figure(figsize=(12 + 6 * len(tasks), 8), layout="constrained")
+    grid = fig.add_gridspec(1, 1 + len(tasks), width_ratios=[2, *[1] * len(tasks)])
+    axes = grid[0, 0].subgridspec(2, 2).subplots()
+    for k, task in enumerate(tasks):
+        _probe_panel(fig.add_subplot(grid[0, 1 + k]), runs, task)
     splits = "/".join(sorted({run.eval_split for run in runs}))
     perplexities = [r["eval_perplexity"] for run in runs for r in run.evals if r["eval_perplexity"] > 0]
     for i, run in enumerate(runs):

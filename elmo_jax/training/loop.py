@@ -2,7 +2,8 @@
 
 Builds the vocabulary, model, optimizer and mesh; resumes from the latest readable checkpoint
 (state and data position) if there is one; trains with periodic logging, checkpoints and
-evaluation; then evaluates full-softmax perplexity on the configured split.
+evaluation; then evaluates full-softmax perplexity on the configured split, and probes what each
+layer knows when `config.eval.probe` names a task (training/probes.py).
 
 Reliability: one run per workdir (workdir_lock); a run that fails before saving any result leaves
 nothing in a workdir it found missing or empty; a rerun refused for the workdir's checkpoint (another
@@ -34,7 +35,7 @@ from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.perplexity import Evaluator, format_table
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.runtime import data_parallel, workdir_lock
-from elmo_jax.training import init_from, run_info
+from elmo_jax.training import init_from, probes, run_info
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
 from elmo_jax.runtime.atomic_write import write_json_atomic
 from elmo_jax.config import validate
@@ -174,10 +175,11 @@ class _Run:
         schedule: Any,
         evaluator: Evaluator,
         eval_sentences: list[list[str]],
+        prober: probes.TrainingProbes | None,
     ):
         self.config, self.workdir, self.state, self.batcher = config, workdir, state, batcher
         self.checkpointer, self.schedule = checkpointer, schedule
-        self.evaluator, self.eval_sentences = evaluator, eval_sentences
+        self.evaluator, self.eval_sentences, self.prober = evaluator, eval_sentences, prober
         self.batches = Prefetcher(batcher, size=config.data.prefetch_batches)
         self.step = self.saved_step = self.start_step = int(jax.device_get(state.step))
         run_info.record_start(workdir, self.step)
@@ -217,6 +219,8 @@ class _Run:
                 every = self.config.eval.every_steps
                 if every and self.step % every == 0 and self.step < num_steps:
                     self.evaluate(self.config.eval.max_tokens)
+                if self.prober and self.prober.due(self.step) and self.step < num_steps:
+                    self.prober(self.state.params, self.step)
         finally:
             bar.close()
             self.batches.close()
@@ -290,11 +294,14 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
     checkpointing when SIGTERM arrives (call from the main thread).
     """
     validate(config)
+    probe_data = probes.read_probe_data(config.eval.probe)  # A bad file fails before the workdir is touched.
     with _workdir_of_run(workdir):
-        return _train_and_evaluate(config, workdir)
+        return _train_and_evaluate(config, workdir, probe_data)
 
 
-def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+def _train_and_evaluate(
+    config: ml_collections.ConfigDict, workdir: str, probe_data: probes.ProbeData | None
+) -> dict[str, float]:
     """The run, in a created and locked `workdir`."""
     if config.init.options:
         config = init_from.config_with_init_model(config)
@@ -337,7 +344,8 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict
                 logging.info("resumed from step %d", restored_step)
             _write_config(config, workdir)  # Only now: a run refused for its checkpoint leaves the old one.
             evaluator = Evaluator(model, vocab, config, mesh)
-            run = _Run(config, workdir, state, batcher, checkpointer, schedule, evaluator, eval_sentences)
+            prober = probes.TrainingProbes(config, vocab, probe_data, workdir) if probe_data else None
+            run = _Run(config, workdir, state, batcher, checkpointer, schedule, evaluator, eval_sentences, prober)
             run.train(train_step, mesh, num_steps, preemption)
             if run.step != run.saved_step or checkpointer.latest_step() is None:
                 run.save()
@@ -346,4 +354,6 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict
     result = run.evaluate(max_tokens=0)
     if jax.process_index() == 0:
         print(format_table(result, f"{config.data.eval_split} @ step {run.step}"), flush=True)
+    if run.prober:
+        run.prober(run.state.params, run.step)
     return result

@@ -52,6 +52,7 @@ BAD_VALUES = [
     ("train.optimizer.b2", 1.0),
     ("train.optimizer.learning_rate", float("nan")),
     ("train.optimizer.learning_rate", float("inf")),
+    ("eval.probe.every_steps", -1),
     # Choices.
     ("data.source", "tfdz"),
     ("data.streams", "lines"),
@@ -65,6 +66,8 @@ BAD_VALUES = [
     ("train.optimizer.name", "rmsprop"),
     ("train.optimizer.schedule", "step"),
     ("train.nonfinite_policy", "ignore"),
+    ("eval.probe.task", "ner"),
+    ("eval.probe.normalize", "upper"),
     # Types.
     ("train.batch_size", "4"),
     ("train.batch_size", 4.0),
@@ -74,6 +77,7 @@ BAD_VALUES = [
     ("data.train_files", 3),
     ("model.char_cnn.filters", "[[1, 4]]"),
     ("model.char_cnn.filters", [[1.0, 4]]),
+    ("eval.probe.train_file", 3),
 ]
 
 
@@ -163,6 +167,17 @@ def test_init_range_needs_the_uniform_lstm_initializer():
     validate(_config(**{"model.init_range": 0.0, "model.lstm.initializer": "glorot_uniform"}))
 
 
+@pytest.mark.parametrize("missing", ["eval.probe.train_file", "eval.probe.test_file"])
+def test_a_probe_task_needs_its_train_and_test_files(missing):
+    files = {"eval.probe.train_file": "train.conllu", "eval.probe.test_file": "test.conllu"}
+    config = _config(**{"eval.probe.task": "upos", **files, missing: ""})
+    with pytest.raises(ConfigError) as error:
+        validate(config)
+    assert str(error.value) == f"config key {missing}='': eval.probe.task='upos' needs a CoNLL-U file"
+    validate(_config(**{"eval.probe.task": "xpos", **files}))  # dev_file is optional.
+    validate(_config(**{"eval.probe.task": "", "eval.probe.train_file": ""}))  # No task, no files.
+
+
 def test_a_word_model_ignores_the_filter_widths():
     validate(_config(**{"data.max_chars_per_token": 5, "model.token_encoder": "word"}))
 
@@ -213,6 +228,7 @@ def test_choices_are_those_the_code_accepts():
     """The schema's choices and the sets the implementing modules check agree."""
     from elmo_jax.data import corpus
     from elmo_jax.model import bilm, char_cnn, lstm
+    from elmo_jax.probing import tasks
     from elmo_jax.training import optim, step
 
     def choices(key):
@@ -229,3 +245,5 @@ def test_choices_are_those_the_code_accepts():
     assert choices("model.lstm_kernel") == set(lstm.TIME_LOOP_KERNELS)
     assert choices("train.optimizer.schedule") == set(optim._SCHEDULES)
     assert choices("train.nonfinite_policy") == set(step.NONFINITE_POLICIES)
+    assert choices("eval.probe.task") == {"", *tasks.TASKS}
+    assert choices("eval.probe.normalize") == set(tasks.NORMALIZATIONS)

@@ -38,13 +38,13 @@ def table_rows(stdout):
     return [dict(zip(header, (c.strip() for c in line.strip("|").split("|")))) for line in lines[2:]]
 
 
-def assert_png(path):
+def assert_png(path, size=(1200, 800)):
     with open(path, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     with Image.open(path) as image:
         image.verify()
     with Image.open(path) as image:
-        assert image.format == "PNG" and image.size == (1200, 800)
+        assert image.format == "PNG" and image.size == size
 
 
 def test_table_and_figure_of_two_runs(tmp_path, capsys):
@@ -210,3 +210,82 @@ def test_report_of_a_real_training_run(tiny_training_run, tmp_path, capsys):
     assert row["biLM ppl"] == f"{result['perplexity']:.2f}"
     assert [r["step"] for r in report.load_run(workdir).evals] == [5, 10]
     assert_png(output)
+
+
+def probe_result(layers, mix, word_baseline=0.8, **extra):
+    return {"task": "upos", "layers": layers, "mix": mix, "word_baseline": word_baseline, **extra}
+
+
+def write_probe(run_dir, name, result):
+    with open(os.path.join(run_dir, name), "w") as f:
+        json.dump(result, f)
+
+
+PROBE_HEADER = ["upos by layer", "upos best layer", "upos mix", "upos word baseline", "upos random init best"]
+
+
+def test_probe_accuracy_by_layer_beside_perplexity_in_the_table_and_a_panel(tmp_path, capsys):
+    """A run probed by elmo-probe (with its control), one probed in training (its latest step shown),
+    and one without probes: a row each, and a panel of accuracy by layer."""
+    probed = make_run(tmp_path, "probed", [train(10, 5.0, 1.0), evaluation(10, 200.0, 210.0, 205.0)])
+    write_probe(probed, "probe_upos.json", probe_result([0.8, 0.875, 0.85], 0.9))
+    write_probe(probed, "probe_upos_random_init.json", probe_result([0.625, 0.7, 0.75], 0.7, control="random_init"))
+    trained = make_run(tmp_path, "trained", [train(10, 6.0, 1.0)])
+    write_probe(trained, "probe_upos_5.json", probe_result([0.5, 0.5], 0.5, step=5))
+    write_probe(trained, "probe_upos_10.json", probe_result([0.75, 0.8125], 0.8, word_baseline=0.7, step=10))
+    plain = make_run(tmp_path, "plain", [train(10, 7.0, 1.0)])
+    output = str(tmp_path / "report.png")
+    assert report_main([probed, trained, plain, "--output", output]) == 0
+    rows = table_rows(capsys.readouterr().out)
+    assert [[row[column] for column in PROBE_HEADER] for row in rows] == [
+        ["0.800 / 0.875 / 0.850", "1: 0.875", "0.900", "0.800", "2: 0.750"],
+        ["0.750 / 0.812", "1: 0.812", "0.800", "0.700", "n/a"],
+        ["n/a"] * 5,
+    ]
+    assert rows[0]["biLM ppl"] == "205.00" and rows[2]["train loss"] == "7.0000"
+    assert_png(output, size=(1800, 800))
+
+    fig = report.figure([report.load_run(d) for d in (probed, trained, plain)])
+    panel = fig.axes[4]
+    assert panel.get_title() == "upos probes by layer"
+    lines = {line.get_label(): line for line in panel.get_lines() if not line.get_label().startswith("_")}
+    assert set(lines) == {"probed", "probed (random init)", "trained", "word-type baseline"}
+    assert list(lines["trained"].get_ydata()) == [0.75, 0.8125]
+    assert list(lines["probed (random init)"].get_ydata()) == [0.625, 0.7, 0.75]
+    assert lines["probed (random init)"].get_linestyle() == "--"
+    assert [t.get_text() for t in panel.get_xticklabels()] == ["0", "1", "2", "mix"]
+
+
+def test_elmo_probes_result_is_shown_rather_than_trainings(tmp_path):
+    run_dir = make_run(tmp_path, "r", [train(10, 5.0, 1.0)])
+    write_probe(run_dir, "probe_upos_10.json", probe_result([0.5, 0.5], 0.5, step=10))
+    write_probe(run_dir, "probe_upos.json", probe_result([0.6, 0.7], 0.7))
+    write_probe(run_dir, "probe_xpos_3.json", {**probe_result([0.1, 0.2], 0.3), "task": "xpos"})
+    probes = report.load_run(run_dir).probes
+    assert sorted(probes) == ["upos", "xpos"]
+    assert probes["upos"].result["layers"] == [0.6, 0.7] and probes["upos"].control is None
+    assert probes["xpos"].result["mix"] == 0.3
+    header = report.markdown_table([report.load_run(run_dir)]).splitlines()[0]
+    assert header.endswith("| xpos by layer | xpos best layer | xpos mix | xpos word baseline | xpos random init best |")
+
+
+def test_a_control_without_a_model_result_is_shown_alone(tmp_path, capsys):
+    run_dir = make_run(tmp_path, "c", [train(10, 5.0, 1.0)])
+    write_probe(run_dir, "probe_upos_random_init.json", probe_result([0.5, 0.625], 0.6, control="random_init"))
+    assert report_main([run_dir, "--output", str(tmp_path / "r.png")]) == 0
+    (row,) = table_rows(capsys.readouterr().out)
+    assert [row[column] for column in PROBE_HEADER] == ["n/a", "n/a", "n/a", "n/a", "1: 0.625"]
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [("{", "malformed JSON"), ('{"layers": [], "mix": 0.5}', "not a probe result"),
+     ('{"layers": [0.5, "x"], "mix": 0.5}', "not a probe result"), ('{"layers": [0.5]}', "not a probe result")],
+)
+def test_a_bad_probe_file_is_an_error_naming_it(tmp_path, capsys, text, message):
+    run_dir = make_run(tmp_path, "bad", [train(1, 1.0, 1.0)])
+    (tmp_path / "bad" / "probe_upos_7.json").write_text(text)
+    assert report_main([run_dir, "--output", str(tmp_path / "r.png")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {run_dir}{os.sep}probe_upos_7.json: {message}") and err.count("\n") == 1, err
+    assert not (tmp_path / "r.png").exists()

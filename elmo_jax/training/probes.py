@@ -1,0 +1,124 @@
+"""Probes during training (`config.eval.probe`): what each layer of the biLM being trained knows.
+
+The CoNLL-U files are read, and their labels checked, before any training work, so that a missing
+or malformed file is an error at once rather than after hours of training. The probes run on the
+params in memory (elmo_jax/probing/run.py's `probe`, the biLM as `bilm_from_workdir` reads it:
+float32, no dropout, no softmax) at the end of training and every `eval.probe.every_steps`, and
+write `probe_<task>_<step>.json` atomically beside `eval_<split>_<step>.json`. A step whose file
+exists (a resumed or rerun run) is not probed again. Only process 0 probes; the other processes
+wait for it, so that all go on (or fail) together.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, NamedTuple
+
+import jax
+import ml_collections
+import numpy as np
+
+from elmo_jax.data.conllu import Sentence, read_conllu
+from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.evaluation.report import best_layer
+from elmo_jax.inference.embedder import PretrainedBiLM
+from elmo_jax.model.bilm import bilm_from_config
+from elmo_jax.probing.run import probe
+from elmo_jax.probing.tasks import labelled_tokens
+from elmo_jax.runtime import data_parallel
+from elmo_jax.runtime.atomic_write import write_json_atomic
+
+FILE_KEYS = ("train_file", "dev_file", "test_file")  # The keys of config.eval.probe that name CoNLL-U files.
+
+
+class ProbeData(NamedTuple):
+    """The sentences of config.eval.probe's files (`dev` None: a tenth of train is held out)."""
+
+    train: list[Sentence]
+    dev: list[Sentence] | None
+    test: list[Sentence]
+
+
+def read_probe_data(settings: ml_collections.ConfigDict) -> ProbeData | None:
+    """The files of `settings` (config.eval.probe) read and their labels checked, or None without a
+    task. FileNotFoundError naming the key and path of a missing file; ValueError naming the file
+    and line of a malformed one."""
+    if not settings.task:
+        return None
+    splits = {}
+    for key in FILE_KEYS:
+        path = settings[key]
+        if not path:
+            splits[key] = None
+            continue
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"config key eval.probe.{key}={path!r}: no such file")
+        splits[key] = read_conllu(path)
+        labelled_tokens(splits[key], settings.task, settings.normalize)  # A token without a label fails now.
+    return ProbeData(splits["train_file"], splits["dev_file"], splits["test_file"])
+
+
+def result_path(workdir: str, task: str, step: int) -> str:
+    """Where the probe of `task` at training step `step` is written."""
+    return os.path.join(workdir, f"probe_{task}_{step}.json")
+
+
+def pretrained_bilm(config: ml_collections.ConfigDict, params: Any, vocab: Vocabulary) -> PretrainedBiLM:
+    """The biLM of a run's `config` with `params` (on the mesh, replicated) on the host, as
+    `bilm_from_workdir` reads a checkpoint: float32, no dropout, no softmax; a word-input biLM
+    with its vocabulary."""
+    model_config = ml_collections.ConfigDict(config.model.to_dict())
+    model_config.dtype, model_config.dropout = "float32", 0.0
+    word_input = model_config.token_encoder == "word"
+    model = bilm_from_config(model_config, vocab_size=len(vocab) if word_input else 1)
+    kept = {k: v for k, v in params.items() if k != "softmax"}
+    host = jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), kept)  # This process's copy.
+    return PretrainedBiLM(model, host, config.data.max_chars_per_token, vocab if word_input else None)
+
+
+class TrainingProbes:
+    """config.eval.probe of one run: `due(step)` says when, calling it probes the params of a step."""
+
+    def __init__(self, config: ml_collections.ConfigDict, vocab: Vocabulary, data: ProbeData, workdir: str):
+        self.config, self.vocab, self.data, self.workdir = config, vocab, data, workdir
+        self.settings = config.eval.probe
+
+    def due(self, step: int) -> bool:
+        """Whether `step` is a multiple of `eval.probe.every_steps` (the end of training is probed anyway)."""
+        every = self.settings.every_steps
+        return bool(every) and step % every == 0
+
+    def __call__(self, params: Any, step: int) -> None:
+        """Probes `params` of `step` on process 0 unless its file exists; every process returns
+        once it is done, or raises when it failed."""
+        failure = None
+        if jax.process_index() == 0:
+            try:
+                self._probe(params, step)
+            except Exception as e:  # Told to the other processes, then raised here.
+                failure = e
+        if not data_parallel.all_processes(failure is None):
+            raise failure or RuntimeError(f"the probe at step {step} failed on process 0")
+
+    def _probe(self, params: Any, step: int) -> None:
+        path = result_path(self.workdir, self.settings.task, step)
+        if os.path.exists(path):
+            logging.info("%s exists: step %d is not probed again", path, step)
+            return
+        settings = self.settings
+        result = probe(
+            pretrained_bilm(self.config, params, self.vocab), self.data.train, self.data.dev, self.data.test,
+            settings.task, settings.normalize, progress=False,  # elmo-probe's seed: the same result for a checkpoint.
+        )
+        name = os.path.basename(os.path.normpath(self.workdir))
+        result.update(
+            model=f"{name} step {step}", workdir=self.workdir, step=step, train=settings.train_file,
+            dev_file=settings.dev_file or None, test=settings.test_file,
+        )
+        write_json_atomic(path, result)
+        layer = best_layer(result)
+        logging.info(
+            "probe %s @ step %d: best layer %d (%.4f), mix %.4f, word baseline %.4f",
+            settings.task, step, layer, result["layers"][layer], result["mix"], result["word_baseline"],
+        )
