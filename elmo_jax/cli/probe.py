@@ -10,7 +10,9 @@ token layer) and on a learned scalar mix of all of them; their test accuracies, 
 most-frequent-tag-per-word baseline, go to `probe_<task>.json` in --output (default: the workdir,
 or the current directory for bilm-tf files; a control run: `probe_<task>_random_init.json`), a
 Markdown table on stdout and `probe_<task>.png` (accuracy by layer, the model and its control when
-both were probed into the directory). How: elmo_jax/probing/.
+both were probed into the directory). A biLM whose token layer is wider than its LSTM layers
+(`model.char_cnn.projection=False`) is probed with each layer at its own width (`layer_dims` in the
+result). How: elmo_jax/probing/.
 """
 
 from __future__ import annotations
@@ -94,12 +96,13 @@ def _output_dir() -> str:
 
 
 def _model() -> tuple[PretrainedBiLM, dict[str, Any]]:
-    """The biLM of the flags, and what names it in the result."""
+    """The biLM of the flags, and what names it in the result (a workdir's: the step loaded)."""
     if _FLAGS.workdir is not None:
         name = os.path.basename(os.path.normpath(_FLAGS.workdir))
+        pretrained = bilm_from_workdir(_FLAGS.workdir, _FLAGS.step)
         described = {"model": name if _FLAGS.step is None else f"{name} step {_FLAGS.step}",
-                     "workdir": _FLAGS.workdir, "step": _FLAGS.step}
-        return bilm_from_workdir(_FLAGS.workdir, _FLAGS.step), described
+                     "workdir": _FLAGS.workdir, "step": pretrained.step}
+        return pretrained, described
     described = {"model": os.path.basename(_FLAGS.weights), "options": _FLAGS.options, "weights": _FLAGS.weights}
     return bilm_from_files(_FLAGS.options, _FLAGS.weights), described
 

@@ -46,6 +46,12 @@ XLA. With `--engine xla`, compilations: one char-CNN shape and one first-layer i
 padded word count (64 x 1, 1.5, 2, 3, 4, 6, ...) and one LSTM chunk per running-row count (1, 2,
 3, 4, 6, 8, then multiples of 8) met; a corpus of batches of 32 sentences meets a handful of each.
 
+A char-CNN biLM without a token projection (`model.char_cnn.projection=False`, Kim et al.'s design,
+configs/ptb_char_small.py) has token embeddings of another width (the char CNN's channels) than
+its LSTM layers: it has no ELMo layers, and the methods above refuse it. An embedder built with
+`any_token_width=True` serves it through `embed_sentence_layers`, each layer at its own width
+(`SentenceLayers`), computed by XLA (the C++ kernels read token embeddings of the LSTMs' width).
+
 `--token_embeddings VOCAB` writes the dataset `embedding` `(n_vocab, projection_dim)`: the
 context-independent token embedding of each vocabulary line (first tab-separated field), as
 bilm-tf's `dump_token_embeddings` (a word-input biLM: the embedding row of each word, `<UNK>`'s
@@ -90,12 +96,32 @@ SENTENCE_TO_INDEX = "sentence_to_index"  # `embed_file`'s dataset: JSON of sente
 
 class PretrainedBiLM(NamedTuple):
     """A biLM read for inference: the module (float32, no dropout), its params (no softmax), the
-    characters per token its char ids have and, for a word-input biLM, its vocabulary (word ids)."""
+    characters per token its char ids have, for a word-input biLM its vocabulary (word ids) and,
+    when read from a training checkpoint, that checkpoint's step."""
 
     model: BiLM
     params: dict
     max_chars: int
     vocab: Vocabulary | None = None
+    step: int | None = None
+
+
+class SentenceLayers(NamedTuple):
+    """One sentence's biLM outputs, each at its own width: its token embeddings `[n_tokens, F]`
+    (F = P, or the char CNN's channels without a token projection) and its LSTM layers
+    `[n_layers, n_tokens, 2 * P]`, layer j = `[forward_j; backward_j]`."""
+
+    tokens: np.ndarray
+    lstm: np.ndarray
+
+    def elmo_layers(self) -> np.ndarray:
+        """ELMo's layers `[n_layers + 1, n_tokens, 2 * P]`: layer 0 `[token embedding; token embedding]`
+        (as bilm-tf), then the LSTM layers; only for token embeddings of width P."""
+        n_layers, n_tokens, width = self.lstm.shape
+        layers = np.empty((n_layers + 1, n_tokens, width), np.float32)
+        layers[0, :, : width // 2] = layers[0, :, width // 2 :] = self.tokens
+        layers[1:] = self.lstm
+        return layers
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -110,14 +136,30 @@ def _embed_word_ids(model: BiLM, params: Any, token_ids: jax.Array) -> jax.Array
     return model.apply({"params": params}, {"token_ids": token_ids}, method=BiLM.embed_tokens)
 
 
-def check_embeddable(model: BiLM) -> None:
-    """Raises ValueError unless ELMo layers of `model` exist: a word-input biLM, or a char-CNN biLM
-    whose token embeddings are as wide as its LSTM layers."""
+def projects_tokens(model: BiLM) -> bool:
+    """Whether `model`'s token embeddings are as wide as its LSTM layers (P): a word-input biLM, or a
+    char-CNN biLM with a token projection."""
+    return model.token_encoder != "char_cnn" or model.token_projection
+
+
+def token_dim(model: BiLM) -> int:
+    """The width of `model`'s token embeddings: P, or the char CNN's channels without a token projection."""
+    return model.projection_dim if projects_tokens(model) else sum(channels for _, channels in model.filters)
+
+
+def check_token_encoder(model: BiLM) -> None:
+    """Raises ValueError unless `model` reads characters or words (the embedder's two token encoders)."""
     if model.token_encoder not in ("char_cnn", "word"):
         raise ValueError(
             f"embedding needs a char-CNN or word-input biLM, got model.token_encoder={model.token_encoder!r}"
         )
-    if model.token_encoder == "char_cnn" and not model.token_projection:
+
+
+def check_embeddable(model: BiLM) -> None:
+    """Raises ValueError unless ELMo layers of `model` exist: a word-input biLM, or a char-CNN biLM
+    whose token embeddings are as wide as its LSTM layers."""
+    check_token_encoder(model)
+    if not projects_tokens(model):
         raise ValueError(
             "model.char_cnn.projection=False makes the token embeddings wider than the LSTM layers; "
             "ELMo layers need one width"
@@ -157,11 +199,19 @@ def cpu_kernels(model: BiLM, params: Mapping, engine: str) -> CpuKernels:
 
     engine: 'cpu' (the kernels; KernelUnavailable if they cannot be built here), 'xla' (Nones) or
     'auto': the kernels when JAX computes on the CPU and the biLM is float32, unless they cannot
-    be built (then Nones, with a warning). A word-input biLM has no char CNN to compute.
+    be built (then Nones, with a warning). A word-input biLM has no char CNN to compute. A biLM
+    without a token projection: XLA ('cpu' is refused), as the kernels read P-wide token embeddings.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    if engine == "xla" or (engine == "auto" and (jax.default_backend() != "cpu" or model.dtype != jnp.float32)):
+    if engine == "cpu" and not projects_tokens(model):
+        raise ValueError(
+            "the C++ kernels (engine 'cpu') need a token projection (model.char_cnn.projection=True): "
+            "use engine 'auto' or 'xla'"
+        )
+    if engine == "xla" or not projects_tokens(model):
+        return CpuKernels(None, None)
+    if engine == "auto" and (jax.default_backend() != "cpu" or model.dtype != jnp.float32):
         return CpuKernels(None, None)
     try:
         char_cnn = CpuCharCnn(model, params) if model.token_encoder == "char_cnn" else None
@@ -216,7 +266,8 @@ class ElmoEmbedder:
     training vocabulary (`<UNK>`'s row for a word outside it); `vocab_to_cache` is refused.
     `engine`: what computes the char CNN and the LSTMs, 'auto' | 'cpu' | 'xla' (`cpu_kernels`); the
     outputs agree to float32 rounding. `cuda_device`: -1, JAX's default device (AllenNLP: the CPU);
-    k >= 0, the k-th GPU.
+    k >= 0, the k-th GPU. `any_token_width` (`from_pretrained`): also a char-CNN biLM without a
+    token projection, whose layers only `embed_sentence_layers` gives (the ELMo-layer methods refuse it).
     """
 
     def __init__(
@@ -265,11 +316,14 @@ class ElmoEmbedder:
         token_cache_size: int = 100_000,
         engine: str = "auto",
         cuda_device: int = -1,
+        any_token_width: bool = False,
     ) -> ElmoEmbedder:
         """The embedder of a biLM in memory: its module, params, characters per token and, for a
-        word-input biLM, its vocabulary (`PretrainedBiLM`)."""
+        word-input biLM, its vocabulary (`PretrainedBiLM`). `any_token_width`: also a biLM whose
+        token embeddings are wider than its LSTM layers (for `embed_sentence_layers` only)."""
         embedder = cls.__new__(cls)
-        embedder._load(pretrained, batch_size, stateful, vocab_to_cache, token_cache_size, engine, cuda_device)
+        embedder._load(pretrained, batch_size, stateful, vocab_to_cache, token_cache_size, engine, cuda_device,
+                       any_token_width)
         return embedder
 
     def _load(
@@ -281,10 +335,14 @@ class ElmoEmbedder:
         token_cache_size: int,
         engine: str,
         cuda_device: int,
+        any_token_width: bool = False,
     ) -> None:
         """Sets the embedder up (every constructor's body)."""
-        model, params, max_chars, vocab = pretrained
-        check_embeddable(model)
+        model, params, max_chars, vocab = pretrained.model, pretrained.params, pretrained.max_chars, pretrained.vocab
+        if any_token_width:
+            check_token_encoder(model)
+        else:
+            check_embeddable(model)
         check_batch_size(batch_size)
         self.model = model
         # The softmax is not used (and bilm-tf weight files do not have one).
@@ -304,7 +362,7 @@ class ElmoEmbedder:
             encoder = model.clone(distinct_fraction=0.0)  # The cache sends it distinct words only.
             encode, by_length = functools.partial(_embed_tokens, encoder, self.params), True
         self.tokens = TokenEmbeddingCache(
-            encode, model.projection_dim, max_chars, widest_filter, token_cache_size, by_length=by_length
+            encode, token_dim(model), max_chars, widest_filter, token_cache_size, by_length=by_length
         )
         self.tokens.add(vocab_to_cache or [])
 
@@ -375,6 +433,16 @@ class ElmoEmbedder:
         """ELMo layers of each sentence, in order, computed in batches of `batch_size` (default: the
         embedder's) consecutive sentences, as `embed_batch` on each batch in turn gives them;
         consecutive batches run the LSTMs together, up to GROUP_POSITIONS positions."""
+        check_embeddable(self.model)
+        for layers in self.embed_sentence_layers(sentences, batch_size):
+            yield layers.elmo_layers()
+
+    def embed_sentence_layers(
+        self, sentences: Iterable[Sequence[str]], batch_size: int | None = None
+    ) -> Iterator[SentenceLayers]:
+        """Each sentence's token embeddings and LSTM layers at their own widths (`SentenceLayers`), as
+        `embed_sentences` computes them (which gives them as ELMo layers); any biLM of the embedder,
+        with or without a token projection."""
         batch_size = self.batch_size if batch_size is None else batch_size
         check_batch_size(batch_size)
         group: list[list[Sequence[str]]] = []
@@ -387,12 +455,12 @@ class ElmoEmbedder:
                 group.append(batch)
                 batch = []
                 if positions >= GROUP_POSITIONS:
-                    yield from self._embed_batches(group, batch_size)
+                    yield from self._run_batches(group, batch_size)
                     group, positions = [], 0
         if batch:
             group.append(batch)
         if group:
-            yield from self._embed_batches(group, batch_size)
+            yield from self._run_batches(group, batch_size)
 
     def embed_file(
         self,
@@ -436,8 +504,14 @@ class ElmoEmbedder:
         return count
 
     def _embed_batches(self, batches: Sequence[Sequence[Sequence[str]]], rows: int) -> list[np.ndarray]:
-        """ELMo layers of the sentences of consecutive batches (of up to `rows` sentences), in order,
-        in one run of the LSTMs.
+        """ELMo layers of the sentences of consecutive batches (of up to `rows` sentences), in order
+        (`_run_batches`)."""
+        check_embeddable(self.model)
+        return [layers.elmo_layers() for layers in self._run_batches(batches, rows)]
+
+    def _run_batches(self, batches: Sequence[Sequence[Sequence[str]]], rows: int) -> list[SentenceLayers]:
+        """Token embeddings and LSTM layers of the sentences of consecutive batches (of up to `rows`
+        sentences), in order, in one run of the LSTMs.
 
         Stateful, row r's sentences of all the batches form one token stream that continues from
         row r's state (as running the batches one after another does); stateless, the sentences
@@ -450,7 +524,9 @@ class ElmoEmbedder:
         """
         sentences = [sentence for batch in batches for sentence in batch]
         p = self.model.projection_dim
-        out = [np.zeros((self.n_outputs, 0, 2 * p), np.float32) for _ in sentences]
+        empty = SentenceLayers(np.zeros((0, token_dim(self.model)), np.float32),
+                               np.zeros((self.model.n_layers, 0, 2 * p), np.float32))
+        out = [empty] * len(sentences)
         edge = 1 if self.stateful else 0  # Boundary tokens at each end of a sentence's positions.
         if self.stateful:
             streams, state = self._stateful_streams(batches, self._state_rows(rows)), self._state
@@ -482,13 +558,10 @@ class ElmoEmbedder:
             for index, start in streams[row]:
                 n = len(sentences[index])
                 tokens = slice(start + edge, start + edge + n)
-                forward = np.concatenate([embeddings[None, word_ids[0, i, tokens]], lstm_layers[:, 0, i, tokens]])
-                backward = lstm_layers[:, 1, i, tokens][:, ::-1]  # The backward stream holds w_n .. w_1.
-                both = np.empty((self.n_outputs, n, 2 * p), np.float32)
-                both[:, :, :p] = forward
-                both[0, :, p:] = forward[0]  # Layer 0 is [x; x], as bilm-tf.
-                both[1:, :, p:] = backward
-                out[index] = both
+                both = np.empty((self.model.n_layers, n, 2 * p), np.float32)
+                both[:, :, :p] = lstm_layers[:, 0, i, tokens]
+                both[:, :, p:] = lstm_layers[:, 1, i, tokens][:, ::-1]  # The backward stream holds w_n .. w_1.
+                out[index] = SentenceLayers(embeddings[word_ids[0, i, tokens]], both)
         return out
 
     def _sentence_start_state(self) -> list[LSTMState]:
@@ -544,9 +617,9 @@ def bilm_from_files(options_path: str, weights_path: str) -> PretrainedBiLM:
 
 
 def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
-    """The biLM of an elmo-jax training checkpoint (latest step by default), in float32 whatever
-    model.dtype it trained in; a word-input biLM comes with the workdir's vocab.txt, which must have
-    a line per row of its tables (`checkpoint_vocabulary`)."""
+    """The biLM of an elmo-jax training checkpoint (latest step by default; its step is the result's
+    `step`), in float32 whatever model.dtype it trained in; a word-input biLM comes with the
+    workdir's vocab.txt, which must have a line per row of its tables (`checkpoint_vocabulary`)."""
     from elmo_jax.interop.workdir import load_run, workdir_vocabulary  # Imported here: only this path needs orbax.
 
     run = load_run(workdir, step, with_vocab=False)
@@ -558,7 +631,7 @@ def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
         vocab = workdir_vocabulary(workdir, params)
     model = bilm_from_config(model_config, vocab_size=len(vocab) if vocab else 1)
     params = {k: v for k, v in params.items() if k != "softmax"}
-    return PretrainedBiLM(model, params, config.data.max_chars_per_token, vocab)
+    return PretrainedBiLM(model, params, config.data.max_chars_per_token, vocab, run.step)
 
 
 def embedder_from_pretrained(
@@ -567,10 +640,14 @@ def embedder_from_pretrained(
     stateful: bool = True,
     vocab_to_cache: Sequence[str] | None = None,
     engine: str = "auto",
+    *,
+    any_token_width: bool = False,
 ) -> ElmoEmbedder:
-    """An embedder for a biLM already in memory (from files, a workdir or a training run's params)."""
+    """An embedder for a biLM already in memory (from files, a workdir or a training run's params);
+    `any_token_width`: see `ElmoEmbedder`."""
     return ElmoEmbedder.from_pretrained(
-        pretrained, batch_size=batch_size, stateful=stateful, vocab_to_cache=vocab_to_cache, engine=engine
+        pretrained, batch_size=batch_size, stateful=stateful, vocab_to_cache=vocab_to_cache, engine=engine,
+        any_token_width=any_token_width,
     )
 
 

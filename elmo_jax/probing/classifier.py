@@ -10,6 +10,13 @@ Every layer is first standardised by its mean and standard deviation over the tr
 (scalars per layer, fixed): an affine map, so a linear probe can express the same functions, but
 the mix weighs layers of one scale (as ELMo's `do_layer_norm`, with fixed statistics).
 
+Layers of different widths (`layer_dims`, e.g. a biLM whose token layer is wider than its LSTM
+layers) come zero-padded to the widest, D. A layer's statistics are taken over its own columns
+only, and its padding columns stay zero after standardisation (mean 0, std 1 there: nothing is
+divided by a zero std), so a linear probe on a padded layer is one on the layer itself (the
+padding's weights multiply zeros). The mix mixes the padded, standardised layers: a narrower
+layer contributes nothing to the columns past its width.
+
 All probes train at once: minibatch Adam on the sum of their mean cross-entropies, whose gradient
 in each probe's params is that probe's own (the params are disjoint and Adam is elementwise), so
 each probe trains as if alone. One epoch (a permutation of the training tokens) runs as one
@@ -25,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -55,8 +62,9 @@ class ProbeConfig:
 
 @dataclasses.dataclass
 class TrainedProbes:
-    """The best params of each probe, the standardisation they read features through, each probe's
-    dev accuracy and epoch (1-based) at its best (head name -> `[n_probes]`), and the epochs run."""
+    """The best params of each probe, the standardisation they read features through (`mean`, `std`
+    `[K, D]`: `column_statistics`), each probe's dev accuracy and epoch (1-based) at its best (head
+    name -> `[n_probes]`), and the epochs run."""
 
     params: Params
     mean: np.ndarray
@@ -66,24 +74,40 @@ class TrainedProbes:
     epochs: int
 
 
-def layer_statistics(x: np.ndarray, chunk: int = 8192) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard deviation `[K]` of each layer of `x` `[N, K, D]` over tokens and features,
-    accumulated in float64 chunk by chunk (no copy of `x`); a constant layer gets std 1."""
+def layer_statistics(
+    x: np.ndarray, chunk: int = 8192, layer_dims: Sequence[int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation `[K]` of each layer of `x` `[N, K, D]` over tokens and features
+    (layer k: its first `layer_dims[k]` columns; default all D), accumulated in float64 chunk by
+    chunk (no copy of `x`); a constant layer gets std 1. Padding columns hold zeros, so they add
+    nothing to the sums."""
     total = np.zeros(x.shape[1])
     squares = np.zeros(x.shape[1])
     for start in range(0, x.shape[0], chunk):
         part = x[start : start + chunk].astype(np.float64)
         total += part.sum(axis=(0, 2))
         squares += np.square(part).sum(axis=(0, 2))
-    count = x.shape[0] * x.shape[2]
+    dims = np.full(x.shape[1], x.shape[2]) if layer_dims is None else np.asarray(layer_dims)
+    count = x.shape[0] * dims
     mean = total / count
     std = np.sqrt(np.maximum(squares / count - mean**2, 0.0))
     return mean.astype(np.float32), np.where(std > 0, std, 1.0).astype(np.float32)
 
 
+def column_statistics(
+    mean: np.ndarray, std: np.ndarray, layer_dims: Sequence[int], dim: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The per-layer `mean`, `std` `[K]` as `[K, dim]` columns: layer k's own columns take its
+    statistics, its padding columns mean 0 and std 1 (they stay zero through `standardize`)."""
+    own = np.arange(dim) < np.asarray(layer_dims)[:, None]
+    return np.where(own, mean[:, None], 0.0).astype(np.float32), np.where(own, std[:, None], 1.0).astype(np.float32)
+
+
 def standardize(x: jax.Array, mean: jax.Array, std: jax.Array) -> jax.Array:
-    """`[B, K, D]` with each layer k as (x - mean_k) / std_k."""
-    return (x - mean[:, None]) / std[:, None]
+    """`[B, K, D]` with each layer k as (x - mean_k) / std_k; mean and std `[K]` (per layer) or
+    `[K, D]` (per column, `column_statistics`)."""
+    k = mean.shape[0]
+    return (x - mean.reshape(k, -1)) / std.reshape(k, -1)
 
 
 def init_params(key: jax.Array, n_layers: int, dim: int, n_labels: int, mlp_hidden: int = 0) -> Params:
@@ -199,13 +223,18 @@ def train_probes(
     n_labels: int,
     config: ProbeConfig = ProbeConfig(),
     progress: bool = True,
+    layer_dims: Sequence[int] | None = None,
 ) -> TrainedProbes:
     """Trains every probe on `train_x` `[N, K, D]` with int labels in [0, n_labels), early-stopped
-    on the dev accuracy (`dev_labels` may hold -1), each probe's best epoch restored."""
+    on the dev accuracy (`dev_labels` may hold -1), each probe's best epoch restored.
+    `layer_dims`: each layer's own width, its columns past it zero padding (default: all D)."""
     if len(train_labels) == 0 or len(dev_labels) == 0:
         raise ValueError("probes need training and dev tokens")
     _, k, dim = train_x.shape
-    mean, std = layer_statistics(train_x)
+    layer_dims = [dim] * k if layer_dims is None else list(layer_dims)
+    if len(layer_dims) != k or not all(0 < d <= dim for d in layer_dims):
+        raise ValueError(f"layer_dims must be {k} widths in [1, {dim}], got {layer_dims}")
+    mean, std = column_statistics(*layer_statistics(train_x, layer_dims=layer_dims), layer_dims, dim)
     key = jax.random.key(config.seed)
     params = init_params(jax.random.fold_in(key, 0), k, dim, n_labels, config.mlp_hidden)
     tx = optax.adam(config.learning_rate)

@@ -1,12 +1,20 @@
-"""The frozen representations the probes read: every token's ELMo layers, computed once.
+"""The frozen representations the probes read: every token's biLM layers, computed once.
 
 `compute_features` runs the fast embedder (elmo_jax/inference/embedder.py) stateless, each
 sentence in its own context (`<S> w1 .. wn </S>` from zero states), so a token's representation
 does not depend on the sentences around it or on the batch. The rows of a batch are independent,
-so sentences go through in batches of `batch_size` for speed. Each split gets one float32 array
-`[n_tokens, n_layers + 1, D]` (D = 2 x projection_dim, layer 0 the token layer), allocated once
-from its token count: memory is these arrays plus one group of the embedder's batches. Arrays
-over `max_bytes` in all are refused up front rather than risking the host's memory.
+so sentences go through in batches of `batch_size` for speed.
+
+Layers (`layer_dims`): layer j >= 1 is `[forward_j; backward_j]` (2 x projection_dim). Layer 0,
+the token layer, is ELMo's `[x; x]` when the token embedding x is as wide as an LSTM direction
+(a token projection, or word input): then every layer has one width. A char-CNN biLM without a
+token projection (`model.char_cnn.projection=False`, Kim et al.'s design) has no ELMo layers:
+its layer 0 is x once, at the char CNN's width (ELMo duplicates x to give layer 0 the LSTM layers'
+width; here the widths differ either way). Layers narrower than the widest are zero-padded to it.
+
+Each split gets one float32 array `[n_tokens, n_layers + 1, D]` (D = the widest layer), allocated
+once from its token count: memory is these arrays plus one group of the embedder's batches.
+Arrays over `max_bytes` in all are refused up front rather than risking the host's memory.
 """
 
 from __future__ import annotations
@@ -16,15 +24,22 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
-from elmo_jax.inference.embedder import PretrainedBiLM, embedder_from_pretrained
+from elmo_jax.inference.embedder import PretrainedBiLM, embedder_from_pretrained, projects_tokens, token_dim
+from elmo_jax.model.bilm import BiLM
 
 MAX_BYTES = 8 << 30  # `compute_features`' default bound on the arrays of all splits.
 
 
+def layer_dims(model: BiLM) -> list[int]:
+    """The width of each layer 0..L of `model`'s features, before padding."""
+    lstm = 2 * model.projection_dim
+    return [lstm if projects_tokens(model) else token_dim(model)] + [lstm] * model.n_layers
+
+
 def feature_shape(pretrained: PretrainedBiLM, n_tokens: int) -> tuple[int, int, int]:
-    """`[n_tokens, n_layers + 1, D]`: the features of `n_tokens` tokens."""
-    model = pretrained.model
-    return n_tokens, model.n_layers + 1, 2 * model.projection_dim
+    """`[n_tokens, n_layers + 1, D]`: the features of `n_tokens` tokens (D: the widest layer)."""
+    dims = layer_dims(pretrained.model)
+    return n_tokens, len(dims), max(dims)
 
 
 def compute_features(
@@ -35,9 +50,9 @@ def compute_features(
     progress: bool = True,
     max_bytes: int = MAX_BYTES,
 ) -> list[np.ndarray]:
-    """For each split (a list of sentences), the ELMo layers `[n_tokens, n_layers + 1, D]` float32
-    of its tokens in order. ValueError when they would take over `max_bytes`; `progress`: a bar of
-    sentences on stderr."""
+    """For each split (a list of sentences), the layers `[n_tokens, n_layers + 1, D]` float32 of its
+    tokens in order, zero-padded to D (`layer_dims`). ValueError when they would take over
+    `max_bytes`; `progress`: a bar of sentences on stderr."""
     shapes = [feature_shape(pretrained, sum(len(s) for s in sentences)) for sentences in splits]
     size = sum(int(np.prod(shape)) * 4 for shape in shapes)
     if size > max_bytes:
@@ -46,16 +61,23 @@ def compute_features(
             f"the representations of {tokens:,} tokens take {size / 2**30:.1f} GiB, over the bound of "
             f"{max_bytes / 2**30:.1f} GiB: probe fewer sentences or raise the bound"
         )
-    embedder = embedder_from_pretrained(pretrained, batch_size=batch_size, stateful=False, engine=engine)
+    embedder = embedder_from_pretrained(
+        pretrained, batch_size=batch_size, stateful=False, engine=engine, any_token_width=True
+    )
+    doubled = projects_tokens(pretrained.model)
     total = sum(len(sentences) for sentences in splits)
     features = []
     with tqdm(total=total, unit=" sentences", desc="features", disable=not progress) as bar:
         for sentences, shape in zip(splits, shapes):
-            features.append(np.empty(shape, np.float32))
+            features.append(np.zeros(shape, np.float32))
             offset = 0
-            for layers in embedder.embed_sentences(sentences):
-                n = layers.shape[1]
-                features[-1][offset : offset + n] = layers.transpose(1, 0, 2)
-                offset += n
+            for layers in embedder.embed_sentence_layers(sentences):
+                rows = features[-1][offset : offset + len(layers.tokens)]
+                width = layers.tokens.shape[1]
+                rows[:, 0, :width] = layers.tokens
+                if doubled:
+                    rows[:, 0, width : 2 * width] = layers.tokens
+                rows[:, 1:, : layers.lstm.shape[2]] = layers.lstm.transpose(1, 0, 2)
+                offset += len(layers.tokens)
                 bar.update()
     return features

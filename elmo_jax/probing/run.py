@@ -26,7 +26,7 @@ from elmo_jax.data.conllu import Sentence
 from elmo_jax.inference.embedder import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_baseline, word_baseline
 from elmo_jax.probing.classifier import ProbeConfig, accuracies, train_probes
-from elmo_jax.probing.features import MAX_BYTES, compute_features
+from elmo_jax.probing.features import MAX_BYTES, compute_features, layer_dims
 from elmo_jax.probing.tasks import LabelledTokens, labelled_tokens
 
 CONTROLS = ("none", "random_init")
@@ -94,7 +94,9 @@ def probe(
     `majority_baseline`; their dev accuracies `dev_layers`, `dev_mix`, `dev_mlp`; the mix's
     softmax weights `mix_weights` and `mix_gamma`; `train_tokens`, `dev_tokens`, `test_tokens`,
     `dev` ('dev' or 'train_tenth'), `labels` (classes in train), `unseen_test_labels`; `task`,
-    `normalize`, `control`, `seed`, `n_layers`, `dim`, `epochs`, `best_epoch`, `probe_config`,
+    `normalize`, `control`, `seed`, `n_layers`, `dim` (the widest layer), `layer_dims` (each layer's
+    own width; narrower layers are zero-padded to `dim` for the probes and the mix: features.py,
+    classifier.py), `epochs`, `best_epoch`, `probe_config`,
     `seconds` (features, probes). `config`: the probes' training (its seed and MLP width are set
     from `seed` and `mlp`).
     """
@@ -117,8 +119,10 @@ def probe(
         pretrained, [s.sentences for s in splits], batch_size, engine, progress, max_feature_bytes
     )
     features_done = time.perf_counter()
+    dims = layer_dims(pretrained.model)
     trained = train_probes(
-        train_x, _label_ids(train_tokens, ids), dev_x, _label_ids(dev_tokens, ids), len(label_names), config, progress
+        train_x, _label_ids(train_tokens, ids), dev_x, _label_ids(dev_tokens, ids), len(label_names), config, progress,
+        layer_dims=dims,
     )
     test_accuracy = accuracies(trained, test_x, _label_ids(test_tokens, ids), config.eval_chunk)
     mix = trained.params["mix"]
@@ -141,6 +145,7 @@ def probe(
         "labels": len(label_names),
         "unseen_test_labels": unseen,
         "n_layers": pretrained.model.n_layers,
+        "layer_dims": dims,
         "dim": int(train_x.shape[2]),
         "seed": seed,
         "epochs": trained.epochs,

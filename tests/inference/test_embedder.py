@@ -515,3 +515,9 @@ def test_word_workdir_with_a_vocabulary_cut_short_is_refused(word_workdir, tmp_p
     assert main(["--workdir", workdir, "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / "o.hdf5")]) == 1
     assert capsys.readouterr().err == (f"error: {vocab}: {len(lines) - 2} lines, but the checkpoint's softmax has "
                                        f"{len(lines)} rows (one per line)\n")
+
+
+def test_bilm_from_workdir_records_the_step_it_loaded(word_workdir):
+    """The latest checkpoint's step when none is asked (make_checkpoint_workdir saves step 2)."""
+    workdir, _ = word_workdir
+    assert embed.bilm_from_workdir(workdir).step == 2 and embed.bilm_from_workdir(workdir, 2).step == 2

@@ -1,12 +1,20 @@
 """Small CoNLL-U files for the probing tests (random sentences over a small vocabulary whose UPOS is
-a function of the word: a task a word-level probe can learn), and a small bilm-tf biLM."""
+a function of the word: a task a word-level probe can learn), a small bilm-tf biLM and configs/tests/tiny.py's
+biLM with or without a token projection."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 
+from elmo_jax.inference.embedder import PretrainedBiLM
+from elmo_jax.model.bilm import bilm_from_config
+from elmo_jax.training.state import init_params
 from tests.reference.bilm_numpy import random_bilm_weights, write_bilm_files
+from tests.training.helpers import tiny_config
+
+CHARS = 12  # configs/tests/tiny.py's characters per token.
 
 WORDS = {
     "the": "DET", "a": "DET", "cat": "NOUN", "dog": "NOUN", "mat": "NOUN", "sat": "VERB", "ran": "VERB",
@@ -63,3 +71,12 @@ def conllu_splits(tmp_path):
         write_conllu(tmp_path / "dev.conllu", random_sentences(15, seed=1)),
         write_conllu(tmp_path / "test.conllu", test),
     )
+
+
+def tiny_bilm(projection: bool, seed: int = 0) -> PretrainedBiLM:
+    """configs/tests/tiny.py's biLM (filters of 4 + 8 + 8 channels, LSTMs of dim 16 projected to 8) with
+    random params; `projection=False`: the char CNN's 20 outputs feed the first LSTM."""
+    config = tiny_config(**{"model.char_cnn.projection": projection, "model.dropout": 0.0})
+    model = bilm_from_config(config.model, vocab_size=5)
+    params = init_params(model, jax.random.key(seed), CHARS)
+    return PretrainedBiLM(model, {k: v for k, v in params.items() if k != "softmax"}, CHARS)

@@ -131,3 +131,50 @@ def test_scoring_in_chunks_counts_every_token_once_and_unseen_labels_as_errors(c
     assert acc["linear"][1] == pytest.approx(6 / 7)
     want_mix = np.mean(np.asarray(logits["mix"][0]).argmax(-1) == y)
     assert acc["mix"][0] == pytest.approx(want_mix)
+
+
+def padded(layers: list[np.ndarray]) -> np.ndarray:
+    """Layers `[N, d_k]` of different widths zero-padded into `[N, K, max d_k]`."""
+    x = np.zeros((len(layers[0]), len(layers), max(a.shape[1] for a in layers)), np.float32)
+    for k, layer in enumerate(layers):
+        x[:, k, : layer.shape[1]] = layer
+    return x
+
+
+def test_padding_columns_change_neither_statistics_nor_standardised_values():
+    """A layer's statistics are over its own columns; its padding stays zero (std 1 there, not 0)."""
+    rng = np.random.default_rng(8)
+    layers = [rng.normal(3.0, 2.0, (40, 6)), rng.normal(-1.0, 0.5, (40, 4))]
+    x = padded(layers)
+    mean, std = classifier.layer_statistics(x, chunk=7, layer_dims=[6, 4])
+    np.testing.assert_allclose(mean, [a.mean() for a in layers], rtol=1e-5)
+    np.testing.assert_allclose(std, [a.std() for a in layers], rtol=1e-5)
+    columns = classifier.column_statistics(mean, std, [6, 4], 6)
+    z = np.asarray(classifier.standardize(x, *columns))
+    np.testing.assert_array_equal(z[:, 1, 4:], 0.0)
+    np.testing.assert_allclose(z[:, 1, :4], (layers[1] - layers[1].mean()) / layers[1].std(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_linear_probe_on_a_zero_padded_layer_is_the_probe_on_the_layer():
+    """Layers of widths 6, 4, 4 zero-padded to 6: each linear probe trains as on its layer alone
+    (same weights on its own columns, zeros on the padding, same accuracies)."""
+    train_x, train_y = separable(600, 4, noise=1.0)
+    dev_x, dev_y = separable(200, 5, noise=1.0)
+    widths = [6, 4, 4]
+
+    def layers_of(x: np.ndarray) -> list[np.ndarray]:
+        return [x[:, 0], x[:, 1, :4] + 0.5, 3.0 * x[:, 2, 2:]]
+
+    config = ProbeConfig(learning_rate=3e-2, batch_size=32, max_epochs=4, patience=10)
+    together = train_probes(padded(layers_of(train_x)), train_y, padded(layers_of(dev_x)), dev_y, C, config, False,
+                            layer_dims=widths)
+    for k, width in enumerate(widths):
+        alone = train_probes(layers_of(train_x)[k][:, None], train_y, layers_of(dev_x)[k][:, None], dev_y, C, config,
+                             False)
+        w = np.asarray(together.params["linear"]["w"][k])
+        np.testing.assert_array_equal(w[width:], 0.0)
+        np.testing.assert_allclose(w[:width], np.asarray(alone.params["linear"]["w"][0]), rtol=1e-4, atol=1e-5)
+        assert together.dev_accuracy["linear"][k] == alone.dev_accuracy["linear"][0]
+    with pytest.raises(ValueError, match="layer_dims must be 3 widths"):
+        train_probes(padded(layers_of(train_x)), train_y, padded(layers_of(dev_x)), dev_y, C, config, False,
+                     layer_dims=[6, 7, 4])

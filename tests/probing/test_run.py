@@ -14,6 +14,7 @@ from elmo_jax.inference.embedder import bilm_from_files
 from elmo_jax.probing.classifier import ProbeConfig
 from elmo_jax.probing.report import markdown_table, read_results, write_outputs
 from elmo_jax.probing.run import held_out_tenth, probe, random_init
+from tests.probing.helpers import tiny_bilm
 
 FAST = ProbeConfig(learning_rate=1e-2, max_epochs=5, patience=2)
 
@@ -67,6 +68,20 @@ def test_random_init_control_has_the_shapes_and_other_values(bilm_files, splits)
     a = probe(pretrained, train, dev, test, "upos", control="random_init", progress=False, config=FAST)
     b = probe(control, train, dev, test, "upos", progress=False, config=FAST)
     assert a["control"] == "random_init" and a["layers"] == b["layers"] and a["mix"] == b["mix"]
+
+
+def test_a_biLM_whose_token_layer_is_wider_than_its_LSTM_layers(splits):
+    """configs/tests/tiny.py without token projection: layer 0 of 20 (the char CNN), layers 1-2 of
+    2 x 8, probed together (padded to 20), the mix and the control alike."""
+    train, dev, test = splits
+    learns = ProbeConfig(learning_rate=5e-2, max_epochs=30, patience=5)
+    result = probe(tiny_bilm(projection=False), train, dev, test, "upos", progress=False, config=learns)
+    assert result["layer_dims"] == [20, 16, 16] and result["dim"] == 20 and len(result["layers"]) == 3
+    assert result["layers"][0] > result["majority_baseline"] + 0.2  # UPOS is a function of the word here.
+    assert 0.0 <= result["mix"] <= 1.0 and len(result["mix_weights"]) == 3
+    control = probe(tiny_bilm(projection=False), train, dev, test, "upos", control="random_init", progress=False,
+                    config=FAST)
+    assert control["layer_dims"] == [20, 16, 16] and control["layers"] != result["layers"]
 
 
 def test_feature_memory_bound(bilm_files, splits):

@@ -1,0 +1,70 @@
+"""`compute_features` against the biLM's own layers (`BiLM.apply` on each sentence alone), for a
+biLM whose token layer is wider than its LSTM layers and for one with ELMo layers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, words_to_char_ids
+from elmo_jax.inference.embedder import ElmoEmbedder, PretrainedBiLM
+from elmo_jax.probing.features import compute_features, feature_shape, layer_dims
+from tests.probing.helpers import CHARS, tiny_bilm
+
+SENTENCES = [["the", "cat", "sat"], ["a"], ["naïve", "dogs", "ran", "under", "the", "big", "red", "mat", "."]]
+
+
+def model_layers(pretrained: PretrainedBiLM, sentence: list[str]) -> list[np.ndarray]:
+    """Each layer `[n, width]` of `sentence` as `BiLM.__call__` computes it: the forward stream
+    `<S> w1 .. wn </S>` and the backward stream its reverse, from zero states, boundaries removed."""
+    model, n = pretrained.model, len(sentence)
+    words = [BOS_TOKEN, *sentence, EOS_TOKEN]
+    chars = np.stack([words_to_char_ids(words, CHARS), words_to_char_ids(words[::-1], CHARS)])[:, None]
+    inputs = {"char_ids": chars, "token_ids": np.zeros((2, 1, n + 2), np.int32), "mask": np.ones((2, 1, n + 2), bool)}
+    layers, _, _ = model.apply({"params": pretrained.params}, inputs, model.initial_state(1))
+    forward = [np.asarray(layer[0, 0, 1 : n + 1]) for layer in layers]
+    backward = [np.asarray(layer[1, 0, 1 : n + 1][::-1]) for layer in layers]  # The reversed stream's w_n .. w_1.
+    np.testing.assert_array_equal(forward[0], backward[0])  # The token layer has no direction.
+    return [forward[0]] + [np.concatenate([f, b], axis=-1) for f, b in zip(forward[1:], backward[1:])]
+
+
+def test_features_without_token_projection_are_the_models_own_layers():
+    """Layer 0: the char CNN's 20 outputs once; layers 1-2: [forward; backward] (2 x 8), zero-padded
+    to 20; each sentence alone from zero states, though batched two at a time."""
+    pretrained = tiny_bilm(projection=False)
+    assert layer_dims(pretrained.model) == [20, 16, 16]
+    assert feature_shape(pretrained, 7) == (7, 3, 20)
+    (features,) = compute_features(pretrained, [SENTENCES], batch_size=2, progress=False)
+    want = [model_layers(pretrained, sentence) for sentence in SENTENCES]
+    assert features.shape == (sum(map(len, SENTENCES)), 3, 20)
+    for k, width in enumerate([20, 16, 16]):
+        np.testing.assert_allclose(features[:, k, :width], np.concatenate([w[k] for w in want]), rtol=1e-5, atol=2e-6)
+        np.testing.assert_array_equal(features[:, k, width:], 0.0)
+
+
+@pytest.mark.parametrize("engine", ["auto", "xla"])
+def test_features_with_token_projection_are_elmo_layers(engine):
+    """A projected biLM keeps ELMo's layers: layer 0 [x; x], one width (2 x 8) for all."""
+    pretrained = tiny_bilm(projection=True)
+    assert layer_dims(pretrained.model) == [16, 16, 16]
+    (features,) = compute_features(pretrained, [SENTENCES], batch_size=2, engine=engine, progress=False)
+    want = [model_layers(pretrained, sentence) for sentence in SENTENCES]
+    token = np.concatenate([w[0] for w in want])
+    np.testing.assert_allclose(features[:, 0], np.concatenate([token, token], axis=-1), rtol=1e-5, atol=2e-6)
+    for k in (1, 2):
+        np.testing.assert_allclose(features[:, k], np.concatenate([w[k] for w in want]), rtol=1e-5, atol=2e-6)
+
+
+def test_elmo_methods_still_refuse_a_biLM_without_token_projection():
+    """`any_token_width` opens `embed_sentence_layers` only; ELMo layers are still refused, and the C++
+    kernels (engine 'cpu') with a message."""
+    pretrained = tiny_bilm(projection=False)
+    with pytest.raises(ValueError, match="ELMo layers need one width"):
+        ElmoEmbedder.from_pretrained(pretrained)
+    embedder = ElmoEmbedder.from_pretrained(pretrained, stateful=False, any_token_width=True)
+    with pytest.raises(ValueError, match="ELMo layers need one width"):
+        embedder.embed_batch([["a"]])
+    with pytest.raises(ValueError, match="ELMo layers need one width"):
+        next(embedder.embed_sentences([["a"]]))
+    with pytest.raises(ValueError, match="need a token projection"):
+        ElmoEmbedder.from_pretrained(pretrained, any_token_width=True, engine="cpu")
