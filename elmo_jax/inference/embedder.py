@@ -623,15 +623,22 @@ def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
     from elmo_jax.interop.workdir import load_run, workdir_vocabulary  # Imported here: only this path needs orbax.
 
     run = load_run(workdir, step, with_vocab=False)
-    config, params = run.config, run.params
+    vocab = workdir_vocabulary(workdir, run.params) if run.config.model.token_encoder == "word" else None
+    return bilm_from_params(run.config, run.params, vocab, run.step)
+
+
+def bilm_from_params(
+    config: ml_collections.ConfigDict, params: Mapping, vocab: Vocabulary | None = None, step: int | None = None
+) -> PretrainedBiLM:
+    """The biLM of a run's `config` with `params` (a checkpoint's, or a training run's in memory),
+    for inference: float32 whatever model.dtype it trains in, no dropout, the softmax dropped; a
+    word-input biLM keeps `vocab` (its token embeddings are table rows by vocabulary id)."""
     model_config = ml_collections.ConfigDict(config.model.to_dict())
     model_config.dtype, model_config.dropout = "float32", 0.0
-    vocab = None
-    if model_config.token_encoder == "word":  # Its token embeddings are rows by vocabulary id.
-        vocab = workdir_vocabulary(workdir, params)
-    model = bilm_from_config(model_config, vocab_size=len(vocab) if vocab else 1)
+    word_input = model_config.token_encoder == "word"
+    model = bilm_from_config(model_config, vocab_size=len(vocab) if word_input else 1)
     params = {k: v for k, v in params.items() if k != "softmax"}
-    return PretrainedBiLM(model, params, config.data.max_chars_per_token, vocab, run.step)
+    return PretrainedBiLM(model, params, config.data.max_chars_per_token, vocab if word_input else None, step)
 
 
 def embedder_from_pretrained(

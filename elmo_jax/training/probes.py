@@ -22,8 +22,7 @@ import numpy as np
 from elmo_jax.data.conllu import Sentence, read_conllu
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.report import best_layer
-from elmo_jax.inference.embedder import PretrainedBiLM
-from elmo_jax.model.bilm import bilm_from_config
+from elmo_jax.inference.embedder import PretrainedBiLM, bilm_from_params
 from elmo_jax.probing.run import probe
 from elmo_jax.probing.tasks import labelled_tokens
 from elmo_jax.runtime import data_parallel
@@ -66,15 +65,10 @@ def result_path(workdir: str, task: str, step: int) -> str:
 
 def pretrained_bilm(config: ml_collections.ConfigDict, params: Any, vocab: Vocabulary) -> PretrainedBiLM:
     """The biLM of a run's `config` with `params` (on the mesh, replicated) on the host, as
-    `bilm_from_workdir` reads a checkpoint: float32, no dropout, no softmax; a word-input biLM
-    with its vocabulary."""
-    model_config = ml_collections.ConfigDict(config.model.to_dict())
-    model_config.dtype, model_config.dropout = "float32", 0.0
-    word_input = model_config.token_encoder == "word"
-    model = bilm_from_config(model_config, vocab_size=len(vocab) if word_input else 1)
+    `bilm_from_workdir` reads a checkpoint (`bilm_from_params`)."""
     kept = {k: v for k, v in params.items() if k != "softmax"}
     host = jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), kept)  # This process's copy.
-    return PretrainedBiLM(model, host, config.data.max_chars_per_token, vocab if word_input else None)
+    return bilm_from_params(config, host, vocab)
 
 
 class TrainingProbes:
