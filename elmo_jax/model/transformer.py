@@ -1,0 +1,347 @@
+"""Transformer contextualizer: causal self-attention stacks over the biLM's two streams.
+
+Inputs carry the biLM's leading direction axis (0 = forward stream, 1 = backward stream of
+reversed text), so the same causal attention makes each direction see only its own side: the
+forward output at t depends on tokens <= t, the backward output on tokens >= t of the text.
+
+Directions. Peters et al. 2018b ("Dissecting Contextual Word Embeddings") trained separate
+forward and backward Transformers, each causal, on the shared char CNN and softmax. AllenNLP's
+`BidirectionalLanguageModelTransformer` (allennlp-models) does the same: two pre-norm encoders
+with their own weights, one given a lower-triangular and one an upper-triangular mask over the
+same unreversed tokens, with one sinusoidal position encoding added to the embeddings.
+`shared_directions=False` is that design (weights on a leading axis of size 2, as the LSTMs');
+`shared_directions=True` runs one stack, every weight shared, over both streams with each
+stream's causal mask: half the parameters, the same FLOPs.
+
+Context across windows. A stream is cut into windows of T tokens, as for the LSTMs, whose carried
+state sees everything before a window. Here the carried state is a memory of M positions per
+row and direction (Transformer-XL, Dai et al. 2019): each layer's inputs at the last M valid
+positions of the row, held without gradient (stop_gradient); the layer's attention computes
+keys and values of them before the window's own. A token sees its window up to itself and the
+M valid positions before the window (fewer at the start of a row), so evaluation sees the
+previous window of each stream as context, as the LSTMs' carried state sees the stream before a
+window (whatever the batching puts there: bilm-tf's backward stream holds the sentences in
+order, each reversed). With M = T, two windows carrying the memory compute what one causal pass over both
+computes. Padding positions are never attended and never enter the memory, and a window of
+padding leaves it as it was (as an LSTM's state is frozen where the mask is 0); before a row
+starts its memory mask is all false.
+
+Positions. 'learned' and 'sinusoidal' index each valid position of memory and window by how many
+valid positions precede it there (0 .. M + T - 1), and are added to the inputs of every layer's
+queries and keys, not to its values nor to the residual stream (Press et al. 2021's
+position-infused attention). The memory thus holds no positions, and is re-indexed at each
+window: a token and every key it sees always lie as far apart in positions as in the text.
+'none': no position information besides the causal mask.
+
+Blocks: pre-norm (`x + f(LayerNorm(x))`, with a final LayerNorm on the last layer's output, as
+AllenNLP) or post-norm (`LayerNorm(x + f(x))`, Vaswani et al. 2017), multi-head attention and a
+ReLU feed-forward layer. Dropout: on the stack's input (`token_dropout`, as the first LSTM's
+input) and on each sublayer's output before its residual add (`dropout`). Matmul operands in
+`dtype`, everything else (softmax, LayerNorm, the residual stream, the memory) in float32.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from elmo_jax.model.initializers import weight_init
+from elmo_jax.model.precision import matmul
+
+NORMS = ("pre", "post")
+POSITIONS = ("learned", "sinusoidal", "none")
+LAYER_NORM_EPSILON = 1e-6
+
+
+class TransformerState(NamedTuple):
+    """Carried memory of both directions.
+
+    inputs: `[2, B, L, M, P]` float32, each layer's inputs at the memory's positions (oldest
+    first); mask: `[2, B, M]` bool, which slots hold a position (the valid ones are the last).
+    """
+
+    inputs: jax.Array
+    mask: jax.Array
+
+
+def sinusoidal_positions(n_positions: int, dim: int) -> np.ndarray:
+    """Vaswani et al.'s encoding `[n_positions, dim]`: sin on even, cos on odd features."""
+    position = np.arange(n_positions)[:, None]
+    frequency = np.exp(np.arange(0, dim, 2) * -(math.log(10000.0) / dim))
+    table = np.zeros((n_positions, dim), np.float32)
+    table[:, 0::2] = np.sin(position * frequency)
+    table[:, 1::2] = np.cos(position * frequency[: dim // 2])
+    return table
+
+
+def attention_positions(valid: jax.Array) -> jax.Array:
+    """Position of each slot of [memory; window] `[B, M + T]`: the valid slots before it (0 for padding)."""
+    return jnp.maximum(jnp.cumsum(valid.astype(jnp.int32), axis=-1) - 1, 0)
+
+
+def causal_attention_mask(valid: jax.Array, n_queries: int) -> jax.Array:
+    """Which keys each query attends: valid `[B, M + T]` (memory slots, then the window's T) ->
+    `[B, T, M + T]`, true where the key is the query or valid and not after it. A padding query
+    attends only itself, so every softmax row has a key and no padding is read by a valid query."""
+    n_keys = valid.shape[-1]
+    query = jnp.arange(n_queries)[:, None] + (n_keys - n_queries)
+    key = jnp.arange(n_keys)[None, :]
+    return ((key <= query) & valid[:, None, :]) | (key == query)
+
+
+def next_memory(
+    memory: jax.Array, window_inputs: jax.Array, valid: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """The last M valid positions of [memory; window], oldest first, padded at the front.
+
+    memory `[B, L, M, P]`, window_inputs `[B, L, T, P]`, valid `[B, M + T]` -> (inputs
+    `[B, L, M, P]` without gradient, mask `[B, M]`).
+    """
+    n_memory = memory.shape[2]
+    order = jnp.argsort(valid.astype(jnp.int32), axis=-1, stable=True)  # Padding first, order kept.
+    order = order[:, order.shape[-1] - n_memory :]
+    inputs = jnp.concatenate([memory, window_inputs], axis=2)
+    inputs = jnp.take_along_axis(inputs, order[:, None, :, None], axis=2)
+    return jax.lax.stop_gradient(inputs), jnp.take_along_axis(valid, order, axis=-1)
+
+
+def kernel_init(init_range: float) -> nn.initializers.Initializer:
+    """Weight matrices: Glorot uniform (Vaswani et al., AllenNLP), or U(-init_range, init_range)."""
+    return weight_init(init_range, nn.initializers.xavier_uniform())
+
+
+def layer_norm(name: str) -> nn.LayerNorm:
+    """float32 LayerNorm with the stack's epsilon."""
+    return nn.LayerNorm(epsilon=LAYER_NORM_EPSILON, dtype=jnp.float32, name=name)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head attention of a window's queries over [memory; window] (one direction).
+
+    Params: W_query, W_key, W_value, W_output `[P, P]` and their biases b_* `[P]`.
+    """
+
+    n_heads: int
+    dtype: Any = jnp.float32
+    init_range: float = 0.0
+
+    @nn.compact
+    def __call__(
+        self, x: jax.Array, context: jax.Array, position: jax.Array | None, allowed: jax.Array
+    ) -> jax.Array:
+        """x `[B, T, P]` (the queries' inputs), context `[B, M + T, P]` (the keys' and values'),
+        position `[B, M + T, P]` or None (added to query and key inputs), allowed `[B, T, M + T]`."""
+        dim = x.shape[-1]
+        head_dim = dim // self.n_heads
+        init = kernel_init(self.init_range)
+        w = {name: self.param(f"W_{name}", init, (dim, dim)) for name in ("query", "key", "value", "output")}
+        b = {name: self.param(f"b_{name}", nn.initializers.zeros, (dim,)) for name in w}
+        keyed = context if position is None else context + position
+        queried = x if position is None else x + position[:, context.shape[1] - x.shape[1] :]
+
+        def heads(inputs: jax.Array, name: str) -> jax.Array:
+            out = matmul("btp,pq->btq", inputs, w[name], self.dtype) + b[name]
+            return out.reshape(*out.shape[:2], self.n_heads, head_dim)
+
+        q, k, v = heads(queried, "query"), heads(keyed, "key"), heads(context, "value")
+        scores = matmul("bthd,bshd->bhts", q, k, self.dtype) / math.sqrt(head_dim)
+        scores = jnp.where(allowed[:, None], scores, jnp.finfo(jnp.float32).min)
+        weights = jax.nn.softmax(scores, axis=-1)
+        out = matmul("bhts,bshd->bthd", weights, v, self.dtype).reshape(x.shape)
+        return matmul("btp,pq->btq", out, w["output"], self.dtype) + b["output"]
+
+
+class FeedForward(nn.Module):
+    """`relu(x W_1 + b_1) W_2 + b_2`, W_1 `[P, ff_dim]`, W_2 `[ff_dim, P]`."""
+
+    ff_dim: int
+    dtype: Any = jnp.float32
+    init_range: float = 0.0
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """x `[B, T, P]` -> `[B, T, P]`."""
+        dim = x.shape[-1]
+        init = kernel_init(self.init_range)
+        w_1 = self.param("W_1", init, (dim, self.ff_dim))
+        b_1 = self.param("b_1", nn.initializers.zeros, (self.ff_dim,))
+        w_2 = self.param("W_2", init, (self.ff_dim, dim))
+        b_2 = self.param("b_2", nn.initializers.zeros, (dim,))
+        hidden = jax.nn.relu(matmul("btp,pf->btf", x, w_1, self.dtype) + b_1)
+        return matmul("btf,fp->btp", hidden, w_2, self.dtype) + b_2
+
+
+class TransformerBlock(nn.Module):
+    """One layer of one direction: attention over [memory; window], then the feed-forward layer."""
+
+    n_heads: int
+    ff_dim: int
+    dropout: float = 0.1
+    norm: str = "pre"
+    train: bool = False
+    dtype: Any = jnp.float32
+    init_range: float = 0.0
+
+    @nn.compact
+    def __call__(
+        self, h: jax.Array, memory: jax.Array, position: jax.Array | None, allowed: jax.Array
+    ) -> jax.Array:
+        """h `[B, T, P]` (the layer's inputs), memory `[B, M, P]` (its inputs at the memory's
+        slots), position, allowed: see `SelfAttention`. Returns the layer's outputs `[B, T, P]`."""
+        attention = SelfAttention(self.n_heads, self.dtype, self.init_range, name="attention")
+        feed_forward = FeedForward(self.ff_dim, self.dtype, self.init_range, name="feed_forward")
+        attention_norm, feed_forward_norm = layer_norm("attention_norm"), layer_norm("feed_forward_norm")
+        drop = nn.Dropout(self.dropout, deterministic=not self.train)
+        context = jnp.concatenate([memory, h], axis=1)
+        if self.norm == "pre":
+            context = attention_norm(context)
+            h = h + drop(attention(context[:, memory.shape[1] :], context, position, allowed))
+            return h + drop(feed_forward(feed_forward_norm(h)))
+        h = attention_norm(h + drop(attention(h, context, position, allowed)))
+        return feed_forward_norm(h + drop(feed_forward(h)))
+
+
+class DirectionStack(nn.Module):
+    """The stack of one direction (`TransformerStack` maps it over the direction axis)."""
+
+    n_layers: int
+    dim: int
+    ff_dim: int
+    n_heads: int
+    dropout: float
+    token_dropout: float
+    norm: str
+    positions: str
+    max_window: int
+    remat: bool
+    train: bool
+    dtype: Any
+    init_range: float
+
+    @nn.compact
+    def __call__(
+        self, x: jax.Array, mask: jax.Array, memory: jax.Array, memory_mask: jax.Array
+    ) -> tuple[list[jax.Array], jax.Array, jax.Array]:
+        """x `[B, T, F]`, mask `[B, T]`, memory `[B, L, M, P]`, memory_mask `[B, M]` -> (L outputs
+        `[B, T, P]`, zero where mask is false; next memory, next memory mask)."""
+        h = nn.Dropout(self.token_dropout, deterministic=not self.train)(x.astype(jnp.float32))
+        if x.shape[-1] != self.dim:
+            init = kernel_init(self.init_range)
+            w = self.param("W_input", init, (x.shape[-1], self.dim))
+            h = matmul("btf,fp->btp", h, w, self.dtype) + self.param("b_input", nn.initializers.zeros, (self.dim,))
+        valid = jnp.concatenate([memory_mask, mask.astype(bool)], axis=-1)
+        position = self._position_encoding(attention_positions(valid), memory.shape[2])
+        allowed = causal_attention_mask(valid, h.shape[1])
+        block = nn.remat(TransformerBlock) if self.remat else TransformerBlock
+        inputs, outputs = [], []
+        for i in range(self.n_layers):
+            inputs.append(h)
+            h = block(
+                self.n_heads, self.ff_dim, self.dropout, self.norm, self.train, self.dtype, self.init_range,
+                name=f"block_{i}",
+            )(h, memory[:, i], position, allowed)
+            outputs.append(h)
+        if self.norm == "pre":
+            outputs[-1] = layer_norm("final_norm")(h)
+        real = mask.astype(bool)[..., None]
+        new_memory, new_mask = next_memory(memory, jnp.stack(inputs, axis=1), valid)
+        return [jnp.where(real, out, 0.0) for out in outputs], new_memory, new_mask
+
+    def _position_encoding(self, position: jax.Array, n_memory: int) -> jax.Array | None:
+        """`[B, M + T, P]` encodings of the slots' positions `[B, M + T]` (None for 'none')."""
+        if self.positions == "none":
+            return None
+        if self.positions == "sinusoidal":
+            return jnp.take(jnp.asarray(sinusoidal_positions(position.shape[-1], self.dim)), position, axis=0)
+        init = weight_init(self.init_range, nn.initializers.normal(0.02))
+        table = self.param("positions", init, (n_memory + self.max_window, self.dim))
+        return jnp.take(table, position, axis=0)
+
+
+class TransformerStack(nn.Module):
+    """Transformer contextualizer of both directions: the LSTM stack's contract.
+
+    `__call__(x, mask, state, train)`: token embeddings x `[2, B, T, F]`, mask `[2, B, T]`,
+    state a `TransformerState` (`initial_state(B)`) -> (L outputs `[2, B, T, dim]`, zero at
+    padding positions, next state).
+    F != dim: a linear map (W_input, b_input) takes x to dim. T may be at most `max_window`
+    with 'learned' positions (a table of memory_length + max_window rows); longer inputs run as
+    consecutive windows with the state carried. memory_length 0: windows are independent.
+    """
+
+    n_layers: int = 2
+    dim: int = 512
+    ff_dim: int = 2048
+    n_heads: int = 8
+    dropout: float = 0.1
+    token_dropout: float | None = None  # Dropout on the stack's input x (None = `dropout`).
+    norm: str = "pre"  # 'pre' | 'post'.
+    positions: str = "sinusoidal"  # 'learned' | 'sinusoidal' | 'none'.
+    shared_directions: bool = False  # True: one stack's weights for both streams.
+    memory_length: int = 20  # M: carried positions per row and direction.
+    max_window: int = 20  # The longest window T ('learned' positions).
+    remat: bool = False  # Recompute each block's forward pass in the backward pass.
+    dtype: Any = jnp.float32
+    init_range: float = 0.0  # > 0: every weight from U(-init_range, init_range), else Glorot uniform.
+
+    def initial_state(self, batch_size: int) -> TransformerState:
+        """Empty memories for `batch_size` rows per direction (all zeros: `zeros_like` of a state is one)."""
+        shape = (2, batch_size, self.n_layers, self.memory_length, self.dim)
+        return TransformerState(jnp.zeros(shape, jnp.float32), jnp.zeros(shape[:2] + shape[3:4], bool))
+
+    @nn.compact
+    def __call__(
+        self, x: jax.Array, mask: jax.Array, state: TransformerState, train: bool = False
+    ) -> tuple[list[jax.Array], TransformerState]:
+        """x `[2, B, T, F]`, mask `[2, B, T]` (padding where false), state -> (outputs, next state)."""
+        self._check(x.shape[2])
+        shared = self.shared_directions
+        stack = nn.vmap(
+            DirectionStack,
+            variable_axes={"params": None if shared else 0},
+            split_rngs={"params": not shared, "dropout": True},
+        )
+        token_rate = self.dropout if self.token_dropout is None else self.token_dropout
+        outputs, memory, memory_mask = stack(
+            self.n_layers, self.dim, self.ff_dim, self.n_heads, self.dropout, token_rate, self.norm,
+            self.positions, self.max_window, self.remat, train, self.dtype, self.init_range, name="directions",
+        )(x, mask, state.inputs, state.mask)
+        return outputs, TransformerState(memory, memory_mask)
+
+    def _check(self, n_steps: int) -> None:
+        """ValueError for field values the stack cannot run with."""
+        if self.norm not in NORMS:
+            raise ValueError(f"transformer norm must be one of {NORMS}, got {self.norm!r}")
+        if self.positions not in POSITIONS:
+            raise ValueError(f"transformer positions must be one of {POSITIONS}, got {self.positions!r}")
+        if self.dim % self.n_heads:
+            raise ValueError(f"transformer dim {self.dim} is not a multiple of n_heads {self.n_heads}")
+        if self.positions == "learned" and n_steps > self.max_window:
+            raise ValueError(f"a window of {n_steps} steps is longer than the stack's max_window {self.max_window}")
+
+
+def transformer_flops_per_token(
+    n_layers: int, dim: int, ff_dim: int, window: int, memory_length: int, input_dim: int
+) -> int:
+    """Forward matmul FLOPs for one token in one direction (a multiply-add = 2), as computed.
+
+    Per layer and window of T tokens over M memory slots: queries and outputs for T positions,
+    keys and values for all M + T (the memory holds layer inputs), the full `[T, M + T]` score
+    and weighted-sum blocks (masked entries included), the feed-forward layer; plus the input
+    map when input_dim != dim. Divided by T.
+    """
+    context = memory_length + window
+    per_window = n_layers * (
+        window * 2 * dim * dim * 2  # queries, outputs
+        + context * 2 * dim * dim * 2  # keys, values
+        + window * context * 2 * dim * 2  # scores, weighted sum of values
+        + window * 2 * dim * ff_dim * 2  # feed-forward
+    )
+    if input_dim != dim:
+        per_window += window * 2 * input_dim * dim
+    return round(per_window / window)
