@@ -446,9 +446,9 @@ class Elmo(nn.Module):
             raise ValueError(f"a stateful Elmo updates its LSTM states: apply it with mutable=[{STATE_COLLECTION!r}]")
         carried = self.variable(STATE_COLLECTION, "lstm", bilm.initial_state, batch)
         state = carried.value
-        extra_rows = batch - state[0].c.shape[1]
+        extra_rows = batch - jax.tree.leaves(state)[0].shape[1]
         if extra_rows > 0:  # More rows than any call before: they start from zeros.
-            state = jax.tree.map(lambda s: jnp.pad(s, ((0, 0), (0, extra_rows), (0, 0))), state)
+            state = jax.tree.map(lambda s: jnp.pad(s, ((0, 0), (0, extra_rows)) + ((0, 0),) * (s.ndim - 2)), state)
         layers, new_state = _bilm_layers(bilm, params, x, mask, jax.tree.map(lambda s: s[:, :batch], state))
         if not self.is_initializing():
             carried.value = jax.tree.map(

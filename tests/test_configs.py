@@ -31,6 +31,7 @@ TINY_SHAPES = {
 CONFIGS = [
     "default", "demo", "elmo_small", "elmo_medium", "elmo_original", "tests/tiny",
     "ptb_char_small", "ptb_char_small_cpu", "ptb_char_large", "ptb_word_small", "ptb_word_medium",
+    "ptb_char_small_gated_cnn",
 ]
 
 
@@ -54,6 +55,24 @@ def test_ptb_char_small_cpu_differs_from_ptb_char_small_in_epochs_and_dropout_on
     assert (cpu["train"].pop("num_epochs"), small["train"].pop("num_epochs")) == (15, 18)
     assert (cpu["model"].pop("dropout"), small["model"].pop("dropout")) == (0.25, 0.3)
     assert cpu == small
+
+
+def test_ptb_char_small_gated_cnn_swaps_the_contextualizer_only_and_keeps_the_parameter_count():
+    """The counts its docstring prints (10,001-word PTB vocabulary) are the model's."""
+    small = recipe_module("ptb_char_small").get_config()
+    gated = recipe_module("ptb_char_small_gated_cnn").get_config()
+    for config in (small, gated):
+        model = bilm_from_config(config.model, 10001)
+        shapes = jax.eval_shape(lambda: model.init(
+            jax.random.key(0), dummy_inputs(model, 1, 1, config.data.max_chars_per_token), model.initial_state(1)
+        ))["params"]
+        assert sum(x.size for x in jax.tree.leaves(shapes)) == 7_025_981
+    small, gated = small.to_dict(), gated.to_dict()
+    assert (gated["model"].pop("contextualizer"), small["model"].pop("contextualizer")) == ("gated_cnn", "lstm")
+    assert gated["model"].pop("gated_cnn") == {"kernel_width": 2, "n_layers": 4, "residual": True}
+    small["model"].pop("gated_cnn")
+    assert gated == small
+    assert "7,025,981" in recipe_module("ptb_char_small_gated_cnn").__doc__
 
 
 @pytest.mark.parametrize(

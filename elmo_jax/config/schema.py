@@ -50,6 +50,10 @@ def get_config() -> ml_collections.ConfigDict:
     cnn.n_highway = 2  # Highway layers after the convolutions.
     cnn.projection = True  # Project the highway output to lstm.projection_dim (bilm-tf); False: it feeds the
     #                        first LSTM layer directly, sum(channels) wide (Kim et al. 2016; no bilm-tf export).
+    # What reads the token embeddings in context, one stack per direction, each seeing only its side
+    # (docs/contextualizers.md): 'lstm' (bilm-tf's biLM, model.lstm.*) | 'gated_cnn' (Dauphin et al. 2017,
+    # model.gated_cnn.*). Either way the layers are model.lstm.projection_dim wide, as the softmax.
+    model.contextualizer = "lstm"
     model.lstm = lstm = ml_collections.ConfigDict()
     lstm.dim = 4096  # LSTM cell size.
     lstm.projection_dim = 512  # Projection size = token embedding size = output size per direction.
@@ -59,6 +63,12 @@ def get_config() -> ml_collections.ConfigDict:
     lstm.use_skip_connections = True  # Residual connection around layers 2..L.
     lstm.initializer = "uniform"  # Kernels: 'uniform' U(-0.05, 0.05) | 'glorot_uniform' (bilm-tf: TF's default,
     #                              limit sqrt(6 / (fan_in + fan_out)) of LSTMCell's kernel and projection).
+    # Gated CNN: causal convolutions with gated linear units, h = (X*W + b) * sigmoid(X*V + c), layers
+    # model.lstm.projection_dim wide, dropout as the LSTMs' (model.token_dropout, model.dropout).
+    model.gated_cnn = gcnn = ml_collections.ConfigDict()
+    gcnn.kernel_width = 3  # Positions each convolution sees (the current one and k - 1 before it).
+    gcnn.n_layers = 3  # Layers per direction (its own key: a gated CNN of an LSTM's size is deeper).
+    gcnn.residual = True  # Residual connection around layers 2..L (Dauphin et al.'s residual blocks).
     model.init_range = 0.0  # > 0: every weight matrix and embedding from U(-init_range, init_range) (Kim et al.
     #                         2016, Zaremba et al. 2014: 0.05); 0: bilm-tf's initializer of each (see docs/).
     model.dropout = 0.1  # Dropout on each LSTM layer's input and on the softmax input.

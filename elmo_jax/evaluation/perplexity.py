@@ -39,23 +39,21 @@ from elmo_jax.interop.softmax_hdf5 import load_softmax
 from elmo_jax.model import softmax as softmax_lib
 from elmo_jax.data.batching import Batch
 from elmo_jax.model.bilm import BiLM, bilm_from_config
-from elmo_jax.model.lstm import LSTMState
 from elmo_jax.runtime import data_parallel
 from elmo_jax.interop.workdir import load_run, saved_config, workdir_inputs
 from elmo_jax.runtime.data_parallel import AXIS
 
 
-def make_eval_step(
-    model: BiLM, chunk_size: int
-) -> Callable[[Any, list[LSTMState], Batch], tuple[list[LSTMState], dict]]:
-    """Per-device eval step `(params, lstm_state, batch) -> (lstm_state, sums)`: full softmax.
+def make_eval_step(model: BiLM, chunk_size: int) -> Callable[[Any, Any, Batch], tuple[Any, dict]]:
+    """Per-device eval step `(params, state, batch) -> (state, sums)`: full softmax; state is the
+    contextualizer's carried state (`BiLM.initial_state`).
 
     Returns summed NLL `[2]` and token counts `[2]` (forward, backward) over the global batch.
     """
 
-    def eval_step(params: Any, lstm_state: list[LSTMState], batch: Batch) -> tuple[list[LSTMState], dict]:
+    def eval_step(params: Any, state: Any, batch: Batch) -> tuple[Any, dict]:
         inputs = batch
-        _, top, new_state = model.apply({"params": params}, inputs, lstm_state, train=False)
+        _, top, new_state = model.apply({"params": params}, inputs, state, train=False)
         w, b = params["softmax"]["W"], params["softmax"]["b"]
         hidden = top.reshape(-1, top.shape[-1])
         nll = softmax_lib.full_softmax_nll(w, b, hidden, inputs["targets"].reshape(-1), chunk_size)
@@ -69,13 +67,13 @@ def make_eval_step(
     return eval_step
 
 
-def parallel_eval_step(per_device_step: Callable, mesh: jax.sharding.Mesh, params: Any, lstm_state: Any) -> Callable:
-    """jit(shard_map(per_device_step)): params replicated, LSTM states and batch split."""
+def parallel_eval_step(per_device_step: Callable, mesh: jax.sharding.Mesh, params: Any, state: Any) -> Callable:
+    """jit(shard_map(per_device_step)): params replicated, the carried state and batch split."""
     params_spec = jax.tree.map(lambda _: P(), params)
-    lstm_spec = data_parallel.lstm_state_spec(lstm_state)
+    state_spec = data_parallel.carried_state_spec(state)
     mapped = jax.shard_map(
-        per_device_step, mesh=mesh, in_specs=(params_spec, lstm_spec, data_parallel.BATCH_SPEC),
-        out_specs=(lstm_spec, P()), check_vma=False,
+        per_device_step, mesh=mesh, in_specs=(params_spec, state_spec, data_parallel.BATCH_SPEC),
+        out_specs=(state_spec, P()), check_vma=False,
     )
     return jax.jit(mapped, donate_argnums=1)
 
@@ -102,19 +100,19 @@ class Evaluator:
         batcher = evaluation_batcher(
             self.data, sentences, self.vocab, self.batch_size, self.unroll_steps, self.max_chars, proc, n_proc
         )
-        lstm_state = jax.device_put(
+        state = jax.device_put(
             self.model.initial_state(self.batch_size),
-            data_parallel.shardings(self.mesh, data_parallel.lstm_state_spec(self.model.initial_state(1))),
+            data_parallel.shardings(self.mesh, data_parallel.carried_state_spec(self.model.initial_state(1))),
         )
         if self._step is None:
-            self._step = parallel_eval_step(self._per_device_step, self.mesh, params, lstm_state)
+            self._step = parallel_eval_step(self._per_device_step, self.mesh, params, state)
         total = count_positions(sentences)
         if max_tokens:
             total = min(total, max_tokens)
         sums, seen = [], 0
         with tqdm(total=total, desc="eval", unit="tok", disable=not progress or proc != 0, leave=False) as bar:
             for batch in batcher:
-                lstm_state, batch_sums = self._step(params, lstm_state, data_parallel.shard_batch(batch, self.mesh))
+                state, batch_sums = self._step(params, state, data_parallel.shard_batch(batch, self.mesh))
                 sums.append(batch_sums)
                 n = int(batch["mask"][0].sum()) * n_proc
                 seen += n

@@ -52,6 +52,12 @@ its LSTM layers: it has no ELMo layers, and the methods above refuse it. An embe
 `any_token_width=True` serves it through `embed_sentence_layers`, each layer at its own width
 (`SentenceLayers`), computed by XLA (the C++ kernels read token embeddings of the LSTMs' width).
 
+A biLM whose contextualizer is not an LSTM (`model.contextualizer`, docs/contextualizers.md) embeds
+the same way with XLA through `BiLM.contextualize` (`run_contextualizer`): stateful, row r's
+sentences as one stream continuing from row r's carried state; stateless, each sentence
+`<S> w1 .. wn </S>` from the zero state. The C++ kernels and the once-per-word first layer are
+the LSTMs' (with `--engine cpu` or `auto` the C++ char CNN still computes the token embeddings).
+
 `--token_embeddings VOCAB` writes the dataset `embedding` `(n_vocab, projection_dim)`: the
 context-independent token embedding of each vocabulary line (first tab-separated field), as
 bilm-tf's `dump_token_embeddings` (a word-input biLM: the embedding row of each word, `<UNK>`'s
@@ -85,13 +91,14 @@ from elmo_jax.interop.export_sets import check_one_export
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.inference.ragged_lstm import run_lstms
-from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings
+from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count
 
 GROUP_POSITIONS = 8192  # `embed_sentences` runs the LSTMs over consecutive batches of about this many positions.
 LAYER_MODES = ("all", "top", "average")  # What `embed_file` writes per sentence (`select_layers`).
 ENGINES = ("auto", "cpu", "xla")  # What computes the char CNN and the LSTMs (`cpu_kernels`).
 DEFAULT_BATCH_SIZE = 64  # Sentences per batch, as AllenNLP's `ElmoEmbedder` and `allennlp elmo`.
 SENTENCE_TO_INDEX = "sentence_to_index"  # `embed_file`'s dataset: JSON of sentence -> dataset name.
+TIME_STEP = 16  # `run_contextualizer`'s shortest padded stream length (`padded_count`).
 
 
 class PretrainedBiLM(NamedTuple):
@@ -128,6 +135,36 @@ class SentenceLayers(NamedTuple):
 def _embed_tokens(model: BiLM, params: Any, char_ids: jax.Array) -> jax.Array:
     """char_ids `[N, C]` -> token embeddings `[N, P]`."""
     return model.apply({"params": params}, {"char_ids": char_ids}, method=BiLM.embed_tokens)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _contextualize(model: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: Any) -> tuple[jax.Array, Any]:
+    """Token embeddings x `[2, n, T, F]`, mask `[2, n, T]` -> the contextual layers `[L, 2, n, T, P]`, state."""
+    layers, _, new_state = model.apply({"params": params}, x, mask, state, method=BiLM.contextualize)
+    return jnp.stack(layers[1:]), new_state
+
+
+def run_contextualizer(
+    model: BiLM, params: Any, words: np.ndarray, word_ids: np.ndarray, lengths: np.ndarray, rows: np.ndarray, state: Any
+) -> tuple[np.ndarray, Any]:
+    """`run_lstms` for any contextualizer, with XLA in one call (`BiLM.contextualize`): the layers
+    `[L, 2, n, T', P]` of n token streams (word_ids `[2, n, T]` rows of `words` `[W, F]`, row i's first
+    lengths[i] positions real), each continuing from its state row `rows[i]` of `state` (leaves
+    `[2, B, ...]`), and `state` with those rows advanced. T' pads the longest length to
+    `padded_count(longest, TIME_STEP)`, so few lengths compile."""
+    steps = padded_count(int(lengths.max()), TIME_STEP)
+    ids = np.zeros((2, len(lengths), steps), np.int64)
+    ids[:, :, : min(steps, word_ids.shape[2])] = word_ids[:, :, :steps]
+    mask = np.broadcast_to(np.arange(steps) < lengths[:, None], ids.shape)
+    row_state = jax.tree.map(lambda s: np.asarray(s)[:, rows], state)
+    layers, new_rows = _contextualize(model, params, words[ids], mask, row_state)
+
+    def advanced(old: Any, new: Any) -> np.ndarray:
+        out = np.array(old)
+        out[:, rows] = np.asarray(new)
+        return out
+
+    return np.asarray(layers), jax.tree.map(advanced, state, new_rows)
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -201,6 +238,7 @@ def cpu_kernels(model: BiLM, params: Mapping, engine: str) -> CpuKernels:
     'auto': the kernels when JAX computes on the CPU and the biLM is float32, unless they cannot
     be built (then Nones, with a warning). A word-input biLM has no char CNN to compute. A biLM
     without a token projection: XLA ('cpu' is refused), as the kernels read P-wide token embeddings.
+    A biLM of another contextualizer than LSTMs: the C++ char CNN at most (`run_contextualizer`).
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -215,7 +253,7 @@ def cpu_kernels(model: BiLM, params: Mapping, engine: str) -> CpuKernels:
         return CpuKernels(None, None)
     try:
         char_cnn = CpuCharCnn(model, params) if model.token_encoder == "char_cnn" else None
-        return CpuKernels(char_cnn, CpuLstmStack(model, params))
+        return CpuKernels(char_cnn, CpuLstmStack(model, params) if model.contextualizer == "lstm" else None)
     except KernelUnavailable as e:
         if engine == "cpu":
             raise
@@ -350,7 +388,7 @@ class ElmoEmbedder:
         self.batch_size = batch_size
         self.stateful = stateful
         self.kernels = cpu_kernels(model, self.params, engine)
-        self._boundary_state: list[LSTMState] | None = None  # See `_sentence_start_state`.
+        self._boundary_state: list[LSTMState] | None = None  # See `_sentence_start_state` (LSTMs).
         self.reset_states()
         if model.token_encoder == "word":
             self.tokens = self._word_tokens(vocab, vocab_to_cache)
@@ -386,23 +424,21 @@ class ElmoEmbedder:
         return self.model.n_layers + 1
 
     def reset_states(self) -> None:
-        """Zero LSTM states for `batch_size` rows (more rows are added as batches need them)."""
+        """Zero carried states for `batch_size` rows (more rows are added as batches need them)."""
         self._state = self._zero_state(self.batch_size)
 
-    def _zero_state(self, rows: int) -> list[LSTMState]:
-        """Zero LSTM states of `rows` rows per direction, on the host (nothing for XLA to compile)."""
-        shapes = (2, rows, self.model.dim), (2, rows, self.model.projection_dim)
-        return [LSTMState(*(np.zeros(shape, np.float32) for shape in shapes)) for _ in range(self.model.n_layers)]
+    def _zero_state(self, rows: int) -> Any:
+        """The biLM's zero carried state (`BiLM.initial_state`: LSTM states, gated-CNN buffers) of
+        `rows` rows per direction, on the host (nothing for XLA to compile)."""
+        shapes = jax.eval_shape(lambda: self.model.initial_state(rows))
+        return jax.tree.map(lambda s: np.zeros(s.shape, np.float32), shapes)
 
     def _state_rows(self, rows: int) -> int:
         """The carried states' row count once they have at least `rows` rows (new rows: zeros)."""
-        have = self._state[0].c.shape[1]
+        have = jax.tree.leaves(self._state)[0].shape[1]
         if rows > have:
             zeros = self._zero_state(rows - have)
-            self._state = [
-                LSTMState(*(np.concatenate([np.asarray(a), b], axis=1) for a, b in zip(old, new)))
-                for old, new in zip(self._state, zeros)
-            ]
+            self._state = jax.tree.map(lambda a, b: np.concatenate([np.asarray(a), b], axis=1), self._state, zeros)
         return max(rows, have)
 
     def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
@@ -520,18 +556,22 @@ class ElmoEmbedder:
         takes only its n tokens' positions. Stateful, each sentence is `<S> w1 .. wn </S>` in the
         forward stream (the state after `</S>` carries on to the row's next sentence). The backward
         stream holds each sentence reversed in place. Only the streams' last chunks run fewer than
-        all rows.
+        all rows. A biLM of another contextualizer: stateless, each sentence `<S> w1 .. wn </S>` in
+        its own stream from the zero state; all streams in one `run_contextualizer` call.
         """
         sentences = [sentence for batch in batches for sentence in batch]
         p = self.model.projection_dim
         empty = SentenceLayers(np.zeros((0, token_dim(self.model)), np.float32),
                                np.zeros((self.model.n_layers, 0, 2 * p), np.float32))
         out = [empty] * len(sentences)
-        edge = 1 if self.stateful else 0  # Boundary tokens at each end of a sentence's positions.
+        lstm = self.model.contextualizer == "lstm"
+        edge = 1 if self.stateful or not lstm else 0  # Boundary tokens at each end of a sentence's positions.
         if self.stateful:
             streams, state = self._stateful_streams(batches, self._state_rows(rows)), self._state
-        else:
+        elif lstm:
             streams, state = self._packed_streams(sentences, rows), self._zero_state(rows)
+        else:
+            streams, state = self._stateful_streams([sentences], len(sentences)), self._zero_state(len(sentences))
         active = sorted((row for row, segments in enumerate(streams) if segments), key=lambda r: -streams[r].length)
         if not active:
             return out
@@ -547,11 +587,16 @@ class ElmoEmbedder:
                 word_ids[1, i, start : start + len(ids)] = ids[::-1]  # The backward LM reads it reversed.
                 starts[i, start] = True
         embeddings = self.tokens.lookup(list(words))  # [n_words, P]
-        lstm_layers, state = run_lstms(
-            self.model, self.params, embeddings, word_ids, lengths, np.array(active), state,
-            reset=None if self.stateful else starts,
-            reset_state=None if self.stateful else self._sentence_start_state(), cpu_stack=self.kernels.lstm_stack,
-        )
+        if lstm:
+            lstm_layers, state = run_lstms(
+                self.model, self.params, embeddings, word_ids, lengths, np.array(active), state,
+                reset=None if self.stateful else starts,
+                reset_state=None if self.stateful else self._sentence_start_state(), cpu_stack=self.kernels.lstm_stack,
+            )
+        else:
+            lstm_layers, state = run_contextualizer(
+                self.model, self.params, embeddings, word_ids, lengths, np.array(active), state
+            )
         if self.stateful:
             self._state = state
         for i, row in enumerate(active):

@@ -171,6 +171,11 @@ def load_options(path: str) -> ml_collections.ConfigDict:
 def options_dict(config: ml_collections.ConfigDict) -> dict:
     """The bilm-tf `options.json` content of an elmo-jax config (`model` and `data` sections)."""
     model = config.model
+    if model.get("contextualizer", "lstm") != "lstm":
+        raise OptionsError(
+            "the bilm-tf/AllenNLP format holds LSTM biLMs only; this one's contextualizer is "
+            f"model.contextualizer={model.contextualizer!r}"
+        )
     if model.token_encoder != "char_cnn":
         raise OptionsError(
             f"only char-CNN biLMs have a bilm-tf/AllenNLP format (model.token_encoder={model.token_encoder!r})"

@@ -1,7 +1,10 @@
-"""The bidirectional language model: shared token encoder, two LSTM stacks, shared softmax.
+"""The bidirectional language model: shared token encoder, a contextualizer per direction, shared softmax.
 
 Inputs carry a leading direction axis of size 2 (0 = forward stream, 1 = backward stream of
-reversed sentences), so one token-encoder call and one scan per layer serve both directions.
+reversed sentences), so one token-encoder call and one contextualizer call serve both directions.
+The contextualizer (`model.contextualizer`): 'lstm' (two LSTM stacks, bilm-tf's) or 'gated_cnn'
+(two stacks of causal gated convolutions, model/gated_cnn.py); each reads its stream in order, so
+the backward one sees the text to the right.
 """
 
 from __future__ import annotations
@@ -17,22 +20,26 @@ from elmo_jax.config.validation import validate
 from elmo_jax.model.char_cnn import CharCNNEncoder
 from elmo_jax.model.conv_pool import resolve_block
 from elmo_jax.model.distinct_rows import distinct_rows
+from elmo_jax.model.gated_cnn import GatedCNNStack, initial_buffers
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.softmax import SoftmaxWeights
 from elmo_jax.model.word_encoder import WordEncoder
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 ENCODERS = ("char_cnn", "word")
+CONTEXTUALIZERS = ("lstm", "gated_cnn")
 
 
 class BiLM(nn.Module):
     """ELMo biLM.
 
     __call__(inputs, state, train) with inputs `{'token_ids' [2,B,T], 'char_ids' [2,B,T,C]
-    (char encoder), 'mask' [2,B,T]}` and state `[LSTMState per layer]` returns
-    `(layers, top, new_state)`: layers = `[token embedding, layer 1, ..., layer L]`, each
-    `[2, B, T, P]` (the token embedding `[2, B, T, sum of channels]` without a token projection);
-    top = the last layer after dropout (the softmax input).
+    (char encoder), 'mask' [2,B,T]}` and state (`initial_state`: an `LSTMState` per LSTM layer,
+    a buffer `[2, B, k-1, .]` per gated-CNN layer) returns `(layers, top, new_state)`: layers =
+    `[token embedding, layer 1, ..., layer L]`, each `[2, B, T, P]` (the token embedding
+    `[2, B, T, sum of channels]` without a token projection); top = the last layer after dropout
+    (the softmax input). n_layers = L, the contextualizer's depth; dim, the clips, skip connections,
+    the initializer, unroll and the kernel are the LSTM's; kernel_width and residual the gated CNN's.
     """
 
     vocab_size: int
@@ -59,6 +66,9 @@ class BiLM(nn.Module):
     conv_block: int = 0  # Char CNN convolutions (conv_pool.resolve_block).
     conv_kernel: str = "xla"  # Their forward pass: 'xla' | 'pallas' (CharCNNEncoder.conv_kernel).
     distinct_fraction: float = 0.0  # > 0: encode each distinct word once (see embed_tokens).
+    contextualizer: str = "lstm"  # One of CONTEXTUALIZERS.
+    kernel_width: int = 3  # Gated CNN: positions each convolution sees.
+    residual: bool = True  # Gated CNN: residual connections around layers 2..L.
 
     def setup(self) -> None:
         if self.token_encoder == "char_cnn":
@@ -71,6 +81,21 @@ class BiLM(nn.Module):
             self.encoder = WordEncoder(self.vocab_size, self.projection_dim, self.init_range)
         else:
             raise ValueError(f"model.token_encoder must be 'char_cnn' or 'word', got {self.token_encoder!r}")
+        token_rate = self.dropout if self.token_dropout is None else self.token_dropout
+        if self.contextualizer == "lstm":
+            self._setup_lstm()
+        elif self.contextualizer == "gated_cnn":
+            self.stack = GatedCNNStack(
+                self.projection_dim, self.n_layers, self.kernel_width, self.residual, self.dropout, token_rate,
+                self.dtype, self.init_range, name="gated_cnn",
+            )
+        else:
+            raise ValueError(f"model.contextualizer must be one of {CONTEXTUALIZERS}, got {self.contextualizer!r}")
+        self.softmax = SoftmaxWeights(self.vocab_size, self.projection_dim, self.init_range)
+        self.drop = nn.Dropout(self.dropout)
+        self.token_drop = nn.Dropout(token_rate)
+
+    def _setup_lstm(self) -> None:
         self.layers = [
             BiLSTMLayer(
                 self.dim, self.projection_dim, self.cell_clip, self.proj_clip,
@@ -80,13 +105,19 @@ class BiLM(nn.Module):
             )
             for i in range(self.n_layers)
         ]
-        self.softmax = SoftmaxWeights(self.vocab_size, self.projection_dim, self.init_range)
-        self.drop = nn.Dropout(self.dropout)
-        token_rate = self.dropout if self.token_dropout is None else self.token_dropout
-        self.token_drop = nn.Dropout(token_rate)
 
-    def initial_state(self, batch_size: int) -> list[LSTMState]:
-        """Zero states for `batch_size` rows per direction."""
+    @property
+    def token_dim(self) -> int:
+        """Width of the token embeddings: the char CNN's channels without a token projection, else P."""
+        if self.token_encoder == "char_cnn" and not self.token_projection:
+            return sum(n for _, n in self.filters)
+        return self.projection_dim
+
+    def initial_state(self, batch_size: int) -> list[Any]:
+        """Zero carried state for `batch_size` rows per direction: an `LSTMState` per LSTM layer, or
+        the gated CNN's buffers (`initial_buffers`). Every leaf has the rows on axis 1."""
+        if self.contextualizer == "gated_cnn":
+            return initial_buffers(batch_size, self.token_dim, self.projection_dim, self.n_layers, self.kernel_width)
         return [
             LSTMState(jnp.zeros((2, batch_size, self.dim)), jnp.zeros((2, batch_size, self.projection_dim)))
             for _ in range(self.n_layers)
@@ -119,18 +150,22 @@ class BiLM(nn.Module):
         return out.reshape(*lead_shape, out.shape[-1])
 
     def __call__(
-        self, inputs: dict[str, jax.Array], state: list[LSTMState], train: bool = False
-    ) -> tuple[list[jax.Array], jax.Array, list[LSTMState]]:
+        self, inputs: dict[str, jax.Array], state: list[Any], train: bool = False
+    ) -> tuple[list[jax.Array], jax.Array, list[Any]]:
         layers, top, new_state = self.contextualize(self.embed_tokens(inputs), inputs["mask"], state, train)
         if self.is_initializing():
             self.softmax()  # Create the softmax parameters.
         return layers, top, new_state
 
     def contextualize(
-        self, x: jax.Array, mask: jax.Array, state: list[LSTMState], train: bool = False
-    ) -> tuple[list[jax.Array], jax.Array, list[LSTMState]]:
-        """Token embeddings x `[2, B, T, F]` through the LSTM stacks: `__call__` without the encoder."""
-        outputs, new_state = self._lstm_layers(0, x, mask, state, None, None, train)
+        self, x: jax.Array, mask: jax.Array, state: list[Any], train: bool = False
+    ) -> tuple[list[jax.Array], jax.Array, list[Any]]:
+        """Token embeddings x `[2, B, T, F]` through the contextualizer's stacks: `__call__` without
+        the encoder."""
+        if self.contextualizer == "gated_cnn":
+            outputs, new_state = self.stack(x, mask, state, train)
+        else:
+            outputs, new_state = self._lstm_layers(0, x, mask, state, None, None, train)
         return [x, *outputs], self.drop(outputs[-1], deterministic=not train), new_state
 
     def _lstm_layers(
@@ -158,8 +193,13 @@ class BiLM(nn.Module):
     def first_layer_gates(self, x: jax.Array) -> jax.Array:
         """The first LSTM layer's x W_input for both directions: token embeddings x `[N, F]` ->
         `[2, N, 4 dim]`. A token embedding depends on the word alone, so embedding computes these
-        once per distinct word and gathers them for `contextualize_from_gates`."""
+        once per distinct word and gathers them for `contextualize_from_gates` (LSTMs only)."""
+        self._require_lstm("first_layer_gates")
         return self.layers[0].input_gates(x)
+
+    def _require_lstm(self, method: str) -> None:
+        if self.contextualizer != "lstm":
+            raise ValueError(f"BiLM.{method} is for LSTM biLMs; this one's contextualizer is {self.contextualizer!r}")
 
     def contextualize_from_gates(
         self,
@@ -173,7 +213,8 @@ class BiLM(nn.Module):
         (`first_layer_gates` of each position's token): returns the LSTM layers (`[2, B, T, P]`
         each, without the token embeddings) and the final states. reset: optional `[2, B, T]`, each
         layer's state becomes its `reset_state` (`[2, 1, .]`, default zeros) before the step where
-        true (sentences packed one after another in a row)."""
+        true (sentences packed one after another in a row). LSTMs only."""
+        self._require_lstm("contextualize_from_gates")
         first_reset_state = None if reset_state is None else reset_state[0]
         x, final = self.layers[0].from_input_gates(first_gates, mask, state[0], reset, first_reset_state)
         outputs, new_state = self._lstm_layers(1, x, mask, state, reset, reset_state, train=False)
@@ -197,7 +238,7 @@ def bilm_from_config(model: Mapping[str, Any], vocab_size: int) -> BiLM:
         token_projection=model.char_cnn.projection,
         dim=model.lstm.dim,
         projection_dim=model.lstm.projection_dim,
-        n_layers=model.lstm.n_layers,
+        n_layers=model.gated_cnn.n_layers if model.contextualizer == "gated_cnn" else model.lstm.n_layers,
         cell_clip=model.lstm.cell_clip or None,
         proj_clip=model.lstm.proj_clip or None,
         use_skip_connections=model.lstm.use_skip_connections,
@@ -212,4 +253,7 @@ def bilm_from_config(model: Mapping[str, Any], vocab_size: int) -> BiLM:
         conv_block=model.conv_block,
         conv_kernel=model.conv_kernel,
         distinct_fraction=model.distinct_fraction,
+        contextualizer=model.contextualizer,
+        kernel_width=model.gated_cnn.kernel_width,
+        residual=model.gated_cnn.residual,
     )

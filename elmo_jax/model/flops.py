@@ -16,7 +16,7 @@ def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: in
     """Forward FLOPs for one token in one direction, by component."""
     p, d = model.lstm.projection_dim, model.lstm.dim
     parts = {}
-    token_dim = p  # The first LSTM layer's input width.
+    token_dim = p  # The first contextual layer's input width.
     if model.token_encoder == "char_cnn":
         cnn = model.char_cnn
         n_filters = sum(n for _, n in cnn.filters)
@@ -26,9 +26,12 @@ def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: in
             parts["token_projection"] = 2 * n_filters * p
         else:
             token_dim = n_filters
-    projection = 2 * d * p if has_projection(d, p) else 0
-    layer_inputs = (model.lstm.n_layers - 1) * p + token_dim
-    parts["lstm"] = 2 * (layer_inputs + model.lstm.n_layers * p) * 4 * d + model.lstm.n_layers * projection
+    if model.get("contextualizer", "lstm") == "gated_cnn":
+        parts["gated_cnn"] = gated_cnn_flops(model, token_dim)
+    else:
+        projection = 2 * d * p if has_projection(d, p) else 0
+        layer_inputs = (model.lstm.n_layers - 1) * p + token_dim
+        parts["lstm"] = 2 * (layer_inputs + model.lstm.n_layers * p) * 4 * d + model.lstm.n_layers * projection
     softmax_rows = model.softmax.n_negative_samples + 1 if model.softmax.sampled else vocab_size
     parts["softmax"] = 2 * p * softmax_rows
     return parts
@@ -37,3 +40,11 @@ def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: in
 def train_flops_per_token(model: ml_collections.ConfigDict, vocab_size: int, max_chars: int) -> int:
     """Training FLOPs per token: 2 directions x 3 (forward + backward pass)."""
     return 6 * sum(forward_flops_per_direction(model, vocab_size, max_chars).values())
+
+
+def gated_cnn_flops(model: ml_collections.ConfigDict, token_dim: int) -> int:
+    """Forward FLOPs of the gated CNN for one token in one direction: per layer one matmul of the
+    k-wide window (k x its input width) by W and V (2 P outputs)."""
+    gcnn, p = model.gated_cnn, model.lstm.projection_dim
+    layer_inputs = token_dim + (gcnn.n_layers - 1) * p
+    return 2 * gcnn.kernel_width * layer_inputs * 2 * p

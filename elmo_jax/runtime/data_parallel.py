@@ -1,5 +1,5 @@
-"""Data parallelism over every device: a 1-D 'data' mesh, batches and carried LSTM states
-(`[2, B, ...]`) split along the batch axis, decisions agreed by all processes.
+"""Data parallelism over every device: a 1-D 'data' mesh, batches and the contextualizer's carried
+state (`[2, B, ...]` leaves) split along the batch axis, decisions agreed by all processes.
 
 The same code runs on 1 CPU, simulated CPU devices, GPUs or a TPU slice, single- or
 multi-process; training (training/parallel.py) and evaluation build their steps on it.
@@ -13,7 +13,7 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-AXIS = "data"  # The mesh axis that batches and LSTM states are split along.
+AXIS = "data"  # The mesh axis that batches and carried states are split along.
 BATCH_SPEC = P(None, AXIS)  # Batch arrays `[2 directions, B, ...]` are split along B.
 
 
@@ -54,9 +54,10 @@ def check_batch_size(batch_size: int, mesh: jax.sharding.Mesh, key: str) -> None
         raise ValueError(f"{key}={batch_size} must be divisible by the number of devices ({n})")
 
 
-def lstm_state_spec(lstm_state: Any) -> Any:
-    """Carried states `[2, B, ...]` are split along B."""
-    return jax.tree.map(lambda _: P(None, AXIS), lstm_state)
+def carried_state_spec(state: Any) -> Any:
+    """A carried state pytree (`BiLM.initial_state`: LSTM states, gated-CNN buffers), every leaf
+    `[2, B, ...]`, is split along B."""
+    return jax.tree.map(lambda _: P(None, AXIS), state)
 
 
 def shardings(mesh: jax.sharding.Mesh, specs: Any) -> Any:

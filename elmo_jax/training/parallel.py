@@ -1,7 +1,7 @@
 """The training step over the 'data' mesh (runtime/data_parallel.py): per-device steps mapped with
 shard_map, the train state's shardings.
 
-Parameters and optimizer state are replicated; carried LSTM states (`[2, B, ...]`) are split
+Parameters and optimizer state are replicated; the carried state (`[2, B, ...]` leaves) is split
 along the batch axis, as the batches are.
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import jax
 from jax.sharding import PartitionSpec as P
 
-from elmo_jax.runtime.data_parallel import BATCH_SPEC, lstm_state_spec, shardings
+from elmo_jax.runtime.data_parallel import BATCH_SPEC, carried_state_spec, shardings
 
 if TYPE_CHECKING:  # Annotations only: the train state imports optax.
     from elmo_jax.training.state import TrainState
@@ -24,7 +24,7 @@ def train_state_spec(state: TrainState) -> TrainState:
         step=P(),
         params=replicated(state.params),
         opt_state=replicated(state.opt_state),
-        lstm_state=lstm_state_spec(state.lstm_state),
+        lstm_state=carried_state_spec(state.lstm_state),
         rng=P(),
     )
 

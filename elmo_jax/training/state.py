@@ -10,16 +10,16 @@ import jax.numpy as jnp
 import optax
 
 from elmo_jax.model.bilm import BiLM
-from elmo_jax.model.lstm import LSTMState
 
 
 class TrainState(flax.struct.PyTreeNode):
-    """step, params, opt_state, the carried LSTM states (`[2, B, ...]` per layer) and the RNG."""
+    """step, params, opt_state, the contextualizer's carried state (`BiLM.initial_state`: LSTM states
+    or gated-CNN buffers, `[2, B, ...]` leaves; the field keeps its name, that of the checkpoints) and the RNG."""
 
     step: jax.Array
     params: Any
     opt_state: Any
-    lstm_state: list[LSTMState]
+    lstm_state: list[Any]
     rng: jax.Array
     tx: optax.GradientTransformation = flax.struct.field(pytree_node=False)
 
@@ -44,7 +44,7 @@ def init_params(model: BiLM, rng: jax.Array, max_chars: int) -> Any:
 def create_train_state(
     model: BiLM, tx: optax.GradientTransformation, seed: int, batch_size: int, max_chars: int, params: Any = None
 ) -> TrainState:
-    """Fresh state: initialised params (or `params`), optimizer state, zero LSTM states for
+    """Fresh state: initialised params (or `params`), optimizer state, the zero carried state for
     `batch_size` rows."""
     init_rng, rng = jax.random.split(jax.random.key(seed))
     if params is None:

@@ -18,7 +18,6 @@ import optax
 
 from elmo_jax.data.batching import Batch
 from elmo_jax.model.bilm import BiLM
-from elmo_jax.model.lstm import LSTMState
 from elmo_jax.model import softmax as softmax_lib
 from elmo_jax.training import softmax_rows
 from elmo_jax.runtime.data_parallel import AXIS
@@ -152,12 +151,12 @@ def training_loss(
     loss_scale: float,
     params: Any,
     inputs: dict[str, jax.Array],
-    lstm_state: list[LSTMState],
+    lstm_state: list[Any],
     scored: Scored,
     dropout_rng: jax.Array,
     global_count: jax.Array,
-) -> tuple[jax.Array, tuple[list[LSTMState], jax.Array]]:
-    """`loss_scale` x this device's share of the global batch's loss, and (new LSTM states, the
+) -> tuple[jax.Array, tuple[list[Any], jax.Array]]:
+    """`loss_scale` x this device's share of the global batch's loss, and (the new carried state, the
     directions' shares of the mean NLL `[2]`). Pure: what `jax.value_and_grad` differentiates.
 
     The loss is the mean over the two directions of each direction's mean NLL over the global
@@ -202,7 +201,7 @@ def make_train_step(
     The step draws the negatives, takes the softmax rows they and the targets touch (row-sparse
     updates), differentiates `training_loss`, sums the gradients over devices and applies the
     optimizer. metrics['nonfinite'] is 1.0 when the loss or the gradient norm is NaN or infinite;
-    with `train.nonfinite_policy='skip'` such a step leaves params, optimizer and LSTM states
+    with `train.nonfinite_policy='skip'` such a step leaves params, optimizer and carried states
     unchanged (the step counter still advances, so the next step sees new data and negatives).
     """
     if config.train.nonfinite_policy not in NONFINITE_POLICIES:
@@ -273,14 +272,14 @@ def _apply_gradients(
     params: Any,
     opt_state: Any,
     grads: Any,
-    new_lstm_state: list[LSTMState],
+    new_lstm_state: list[Any],
     finite: jax.Array,
     skip_nonfinite: bool,
     view: softmax_rows.RowView | None,
 ) -> TrainState:
     """The next state: the optimizer's update of `params` (all of them, or the softmax rows of
-    `view` written back into the full tables), the new LSTM states, the step + 1; with
-    `skip_nonfinite`, a non-finite step keeps the old params, optimizer and LSTM states."""
+    `view` written back into the full tables), the new carried state, the step + 1; with
+    `skip_nonfinite`, a non-finite step keeps the old params, optimizer and carried state."""
     updates, new_opt_state = state.tx.update(grads, opt_state, params)
     updated = (optax.apply_updates(params, updates), new_opt_state, jax.lax.stop_gradient(new_lstm_state))
     if skip_nonfinite:

@@ -29,6 +29,11 @@ BAD_VALUES = [
     ("train.batch_size", 0),
     ("model.lstm.projection_dim", 0),
     ("model.lstm.n_layers", 0),
+    ("model.contextualizer", "rnn"),
+    ("model.contextualizer", "LSTM"),
+    ("model.gated_cnn.kernel_width", 1),  # A width-1 convolution sees no context.
+    ("model.gated_cnn.n_layers", 0),
+    ("model.gated_cnn.residual", 1),
     ("model.lstm.dim", 0),
     ("model.char_cnn.embed_dim", 0),
     ("data.max_chars_per_token", 0),

@@ -521,3 +521,64 @@ def test_bilm_from_workdir_records_the_step_it_loaded(word_workdir):
     """The latest checkpoint's step when none is asked (make_checkpoint_workdir saves step 2)."""
     workdir, _ = word_workdir
     assert embed.bilm_from_workdir(workdir).step == 2 and embed.bilm_from_workdir(workdir, 2).step == 2
+
+
+def gated_cnn_bilm(engine_chars: int = 12) -> PretrainedBiLM:
+    """configs/tests/tiny.py with the gated CNN (kernel 3, 3 layers of 8), random params, no dropout."""
+    config = helpers.tiny_config(**{"model.contextualizer": "gated_cnn", "model.dropout": 0.0})
+    model = bilm_from_config(config.model, vocab_size=5)
+    shapes = jax.eval_shape(lambda: init_params(model, jax.random.key(0), engine_chars))
+    rng = np.random.default_rng(5)
+    params = jax.tree.map(lambda s: rng.normal(0.0, 0.5, s.shape).astype(s.dtype), shapes)
+    return PretrainedBiLM(model, {k: v for k, v in params.items() if k != "softmax"}, engine_chars)
+
+
+def contextualized_streams(pretrained: PretrainedBiLM, embedder: ElmoEmbedder, streams: list[list[list[str]]]):
+    """The reference: each stream (its sentences with <S> and </S>, one after another; the backward
+    stream each sentence reversed in place) through `BiLM.contextualize` in one call from zeros,
+    cut into sentences as ELMo layers `[L + 1, n, 2P]`."""
+    out = []
+    for sentences in streams:
+        forward = [w for s in sentences for w in ("<S>", *s, "</S>")]
+        backward = [w for s in sentences for w in ("<S>", *s, "</S>")[::-1]]
+        x = np.stack([embedder.token_embeddings(forward), embedder.token_embeddings(backward)])[:, None]
+        layers, _, _ = pretrained.model.apply(
+            {"params": pretrained.params}, x, np.ones(x.shape[:3], bool), pretrained.model.initial_state(1),
+            method=BiLM.contextualize,
+        )
+        start = 0
+        for s in sentences:
+            n = len(s)
+            fwd = np.stack([np.asarray(layer)[0, 0, start + 1 : start + 1 + n] for layer in layers])
+            bwd = np.stack([np.asarray(layer)[1, 0, start + 1 : start + 1 + n][::-1] for layer in layers])
+            out.append(np.concatenate([fwd, bwd], axis=-1))
+            start += n + 2
+    return out
+
+
+@pytest.mark.parametrize("engine", ["auto", "xla"])
+def test_gated_cnn_bilm_embeds_as_contextualize_stateful_and_stateless(engine):
+    """A non-LSTM biLM embeds with XLA through `BiLM.contextualize`: stateful, row r of each batch
+    continues row r's stream of the batches before (three batches of 2, one shorter); stateless,
+    every sentence alone from the zero state; with any engine (the C++ char CNN at most)."""
+    pretrained = gated_cnn_bilm()
+    sentences = [["the", "cat", "sat"], ["a", "dog"], ["a", "bird", "flew", "past", "the", "barn"], ["it"], ["x"]]
+    stateful = ElmoEmbedder.from_pretrained(pretrained, batch_size=2, engine=engine)
+    assert stateful.kernels.lstm_stack is None
+    got = list(stateful.embed_sentences(sentences))
+    want = contextualized_streams(pretrained, stateful, [sentences[0::2], sentences[1::2]])
+    want = [want[0], want[3], want[1], want[4], want[2]]  # Stream order back to sentence order.
+    assert [g.shape for g in got] == [(4, len(s), 16) for s in sentences]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    stateless = ElmoEmbedder.from_pretrained(pretrained, batch_size=2, stateful=False, engine=engine)
+    alone = contextualized_streams(pretrained, stateless, [[s] for s in sentences])
+    for g, w in zip(stateless.embed_sentences(sentences), alone):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(got[2][1:], alone[2][1:], atol=1e-3)  # Stateful: the earlier sentence is context.
+
+
+def test_gated_cnn_bilm_refuses_the_lstm_only_methods():
+    pretrained = gated_cnn_bilm()
+    with pytest.raises(ValueError, match="LSTM biLMs; this one's contextualizer is 'gated_cnn'"):
+        pretrained.model.apply({"params": pretrained.params}, np.zeros((1, 8)), method=BiLM.first_layer_gates)

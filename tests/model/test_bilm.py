@@ -359,3 +359,61 @@ def test_init_range_with_glorot_lstm_is_an_error() -> None:
     config.model.lstm.initializer = "glorot_uniform"
     with pytest.raises(ValueError, match="model.init_range=0.05 .* model.lstm.initializer='uniform'"):
         bilm_from_config(config.model, VOCAB)
+
+
+def tiny_model(contextualizer: str, **overrides: Any) -> BiLM:
+    config = schema.get_config()
+    apply_overrides(config, {
+        "model.char_cnn.embed_dim": EMBED, "model.char_cnn.filters": [list(f) for f in FILTERS],
+        "model.char_cnn.n_highway": N_HIGHWAY, "model.lstm.dim": DIM, "model.lstm.projection_dim": P,
+        "model.contextualizer": contextualizer, **overrides,
+    })
+    return bilm_from_config(config.model, VOCAB)
+
+
+def test_lstm_param_tree_is_unchanged_and_gated_cnn_has_its_own() -> None:
+    """'lstm' (the default) keeps the checkpoints' param names; 'gated_cnn' replaces lstm_i by
+    gated_cnn/glu_i (model.gated_cnn.n_layers of them), encoder and softmax as they were."""
+    inputs = make_inputs(0, steps=T)
+
+    def tree(model: BiLM) -> dict:
+        variables = jax.eval_shape(lambda: model.init(jax.random.key(0), inputs, model.initial_state(B)))
+        return jax.tree.map(lambda s: s.shape, variables["params"])
+
+    lstm = tree(tiny_model("lstm"))
+    assert tree(make_model()).keys() == lstm.keys() == {"encoder", "lstm_0", "lstm_1", "softmax"}
+    assert lstm["lstm_1"] == {"W_input": (2, P, 4 * DIM), "W_hidden": (2, P, 4 * DIM), "B": (2, 4 * DIM),
+                              "W_P": (2, DIM, P)}
+    gated = tree(tiny_model("gated_cnn", **{"model.gated_cnn.n_layers": 4, "model.gated_cnn.kernel_width": 2}))
+    assert gated.keys() == {"encoder", "gated_cnn", "softmax"} and gated["encoder"] == lstm["encoder"]
+    assert sorted(gated["gated_cnn"]) == ["glu_0", "glu_1", "glu_2", "glu_3"]
+    assert gated["gated_cnn"]["glu_0"] == {"W": (2, 2, P, P), "V": (2, 2, P, P), "b": (2, P), "c": (2, P)}
+
+
+def test_gated_cnn_bilm_carried_state_equals_one_long_call() -> None:
+    """`initial_state` is the gated CNN's buffers; two windows with the carried state give the
+    layers of one call over both; the layers keep the LSTM's `[2, B, T, P]` contract."""
+    model = tiny_model("gated_cnn", **{"model.char_cnn.projection": False})
+    inputs = make_inputs(4, steps=2 * T)
+    params = model.init(jax.random.key(1), inputs, model.initial_state(B))["params"]
+    apply = jax.jit(functools.partial(model.apply, train=False))
+    state = model.initial_state(B)
+    assert [s.shape for s in state] == [(2, B, 2, 4 + 4), (2, B, 2, P), (2, B, 2, P)]
+    full, _, full_state = apply({"params": params}, inputs, state)
+    first, state_a = apply({"params": params}, {k: v[:, :, :T] for k, v in inputs.items()}, state)[::2]
+    second, state_b = apply({"params": params}, {k: v[:, :, T:] for k, v in inputs.items()}, state_a)[::2]
+    assert [x.shape[-1] for x in full] == [8, P, P, P]
+    for j in range(4):
+        np.testing.assert_allclose(np.concatenate([first[j], second[j]], axis=2), full[j], rtol=RTOL, atol=ATOL)
+    for got, want in zip(state_b, full_state):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_lstm_only_methods_refuse_a_gated_cnn_and_bad_contextualizer_is_an_error() -> None:
+    model = tiny_model("gated_cnn")
+    params = model.init(jax.random.key(0), make_inputs(0, steps=T), model.initial_state(B))["params"]
+    with pytest.raises(ValueError, match=r"^BiLM.contextualize_from_gates is for LSTM biLMs"):
+        model.apply({"params": params}, jnp.zeros((2, B, T, 4 * DIM)), jnp.ones((2, B, T), bool),
+                    model.initial_state(B), method=BiLM.contextualize_from_gates)
+    with pytest.raises(ValueError, match="model.contextualizer must be one of"):
+        BiLM(vocab_size=VOCAB, contextualizer="rnn").init(jax.random.key(0), make_inputs(0, steps=T), [])

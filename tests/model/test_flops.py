@@ -1,6 +1,11 @@
 """Analytic FLOP counts, checked by hand for a small model."""
 
+import jax
+import numpy as np
+
+from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.flops import forward_flops_per_direction, train_flops_per_token
+from elmo_jax.training.state import init_params
 from tests.training.helpers import tiny_config
 
 
@@ -37,3 +42,17 @@ def test_flops_without_token_projection():
     parts = forward_flops_per_direction(config.model, vocab_size=100, max_chars=12)
     assert "token_projection" not in parts
     assert parts["lstm"] == 2 * (20 + 8) * 64 + 2 * (8 + 8) * 64 + 2 * (2 * 16 * 8)
+
+
+def test_gated_cnn_flops_are_two_per_weight_of_its_convolutions():
+    """The gated CNN replaces the LSTM part: per token and direction each weight of W and V is one
+    multiply-add (the window covers k positions of the layer's input), here checked by hand and
+    against the initialised model's kernels."""
+    config = tiny_config(**{"model.contextualizer": "gated_cnn", "model.char_cnn.projection": False})
+    gcnn = config.model.gated_cnn  # kernel 3, 3 layers; the first reads 20 channels, the others P = 8.
+    parts = forward_flops_per_direction(config.model, vocab_size=100, max_chars=12)
+    assert "lstm" not in parts
+    assert parts["gated_cnn"] == 2 * 3 * (20 + 8 + 8) * 2 * 8
+    params = init_params(bilm_from_config(config.model, 100), jax.random.key(0), 12)["gated_cnn"]
+    kernels = sum(np.size(layer[name]) for layer in params.values() for name in ("W", "V"))
+    assert parts["gated_cnn"] == 2 * kernels // 2 and len(params) == gcnn.n_layers

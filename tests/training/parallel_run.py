@@ -5,6 +5,7 @@ Run as a subprocess (the device count must be fixed before JAX starts):
       (on the first N devices of one process)
   python tests/training/parallel_run.py --process I --processes P --port PORT OUT.npz
       (process I of P, one CPU device each, jax.distributed over localhost)
+CONTEXTUALIZER=gated_cnn in the environment trains that contextualizer (default: lstm).
 """
 
 import os
@@ -25,7 +26,8 @@ VOCAB, STEPS = 50, 20
 
 def run(n_devices: int | None) -> dict[str, np.ndarray]:
     """n_devices: use the first N devices; None: all devices of all processes."""
-    config = tiny_config(**{"model.dropout": 0.0, "train.batch_size": 8})
+    contextualizer = os.environ.get("CONTEXTUALIZER", "lstm")
+    config = tiny_config(**{"model.dropout": 0.0, "train.batch_size": 8, "model.contextualizer": contextualizer})
     model = bilm_from_config(config.model, VOCAB)
     mesh = data_parallel.make_mesh(jax.devices()[:n_devices] if n_devices else None)
     rows = 8 // jax.process_count()

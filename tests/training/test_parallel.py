@@ -13,8 +13,9 @@ from elmo_jax.runtime import data_parallel
 SCRIPT = os.path.join(os.path.dirname(__file__), "parallel_run.py")
 
 
-def _run(n_devices: int, out: str) -> dict:
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
+def _run(n_devices: int, out: str, contextualizer: str = "lstm") -> dict:
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu",
+           "CONTEXTUALIZER": contextualizer}
     subprocess.run([sys.executable, SCRIPT, str(n_devices), out], check=True, env=env, timeout=600)
     return dict(np.load(out))
 
@@ -30,6 +31,16 @@ def test_eight_devices_match_one_device(one, tmp_path):
     eight = _run(8, str(tmp_path / "eight.npz"))
     assert one.keys() == eight.keys()
     np.testing.assert_allclose(eight["losses"], one["losses"], rtol=1e-5)
+    for key in one:
+        np.testing.assert_allclose(eight[key], one[key], rtol=1e-5, atol=1e-7, err_msg=key)
+
+
+@pytest.mark.slow
+def test_eight_devices_match_one_device_with_the_gated_cnn(tmp_path):
+    """The gated CNN's buffers are split along B over the devices, as the LSTM states."""
+    one = _run(1, str(tmp_path / "one.npz"), "gated_cnn")
+    eight = _run(8, str(tmp_path / "eight.npz"), "gated_cnn")
+    assert one.keys() == eight.keys() and any("gated_cnn" in key for key in one)
     for key in one:
         np.testing.assert_allclose(eight[key], one[key], rtol=1e-5, atol=1e-7, err_msg=key)
 

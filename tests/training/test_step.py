@@ -54,9 +54,12 @@ def test_full_softmax_loss_is_mean_of_directions():
     assert int(new_state.step) == 1
 
 
+@pytest.mark.parametrize("contextualizer", ["lstm", "gated_cnn"])
 @pytest.mark.parametrize("stateful", [True, False])
-def test_carried_state_changes_the_next_loss_only_when_stateful(stateful):
-    config, model, state, step, mesh = _setup(**{"model.softmax.sampled": False, "train.stateful": stateful})
+def test_carried_state_changes_the_next_loss_only_when_stateful(stateful, contextualizer):
+    config, model, state, step, mesh = _setup(
+        **{"model.softmax.sampled": False, "train.stateful": stateful, "model.contextualizer": contextualizer}
+    )
     rng = np.random.default_rng(1)
     chars = config.data.max_chars_per_token
     first, second = (random_batch(rng, VOCAB, 4, 5, chars) for _ in range(2))
@@ -144,3 +147,17 @@ def test_unknown_nonfinite_policy_is_an_error_naming_the_key():
     config = tiny_config(**{"train.nonfinite_policy": "ignore"})
     with pytest.raises(ValueError, match="train.nonfinite_policy"):
         make_train_step(bilm_from_config(config.model, VOCAB), config)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_gated_cnn_step_carries_its_buffers_and_trains_in_both_dtypes(dtype):
+    """The train state holds the gated CNN's buffers `[2, B, k-1, .]` (float32 whatever the dtype);
+    a step gives a finite loss and changes the convolutions' weights."""
+    config, model, state, step, mesh = _setup(**{"model.contextualizer": "gated_cnn", "model.dtype": dtype})
+    assert [s.shape for s in state.lstm_state] == [(2, 4, 2, 8)] * 3
+    batch = random_batch(np.random.default_rng(2), VOCAB, 4, 5, config.data.max_chars_per_token, mask_tail=2)
+    before = jax.device_get(state.params["gated_cnn"]["glu_0"]["W"])
+    new_state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
+    assert np.isfinite(float(metrics["train_loss"])) and float(metrics["nonfinite"]) == 0.0
+    assert all(s.dtype == jnp.float32 and np.any(np.asarray(s) != 0) for s in new_state.lstm_state)
+    assert not np.array_equal(jax.device_get(new_state.params["gated_cnn"]["glu_0"]["W"]), before)

@@ -1,0 +1,144 @@
+"""Gated convolutional contextualizer (Dauphin et al. 2017), both directions in one call.
+
+Per direction d and layer l, over the stream's positions in order (the backward stream holds the
+reversed text, so its layers see the text to the right):
+  window_t = [x_{t-k+1}; ...; x_t]                       k = kernel width, causal
+  h_t = (window_t W + b) * sigmoid(window_t V + c)       a gated linear unit (GLU)
+  out_t = h_t + x_t  (residual blocks, layers 2..L)      out_t = h_t  (layer 1, or without residual)
+The two directions have separate weights stacked on a leading axis of size 2, as the LSTMs'.
+
+Masked positions are skipped, as the LSTM's state is frozen at them: each row's real positions
+are moved to the front in order, the layers run on that stream, and the outputs go back to their
+positions (zero where masked). So a padded position never reaches a real one, and the real
+positions see the real inputs before them, padding or not.
+
+Carried state: per layer the last k - 1 real inputs of each row `[2, B, k - 1, F_l]`, the left
+context of the next window. A window then sees exactly what one long pass over the text would,
+since the stack's receptive field is L (k - 1) + 1 positions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from elmo_jax.model.initializers import uniform_symmetric, weight_init
+from elmo_jax.model.precision import matmul
+
+
+def glu_kernel_limit(kernel_width: int, d_in: int, features: int) -> float:
+    """Glorot uniform limit of a GLU convolution's kernel: fan-in k * d_in, fan-out `features`."""
+    return math.sqrt(6.0 / (kernel_width * d_in + features))
+
+
+def causal_windows(buffer: jax.Array, x: jax.Array) -> jax.Array:
+    """The k-wide causal windows of x `[2, B, T, F]` with the previous inputs `buffer` `[2, B, k-1, F]`
+    before it: `[2, B, T, k F]`, oldest input first."""
+    z = jnp.concatenate([buffer.astype(x.dtype), x], axis=2)
+    n_steps, width = x.shape[2], buffer.shape[2] + 1
+    return jnp.concatenate([z[:, :, j : j + n_steps] for j in range(width)], axis=-1)
+
+
+def next_buffer(buffer: jax.Array, x: jax.Array, n_real: jax.Array) -> jax.Array:
+    """The last k - 1 inputs of the stream `[buffer; x[:, :, :n_real]]` per row (x compacted: its
+    real positions first), the carried state after this window."""
+    z = jnp.concatenate([buffer.astype(x.dtype), x], axis=2)
+    index = n_real[..., None] + jnp.arange(buffer.shape[2])  # [2, B, k-1] into z.
+    return jnp.take_along_axis(z, index[..., None], axis=2)
+
+
+def real_first(mask: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """For mask `[2, B, T]`: (order, inverse, n_real): `x[order]` along time puts each row's real
+    positions first, in order; `y[inverse]` puts them back; n_real `[2, B]` counts them."""
+    mask = mask.astype(bool)
+    order = jnp.argsort(~mask, axis=-1, stable=True)
+    return order, jnp.argsort(order, axis=-1), mask.sum(axis=-1)
+
+
+def take_time(x: jax.Array, index: jax.Array) -> jax.Array:
+    """x `[2, B, T, F]` gathered along time by index `[2, B, T]`."""
+    return jnp.take_along_axis(x, index[..., None], axis=2)
+
+
+def initial_buffers(
+    batch_size: int, input_dim: int, features: int, n_layers: int, kernel_width: int
+) -> list[jax.Array]:
+    """A stack's zero carried state (a window after nothing) for `batch_size` rows: a buffer
+    `[2, B, k-1, F_l]` per layer, F_0 = input_dim (the token embeddings' width), then `features`."""
+    widths = [input_dim] + [features] * (n_layers - 1)
+    return [jnp.zeros((2, batch_size, kernel_width - 1, w), jnp.float32) for w in widths]
+
+
+class GatedConvLayer(nn.Module):
+    """One causal GLU convolution for both directions: x `[2, B, T, F]` with its left context
+    buffer `[2, B, k-1, F]` -> `[2, B, T, features]` (plus x when residual)."""
+
+    features: int
+    kernel_width: int
+    residual: bool = False
+    dtype: jnp.dtype = jnp.float32
+    init_range: float = 0.0
+
+    @nn.compact
+    def __call__(self, x: jax.Array, buffer: jax.Array) -> jax.Array:
+        d_in, k = x.shape[-1], self.kernel_width
+        init = weight_init(self.init_range, uniform_symmetric(glu_kernel_limit(k, d_in, self.features)))
+        w = self.param("W", init, (2, k, d_in, self.features))
+        v = self.param("V", init, (2, k, d_in, self.features))
+        b = self.param("b", nn.initializers.zeros, (2, self.features))
+        c = self.param("c", nn.initializers.zeros, (2, self.features))
+        windows = causal_windows(buffer, x)
+        n_dir, n_batch, n_steps, width = windows.shape
+        kernel = jnp.concatenate([w, v], axis=-1).reshape(n_dir, k * d_in, 2 * self.features)
+        z = matmul("dni,dio->dno", windows.reshape(n_dir, n_batch * n_steps, width), kernel, self.dtype)
+        z = z.reshape(n_dir, n_batch, n_steps, 2 * self.features) + jnp.concatenate([b, c], axis=-1)[:, None, None]
+        linear, gate = jnp.split(z, 2, axis=-1)
+        h = linear * jax.nn.sigmoid(gate)
+        return h + x if self.residual else h
+
+
+class GatedCNNStack(nn.Module):
+    """L causal GLU layers of width `features` per direction, dropout before each (`token_dropout`
+    before the first, `dropout` before the others, as the LSTM stacks'); residual around layers
+    2..L when `residual`.
+
+    __call__(x `[2, B, T, F]`, mask `[2, B, T]`, state, train) -> (outputs, new state): outputs a
+    list of L `[2, B, T, features]` arrays (zero at masked positions), state a list of L carried
+    buffers `[2, B, k-1, F_l]` (`initial_buffers`).
+    """
+
+    features: int
+    n_layers: int
+    kernel_width: int
+    residual: bool = True
+    dropout: float = 0.0
+    token_dropout: float = 0.0
+    dtype: jnp.dtype = jnp.float32
+    init_range: float = 0.0
+
+    def setup(self) -> None:
+        self.layers = [
+            GatedConvLayer(
+                self.features, self.kernel_width, self.residual and i > 0, self.dtype, self.init_range, name=f"glu_{i}"
+            )
+            for i in range(self.n_layers)
+        ]
+        self.token_drop = nn.Dropout(self.token_dropout)
+        self.drop = nn.Dropout(self.dropout)
+
+    def __call__(
+        self, x: jax.Array, mask: jax.Array, state: list[jax.Array], train: bool = False
+    ) -> tuple[list[jax.Array], list[jax.Array]]:
+        order, inverse, n_real = real_first(mask)
+        x = take_time(x, order)
+        outputs, new_state = [], []
+        for i, layer in enumerate(self.layers):
+            drop = self.token_drop if i == 0 else self.drop
+            x = drop(x, deterministic=not train)
+            new_state.append(next_buffer(state[i], x, n_real))
+            x = layer(x, state[i])
+            outputs.append(jnp.where(mask[..., None].astype(bool), take_time(x, inverse), 0.0))
+        return outputs, new_state
