@@ -52,13 +52,14 @@ follows the biLM's weights:
   what the fine-tuned char CNN gives for the same word through char ids (AllenNLP warns about
   this too), and only the words a batch holds get a gradient.
 
-Stateless by default: every call starts the LSTMs from zero states, so a token's representations
-depend on its sentence alone (padding and other rows never change them, except through
-`do_layer_norm`'s batch statistics). With `stateful=True` (AllenNLP's Elmo and bilm-tf), row r's
-final states carry over to row r of the next call in the collection 'elmo_state' (rows: the
-leading dimensions flattened): apply with `mutable=['elmo_state']` and pass the returned collection
-to the next call. A call with fewer rows leaves the other rows' states as they were, and an
-all-padding row leaves its own.
+Stateless by default: every call starts the biLM's contextualizer from its zero carried state
+(`BiLM.initial_state`: LSTM states, gated-CNN buffers or the Transformer's memory), so a token's
+representations depend on its sentence alone (padding and other rows never change them, except
+through `do_layer_norm`'s batch statistics). With `stateful=True` (AllenNLP's Elmo and bilm-tf),
+row r's final state carries over to row r of the next call in the collection 'elmo_state' (rows:
+the leading dimensions flattened; the variable is named 'lstm' whatever the contextualizer):
+apply with `mutable=['elmo_state']` and pass the returned collection to the next call. A call
+with fewer rows leaves the other rows' states as they were, and an all-padding row leaves its own.
 
 `with_bilm_params` puts a biLM's weights into variables made without `init` (e.g. the shapes of
 `jax.eval_shape(model.init, ...)`, which skips the biLM's forward pass).
@@ -79,11 +80,10 @@ import numpy as np
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, words_to_char_ids
 from elmo_jax.inference.embedder import PretrainedBiLM, bilm_from_files, bilm_from_workdir, check_embeddable
 from elmo_jax.model.bilm import BiLM
-from elmo_jax.model.lstm import LSTMState
 from elmo_jax.model.scalar_mix import ScalarMix
 
 FROZEN_COLLECTION = "elmo_bilm"  # The biLM's weights when requires_grad=False.
-STATE_COLLECTION = "elmo_state"  # The carried LSTM states when stateful=True.
+STATE_COLLECTION = "elmo_state"  # The biLM's carried state when stateful=True.
 BILM_NAME = "bilm"  # The biLM's weights, in FROZEN_COLLECTION or 'params'.
 CACHE_NAME = "token_embeddings"  # The vocab_to_cache table, beside them.
 _TABLE_CHUNK = 1024  # Words through the char CNN per call when building the vocab_to_cache table.
@@ -241,11 +241,12 @@ def _reverse_sentences(x: jax.Array, lengths: jax.Array) -> jax.Array:
 
 
 def _bilm_layers(
-    bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: list[LSTMState]
-) -> tuple[jax.Array, list[LSTMState]]:
+    bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: Any
+) -> tuple[jax.Array, Any]:
     """The ELMo layers `[L + 1, B, T, 2P]` of the token embeddings x `[B, T, P]` of sentences with
-    boundaries (mask `[B, T]`) and the final LSTM states. Layer 0 = `[x; x]`, layer j =
-    `[forward_j; backward_j]`, as `elmo_jax.inference.embedder`; zeros at masked positions."""
+    boundaries (mask `[B, T]`) and the final carried state (as `BiLM.initial_state`). Layer 0 =
+    `[x; x]`, layer j = `[forward_j; backward_j]`, as `elmo_jax.inference.embedder`; zeros at
+    masked positions."""
     lengths = mask.sum(axis=1)
     layers, _, state = bilm.apply(
         {"params": params}, jnp.stack([x, _reverse_sentences(x, lengths)]), jnp.stack([mask, mask]), state,
@@ -437,13 +438,13 @@ class Elmo(nn.Module):
         return jax.lax.cond(jnp.any(_outside_table(word_ids, table.shape[0])), from_chars, from_table)
 
     def _layers(self, bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array) -> jax.Array:
-        """The biLM's layers `[L + 1, B, T, 2P]` (`_bilm_layers`), from and to the carried states
+        """The biLM's layers `[L + 1, B, T, 2P]` (`_bilm_layers`), from and to the carried state
         when stateful."""
         batch = mask.shape[0]
         if not self.stateful:
             return _bilm_layers(bilm, params, x, mask, bilm.initial_state(batch))[0]
         if not (self.is_initializing() or self.is_mutable_collection(STATE_COLLECTION)):
-            raise ValueError(f"a stateful Elmo updates its LSTM states: apply it with mutable=[{STATE_COLLECTION!r}]")
+            raise ValueError(f"a stateful Elmo updates its carried state: apply it with mutable=[{STATE_COLLECTION!r}]")
         carried = self.variable(STATE_COLLECTION, "lstm", bilm.initial_state, batch)
         state = carried.value
         extra_rows = batch - jax.tree.leaves(state)[0].shape[1]

@@ -31,7 +31,7 @@ TINY_SHAPES = {
 CONFIGS = [
     "default", "demo", "elmo_small", "elmo_medium", "elmo_original", "tests/tiny",
     "ptb_char_small", "ptb_char_small_cpu", "ptb_char_large", "ptb_word_small", "ptb_word_medium",
-    "ptb_char_small_gated_cnn",
+    "ptb_char_small_gated_cnn", "ptb_char_small_transformer",
 ]
 
 
@@ -73,6 +73,29 @@ def test_ptb_char_small_gated_cnn_swaps_the_contextualizer_only_and_keeps_the_pa
     small["model"].pop("gated_cnn")
     assert gated == small
     assert "7,025,981" in recipe_module("ptb_char_small_gated_cnn").__doc__
+
+
+def test_ptb_char_small_transformer_swaps_the_contextualizer_only_and_has_about_its_parameter_count():
+    """The counts its docstring prints (10,001-word PTB vocabulary) are the models'."""
+    small = recipe_module("ptb_char_small").get_config()
+    transformer = recipe_module("ptb_char_small_transformer").get_config()
+    counts = []
+    for config in (small, transformer):
+        model = bilm_from_config(config.model, 10001)
+        shapes = jax.eval_shape(lambda: model.init(
+            jax.random.key(0), dummy_inputs(model, 1, 1, config.data.max_chars_per_token), model.initial_state(1)
+        ))["params"]
+        counts.append(sum(x.size for x in jax.tree.leaves(shapes)))
+    assert counts == [7_025_981, 7_027_541]
+    assert "7,027,541" in recipe_module("ptb_char_small_transformer").__doc__
+    small, transformer = small.to_dict(), transformer.to_dict()
+    assert (transformer["model"].pop("contextualizer"), small["model"].pop("contextualizer")) == ("transformer", "lstm")
+    assert transformer["model"].pop("transformer") == {
+        "n_layers": 2, "ff_dim": 690, "n_heads": 6, "norm": "pre", "positions": "sinusoidal",
+        "shared_directions": False, "memory_length": 35, "max_window": 35,
+    }
+    small["model"].pop("transformer")
+    assert transformer == small
 
 
 @pytest.mark.parametrize(

@@ -519,3 +519,40 @@ def test_files_are_read_once_per_modification(tmp_path):
     second = elmo.bilm_params
     assert second is not first
     assert not np.array_equal(second["encoder"]["char_embed"], first["encoder"]["char_embed"])
+
+
+@pytest.mark.parametrize("contextualizer", ["gated_cnn", "transformer"])
+def test_non_lstm_bilm_stateful_and_stateless_match_the_embedder(tmp_path, contextualizer):
+    """An Elmo over a gated-CNN or Transformer biLM gives the embedder's layers: stateless, each
+    sentence alone; stateful, row r continuing row r's stream of the calls before (the Transformer's
+    rows longer than its max_window, so its windows carry the memory within a call too)."""
+    overrides = {"model.contextualizer": contextualizer, f"model.{contextualizer}.n_layers": 2}
+    if contextualizer == "transformer":
+        overrides.update({"model.transformer.max_window": 3, "model.transformer.memory_length": 4,
+                          "model.transformer.positions": "learned", "model.transformer.n_heads": 2,
+                          "model.transformer.ff_dim": 16})
+    workdir = make_checkpoint_workdir(tmp_path, **overrides)
+    calls = [
+        [["the", "cat", "sat"], ["a", "b"], ["one", "two", "three", "four"]],
+        [["on", "the", "mat"], [], ["five"]],  # Row 1 keeps its state.
+        [["x", "y", "z", "w", "v"], ["c", "d"]],  # Row 2 keeps its state.
+    ]
+    outputs = {}
+    for stateful in (False, True):
+        elmo = Elmo(None, None, 1, workdir=workdir, scalar_mix_parameters=(0.0,) * 3, stateful=stateful)
+        embedder = embedder_from_workdir(workdir, batch_size=3, stateful=stateful)
+        variables = jax.jit(elmo.init)(jax.random.key(0), batch_to_ids(calls[0], elmo.max_chars))
+        apply = apply_fn(elmo, mutable=("elmo_state",) if stateful else False)
+        for call, sentences in enumerate(calls):
+            out = apply(variables, batch_to_ids(sentences, elmo.max_chars))
+            if stateful:
+                out, new = out
+                variables = {**variables, **new}
+            want = embedder.embed_batch(sentences)
+            for row, tokens in enumerate(sentences):
+                np.testing.assert_allclose(
+                    out["elmo_representations"][0][row, : len(tokens)], want[row].mean(axis=0),
+                    rtol=RTOL, atol=ATOL, err_msg=f"stateful={stateful} call {call} row {row}",
+                )
+            outputs[stateful, call] = np.asarray(out["elmo_representations"][0])
+    assert np.abs(outputs[True, 1][0] - outputs[False, 1][0]).max() > 1e-3  # The carried state matters.

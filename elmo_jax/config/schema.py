@@ -52,7 +52,8 @@ def get_config() -> ml_collections.ConfigDict:
     #                        first LSTM layer directly, sum(channels) wide (Kim et al. 2016; no bilm-tf export).
     # What reads the token embeddings in context, one stack per direction, each seeing only its side
     # (docs/contextualizers.md): 'lstm' (bilm-tf's biLM, model.lstm.*) | 'gated_cnn' (Dauphin et al. 2017,
-    # model.gated_cnn.*). Either way the layers are model.lstm.projection_dim wide, as the softmax.
+    # model.gated_cnn.*) | 'transformer' (model.transformer.*). Every way the layers are model.lstm.projection_dim
+    # wide, as the softmax.
     model.contextualizer = "lstm"
     model.lstm = lstm = ml_collections.ConfigDict()
     lstm.dim = 4096  # LSTM cell size.
@@ -69,6 +70,20 @@ def get_config() -> ml_collections.ConfigDict:
     gcnn.kernel_width = 3  # Positions each convolution sees (the current one and k - 1 before it).
     gcnn.n_layers = 3  # Layers per direction (its own key: a gated CNN of an LSTM's size is deeper).
     gcnn.residual = True  # Residual connection around layers 2..L (Dauphin et al.'s residual blocks).
+    # Transformer: causal self-attention blocks model.lstm.projection_dim wide, dropout on the stack's input
+    # (model.token_dropout) and on each sublayer's output (model.dropout); model/transformer.py.
+    model.transformer = tfm = ml_collections.ConfigDict()
+    tfm.n_layers = 2  # Blocks per direction.
+    tfm.ff_dim = 2048  # Width of each block's ReLU feed-forward layer.
+    tfm.n_heads = 8  # Attention heads (they must divide model.lstm.projection_dim).
+    tfm.norm = "pre"  # 'pre': x + f(LayerNorm(x)), a final LayerNorm (AllenNLP) | 'post': LayerNorm(x + f(x)).
+    tfm.positions = "sinusoidal"  # Added to each layer's queries and keys: 'learned' | 'sinusoidal' | 'none'.
+    tfm.shared_directions = False  # True: one stack's weights for both directions (False: one stack each, as
+    #                                Peters et al. 2018b and AllenNLP's bidirectional_lm_transformer).
+    tfm.memory_length = 20  # Positions of the previous windows each layer attends to, held without gradient
+    #                         (Transformer-XL); the carried state across windows (0 = windows independent).
+    tfm.max_window = 20  # Positions the stack reads at once (and 'learned' positions index): longer inputs, such
+    #                      as sentences the embedder reads, run as consecutive windows carrying the memory.
     model.init_range = 0.0  # > 0: every weight matrix and embedding from U(-init_range, init_range) (Kim et al.
     #                         2016, Zaremba et al. 2014: 0.05); 0: bilm-tf's initializer of each (see docs/).
     model.dropout = 0.1  # Dropout on each LSTM layer's input and on the softmax input.

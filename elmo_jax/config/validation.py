@@ -152,7 +152,7 @@ SCHEMA: dict[str, Check] = {
     "model.char_cnn.activation": one_of("relu", "tanh"),
     "model.char_cnn.n_highway": integer(0),
     "model.char_cnn.projection": boolean(),
-    "model.contextualizer": one_of("lstm", "gated_cnn"),
+    "model.contextualizer": one_of("lstm", "gated_cnn", "transformer"),
     "model.lstm.dim": integer(1),
     "model.lstm.projection_dim": integer(1),
     "model.lstm.n_layers": integer(1),
@@ -163,6 +163,14 @@ SCHEMA: dict[str, Check] = {
     "model.gated_cnn.kernel_width": integer(2),
     "model.gated_cnn.n_layers": integer(1),
     "model.gated_cnn.residual": boolean(),
+    "model.transformer.n_layers": integer(1),
+    "model.transformer.ff_dim": integer(1),
+    "model.transformer.n_heads": integer(1),
+    "model.transformer.norm": one_of("pre", "post"),
+    "model.transformer.positions": one_of("learned", "sinusoidal", "none"),
+    "model.transformer.shared_directions": boolean(),
+    "model.transformer.memory_length": integer(0),
+    "model.transformer.max_window": integer(1),
     "model.init_range": number(0.0),
     "model.dropout": dropout_rate(),
     "model.token_dropout": dropout_rate(-1.0, "= model.dropout"),
@@ -250,6 +258,18 @@ def _check_init_range_is_uniform(config: Mapping[str, Any]) -> None:
         )
 
 
+def _check_heads_divide_width(config: Mapping[str, Any]) -> None:
+    """The Transformer's heads split its width, model.lstm.projection_dim, into equal parts."""
+    _, contextualizer = _lookup(config, "model.contextualizer")
+    has_heads, n_heads = _lookup(config, "model.transformer.n_heads")
+    has_width, width = _lookup(config, "model.lstm.projection_dim")
+    if contextualizer == "transformer" and has_heads and has_width and width % n_heads:
+        raise ConfigError(
+            f"config key model.transformer.n_heads={n_heads!r} is out of range (allowed: a divisor of "
+            f"model.lstm.projection_dim={width!r}, the Transformer's width)"
+        )
+
+
 def _check_probe_files_given(config: Mapping[str, Any]) -> None:
     """A probe task needs the files its probes train on and are scored on."""
     _, task = _lookup(config, "eval.probe.task")
@@ -270,4 +290,5 @@ def validate(config: Mapping[str, Any]) -> None:
             raise ConfigError(f"config key {key}={value!r} {problem} (allowed: {check.allowed})")
     _check_chars_fit_filters(config)
     _check_init_range_is_uniform(config)
+    _check_heads_divide_width(config)
     _check_probe_files_given(config)

@@ -55,7 +55,8 @@ its LSTM layers: it has no ELMo layers, and the methods above refuse it. An embe
 A biLM whose contextualizer is not an LSTM (`model.contextualizer`, docs/contextualizers.md) embeds
 the same way with XLA through `BiLM.contextualize` (`run_contextualizer`): stateful, row r's
 sentences as one stream continuing from row r's carried state; stateless, each sentence
-`<S> w1 .. wn </S>` from the zero state. The C++ kernels and the once-per-word first layer are
+`<S> w1 .. wn </S>` from the zero state. A Transformer reads a stream longer than its max_window
+as consecutive windows carrying its memory, as in training. The C++ kernels and the once-per-word first layer are
 the LSTMs' (with `--engine cpu` or `auto` the C++ char CNN still computes the token embeddings).
 
 `--token_embeddings VOCAB` writes the dataset `embedding` `(n_vocab, projection_dim)`: the
@@ -428,10 +429,11 @@ class ElmoEmbedder:
         self._state = self._zero_state(self.batch_size)
 
     def _zero_state(self, rows: int) -> Any:
-        """The biLM's zero carried state (`BiLM.initial_state`: LSTM states, gated-CNN buffers) of
-        `rows` rows per direction, on the host (nothing for XLA to compile)."""
+        """The biLM's zero carried state (`BiLM.initial_state`: LSTM states, gated-CNN buffers, the
+        Transformer's memory and its mask) of `rows` rows per direction, each leaf of its dtype, on
+        the host (nothing for XLA to compile)."""
         shapes = jax.eval_shape(lambda: self.model.initial_state(rows))
-        return jax.tree.map(lambda s: np.zeros(s.shape, np.float32), shapes)
+        return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
 
     def _state_rows(self, rows: int) -> int:
         """The carried states' row count once they have at least `rows` rows (new rows: zeros)."""

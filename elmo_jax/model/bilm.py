@@ -2,9 +2,10 @@
 
 Inputs carry a leading direction axis of size 2 (0 = forward stream, 1 = backward stream of
 reversed sentences), so one token-encoder call and one contextualizer call serve both directions.
-The contextualizer (`model.contextualizer`): 'lstm' (two LSTM stacks, bilm-tf's) or 'gated_cnn'
-(two stacks of causal gated convolutions, model/gated_cnn.py); each reads its stream in order, so
-the backward one sees the text to the right.
+The contextualizer (`model.contextualizer`): 'lstm' (two LSTM stacks, bilm-tf's), 'gated_cnn'
+(two stacks of causal gated convolutions, model/gated_cnn.py) or 'transformer' (causal
+self-attention, model/transformer.py); each reads its stream in order, so the backward one sees
+the text to the right.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from elmo_jax.model.distinct_rows import distinct_rows
 from elmo_jax.model.gated_cnn import GatedCNNStack, initial_buffers
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.softmax import SoftmaxWeights
+from elmo_jax.model.transformer import TransformerStack
 from elmo_jax.model.word_encoder import WordEncoder
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 ENCODERS = ("char_cnn", "word")
-CONTEXTUALIZERS = ("lstm", "gated_cnn")
+CONTEXTUALIZERS = ("lstm", "gated_cnn", "transformer")
 
 
 class BiLM(nn.Module):
@@ -35,11 +37,13 @@ class BiLM(nn.Module):
 
     __call__(inputs, state, train) with inputs `{'token_ids' [2,B,T], 'char_ids' [2,B,T,C]
     (char encoder), 'mask' [2,B,T]}` and state (`initial_state`: an `LSTMState` per LSTM layer,
-    a buffer `[2, B, k-1, .]` per gated-CNN layer) returns `(layers, top, new_state)`: layers =
-    `[token embedding, layer 1, ..., layer L]`, each `[2, B, T, P]` (the token embedding
-    `[2, B, T, sum of channels]` without a token projection); top = the last layer after dropout
-    (the softmax input). n_layers = L, the contextualizer's depth; dim, the clips, skip connections,
-    the initializer, unroll and the kernel are the LSTM's; kernel_width and residual the gated CNN's.
+    a buffer `[2, B, k-1, .]` per gated-CNN layer, the Transformer's `TransformerState`) returns
+    `(layers, top, new_state)`: layers = `[token embedding, layer 1, ..., layer L]`, each
+    `[2, B, T, P]` (the token embedding `[2, B, T, sum of channels]` without a token projection);
+    top = the last layer after dropout (the softmax input). n_layers = L, the contextualizer's
+    depth; dim, the clips, skip connections, the initializer, unroll and the kernel are the LSTM's;
+    kernel_width and residual the gated CNN's; ff_dim .. max_window the Transformer's
+    (`TransformerStack`; P wide; inputs longer than max_window run as consecutive windows).
     """
 
     vocab_size: int
@@ -69,6 +73,13 @@ class BiLM(nn.Module):
     contextualizer: str = "lstm"  # One of CONTEXTUALIZERS.
     kernel_width: int = 3  # Gated CNN: positions each convolution sees.
     residual: bool = True  # Gated CNN: residual connections around layers 2..L.
+    ff_dim: int = 2048  # Transformer: feed-forward width.
+    n_heads: int = 8  # Transformer: attention heads.
+    norm: str = "pre"  # Transformer: 'pre' | 'post'.
+    positions: str = "sinusoidal"  # Transformer: 'learned' | 'sinusoidal' | 'none'.
+    shared_directions: bool = False  # Transformer: one stack's weights for both directions.
+    memory_length: int = 20  # Transformer: carried positions per row and direction.
+    max_window: int = 20  # Transformer: positions read at once.
 
     def setup(self) -> None:
         if self.token_encoder == "char_cnn":
@@ -81,19 +92,33 @@ class BiLM(nn.Module):
             self.encoder = WordEncoder(self.vocab_size, self.projection_dim, self.init_range)
         else:
             raise ValueError(f"model.token_encoder must be 'char_cnn' or 'word', got {self.token_encoder!r}")
-        token_rate = self.dropout if self.token_dropout is None else self.token_dropout
+        if self.contextualizer not in CONTEXTUALIZERS:
+            raise ValueError(f"model.contextualizer must be one of {CONTEXTUALIZERS}, got {self.contextualizer!r}")
         if self.contextualizer == "lstm":
             self._setup_lstm()
         elif self.contextualizer == "gated_cnn":
             self.stack = GatedCNNStack(
-                self.projection_dim, self.n_layers, self.kernel_width, self.residual, self.dropout, token_rate,
-                self.dtype, self.init_range, name="gated_cnn",
+                self.projection_dim, self.n_layers, self.kernel_width, self.residual, self.dropout,
+                self._token_rate, self.dtype, self.init_range, name="gated_cnn",
             )
         else:
-            raise ValueError(f"model.contextualizer must be one of {CONTEXTUALIZERS}, got {self.contextualizer!r}")
+            self.stack = self._transformer(name="transformer")
         self.softmax = SoftmaxWeights(self.vocab_size, self.projection_dim, self.init_range)
         self.drop = nn.Dropout(self.dropout)
-        self.token_drop = nn.Dropout(token_rate)
+        self.token_drop = nn.Dropout(self._token_rate)
+
+    @property
+    def _token_rate(self) -> float:
+        """Dropout on the token embeddings, the first layer's input."""
+        return self.dropout if self.token_dropout is None else self.token_dropout
+
+    def _transformer(self, **module_args: Any) -> TransformerStack:
+        """The Transformer stack of this biLM's fields (P wide; it drops its own input)."""
+        return TransformerStack(
+            self.n_layers, self.projection_dim, self.ff_dim, self.n_heads, self.dropout, self._token_rate,
+            self.norm, self.positions, self.shared_directions, self.memory_length, self.max_window, self.remat,
+            self.dtype, self.init_range, **module_args,
+        )
 
     def _setup_lstm(self) -> None:
         self.layers = [
@@ -113,11 +138,14 @@ class BiLM(nn.Module):
             return sum(n for _, n in self.filters)
         return self.projection_dim
 
-    def initial_state(self, batch_size: int) -> list[Any]:
-        """Zero carried state for `batch_size` rows per direction: an `LSTMState` per LSTM layer, or
-        the gated CNN's buffers (`initial_buffers`). Every leaf has the rows on axis 1."""
+    def initial_state(self, batch_size: int) -> Any:
+        """Zero carried state for `batch_size` rows per direction: an `LSTMState` per LSTM layer,
+        the gated CNN's buffers (`initial_buffers`) or the Transformer's empty memory. Every leaf
+        has the rows on axis 1 and is all zeros (`zeros_like` of a state is one)."""
         if self.contextualizer == "gated_cnn":
             return initial_buffers(batch_size, self.token_dim, self.projection_dim, self.n_layers, self.kernel_width)
+        if self.contextualizer == "transformer":
+            return self._transformer(parent=None).initial_state(batch_size)
         return [
             LSTMState(jnp.zeros((2, batch_size, self.dim)), jnp.zeros((2, batch_size, self.projection_dim)))
             for _ in range(self.n_layers)
@@ -150,23 +178,40 @@ class BiLM(nn.Module):
         return out.reshape(*lead_shape, out.shape[-1])
 
     def __call__(
-        self, inputs: dict[str, jax.Array], state: list[Any], train: bool = False
-    ) -> tuple[list[jax.Array], jax.Array, list[Any]]:
+        self, inputs: dict[str, jax.Array], state: Any, train: bool = False
+    ) -> tuple[list[jax.Array], jax.Array, Any]:
         layers, top, new_state = self.contextualize(self.embed_tokens(inputs), inputs["mask"], state, train)
         if self.is_initializing():
             self.softmax()  # Create the softmax parameters.
         return layers, top, new_state
 
     def contextualize(
-        self, x: jax.Array, mask: jax.Array, state: list[Any], train: bool = False
-    ) -> tuple[list[jax.Array], jax.Array, list[Any]]:
+        self, x: jax.Array, mask: jax.Array, state: Any, train: bool = False
+    ) -> tuple[list[jax.Array], jax.Array, Any]:
         """Token embeddings x `[2, B, T, F]` through the contextualizer's stacks: `__call__` without
         the encoder."""
-        if self.contextualizer == "gated_cnn":
+        if self.contextualizer == "lstm":
+            outputs, new_state = self._lstm_layers(0, x, mask, state, None, None, train)
+        elif self.contextualizer == "gated_cnn":
             outputs, new_state = self.stack(x, mask, state, train)
         else:
-            outputs, new_state = self._lstm_layers(0, x, mask, state, None, None, train)
+            outputs, new_state = self._transformer_windows(x, mask, state, train)
         return [x, *outputs], self.drop(outputs[-1], deterministic=not train), new_state
+
+    def _transformer_windows(
+        self, x: jax.Array, mask: jax.Array, state: Any, train: bool
+    ) -> tuple[list[jax.Array], Any]:
+        """The Transformer over consecutive windows of at most max_window positions, each carrying
+        the memory to the next (as training's windows do), so any length runs, 'learned' positions
+        included; one window when T <= max_window."""
+        windows = []
+        for start in range(0, x.shape[2], self.max_window):
+            end = start + self.max_window
+            outputs, state = self.stack(x[:, :, start:end], mask[:, :, start:end], state, train)
+            windows.append(outputs)
+        if len(windows) == 1:
+            return windows[0], state
+        return [jnp.concatenate(layer, axis=2) for layer in zip(*windows)], state
 
     def _lstm_layers(
         self,
@@ -238,7 +283,7 @@ def bilm_from_config(model: Mapping[str, Any], vocab_size: int) -> BiLM:
         token_projection=model.char_cnn.projection,
         dim=model.lstm.dim,
         projection_dim=model.lstm.projection_dim,
-        n_layers=model.gated_cnn.n_layers if model.contextualizer == "gated_cnn" else model.lstm.n_layers,
+        n_layers=model[model.contextualizer].n_layers,
         cell_clip=model.lstm.cell_clip or None,
         proj_clip=model.lstm.proj_clip or None,
         use_skip_connections=model.lstm.use_skip_connections,
@@ -256,4 +301,11 @@ def bilm_from_config(model: Mapping[str, Any], vocab_size: int) -> BiLM:
         contextualizer=model.contextualizer,
         kernel_width=model.gated_cnn.kernel_width,
         residual=model.gated_cnn.residual,
+        ff_dim=model.transformer.ff_dim,
+        n_heads=model.transformer.n_heads,
+        norm=model.transformer.norm,
+        positions=model.transformer.positions,
+        shared_directions=model.transformer.shared_directions,
+        memory_length=model.transformer.memory_length,
+        max_window=model.transformer.max_window,
     )

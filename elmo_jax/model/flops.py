@@ -1,5 +1,8 @@
 """Analytic model FLOPs of the biLM (matmuls and convolutions; elementwise work not counted).
 
+The Transformer's count is for windows of model.transformer.max_window positions (training's and
+evaluation's unroll_steps where they equal it) over a full memory.
+
 A multiply-add counts as 2 FLOPs. Training FLOPs = 3 x forward (the backward pass costs twice
 the forward pass). A "token" is one position of the global batch, which the model processes in
 both directions.
@@ -10,6 +13,7 @@ from __future__ import annotations
 import ml_collections
 
 from elmo_jax.model.lstm import has_projection
+from elmo_jax.model.transformer import transformer_flops_per_token
 
 
 def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: int, max_chars: int) -> dict[str, int]:
@@ -26,8 +30,14 @@ def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: in
             parts["token_projection"] = 2 * n_filters * p
         else:
             token_dim = n_filters
-    if model.get("contextualizer", "lstm") == "gated_cnn":
+    contextualizer = model.get("contextualizer", "lstm")
+    if contextualizer == "gated_cnn":
         parts["gated_cnn"] = gated_cnn_flops(model, token_dim)
+    elif contextualizer == "transformer":
+        tfm = model.transformer
+        parts["transformer"] = transformer_flops_per_token(
+            tfm.n_layers, p, tfm.ff_dim, tfm.max_window, tfm.memory_length, token_dim
+        )
     else:
         projection = 2 * d * p if has_projection(d, p) else 0
         layer_inputs = (model.lstm.n_layers - 1) * p + token_dim

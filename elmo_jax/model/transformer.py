@@ -270,8 +270,9 @@ class TransformerStack(nn.Module):
     state a `TransformerState` (`initial_state(B)`) -> (L outputs `[2, B, T, dim]`, zero at
     padding positions, next state).
     F != dim: a linear map (W_input, b_input) takes x to dim. T may be at most `max_window`
-    with 'learned' positions (a table of memory_length + max_window rows); longer inputs run as
-    consecutive windows with the state carried. memory_length 0: windows are independent.
+    with 'learned' positions (a table of memory_length + max_window rows): a longer input is an
+    error here, and `BiLM.contextualize` feeds it as consecutive windows carrying the state.
+    memory_length 0: windows are independent.
     """
 
     n_layers: int = 2

@@ -34,6 +34,14 @@ BAD_VALUES = [
     ("model.gated_cnn.kernel_width", 1),  # A width-1 convolution sees no context.
     ("model.gated_cnn.n_layers", 0),
     ("model.gated_cnn.residual", 1),
+    ("model.transformer.n_layers", 0),
+    ("model.transformer.ff_dim", 0),
+    ("model.transformer.n_heads", 0),
+    ("model.transformer.norm", "sandwich"),
+    ("model.transformer.positions", "rotary"),
+    ("model.transformer.shared_directions", "yes"),
+    ("model.transformer.memory_length", -1),
+    ("model.transformer.max_window", 0),
     ("model.lstm.dim", 0),
     ("model.char_cnn.embed_dim", 0),
     ("data.max_chars_per_token", 0),
@@ -181,6 +189,20 @@ def test_a_probe_task_needs_its_train_and_test_files(missing):
     assert str(error.value) == f"config key {missing}='': eval.probe.task='upos' needs a CoNLL-U file"
     validate(_config(**{"eval.probe.task": "xpos", **files}))  # dev_file is optional.
     validate(_config(**{"eval.probe.task": "", "eval.probe.train_file": ""}))  # No task, no files.
+
+
+def test_transformer_heads_must_divide_the_projection_dim():
+    config = _config(**{"model.contextualizer": "transformer", "model.lstm.projection_dim": 8,
+                        "model.transformer.n_heads": 3})
+    with pytest.raises(ConfigError) as error:
+        validate(config)
+    assert str(error.value) == (
+        "config key model.transformer.n_heads=3 is out of range (allowed: a divisor of "
+        "model.lstm.projection_dim=8, the Transformer's width)"
+    )
+    config.model.transformer.n_heads = 4
+    validate(config)
+    validate(_config(**{"model.lstm.projection_dim": 8, "model.transformer.n_heads": 3}))  # An LSTM: no heads.
 
 
 def test_a_word_model_ignores_the_filter_widths():

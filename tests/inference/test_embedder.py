@@ -523,9 +523,16 @@ def test_bilm_from_workdir_records_the_step_it_loaded(word_workdir):
     assert embed.bilm_from_workdir(workdir).step == 2 and embed.bilm_from_workdir(workdir, 2).step == 2
 
 
-def gated_cnn_bilm(engine_chars: int = 12) -> PretrainedBiLM:
-    """configs/tests/tiny.py with the gated CNN (kernel 3, 3 layers of 8), random params, no dropout."""
-    config = helpers.tiny_config(**{"model.contextualizer": "gated_cnn", "model.dropout": 0.0})
+# Short windows and memory: the embedder's streams run as several windows carrying the memory.
+TRANSFORMER = {"model.transformer.max_window": 4, "model.transformer.memory_length": 3,
+               "model.transformer.positions": "learned", "model.transformer.ff_dim": 16, "model.transformer.n_heads": 2}
+
+
+def gated_cnn_bilm(engine_chars: int = 12, contextualizer: str = "gated_cnn") -> PretrainedBiLM:
+    """configs/tests/tiny.py with the gated CNN (kernel 3, 3 layers of 8) or the Transformer
+    (`TRANSFORMER`), random params, no dropout."""
+    overrides = TRANSFORMER if contextualizer == "transformer" else {}
+    config = helpers.tiny_config(**{"model.contextualizer": contextualizer, "model.dropout": 0.0, **overrides})
     model = bilm_from_config(config.model, vocab_size=5)
     shapes = jax.eval_shape(lambda: init_params(model, jax.random.key(0), engine_chars))
     rng = np.random.default_rng(5)
@@ -556,19 +563,21 @@ def contextualized_streams(pretrained: PretrainedBiLM, embedder: ElmoEmbedder, s
     return out
 
 
+@pytest.mark.parametrize("contextualizer", ["gated_cnn", "transformer"])
 @pytest.mark.parametrize("engine", ["auto", "xla"])
-def test_gated_cnn_bilm_embeds_as_contextualize_stateful_and_stateless(engine):
+def test_non_lstm_bilm_embeds_as_contextualize_stateful_and_stateless(engine, contextualizer):
     """A non-LSTM biLM embeds with XLA through `BiLM.contextualize`: stateful, row r of each batch
     continues row r's stream of the batches before (three batches of 2, one shorter); stateless,
-    every sentence alone from the zero state; with any engine (the C++ char CNN at most)."""
-    pretrained = gated_cnn_bilm()
+    every sentence alone from the zero state; with any engine (the C++ char CNN at most). The
+    Transformer's streams are longer than its max_window: they run as windows carrying the memory."""
+    pretrained = gated_cnn_bilm(contextualizer=contextualizer)
     sentences = [["the", "cat", "sat"], ["a", "dog"], ["a", "bird", "flew", "past", "the", "barn"], ["it"], ["x"]]
     stateful = ElmoEmbedder.from_pretrained(pretrained, batch_size=2, engine=engine)
     assert stateful.kernels.lstm_stack is None
     got = list(stateful.embed_sentences(sentences))
     want = contextualized_streams(pretrained, stateful, [sentences[0::2], sentences[1::2]])
     want = [want[0], want[3], want[1], want[4], want[2]]  # Stream order back to sentence order.
-    assert [g.shape for g in got] == [(4, len(s), 16) for s in sentences]
+    assert [g.shape for g in got] == [(pretrained.model.n_layers + 1, len(s), 16) for s in sentences]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
     stateless = ElmoEmbedder.from_pretrained(pretrained, batch_size=2, stateful=False, engine=engine)

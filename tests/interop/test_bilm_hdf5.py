@@ -264,25 +264,27 @@ def test_word_input_models_have_no_bilm_tf_format():
         options_dict(config)
 
 
-def test_non_lstm_models_have_no_bilm_tf_format():
+@pytest.mark.parametrize("contextualizer", ["gated_cnn", "transformer"])
+def test_non_lstm_models_have_no_bilm_tf_format(contextualizer):
     config = tiny.get_config()
-    config.model.contextualizer = "gated_cnn"
-    with pytest.raises(OptionsError, match="^the bilm-tf/AllenNLP format holds LSTM biLMs only; .*'gated_cnn'$"):
+    config.model.contextualizer = contextualizer
+    with pytest.raises(OptionsError, match=f"^the bilm-tf/AllenNLP format holds LSTM biLMs only; .*'{contextualizer}'$"):
         options_dict(config)
 
 
-def test_export_of_a_gated_cnn_workdir_is_a_one_line_error(checkpoint_workdir, tmp_path, capsys):
+@pytest.mark.parametrize("contextualizer", ["gated_cnn", "transformer"])
+def test_export_of_a_non_lstm_workdir_is_a_one_line_error(checkpoint_workdir, tmp_path, capsys, contextualizer):
     """The reason comes from the saved config, before the checkpoint is read; nothing is written."""
-    workdir = tmp_path / "gated_cnn"
+    workdir = tmp_path / contextualizer
     workdir.mkdir()
     config = json.loads(open(os.path.join(checkpoint_workdir, "config.json")).read())
-    config["model"]["contextualizer"] = "gated_cnn"
+    config["model"]["contextualizer"] = contextualizer
     (workdir / "config.json").write_text(json.dumps(config))
     out = tmp_path / "out"
     out.mkdir()
     assert export_main([arg for pair in _export_flags(str(workdir), out).items() for arg in pair]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "contextualizer='gated_cnn'" in err
+    assert err.startswith("error: ") and err.count("\n") == 1 and f"contextualizer={contextualizer!r}" in err
     assert os.listdir(out) == []
 
 

@@ -417,3 +417,55 @@ def test_lstm_only_methods_refuse_a_gated_cnn_and_bad_contextualizer_is_an_error
                     model.initial_state(B), method=BiLM.contextualize_from_gates)
     with pytest.raises(ValueError, match="model.contextualizer must be one of"):
         BiLM(vocab_size=VOCAB, contextualizer="rnn").init(jax.random.key(0), make_inputs(0, steps=T), [])
+
+
+TRANSFORMER = {"model.transformer.n_heads": 5, "model.transformer.ff_dim": 12, "model.transformer.n_layers": 3}
+
+
+def test_transformer_param_tree_and_state() -> None:
+    """'transformer' replaces lstm_i by transformer/directions/block_i (model.transformer.n_layers,
+    weights per direction unless shared), P wide; its state is the memory of every layer."""
+    inputs = make_inputs(0, steps=T)
+    model = tiny_model("transformer", **TRANSFORMER, **{"model.transformer.positions": "learned"})
+    params = jax.eval_shape(lambda: model.init(jax.random.key(0), inputs, model.initial_state(B)))["params"]
+    assert params.keys() == {"encoder", "transformer", "softmax"}
+    stack = params["transformer"]["directions"]
+    assert sorted(stack) == ["block_0", "block_1", "block_2", "final_norm", "positions"]
+    assert stack["positions"].shape == (2, 20 + 20, P)
+    shared = tiny_model("transformer", **TRANSFORMER, **{"model.transformer.shared_directions": True})
+    shared_params = jax.eval_shape(lambda: shared.init(jax.random.key(0), inputs, shared.initial_state(B)))["params"]
+    assert shared_params["transformer"]["directions"]["block_0"]["feed_forward"]["W_1"].shape == (P, 12)
+    state = model.initial_state(B)
+    assert state.inputs.shape == (2, B, 3, 20, P) and state.mask.shape == (2, B, 20) and not state.mask.any()
+
+
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+def test_transformer_bilm_runs_inputs_longer_than_max_window_as_windows(positions: str) -> None:
+    """T > max_window runs as windows carrying the memory: the same layers and state as calls of
+    one window each; with a memory as long as the windows (and no learned table whose size
+    depends on max_window), the same as one window over everything."""
+    window = {**TRANSFORMER, "model.transformer.positions": positions, "model.transformer.max_window": T,
+              "model.transformer.memory_length": T}
+    model = tiny_model("transformer", **window)
+    inputs = make_inputs(4, steps=2 * T)
+    params = model.init(jax.random.key(1), inputs, model.initial_state(B))["params"]
+    apply = jax.jit(functools.partial(model.apply, {"params": params}, train=False))
+    full, _, full_state = apply(inputs, model.initial_state(B))
+    first, state_a = apply({k: v[:, :, :T] for k, v in inputs.items()}, model.initial_state(B))[::2]
+    second, state_b = apply({k: v[:, :, T:] for k, v in inputs.items()}, state_a)[::2]
+    assert [x.shape for x in full] == [(2, B, 2 * T, P)] * 4
+    for j in range(4):
+        np.testing.assert_allclose(np.concatenate([first[j], second[j]], axis=2), full[j], rtol=RTOL, atol=ATOL)
+    jax.tree.map(lambda got, want: np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL), state_b, full_state)
+    if positions == "sinusoidal":
+        wide = tiny_model("transformer", **{**window, "model.transformer.max_window": 2 * T})
+        one_window = wide.apply({"params": params}, inputs, wide.initial_state(B))[0]
+        for j in range(4):
+            np.testing.assert_allclose(one_window[j], full[j], rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_only_methods_refuse_a_transformer() -> None:
+    model = tiny_model("transformer", **TRANSFORMER)
+    params = model.init(jax.random.key(0), make_inputs(0, steps=T), model.initial_state(B))["params"]
+    with pytest.raises(ValueError, match="LSTM biLMs; this one's contextualizer is 'transformer'"):
+        model.apply({"params": params}, jnp.zeros((P,)), method=BiLM.first_layer_gates)

@@ -56,3 +56,25 @@ def test_gated_cnn_flops_are_two_per_weight_of_its_convolutions():
     params = init_params(bilm_from_config(config.model, 100), jax.random.key(0), 12)["gated_cnn"]
     kernels = sum(np.size(layer[name]) for layer in params.values() for name in ("W", "V"))
     assert parts["gated_cnn"] == 2 * kernels // 2 and len(params) == gcnn.n_layers
+
+
+def test_transformer_flops_replace_the_lstms_and_count_its_weights_and_attention():
+    """The Transformer replaces the LSTM part: per token and direction, without memory and with
+    F = P, each weight of its blocks is one multiply-add, plus per layer the scores and weighted
+    sums over the window's T positions (P wide); a memory of M positions adds, per layer, its
+    keys and values once per window of T tokens and M more scores and weighted sums."""
+    config = tiny_config(**{
+        "model.contextualizer": "transformer", "model.transformer.memory_length": 0,
+        "model.transformer.max_window": 5, "model.transformer.ff_dim": 12, "model.transformer.n_heads": 2,
+    })
+    parts = forward_flops_per_direction(config.model, vocab_size=100, max_chars=12)
+    assert "lstm" not in parts
+    params = init_params(bilm_from_config(config.model, 100), jax.random.key(0), 12)["transformer"]["directions"]
+    weights = sum(np.size(w) for w in jax.tree.leaves(params) if w.ndim == 3) // 2  # Per direction.
+    assert weights == 2 * (4 * 8 * 8 + 2 * 8 * 12)  # 2 layers: Q, K, V, O and the feed-forward layer.
+    layers, p, window = 2, 8, 5
+    assert parts["transformer"] == 2 * weights + layers * (2 * window * p * 2)
+    config.model.transformer.memory_length = memory = 5
+    with_memory = forward_flops_per_direction(config.model, vocab_size=100, max_chars=12)["transformer"]
+    keys_values = memory * 2 * p * p * 2 // window
+    assert with_memory == parts["transformer"] + layers * (keys_values + 2 * memory * p * 2)

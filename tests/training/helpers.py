@@ -56,14 +56,15 @@ def write_corpus(directory: str, n_sentences: int, seed: int, n_files: int = 2) 
     return os.path.join(directory, "part-*.txt")
 
 
-def make_checkpoint_workdir(tmp_path) -> str:
-    """A workdir as `train_and_evaluate` leaves it (config.json, vocab.txt, orbax checkpoint).
+def make_checkpoint_workdir(tmp_path, **overrides) -> str:
+    """A workdir as `train_and_evaluate` leaves it (config.json, vocab.txt, orbax checkpoint), of
+    the tiny config with dotted-key `overrides`.
 
     The params are random rather than trained: training even two steps costs about a minute of
     CPU compilation, and any params exercise the same checkpoint -> hdf5 path.
     """
     files = write_corpus(str(tmp_path / "corpus"), 12, seed=0)
-    config = tiny_config(**{"data.source": "text", "data.train_files": files, "data.eval_files": files})
+    config = tiny_config(**{"data.source": "text", "data.train_files": files, "data.eval_files": files, **overrides})
     workdir = str(tmp_path / "workdir")
     os.makedirs(workdir)
     with open(os.path.join(workdir, "config.json"), "w") as f:

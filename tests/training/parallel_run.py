@@ -5,7 +5,7 @@ Run as a subprocess (the device count must be fixed before JAX starts):
       (on the first N devices of one process)
   python tests/training/parallel_run.py --process I --processes P --port PORT OUT.npz
       (process I of P, one CPU device each, jax.distributed over localhost)
-CONTEXTUALIZER=gated_cnn in the environment trains that contextualizer (default: lstm).
+CONTEXTUALIZER=gated_cnn or transformer in the environment trains that contextualizer (default: lstm).
 """
 
 import os

@@ -223,7 +223,7 @@ def test_sigterm_before_the_first_step_says_that_nothing_was_saved(tmp_path, mon
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("contextualizer", ["lstm", "gated_cnn"])
+@pytest.mark.parametrize("contextualizer", ["lstm", "gated_cnn", "transformer"])
 def test_each_contextualizer_trains_resumes_exactly_and_evaluates(tmp_path, contextualizer):
     """A tiny run per contextualizer; stopped at step 6 and rerun, it gives the uninterrupted run's
     losses (the carried state is in the checkpoint) and the same evaluation."""

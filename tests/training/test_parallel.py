@@ -36,11 +36,13 @@ def test_eight_devices_match_one_device(one, tmp_path):
 
 
 @pytest.mark.slow
-def test_eight_devices_match_one_device_with_the_gated_cnn(tmp_path):
-    """The gated CNN's buffers are split along B over the devices, as the LSTM states."""
-    one = _run(1, str(tmp_path / "one.npz"), "gated_cnn")
-    eight = _run(8, str(tmp_path / "eight.npz"), "gated_cnn")
-    assert one.keys() == eight.keys() and any("gated_cnn" in key for key in one)
+@pytest.mark.parametrize("contextualizer", ["gated_cnn", "transformer"])
+def test_eight_devices_match_one_device_with_another_contextualizer(tmp_path, contextualizer):
+    """The gated CNN's buffers and the Transformer's memory are split along B over the devices, as
+    the LSTM states."""
+    one = _run(1, str(tmp_path / "one.npz"), contextualizer)
+    eight = _run(8, str(tmp_path / "eight.npz"), contextualizer)
+    assert one.keys() == eight.keys() and any(contextualizer in key for key in one)
     for key in one:
         np.testing.assert_allclose(eight[key], one[key], rtol=1e-5, atol=1e-7, err_msg=key)
 

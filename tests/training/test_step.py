@@ -54,7 +54,7 @@ def test_full_softmax_loss_is_mean_of_directions():
     assert int(new_state.step) == 1
 
 
-@pytest.mark.parametrize("contextualizer", ["lstm", "gated_cnn"])
+@pytest.mark.parametrize("contextualizer", ["lstm", "gated_cnn", "transformer"])
 @pytest.mark.parametrize("stateful", [True, False])
 def test_carried_state_changes_the_next_loss_only_when_stateful(stateful, contextualizer):
     config, model, state, step, mesh = _setup(
@@ -161,3 +161,23 @@ def test_gated_cnn_step_carries_its_buffers_and_trains_in_both_dtypes(dtype):
     assert np.isfinite(float(metrics["train_loss"])) and float(metrics["nonfinite"]) == 0.0
     assert all(s.dtype == jnp.float32 and np.any(np.asarray(s) != 0) for s in new_state.lstm_state)
     assert not np.array_equal(jax.device_get(new_state.params["gated_cnn"]["glu_0"]["W"]), before)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_transformer_step_carries_its_memory_and_trains_in_both_dtypes(dtype):
+    """The train state holds the Transformer's memory `[2, B, L, M, P]` (float32 whatever the
+    dtype) and its mask; a step gives a finite loss, fills the memory of the rows' valid positions
+    and changes the attention's weights."""
+    config, model, state, step, mesh = _setup(**{
+        "model.contextualizer": "transformer", "model.dtype": dtype, "model.transformer.memory_length": 3,
+        "model.transformer.max_window": 5, "model.transformer.ff_dim": 16, "model.transformer.n_heads": 2,
+    })
+    assert state.lstm_state.inputs.shape == (2, 4, 2, 3, 8) and state.lstm_state.mask.shape == (2, 4, 3)
+    batch = random_batch(np.random.default_rng(2), VOCAB, 4, 5, config.data.max_chars_per_token, mask_tail=2)
+    weights = lambda s: jax.device_get(s.params["transformer"]["directions"]["block_0"]["attention"]["W_query"])
+    before = weights(state)
+    new_state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
+    assert np.isfinite(float(metrics["train_loss"])) and float(metrics["nonfinite"]) == 0.0
+    memory = jax.device_get(new_state.lstm_state)
+    assert memory.inputs.dtype == jnp.float32 and memory.mask.all() and np.any(memory.inputs != 0)
+    assert not np.array_equal(weights(new_state), before)
