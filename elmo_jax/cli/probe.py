@@ -79,10 +79,7 @@ flags.DEFINE_string(
 
 def _check_flags() -> None:
     """Raises UsageError (a one-line error) for bad flag combinations and values."""
-    if (_FLAGS.workdir is None) == (_FLAGS.options is None and _FLAGS.weights is None):
-        raise tool_flags.UsageError("give either --workdir, or --options and --weights (not both, not neither)")
-    if _FLAGS.workdir is None and (_FLAGS.options is None or _FLAGS.weights is None):
-        raise tool_flags.UsageError("--options and --weights go together")
+    tool_flags.check_model_source(_FLAGS)
     if _FLAGS.batch_size < 1:
         raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
     if _FLAGS.max_memory_gib <= 0:

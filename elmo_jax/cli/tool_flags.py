@@ -30,6 +30,15 @@ class UsageError(Exception):
     """Flags that parse but cannot be used as given: `error: <message>` on stderr, exit status 1."""
 
 
+def check_model_source(flag_values: flags.FlagValues) -> None:
+    """Raises UsageError unless the flags name one model: --workdir, or --options with --weights."""
+    workdir, options, weights = (flag_values[name].value for name in ("workdir", "options", "weights"))
+    if (workdir is None) == (options is None and weights is None):
+        raise UsageError("give either --workdir, or --options and --weights (not both, not neither)")
+    if workdir is None and (options is None or weights is None):
+        raise UsageError("--options and --weights go together")
+
+
 def run(
     flag_values: flags.FlagValues,
     argv: Sequence[str] | None,
