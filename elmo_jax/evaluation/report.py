@@ -121,24 +121,25 @@ def latest_attempt(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def _read_config(run_dir: str) -> dict[str, Any]:
-    path = os.path.join(run_dir, "config.json")
-    try:
-        with open(path) as f:
+def _read_json(path: str) -> Any:
+    """The JSON value of the file at `path`; ReportError naming it when it is malformed."""
+    with open(path) as f:
+        try:
             return json.load(f)
+        except ValueError as e:
+            raise ReportError(f"{path}: malformed JSON ({e})") from e
+
+
+def _read_config(run_dir: str) -> dict[str, Any]:
+    try:
+        return _read_json(os.path.join(run_dir, "config.json"))
     except FileNotFoundError:
         raise ReportError(f"{run_dir}: no config.json (needed for tokens per step)") from None
-    except ValueError as e:
-        raise ReportError(f"{path}: malformed JSON ({e})") from e
 
 
 def _read_probe_result(path: str) -> dict[str, Any]:
     """A probe result file: a JSON object with a non-empty list of accuracies `layers` and a `mix`."""
-    try:
-        with open(path) as f:
-            result = json.load(f)
-    except ValueError as e:
-        raise ReportError(f"{path}: malformed JSON ({e})") from e
+    result = _read_json(path)
     numbers = result.get("layers") if isinstance(result, dict) else None
     if not (isinstance(numbers, list) and numbers and isinstance(result.get("mix"), (int, float))
             and all(isinstance(a, (int, float)) for a in numbers)):
