@@ -59,7 +59,7 @@ def test_ptb_char_small_cpu_differs_from_ptb_char_small_in_epochs_and_dropout_on
 
 def test_ptb_char_small_gated_cnn_swaps_the_contextualizer_only_and_keeps_the_parameter_count():
     """The counts its docstring prints (10,001-word PTB vocabulary) are the model's."""
-    small = recipe_module("ptb_char_small").get_config()
+    small = recipe_module("ptb_char_small_cpu").get_config()
     gated = recipe_module("ptb_char_small_gated_cnn").get_config()
     for config in (small, gated):
         model = bilm_from_config(config.model, 10001)
@@ -77,7 +77,7 @@ def test_ptb_char_small_gated_cnn_swaps_the_contextualizer_only_and_keeps_the_pa
 
 def test_ptb_char_small_transformer_swaps_the_contextualizer_only_and_has_about_its_parameter_count():
     """The counts its docstring prints (10,001-word PTB vocabulary) are the models'."""
-    small = recipe_module("ptb_char_small").get_config()
+    small = recipe_module("ptb_char_small_cpu").get_config()
     transformer = recipe_module("ptb_char_small_transformer").get_config()
     counts = []
     for config in (small, transformer):
