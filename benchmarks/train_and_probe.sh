@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Train one config, evaluate it on PTB test (as training does at its end), probe its layers for
-# UPOS on UD English EWT, and copy what a results table needs to RESULTS_DIR.
+# Train one config, evaluate it on PTB test (its final checkpoint), probe its layers for UPOS on
+# UD English EWT, and copy what a results table needs to RESULTS_DIR.
 #
 #   bash benchmarks/train_and_probe.sh CONFIG WORKDIR RESULTS_DIR UD_EWT_DIR [--control]
 #   bash benchmarks/train_and_probe.sh configs/ptb_char_small_cpu.py runs/ptb_char_small_cpu \
 #       benchmarks/results/contextualizers/ptb_char_small_cpu ../shared/data/ud_english_ewt --control
 #
 # A run with a test evaluation is finished and not trained again; an interrupted one resumes from
-# its last checkpoint. The probes train on en_ewt-ud-dev.conllu (a tenth held out for early
-# stopping) and are scored on en_ewt-ud-test.conllu, words spelled as PTB's (--normalize ptb);
-# --control also probes the same architecture with random weights (--control=random_init).
-# RESULTS_DIR gets the evaluations, the probe results, config.json, metrics.jsonl and
-# run_info.json, so that `elmo-report RESULTS_DIR ...` makes the table.
+# its last checkpoint, and a finished one without a test evaluation gets one. The probes train on
+# en_ewt-ud-dev.conllu (a tenth held out for early stopping) and are scored on
+# en_ewt-ud-test.conllu, words spelled as PTB's (--normalize ptb); --control also probes the same
+# architecture with random weights (--control=random_init). RESULTS_DIR gets the evaluations, the
+# probe results, config.json, metrics.jsonl and run_info.json, so that `elmo-report RESULTS_DIR`
+# makes the table.
 set -euo pipefail
 usage="usage: bash benchmarks/train_and_probe.sh CONFIG WORKDIR RESULTS_DIR UD_EWT_DIR [--control]"
 config=${1:?$usage}
@@ -29,6 +30,9 @@ probe=("$python" -m elmo_jax.probe --workdir="$workdir" --train="$ewt/en_ewt-ud-
 
 if ! compgen -G "$workdir/eval_test_*.json" > /dev/null; then
   "$python" train.py --config="$config" --workdir="$workdir"
+fi
+if ! compgen -G "$workdir/eval_test_*.json" > /dev/null; then  # Its evaluation split was not test.
+  "$python" evaluate.py --workdir="$workdir" --split=test
 fi
 "${probe[@]}"
 if [ -n "$control" ]; then
