@@ -22,11 +22,14 @@ PRESETS = {
     "no_projection_clip": {"model.lstm.proj_clip": 0.0},
     "tanh_cnn": {"model.char_cnn.activation": "tanh"},
     "full_softmax": {"model.softmax.sampled": False},
-    "adagrad": {
+    "adagrad": {  # bilm-tf's: differentiating unroll_steps x the mean loss, norm clipped to 10.
         "train.optimizer.name": "adagrad",
         "train.optimizer.learning_rate": 0.2,
+        "train.optimizer.initial_accumulator_value": 1.0,
         "train.optimizer.schedule": "constant",
         "train.optimizer.warmup_steps": 0,
+        "train.loss_scale": 20.0,
+        "train.clip_norm": 10.0,
     },
 }
 

@@ -137,6 +137,14 @@ def test_ablation_presets(preset):
         assert node_c == ablations.PRESETS[preset][key]
 
 
+def test_adagrad_ablation_is_bilm_tf_s_optimizer_step():
+    """bilm-tf's Adagrad differentiates unroll_steps x the mean loss and clips the norm at 10: with
+    the mean loss alone its steps would be unroll_steps times smaller."""
+    config = ablations.get_config("adagrad")
+    assert config.train.loss_scale == config.train.unroll_steps == ablations.demo.get_config().train.unroll_steps
+    assert (config.train.clip_norm, config.train.optimizer.initial_accumulator_value) == (10.0, 1.0)
+
+
 def test_unknown_ablation_is_an_error():
     with pytest.raises(ValueError, match="unknown ablation 'no_such'"):
         ablations.get_config("no_such")
