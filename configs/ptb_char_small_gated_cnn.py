@@ -6,8 +6,8 @@ contextualizer ablation of Peters et al. 2018b on PTB (docs/contextualizers.md).
 
 The char CNN (525 channels, one highway layer, no token projection), the softmax, the data, the
 dropout and the 15-epoch schedule are ptb_char_small_cpu's (ptb_char_small's model, shortened for 2
-CPU cores), so the LSTM, gated-CNN and Transformer rows of docs/contextualizers.md share a recipe, but for
-SGD's learning rate: 0.1 instead of 1.
+CPU cores), so the LSTM, gated-CNN and Transformer rows of docs/contextualizers.md share a recipe,
+but for SGD's learning rate: 0.1 instead of 1.
 Per direction: 4 causal GLU layers of 300, kernel width 2, residual around layers 2-4; the first
 reads the 525 channels. Parameters, counted with the model's init (10,001-word PTB vocabulary):
   ptb_char_small_cpu        7,025,981  (char CNN 590,880; LSTMs 3,424,800; softmax 3,010,301)

@@ -6,12 +6,13 @@ of Peters et al. 2018b on PTB (docs/contextualizers.md).
 
 The char CNN (525 channels, one highway layer, no token projection), the softmax, the data, the
 dropout and the 15-epoch schedule are ptb_char_small_cpu's (ptb_char_small's model, shortened for 2
-CPU cores), so the LSTM, gated-CNN and Transformer rows of docs/contextualizers.md share a recipe, but for
-SGD's learning rate: 0.1 instead of 1.
+CPU cores), so the LSTM, gated-CNN and Transformer rows of docs/contextualizers.md share a recipe,
+but for SGD's learning rate: 0.1 instead of 1.
 Per direction, with its own weights (as Peters et al. 2018b and AllenNLP): a linear map of the 525
 channels to 300, 2 pre-norm blocks of 300 with 6 heads and a feed-forward layer of 690, sinusoidal
 positions on the queries and keys. Windows of 35 (train.unroll_steps) attend to a memory of the
-previous 35 positions of their stream. Parameters, counted with the model's init (10,001-word PTB vocabulary):
+previous 35 positions of their stream. Parameters, counted with the model's init (10,001-word PTB
+vocabulary):
   ptb_char_small_cpu          7,025,981  (char CNN 590,880; LSTMs 3,424,800; softmax 3,010,301)
   ptb_char_small_transformer  7,027,541  (char CNN 590,880; Transformer 3,426,360; softmax 3,010,301)
 """
