@@ -56,6 +56,18 @@ def _drop_unraisable(unraisable: Any) -> None:
     """A `sys.unraisablehook` that reports nothing."""
 
 
+class _ClosedEventLoopErrorsDropped:
+    """A `sys.unraisablehook` that drops asyncio's "Event loop is closed" and passes the rest to `inner`."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def __call__(self, unraisable: Any) -> None:
+        error = unraisable.exc_value
+        if not (isinstance(error, RuntimeError) and str(error) == "Event loop is closed"):
+            self.inner(unraisable)
+
+
 @contextlib.contextmanager
 def library_errors_silenced() -> Iterator[None]:
     """Within it, only elmo_jax's own log records show: libraries' records, errors included, and
@@ -64,7 +76,8 @@ def library_errors_silenced() -> Iterator[None]:
     For an attempt whose failure the caller reports in one line: orbax reading a corrupt checkpoint
     leaves tensorstore callbacks and coroutines failing on its closed event loop ("Event loop is
     closed"), hundreds of traceback lines. Garbage is collected before leaving, so that abandoned
-    coroutines report their errors inside.
+    coroutines report their errors inside; tensorstore's threads can still deliver callbacks to the
+    closed loop afterwards, so on leaving a hook that drops only those errors stays installed.
     """
     only_package = _LibraryThreshold(logging.CRITICAL + 1)
     handlers = list(logging.getLogger().handlers)
@@ -76,6 +89,9 @@ def library_errors_silenced() -> Iterator[None]:
         yield
     finally:
         gc.collect()
-        sys.unraisablehook = previous_hook
+        if isinstance(previous_hook, _ClosedEventLoopErrorsDropped):
+            sys.unraisablehook = previous_hook
+        else:
+            sys.unraisablehook = _ClosedEventLoopErrorsDropped(previous_hook)
         for handler in handlers:
             handler.removeFilter(only_package)

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -94,3 +95,23 @@ def test_the_filter_passes_the_projects_records_and_the_libraries_errors():
     assert threshold.filter(record(project, logging.INFO))
     assert not threshold.filter(record(library, logging.WARNING))
     assert threshold.filter(record(library, logging.ERROR))
+
+
+def test_late_closed_event_loop_errors_stay_dropped_and_other_unraisables_still_show(monkeypatch):
+    """tensorstore threads can call back into a failed read's closed event loop after the context."""
+    shown = []
+    monkeypatch.setattr(sys, "unraisablehook", shown.append)
+
+    def unraisable(error: BaseException):
+        return types.SimpleNamespace(exc_type=type(error), exc_value=error, exc_traceback=None, err_msg=None, object=None)
+
+    for _ in range(2):  # Entered twice: still one filter in front of the original hook.
+        with quiet_logs.library_errors_silenced():
+            sys.unraisablehook(unraisable(ValueError("dropped inside")))
+    assert sys.unraisablehook.inner == shown.append
+    sys.unraisablehook(unraisable(RuntimeError("Event loop is closed")))
+    assert shown == []
+    other = [unraisable(RuntimeError("another error")), unraisable(ValueError("Event loop is closed"))]
+    for args in other:
+        sys.unraisablehook(args)
+    assert shown == other
