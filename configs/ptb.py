@@ -75,3 +75,12 @@ def kim_char_cnn(config: ml_collections.ConfigDict, filters: list[list[int]], n_
     cnn.activation = "tanh"
     cnn.n_highway = n_highway
     cnn.projection = False
+
+
+def adam_instead_of_sgd(config: ml_collections.ConfigDict) -> None:
+    """Adam at 1e-3 after 400 linear warmup steps, then the recipe's cosine decay: the optimizer of
+    the gated-CNN and Transformer biLMs, which SGD does not train (docs/contextualizers.md)."""
+    opt = config.train.optimizer
+    opt.name = "adam"
+    opt.learning_rate = 1e-3
+    opt.warmup_steps = 400

@@ -71,8 +71,10 @@ def test_ptb_char_small_gated_cnn_swaps_the_contextualizer_only_and_keeps_the_pa
     assert (gated["model"].pop("contextualizer"), small["model"].pop("contextualizer")) == ("gated_cnn", "lstm")
     assert gated["model"].pop("gated_cnn") == {"kernel_width": 2, "n_layers": 4, "residual": True}
     small["model"].pop("gated_cnn")
-    rates = gated["train"]["optimizer"].pop("learning_rate"), small["train"]["optimizer"].pop("learning_rate")
-    assert rates == (0.1, 1.0)
+    optimizers = gated["train"].pop("optimizer"), small["train"].pop("optimizer")
+    assert [(o["name"], o["learning_rate"], o["warmup_steps"], o["schedule"]) for o in optimizers] == [
+        ("adam", 1e-3, 400, "cosine"), ("sgd", 1.0, 0, "cosine")
+    ]
     assert gated == small
     assert "7,025,981" in recipe_module("ptb_char_small_gated_cnn").__doc__
 
@@ -97,8 +99,10 @@ def test_ptb_char_small_transformer_swaps_the_contextualizer_only_and_has_about_
         "shared_directions": False, "memory_length": 35, "max_window": 35,
     }
     small["model"].pop("transformer")
-    rates = transformer["train"]["optimizer"].pop("learning_rate"), small["train"]["optimizer"].pop("learning_rate")
-    assert rates == (0.1, 1.0)
+    optimizers = transformer["train"].pop("optimizer"), small["train"].pop("optimizer")
+    assert [(o["name"], o["learning_rate"], o["warmup_steps"], o["schedule"]) for o in optimizers] == [
+        ("adam", 1e-3, 400, "cosine"), ("sgd", 1.0, 0, "cosine")
+    ]
     assert transformer == small
 
 
