@@ -69,7 +69,7 @@ def test_ptb_char_small_gated_cnn_swaps_the_contextualizer_only_and_keeps_the_pa
         assert sum(x.size for x in jax.tree.leaves(shapes)) == 7_025_981
     small, gated = small.to_dict(), gated.to_dict()
     assert (gated["model"].pop("contextualizer"), small["model"].pop("contextualizer")) == ("gated_cnn", "lstm")
-    assert gated["model"].pop("gated_cnn") == {"kernel_width": 2, "n_layers": 4, "residual": True}
+    assert gated["model"].pop("gated_cnn") == {"kernel_width": 2, "n_layers": 4, "residual": True, "dilation_base": 2}
     small["model"].pop("gated_cnn")
     optimizers = gated["train"].pop("optimizer"), small["train"].pop("optimizer")
     assert [(o["name"], o["learning_rate"], o["warmup_steps"], o["schedule"]) for o in optimizers] == [

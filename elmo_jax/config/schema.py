@@ -67,9 +67,11 @@ def get_config() -> ml_collections.ConfigDict:
     # Gated CNN: causal convolutions with gated linear units, h = (X*W + b) * sigmoid(X*V + c), layers
     # model.lstm.projection_dim wide, dropout as the LSTMs' (model.token_dropout, model.dropout).
     model.gated_cnn = gcnn = ml_collections.ConfigDict()
-    gcnn.kernel_width = 3  # Positions each convolution sees (the current one and k - 1 before it).
+    gcnn.kernel_width = 3  # Taps of each convolution: the current position and k - 1 before it.
     gcnn.n_layers = 3  # Layers per direction (its own key: a gated CNN of an LSTM's size is deeper).
     gcnn.residual = True  # Residual connection around layers 2..L (Dauphin et al.'s residual blocks).
+    gcnn.dilation_base = 1  # Layer l's taps are dilation_base^(l-1) positions apart (1: contiguous, Dauphin et
+    #                         al.; 2: doubling, WaveNet's): the stack sees 1 + (k - 1) sum_l dilation_base^(l-1).
     # Transformer: causal self-attention blocks model.lstm.projection_dim wide, dropout on the stack's input
     # (model.token_dropout) and on each sublayer's output (model.dropout); model/transformer.py.
     model.transformer = tfm = ml_collections.ConfigDict()

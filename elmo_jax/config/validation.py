@@ -163,6 +163,7 @@ SCHEMA: dict[str, Check] = {
     "model.gated_cnn.kernel_width": integer(2),
     "model.gated_cnn.n_layers": integer(1),
     "model.gated_cnn.residual": boolean(),
+    "model.gated_cnn.dilation_base": integer(1),
     "model.transformer.n_layers": integer(1),
     "model.transformer.ff_dim": integer(1),
     "model.transformer.n_heads": integer(1),

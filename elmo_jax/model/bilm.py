@@ -42,7 +42,7 @@ class BiLM(nn.Module):
     `[2, B, T, P]` (the token embedding `[2, B, T, sum of channels]` without a token projection);
     top = the last layer after dropout (the softmax input). n_layers = L, the contextualizer's
     depth; dim, the clips, skip connections, the initializer, unroll and the kernel are the LSTM's;
-    kernel_width and residual the gated CNN's; ff_dim .. max_window the Transformer's
+    kernel_width, residual and dilation_base the gated CNN's; ff_dim .. max_window the Transformer's
     (`TransformerStack`; P wide; inputs longer than max_window run as consecutive windows).
     """
 
@@ -73,6 +73,7 @@ class BiLM(nn.Module):
     contextualizer: str = "lstm"  # One of CONTEXTUALIZERS.
     kernel_width: int = 3  # Gated CNN: positions each convolution sees.
     residual: bool = True  # Gated CNN: residual connections around layers 2..L.
+    dilation_base: int = 1  # Gated CNN: layer l's taps dilation_base^(l-1) positions apart.
     ff_dim: int = 2048  # Transformer: feed-forward width.
     n_heads: int = 8  # Transformer: attention heads.
     norm: str = "pre"  # Transformer: 'pre' | 'post'.
@@ -99,7 +100,7 @@ class BiLM(nn.Module):
         elif self.contextualizer == "gated_cnn":
             self.stack = GatedCNNStack(
                 self.projection_dim, self.n_layers, self.kernel_width, self.residual, self.dropout,
-                self._token_rate, self.dtype, self.init_range, name="gated_cnn",
+                self._token_rate, self.dtype, self.init_range, self.dilation_base, name="gated_cnn",
             )
         else:
             self.stack = self._transformer(name="transformer")
@@ -143,7 +144,9 @@ class BiLM(nn.Module):
         the gated CNN's buffers (`initial_buffers`) or the Transformer's empty memory. Every leaf
         has the rows on axis 1 and is all zeros (`zeros_like` of a state is one)."""
         if self.contextualizer == "gated_cnn":
-            return initial_buffers(batch_size, self.token_dim, self.projection_dim, self.n_layers, self.kernel_width)
+            return initial_buffers(
+                batch_size, self.token_dim, self.projection_dim, self.n_layers, self.kernel_width, self.dilation_base
+            )
         if self.contextualizer == "transformer":
             return self._transformer(parent=None).initial_state(batch_size)
         return [
@@ -301,6 +304,7 @@ def bilm_from_config(model: Mapping[str, Any], vocab_size: int) -> BiLM:
         contextualizer=model.contextualizer,
         kernel_width=model.gated_cnn.kernel_width,
         residual=model.gated_cnn.residual,
+        dilation_base=model.gated_cnn.dilation_base,
         ff_dim=model.transformer.ff_dim,
         n_heads=model.transformer.n_heads,
         norm=model.transformer.norm,

@@ -2,19 +2,22 @@
 
 Per direction d and layer l, over the stream's positions in order (the backward stream holds the
 reversed text, so its layers see the text to the right):
-  window_t = [x_{t-k+1}; ...; x_t]                       k = kernel width, causal
+  window_t = [x_{t-(k-1)r}; ...; x_{t-r}; x_t]             k = kernel width, causal, r = dilation
   h_t = (window_t W + b) * sigmoid(window_t V + c)       a gated linear unit (GLU)
   out_t = h_t + x_t  (residual blocks, layers 2..L)      out_t = h_t  (layer 1, or without residual)
-The two directions have separate weights stacked on a leading axis of size 2, as the LSTMs'.
+Layer l's dilation is r_l = base^(l-1) (`dilation_base`; 1 = Dauphin et al.'s contiguous taps, 2
+doubles it per layer as WaveNet's causal convolutions do), so the stack sees
+1 + (k - 1) (r_1 + ... + r_L) positions with the same weights. The two directions have separate
+weights stacked on a leading axis of size 2, as the LSTMs'.
 
 Masked positions are skipped, as the LSTM's state is frozen at them: each row's real positions
 are moved to the front in order, the layers run on that stream, and the outputs go back to their
 positions (zero where masked). So a padded position never reaches a real one, and the real
 positions see the real inputs before them, padding or not.
 
-Carried state: per layer the last k - 1 real inputs of each row `[2, B, k - 1, F_l]`, the left
-context of the next window. A window then sees exactly what one long pass over the text would,
-since the stack's receptive field is L (k - 1) + 1 positions.
+Carried state: per layer the last (k - 1) r_l real inputs of each row `[2, B, (k - 1) r_l, F_l]`,
+the left context of the next window. A window then sees exactly what one long pass over the text
+would, since no tap of layer l reaches further back.
 """
 
 from __future__ import annotations
@@ -34,19 +37,19 @@ def glu_kernel_limit(kernel_width: int, d_in: int, features: int) -> float:
     return math.sqrt(6.0 / (kernel_width * d_in + features))
 
 
-def causal_windows(buffer: jax.Array, x: jax.Array) -> jax.Array:
-    """The k-wide causal windows of x `[2, B, T, F]` with the previous inputs `buffer` `[2, B, k-1, F]`
-    before it: `[2, B, T, k F]`, oldest input first."""
+def causal_windows(buffer: jax.Array, x: jax.Array, dilation: int = 1) -> jax.Array:
+    """The k causal taps, `dilation` positions apart, of x `[2, B, T, F]` with the previous inputs
+    `buffer` `[2, B, (k-1) dilation, F]` before it: `[2, B, T, k F]`, oldest input first."""
     z = jnp.concatenate([buffer.astype(x.dtype), x], axis=2)
-    n_steps, width = x.shape[2], buffer.shape[2] + 1
-    return jnp.concatenate([z[:, :, j : j + n_steps] for j in range(width)], axis=-1)
+    n_steps, n_taps = x.shape[2], buffer.shape[2] // dilation + 1
+    return jnp.concatenate([z[:, :, j * dilation : j * dilation + n_steps] for j in range(n_taps)], axis=-1)
 
 
 def next_buffer(buffer: jax.Array, x: jax.Array, n_real: jax.Array) -> jax.Array:
-    """The last k - 1 inputs of the stream `[buffer; x[:, :, :n_real]]` per row (x compacted: its
-    real positions first), the carried state after this window."""
+    """The last `buffer.shape[2]` inputs of the stream `[buffer; x[:, :, :n_real]]` per row (x
+    compacted: its real positions first), the carried state after this window."""
     z = jnp.concatenate([buffer.astype(x.dtype), x], axis=2)
-    index = n_real[..., None] + jnp.arange(buffer.shape[2])  # [2, B, k-1] into z.
+    index = n_real[..., None] + jnp.arange(buffer.shape[2])  # [2, B, (k-1) r] into z.
     return jnp.take_along_axis(z, index[..., None], axis=2)
 
 
@@ -63,24 +66,38 @@ def take_time(x: jax.Array, index: jax.Array) -> jax.Array:
     return jnp.take_along_axis(x, index[..., None], axis=2)
 
 
+def layer_dilations(n_layers: int, dilation_base: int) -> list[int]:
+    """r_l = dilation_base^(l-1) for layers 1..L."""
+    return [dilation_base**i for i in range(n_layers)]
+
+
+def receptive_field(n_layers: int, kernel_width: int, dilation_base: int = 1) -> int:
+    """Positions of its stream that a stack output depends on: 1 + (k - 1) sum_l r_l."""
+    return 1 + (kernel_width - 1) * sum(layer_dilations(n_layers, dilation_base))
+
+
 def initial_buffers(
-    batch_size: int, input_dim: int, features: int, n_layers: int, kernel_width: int
+    batch_size: int, input_dim: int, features: int, n_layers: int, kernel_width: int, dilation_base: int = 1
 ) -> list[jax.Array]:
     """A stack's zero carried state (a window after nothing) for `batch_size` rows: a buffer
-    `[2, B, k-1, F_l]` per layer, F_0 = input_dim (the token embeddings' width), then `features`."""
+    `[2, B, (k-1) r_l, F_l]` per layer, F_1 = input_dim (the token embeddings' width), then `features`."""
     widths = [input_dim] + [features] * (n_layers - 1)
-    return [jnp.zeros((2, batch_size, kernel_width - 1, w), jnp.float32) for w in widths]
+    return [
+        jnp.zeros((2, batch_size, (kernel_width - 1) * r, w), jnp.float32)
+        for r, w in zip(layer_dilations(n_layers, dilation_base), widths)
+    ]
 
 
 class GatedConvLayer(nn.Module):
     """One causal GLU convolution for both directions: x `[2, B, T, F]` with its left context
-    buffer `[2, B, k-1, F]` -> `[2, B, T, features]` (plus x when residual)."""
+    buffer `[2, B, (k-1) dilation, F]` -> `[2, B, T, features]` (plus x when residual)."""
 
     features: int
     kernel_width: int
     residual: bool = False
     dtype: jnp.dtype = jnp.float32
     init_range: float = 0.0
+    dilation: int = 1
 
     @nn.compact
     def __call__(self, x: jax.Array, buffer: jax.Array) -> jax.Array:
@@ -90,7 +107,7 @@ class GatedConvLayer(nn.Module):
         v = self.param("V", init, (2, k, d_in, self.features))
         b = self.param("b", nn.initializers.zeros, (2, self.features))
         c = self.param("c", nn.initializers.zeros, (2, self.features))
-        windows = causal_windows(buffer, x)
+        windows = causal_windows(buffer, x, self.dilation)
         n_dir, n_batch, n_steps, width = windows.shape
         kernel = jnp.concatenate([w, v], axis=-1).reshape(n_dir, k * d_in, 2 * self.features)
         z = matmul("dni,dio->dno", windows.reshape(n_dir, n_batch * n_steps, width), kernel, self.dtype)
@@ -103,11 +120,11 @@ class GatedConvLayer(nn.Module):
 class GatedCNNStack(nn.Module):
     """L causal GLU layers of width `features` per direction, dropout before each (`token_dropout`
     before the first, `dropout` before the others, as the LSTM stacks'); residual around layers
-    2..L when `residual`.
+    2..L when `residual`; layer l's taps `dilation_base`^(l-1) positions apart.
 
     __call__(x `[2, B, T, F]`, mask `[2, B, T]`, state, train) -> (outputs, new state): outputs a
     list of L `[2, B, T, features]` arrays (zero at masked positions), state a list of L carried
-    buffers `[2, B, k-1, F_l]` (`initial_buffers`).
+    buffers `[2, B, (k-1) r_l, F_l]` (`initial_buffers`).
     """
 
     features: int
@@ -118,13 +135,15 @@ class GatedCNNStack(nn.Module):
     token_dropout: float = 0.0
     dtype: jnp.dtype = jnp.float32
     init_range: float = 0.0
+    dilation_base: int = 1
 
     def setup(self) -> None:
         self.layers = [
             GatedConvLayer(
-                self.features, self.kernel_width, self.residual and i > 0, self.dtype, self.init_range, name=f"glu_{i}"
+                self.features, self.kernel_width, self.residual and i > 0, self.dtype, self.init_range, r,
+                name=f"glu_{i}",
             )
-            for i in range(self.n_layers)
+            for i, r in enumerate(layer_dilations(self.n_layers, self.dilation_base))
         ]
         self.token_drop = nn.Dropout(self.token_dropout)
         self.drop = nn.Dropout(self.dropout)

@@ -1,4 +1,5 @@
-"""GatedCNNStack vs a NumPy GLU block (float64), causality by gradients, masks and carried buffers."""
+"""GatedCNNStack vs a NumPy GLU block (float64), causality by gradients, masks and carried buffers,
+with contiguous (dilation 1) and dilated taps."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from elmo_jax.model.gated_cnn import GatedCNNStack, GatedConvLayer, initial_buffers
+from elmo_jax.model.gated_cnn import GatedCNNStack, GatedConvLayer, initial_buffers, receptive_field
 
 B, T, F, P, K = 3, 6, 5, 4, 3
 
@@ -18,25 +19,25 @@ def np_sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def np_windows(x: np.ndarray, buffer: np.ndarray) -> np.ndarray:
-    """[T, F] with [k-1, F] before it -> [T, k F], oldest input first."""
+def np_windows(x: np.ndarray, buffer: np.ndarray, dilation: int) -> np.ndarray:
+    """[T, F] with [(k-1) r, F] before it -> [T, k F]: x_{t-(k-1)r}, .., x_{t-r}, x_t."""
     z = np.concatenate([buffer, x])
-    k = buffer.shape[0] + 1
-    return np.stack([z[t : t + k].reshape(-1) for t in range(x.shape[0])])
+    k = buffer.shape[0] // dilation + 1
+    return np.stack([np.concatenate([z[t + j * dilation] for j in range(k)]) for t in range(x.shape[0])])
 
 
-def np_glu_block(x, buffer, w, v, b, c, residual):
+def np_glu_block(x, buffer, w, v, b, c, residual, dilation):
     """One direction: h_t = (win_t W + b) * sigmoid(win_t V + c) (+ x_t). w, v: [k, F, P]."""
-    win = np_windows(x, buffer)
+    win = np_windows(x, buffer, dilation)
     a = win @ w.reshape(-1, w.shape[-1]) + b
     g = np_sigmoid(win @ v.reshape(-1, v.shape[-1]) + c)
     h = a * g
     return (h + x if residual else h), (win, a, g)
 
 
-def np_glu_block_grads(x, buffer, w, v, b, c, residual, d_out):
+def np_glu_block_grads(x, buffer, w, v, b, c, residual, dilation, d_out):
     """Gradients of sum(out * d_out) w.r.t. x, W, V, b, c, written out by hand."""
-    _, (win, a, g) = np_glu_block(x, buffer, w, v, b, c, residual)
+    _, (win, a, g) = np_glu_block(x, buffer, w, v, b, c, residual, dilation)
     da, dg_pre = d_out * g, d_out * a * g * (1 - g)
     d_win = da @ w.reshape(-1, w.shape[-1]).T + dg_pre @ v.reshape(-1, v.shape[-1]).T  # [T, k F]
     k, f = w.shape[0], w.shape[1]
@@ -44,7 +45,7 @@ def np_glu_block_grads(x, buffer, w, v, b, c, residual, d_out):
     d_win = d_win.reshape(-1, k, f)
     for t in range(x.shape[0]):
         for j in range(k):
-            s = t + j - (k - 1)  # Position of window slot j in x (negative: the buffer).
+            s = t - (k - 1 - j) * dilation  # Position of window slot j in x (negative: the buffer).
             if s >= 0:
                 dx[s] += d_win[t, j]
     dw = (win.T @ da).reshape(w.shape)
@@ -52,9 +53,9 @@ def np_glu_block_grads(x, buffer, w, v, b, c, residual, d_out):
     return dx, dw, dv, da.sum(0), dg_pre.sum(0)
 
 
-def layer_params(residual: bool, d_in: int) -> tuple[GatedConvLayer, Any]:
-    layer = GatedConvLayer(P, K, residual=residual)
-    x, buf = jnp.zeros((2, B, T, d_in)), jnp.zeros((2, B, K - 1, d_in))
+def layer_params(residual: bool, d_in: int, dilation: int) -> tuple[GatedConvLayer, Any]:
+    layer = GatedConvLayer(P, K, residual=residual, dilation=dilation)
+    x, buf = jnp.zeros((2, B, T, d_in)), jnp.zeros((2, B, (K - 1) * dilation, d_in))
     params = layer.init(jax.random.key(0), x, buf)["params"]
     rng = np.random.default_rng(1)  # Non-zero biases, so the reference checks them too.
     params = {**params, "b": jnp.asarray(rng.normal(size=(2, P)), jnp.float32)}
@@ -62,13 +63,13 @@ def layer_params(residual: bool, d_in: int) -> tuple[GatedConvLayer, Any]:
     return layer, params
 
 
-@pytest.mark.parametrize("residual", [False, True])
-def test_glu_block_outputs_and_gradients_match_numpy(residual: bool) -> None:
+@pytest.mark.parametrize("residual,dilation", [(False, 1), (True, 1), (False, 2), (True, 3)])
+def test_glu_block_outputs_and_gradients_match_numpy(residual: bool, dilation: int) -> None:
     d_in = P if residual else F
-    layer, params = layer_params(residual, d_in)
+    layer, params = layer_params(residual, d_in, dilation)
     rng = np.random.default_rng(2)
     x = rng.normal(size=(2, B, T, d_in)).astype(np.float32)
-    buf = rng.normal(size=(2, B, K - 1, d_in)).astype(np.float32)
+    buf = rng.normal(size=(2, B, (K - 1) * dilation, d_in)).astype(np.float32)
     d_out = rng.normal(size=(2, B, T, P)).astype(np.float32)
 
     def loss(params, x):
@@ -80,7 +81,7 @@ def test_glu_block_outputs_and_gradients_match_numpy(residual: bool) -> None:
     for d in range(2):
         for r in range(B):
             args = (x[d, r].astype(np.float64), buf[d, r].astype(np.float64), p64["W"][d], p64["V"][d])
-            args = (*args, p64["b"][d], p64["c"][d], residual)
+            args = (*args, p64["b"][d], p64["c"][d], residual, dilation)
             want, _ = np_glu_block(*args)
             np.testing.assert_allclose(out[d, r], want, rtol=1e-5, atol=1e-5)
             want_dx, *_ = np_glu_block_grads(*args, d_out[d, r].astype(np.float64))
@@ -88,44 +89,50 @@ def test_glu_block_outputs_and_gradients_match_numpy(residual: bool) -> None:
         # Weight gradients sum over the rows of one direction.
         sums = [sum(g) for g in zip(*(np_glu_block_grads(
             x[d, r].astype(np.float64), buf[d, r].astype(np.float64), p64["W"][d], p64["V"][d], p64["b"][d],
-            p64["c"][d], residual, d_out[d, r].astype(np.float64))[1:] for r in range(B)))]
+            p64["c"][d], residual, dilation, d_out[d, r].astype(np.float64))[1:] for r in range(B)))]
         for name, want in zip(("W", "V", "b", "c"), sums):
             np.testing.assert_allclose(grads[name][d], want, rtol=1e-4, atol=1e-4, err_msg=name)
 
 
-def stack_and_params(n_layers: int = 3, residual: bool = True) -> tuple[GatedCNNStack, Any]:
-    stack = GatedCNNStack(P, n_layers, K, residual=residual)
+def stack_and_params(n_layers: int = 3, residual: bool = True, dilation_base: int = 1) -> tuple[GatedCNNStack, Any]:
+    stack = GatedCNNStack(P, n_layers, K, residual=residual, dilation_base=dilation_base)
     x, mask = jnp.zeros((2, B, T, F)), jnp.ones((2, B, T), bool)
-    params = stack.init(jax.random.key(0), x, mask, initial_buffers(B, F, P, n_layers, K))["params"]
+    params = stack.init(jax.random.key(0), x, mask, initial_buffers(B, F, P, n_layers, K, dilation_base))["params"]
     return stack, params
 
 
 def run_stack(stack, params, x, mask, state=None):
-    state = initial_buffers(x.shape[1], x.shape[-1], P, stack.n_layers, K) if state is None else state
+    if state is None:
+        state = initial_buffers(x.shape[1], x.shape[-1], P, stack.n_layers, K, stack.dilation_base)
     return stack.apply({"params": params}, x, mask, state)
 
 
-def test_each_direction_sees_only_its_side_of_its_stream() -> None:
-    """d out[d, b, t] / d x[d', b', s] == 0 unless d' == d, b' == b and s <= t: both directions'
-    stacks read their stream in order; the backward stream holds the reversed text (data/batching.py),
-    so the backward output at text position t depends only on text positions >= t."""
-    stack, params = stack_and_params()
-    x = jnp.asarray(np.random.default_rng(0).normal(size=(2, B, T, F)), jnp.float32)
-    mask = jnp.ones((2, B, T), bool)
+@pytest.mark.parametrize("dilation_base", [1, 2])
+def test_each_direction_sees_only_its_side_of_its_stream_within_the_receptive_field(dilation_base: int) -> None:
+    """d out[d, b, t] / d x[d', b', s] != 0 exactly when d' == d, b' == b and t - s is in
+    [0, receptive field): both directions' stacks read their stream in order; the backward stream
+    holds the reversed text (data/batching.py), so the backward output at text position t depends
+    only on text positions >= t."""
+    stack, params = stack_and_params(dilation_base=dilation_base)
+    reach = receptive_field(3, K, dilation_base)
+    assert reach == (7 if dilation_base == 1 else 15)
+    n_steps = reach + 3
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(2, B, n_steps, F)), jnp.float32)
+    mask = jnp.ones((2, B, n_steps), bool)
     for d in range(2):
-        for t in range(T):
+        for t in range(n_steps):
             grad = jax.grad(lambda x: run_stack(stack, params, x, mask)[0][-1][d, 1, t].sum())(x)
-            norms = np.abs(np.asarray(grad)).sum(-1)
-            allowed = np.zeros((2, B, T), bool)
-            allowed[d, 1, : t + 1] = True
-            assert np.all(norms[~allowed] == 0), (d, t)
-            assert norms[d, 1, t] > 0 and (t < K - 1 or norms[d, 1, t - K + 1] > 0)
+            depends = np.abs(np.asarray(grad)).sum(-1) > 0
+            want = np.zeros((2, B, n_steps), bool)
+            want[d, 1, max(0, t - reach + 1) : t + 1] = True
+            np.testing.assert_array_equal(depends, want, err_msg=f"direction {d}, position {t}")
 
 
-def test_padding_never_reaches_a_real_position() -> None:
+@pytest.mark.parametrize("dilation_base", [1, 2])
+def test_padding_never_reaches_a_real_position(dilation_base: int) -> None:
     """Masked positions (here in the middle of a row) are skipped: the real positions' outputs are
     those of the row without them, and do not depend on the padded inputs."""
-    stack, params = stack_and_params()
+    stack, params = stack_and_params(dilation_base=dilation_base)
     rng = np.random.default_rng(3)
     x = jnp.asarray(rng.normal(size=(2, B, T, F)), jnp.float32)
     mask = np.ones((2, B, T), bool)
@@ -142,10 +149,12 @@ def test_padding_never_reaches_a_real_position() -> None:
 
 
 @pytest.mark.parametrize("masked_tail", [False, True])
-def test_two_windows_with_the_carried_buffers_equal_one_pass(masked_tail: bool) -> None:
+@pytest.mark.parametrize("dilation_base", [1, 2])
+def test_two_windows_with_the_carried_buffers_equal_one_pass(masked_tail: bool, dilation_base: int) -> None:
     """One pass over 2T positions == two windows of T, the second starting from the first's state
-    (with a masked tail in the first window: the buffer holds the last real inputs)."""
-    stack, params = stack_and_params()
+    (with a masked tail in the first window: the buffer holds the last real inputs). Dilated, the
+    last layer's buffer (8 positions) is longer than a window."""
+    stack, params = stack_and_params(dilation_base=dilation_base)
     rng = np.random.default_rng(4)
     x = jnp.asarray(rng.normal(size=(2, B, 2 * T, F)), jnp.float32)
     mask = np.ones((2, B, 2 * T), bool)
@@ -164,3 +173,5 @@ def test_two_windows_with_the_carried_buffers_equal_one_pass(masked_tail: bool) 
 def test_initial_buffers_shapes() -> None:
     shapes = [s.shape for s in initial_buffers(B, F, P, 3, K)]
     assert shapes == [(2, B, K - 1, F), (2, B, K - 1, P), (2, B, K - 1, P)]
+    shapes = [s.shape for s in initial_buffers(B, F, P, 3, K, dilation_base=2)]
+    assert shapes == [(2, B, K - 1, F), (2, B, 2 * (K - 1), P), (2, B, 4 * (K - 1), P)]
