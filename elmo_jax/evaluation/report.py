@@ -9,6 +9,11 @@ against steps and against tokens (2 x 2 plots, one line per run) and prints the 
 Evaluations during training over the first `eval.max_tokens` tokens are drawn apart (dashed,
 labelled with their token count) from evaluations of the whole split, which the table reports.
 
+Test perplexity: a run evaluated on its test split by `evaluate.py --split=test` (which writes
+`eval_test_<step>.json` into the workdir) gains the test forward / backward / biLM perplexity of
+its latest such file beside the training-time evaluation, which is of `data.eval_split` (PTB's
+recipes validate on valid). Runs without one show n/a; without any, the columns are left out.
+
 Probes (elmo_jax/probing/): of each task a run was probed on, the result shown is the
 `probe_<task>.json` that `elmo-probe` wrote into the workdir, or else the latest
 `probe_<task>_<step>.json` of training (`config.eval.probe`), and `probe_<task>_random_init.json`
@@ -29,6 +34,7 @@ import statistics
 import sys
 from typing import Any, Sequence
 
+TEST_EVALUATION_FILE = re.compile(r"eval_test_(?P<step>[0-9]+)\.json")  # evaluate.py --split=test.
 # probe_<task>.json (elmo-probe), probe_<task>_<step>.json (training), probe_<task>_random_init.json (the control).
 PROBE_FILE = re.compile(r"probe_(?P<task>[^_]+)(?:_(?P<step>[0-9]+)|_(?P<control>random_init))?\.json")
 
@@ -56,6 +62,7 @@ class Run:
     train: list[dict[str, Any]]
     evals: list[dict[str, Any]]
     probes: dict[str, Probe] = dataclasses.field(default_factory=dict)
+    test: dict[str, Any] | None = None  # The latest eval_test_<step>.json.
 
     @property
     def steps(self) -> int:
@@ -147,6 +154,24 @@ def _read_probe_result(path: str) -> dict[str, Any]:
     return result
 
 
+# The perplexities of a test evaluation file, in the order of the table's test columns.
+TEST_KEYS = ("forward_perplexity", "backward_perplexity", "perplexity")
+TEST_COLUMNS = ("test forward ppl", "test backward ppl", "test biLM ppl")
+
+
+def read_test_evaluation(run_dir: str) -> dict[str, Any] | None:
+    """The latest `eval_test_<step>.json` in `run_dir` (its perplexities), or None."""
+    steps = {int(m["step"]): name for name in os.listdir(run_dir) if (m := TEST_EVALUATION_FILE.fullmatch(name))}
+    if not steps:
+        return None
+    path = os.path.join(run_dir, steps[max(steps)])
+    result = _read_json(path)
+    if not (isinstance(result, dict) and all(isinstance(result.get(key), (int, float)) for key in TEST_KEYS)):
+        raise ReportError(f"{path}: not an evaluation result (expected numbers {', '.join(map(repr, TEST_KEYS))})")
+    return result
+
+
+
 def read_probes(run_dir: str) -> dict[str, Probe]:
     """The probes of each task in `run_dir` (see the module's docstring), by task."""
     found: dict[str, dict[str, Any]] = {}
@@ -171,7 +196,7 @@ def read_probes(run_dir: str) -> dict[str, Probe]:
 
 
 def load_run(run_dir: str, name: str | None = None) -> Run:
-    """Reads `run_dir`'s metrics.jsonl, config.json and probe results."""
+    """Reads `run_dir`'s metrics.jsonl, config.json, test evaluation and probe results."""
     path = os.path.join(run_dir, "metrics.jsonl")
     if not os.path.isfile(path):
         raise ReportError(f"{run_dir}: no metrics.jsonl (not a training workdir?)")
@@ -188,6 +213,7 @@ def load_run(run_dir: str, name: str | None = None) -> Run:
         train=latest_attempt([r for r in records if "train_loss" in r]),
         evals=_latest_evaluations([r for r in records if "eval_perplexity" in r]),
         probes=read_probes(run_dir),
+        test=read_test_evaluation(run_dir),
     )
 
 
@@ -280,10 +306,13 @@ def _probe_cells(probe: Probe) -> list[str]:
 
 def markdown_table(runs: Sequence[Run]) -> str:
     """One row per run: steps, tokens, final train loss, final eval tokens and perplexities, tokens/s;
-    then, for each task a run was probed on, PROBE_COLUMNS (test accuracies as fractions)."""
+    TEST_COLUMNS when a run has a test evaluation; then, for each task a run was probed on,
+    PROBE_COLUMNS (test accuracies as fractions)."""
     tasks = probe_tasks(runs)
+    tested = any(run.test for run in runs)
     header = ["run", "steps", "tokens", "train loss", "eval split", "eval tokens", "forward ppl", "backward ppl",
-              "biLM ppl", "tokens/s", *(f"{task} {column}" for task in tasks for column in PROBE_COLUMNS)]
+              "biLM ppl", "tokens/s", *(TEST_COLUMNS if tested else ()),
+              *(f"{task} {column}" for task in tasks for column in PROBE_COLUMNS)]
     aligns = ["---", "---:", "---:", "---:", "---", *["---:"] * (len(header) - 5)]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(aligns) + " |"]
     for run in runs:
@@ -294,6 +323,8 @@ def markdown_table(runs: Sequence[Run]) -> str:
             _fmt(s["forward_perplexity"], 2), _fmt(s["backward_perplexity"], 2), _fmt(s["perplexity"], 2),
             _fmt(s["tokens_per_sec"], 0),
         ]
+        if tested:
+            cells += [_fmt(_value(run.test, key), 2) for key in TEST_KEYS]
         cells += [cell for task in tasks for cell in _probe_cells(run.probes.get(task, Probe()))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -289,3 +289,33 @@ def test_a_bad_probe_file_is_an_error_naming_it(tmp_path, capsys, text, message)
     err = capsys.readouterr().err
     assert err.startswith(f"error: {run_dir}{os.sep}probe_upos_7.json: {message}") and err.count("\n") == 1, err
     assert not (tmp_path / "r.png").exists()
+
+
+def write_test_evaluation(run_dir, step, fwd, bwd, ppl):
+    result = {"step": step, "forward_perplexity": fwd, "backward_perplexity": bwd, "perplexity": ppl, "tokens": 9}
+    with open(os.path.join(run_dir, f"eval_test_{step}.json"), "w") as f:
+        json.dump(result, f)
+
+
+TEST_HEADER = ["test forward ppl", "test backward ppl", "test biLM ppl"]
+
+
+def test_a_runs_latest_test_evaluation_is_shown_beside_its_validation(tmp_path, capsys):
+    """evaluate.py --split=test's files: the latest step's perplexities, n/a for a run without one."""
+    tested = make_run(tmp_path, "tested", [train(10, 5.0, 1.0), evaluation(10, 200.0, 210.0, 205.0)])
+    write_test_evaluation(tested, 5, 400.0, 410.0, 405.0)
+    write_test_evaluation(tested, 10, 190.25, 195.5, 192.875)
+    untested = make_run(tmp_path, "untested", [train(10, 6.0, 1.0)])
+    assert report_main([tested, untested, "--output", str(tmp_path / "r.png")]) == 0
+    rows = table_rows(capsys.readouterr().out)
+    assert [[row[column] for column in TEST_HEADER] for row in rows] == [["190.25", "195.50", "192.88"], ["n/a"] * 3]
+    assert rows[0]["biLM ppl"] == "205.00"
+    assert "test biLM ppl" not in report.markdown_table([report.load_run(untested)])
+
+
+def test_a_bad_test_evaluation_file_is_an_error_naming_it(tmp_path, capsys):
+    run_dir = make_run(tmp_path, "bad", [train(1, 1.0, 1.0)])
+    (tmp_path / "bad" / "eval_test_3.json").write_text('{"forward_perplexity": 1.0}')
+    assert report_main([run_dir, "--output", str(tmp_path / "r.png")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {run_dir}{os.sep}eval_test_3.json: not an evaluation result") and err.count("\n") == 1, err
