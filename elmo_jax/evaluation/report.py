@@ -171,7 +171,6 @@ def read_test_evaluation(run_dir: str) -> dict[str, Any] | None:
     return result
 
 
-
 def read_probes(run_dir: str) -> dict[str, Probe]:
     """The probes of each task in `run_dir` (see the module's docstring), by task."""
     found: dict[str, dict[str, Any]] = {}
