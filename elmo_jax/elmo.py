@@ -81,6 +81,7 @@ from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, words_to_char_ids
 from elmo_jax.inference.embedder import PretrainedBiLM, bilm_from_files, bilm_from_workdir, check_embeddable
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.scalar_mix import ScalarMix
+from elmo_jax.runtime import workdir_files
 
 FROZEN_COLLECTION = "elmo_bilm"  # The biLM's weights when requires_grad=False.
 STATE_COLLECTION = "elmo_state"  # The biLM's carried state when stateful=True.
@@ -309,7 +310,7 @@ class Elmo(nn.Module):
         modification time of its checkpoints)."""
         files = (self.options_file, self.weight_file)
         if self.workdir is not None and files == (None, None):
-            checkpoints = os.path.join(self.workdir, "checkpoints")  # A new checkpoint changes its time.
+            checkpoints = os.path.join(self.workdir, workdir_files.CHECKPOINTS)  # A new checkpoint changes its time.
             changed = _stamp(checkpoints if os.path.isdir(checkpoints) else self.workdir)[1]
             return "workdir", os.path.abspath(self.workdir), self.step, changed
         if self.workdir is None and None not in files:

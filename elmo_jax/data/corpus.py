@@ -15,6 +15,7 @@ from elmo_jax.data.batching import BiLMBatcher
 from elmo_jax.data.contiguous import ContiguousBatcher
 from elmo_jax.data.tfds_source import TfdsSource
 from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.runtime import workdir_files
 
 SOURCES = ("ptb", "text", "tfds")
 SPLITS = ("train", "valid", "test")
@@ -178,7 +179,7 @@ def load_or_build_vocab(data: ml_collections.ConfigDict, workdir: str | None = N
     """`WORKDIR/vocab.txt` if present (a resumed run), else `data.vocab_file`, else built from
     the training data; saved to `WORKDIR/vocab.txt` so the run is self-contained. A vocabulary too
     small to train on is a DataError, raised before anything is saved."""
-    saved = os.path.join(workdir, "vocab.txt") if workdir else None
+    saved = os.path.join(workdir, workdir_files.VOCAB) if workdir else None
     if saved and os.path.exists(saved):
         return Vocabulary.load(saved)
     if data.vocab_file:

@@ -41,6 +41,7 @@ from elmo_jax.data.batching import Batch
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.runtime import data_parallel
 from elmo_jax.interop.workdir import load_run, saved_config, workdir_inputs
+from elmo_jax.runtime import workdir_files
 from elmo_jax.runtime.data_parallel import AXIS
 
 
@@ -242,7 +243,8 @@ def evaluate_checkpoint(
     model, params, vocab, step, mesh = restore_model(config, workdir, step)
     result = {"step": step, **Evaluator(model, vocab, config, mesh)(params, sentences)}
     name = "files" if eval_files else split
-    _report(result, f"{name} @ step {step}", [os.path.join(workdir, f"eval_{name}_{step}.json"), *outputs])
+    path = os.path.join(workdir, workdir_files.evaluation_file(name, step))
+    _report(result, f"{name} @ step {step}", [path, *outputs])
     return result
 
 

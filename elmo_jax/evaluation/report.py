@@ -29,14 +29,11 @@ import dataclasses
 import json
 import math
 import os
-import re
 import statistics
 import sys
 from typing import Any, Sequence
 
-TEST_EVALUATION_FILE = re.compile(r"eval_test_(?P<step>[0-9]+)\.json")  # evaluate.py --split=test.
-# probe_<task>.json (elmo-probe), probe_<task>_<step>.json (training), probe_<task>_random_init.json (the control).
-PROBE_FILE = re.compile(r"probe_(?P<task>[^_]+)(?:_(?P<step>[0-9]+)|_(?P<control>random_init))?\.json")
+from elmo_jax.runtime import workdir_files
 
 
 class ReportError(ValueError):
@@ -139,7 +136,7 @@ def _read_json(path: str) -> Any:
 
 def _read_config(run_dir: str) -> dict[str, Any]:
     try:
-        return _read_json(os.path.join(run_dir, "config.json"))
+        return _read_json(os.path.join(run_dir, workdir_files.CONFIG))
     except FileNotFoundError:
         raise ReportError(f"{run_dir}: no config.json (needed for tokens per step)") from None
 
@@ -161,10 +158,11 @@ TEST_COLUMNS = ("test forward ppl", "test backward ppl", "test biLM ppl")
 
 def read_test_evaluation(run_dir: str) -> dict[str, Any] | None:
     """The latest `eval_test_<step>.json` in `run_dir` (its perplexities), or None."""
-    steps = {int(m["step"]): name for name in os.listdir(run_dir) if (m := TEST_EVALUATION_FILE.fullmatch(name))}
+    files = map(workdir_files.parse_evaluation_file, os.listdir(run_dir))
+    steps = [file.step for file in files if file is not None and file.split == "test"]
     if not steps:
         return None
-    path = os.path.join(run_dir, steps[max(steps)])
+    path = os.path.join(run_dir, workdir_files.evaluation_file("test", max(steps)))
     result = _read_json(path)
     if not (isinstance(result, dict) and all(isinstance(result.get(key), (int, float)) for key in TEST_KEYS)):
         raise ReportError(f"{path}: not an evaluation result (expected numbers {', '.join(map(repr, TEST_KEYS))})")
@@ -175,15 +173,15 @@ def read_probes(run_dir: str) -> dict[str, Probe]:
     """The probes of each task in `run_dir` (see the module's docstring), by task."""
     found: dict[str, dict[str, Any]] = {}
     for name in sorted(os.listdir(run_dir)):
-        match = PROBE_FILE.fullmatch(name)
-        if not match:
+        probe = workdir_files.parse_probe_file(name)
+        if probe is None or probe.control not in ("none", "random_init"):
             continue
-        files = found.setdefault(match["task"], {"steps": {}})
+        files = found.setdefault(probe.task, {"steps": {}})
         path = os.path.join(run_dir, name)
-        if match["step"] is not None:
-            files["steps"][int(match["step"])] = path
+        if probe.step is not None:
+            files["steps"][probe.step] = path
         else:
-            files["control" if match["control"] else "model"] = path
+            files["model" if probe.control == "none" else "control"] = path
     probes = {}
     for task, files in sorted(found.items()):
         shown = files.get("model") or (files["steps"][max(files["steps"])] if files["steps"] else None)
@@ -196,7 +194,7 @@ def read_probes(run_dir: str) -> dict[str, Probe]:
 
 def load_run(run_dir: str, name: str | None = None) -> Run:
     """Reads `run_dir`'s metrics.jsonl, config.json, test evaluation and probe results."""
-    path = os.path.join(run_dir, "metrics.jsonl")
+    path = os.path.join(run_dir, workdir_files.METRICS)
     if not os.path.isfile(path):
         raise ReportError(f"{run_dir}: no metrics.jsonl (not a training workdir?)")
     config = _read_config(run_dir)

@@ -25,7 +25,7 @@ import orbax.checkpoint as ocp
 
 from elmo_jax.config import schema
 from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
-from elmo_jax.runtime import quiet_logs
+from elmo_jax.runtime import quiet_logs, workdir_files
 
 T = TypeVar("T")
 
@@ -126,7 +126,7 @@ def first_readable(
 def saved_config(workdir: str) -> ml_collections.ConfigDict:
     """The config `workdir` was trained with (its config.json): the only one that builds its model.
     Keys that the run's elmo-jax did not write yet take the schema's defaults."""
-    config_path = os.path.join(workdir, "config.json")
+    config_path = os.path.join(workdir, workdir_files.CONFIG)
     if not os.path.exists(config_path):
         raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
     with open(config_path, encoding="utf-8") as f:
@@ -136,7 +136,7 @@ def saved_config(workdir: str) -> ml_collections.ConfigDict:
 
 def checkpoint_directory(workdir: str) -> str:
     """`WORKDIR/checkpoints`; CheckpointError naming `workdir` when it has none."""
-    directory = os.path.join(workdir, "checkpoints")
+    directory = os.path.join(workdir, workdir_files.CHECKPOINTS)
     if not os.path.isdir(directory):
         raise CheckpointError(f"{workdir}: no checkpoint found (is this a training workdir?)")
     return directory
@@ -192,7 +192,7 @@ def restore_params(
 def workdir_vocabulary(workdir: str, params: Any) -> Vocabulary:
     """WORKDIR/vocab.txt, checked to have a line per row of the checkpoint's softmax (and word
     embeddings): `checkpoint_vocabulary`."""
-    path = os.path.join(workdir, "vocab.txt")
+    path = os.path.join(workdir, workdir_files.VOCAB)
     if not os.path.exists(path):
         raise CheckpointError(f"{workdir}: no vocab.txt (is this a training workdir?)")
     return checkpoint_vocabulary(path, params)
@@ -228,5 +228,5 @@ def load_params(workdir: str, step: int | None = None) -> tuple[ml_collections.C
 def workdir_inputs(workdir: str | None) -> list[tuple[str, str]]:
     """What reading a training workdir's model reads, as `check_not_inputs` takes inputs: its
     config.json, vocab.txt and checkpoints (writing elsewhere in the workdir is fine); none without one."""
-    names = ("config.json", "vocab.txt", "checkpoints") if workdir else ()
+    names = (workdir_files.CONFIG, workdir_files.VOCAB, workdir_files.CHECKPOINTS) if workdir else ()
     return [("--workdir", os.path.join(workdir, name)) for name in names]

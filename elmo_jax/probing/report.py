@@ -15,18 +15,18 @@ from typing import Any, Callable, Sequence
 
 from elmo_jax.probing.run import CONTROLS
 from elmo_jax.runtime.atomic_write import write_atomic, write_json_atomic
+from elmo_jax.runtime import workdir_files
 
 Result = dict[str, Any]
 
 
 def result_path(output_dir: str, task: str, control: str = "none") -> str:
     """Where a result of `task` (of the model, or of `control`) is written."""
-    suffix = "" if control == "none" else f"_{control}"
-    return os.path.join(output_dir, f"probe_{task}{suffix}.json")
+    return os.path.join(output_dir, workdir_files.probe_file(task, control=control))
 
 
 def figure_path(output_dir: str, task: str) -> str:
-    return os.path.join(output_dir, f"probe_{task}.png")
+    return os.path.join(output_dir, workdir_files.probe_figure(task))
 
 
 def read_results(output_dir: str, task: str) -> list[Result]:

@@ -25,8 +25,8 @@ import jax
 
 from elmo_jax.runtime.data_parallel import all_processes
 from elmo_jax.runtime.processes import pid_running
+from elmo_jax.runtime.workdir_files import LOCK
 
-FILENAME = "train.lock"
 _ATTEMPTS = 3  # Each one creates the lock, is refused, or follows another process's move.
 
 
@@ -139,7 +139,7 @@ def hold(workdir: str) -> Iterator[None]:
     Raises WorkdirInUseError (every process, when process 0 is refused) or OSError (the lock
     cannot be written). The lock is removed at the end unless another process took it over.
     """
-    path = os.path.join(workdir, FILENAME)
+    path = os.path.join(workdir, LOCK)
     mine, error = None, None
     if jax.process_index() == 0:
         try:

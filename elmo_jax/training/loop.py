@@ -34,7 +34,7 @@ from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.perplexity import Evaluator, format_table
 from elmo_jax.model.bilm import BiLM, bilm_from_config
-from elmo_jax.runtime import data_parallel, workdir_lock
+from elmo_jax.runtime import data_parallel, workdir_files, workdir_lock
 from elmo_jax.training import init_from, probes, run_info
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
 from elmo_jax.runtime.atomic_write import write_json_atomic
@@ -86,17 +86,17 @@ def _write_config(config: ml_collections.ConfigDict, workdir: str) -> None:
     """
     try:
         if jax.process_index() == 0:
-            write_json_atomic(os.path.join(workdir, "config.json"), config.to_dict())
+            write_json_atomic(os.path.join(workdir, workdir_files.CONFIG), config.to_dict())
     except OSError as e:
         raise _workdir_error(workdir, e) from e
 
 
 def _holds_results(workdir: str) -> bool:
     """A checkpoint or a metrics record is on disk: what a failed run never removes."""
-    checkpoints = os.path.join(workdir, "checkpoints")
+    checkpoints = os.path.join(workdir, workdir_files.CHECKPOINTS)
     if os.path.isdir(checkpoints) and any(name.isdigit() for name in os.listdir(checkpoints)):
         return True
-    metrics = os.path.join(workdir, "metrics.jsonl")
+    metrics = os.path.join(workdir, workdir_files.METRICS)
     return os.path.exists(metrics) and os.path.getsize(metrics) > 0
 
 
@@ -282,7 +282,7 @@ class _Run:
         split = self.config.data.eval_split
         result = {"step": self.step, **self.evaluator(self.state.params, self.eval_sentences, max_tokens=max_tokens)}
         if jax.process_index() == 0:
-            write_json_atomic(os.path.join(self.workdir, f"eval_{split}_{self.step}.json"), result)
+            write_json_atomic(os.path.join(self.workdir, workdir_files.evaluation_file(split, self.step)), result)
         self.writer.write({"step": self.step, **{f"eval_{k}": v for k, v in result.items()}})
         return result
 
@@ -318,7 +318,8 @@ def _train_and_evaluate(
         model = setup_model(config, vocab)
         num_steps, num_epochs = planned_steps(config)
         max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
-        checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"), keep=config.train.keep_checkpoints)
+        checkpoints = os.path.join(workdir, workdir_files.CHECKPOINTS)
+        checkpointer = Checkpointer(checkpoints, keep=config.train.keep_checkpoints)
         try:
             resuming = checkpointer.latest_step() is not None
             params = None

@@ -17,6 +17,7 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from elmo_jax.runtime.atomic_write import append_whole, write_atomic
+from elmo_jax.runtime import workdir_files
 
 
 def _item(value: Any) -> Any:
@@ -106,7 +107,7 @@ class MetricsWriter:
     """
 
     def __init__(self, workdir: str, start_step: int = 0):
-        self.path = os.path.join(workdir, "metrics.jsonl")
+        self.path = os.path.join(workdir, workdir_files.METRICS)
         self.enabled = jax.process_index() == 0
         self.events = None
         if self.enabled:

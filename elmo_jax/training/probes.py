@@ -25,7 +25,7 @@ from elmo_jax.evaluation.report import best_layer
 from elmo_jax.inference.embedder import PretrainedBiLM, bilm_from_params
 from elmo_jax.probing.run import probe
 from elmo_jax.probing.tasks import labelled_tokens
-from elmo_jax.runtime import data_parallel
+from elmo_jax.runtime import data_parallel, workdir_files
 from elmo_jax.runtime.atomic_write import write_json_atomic
 
 FILE_KEYS = ("train_file", "dev_file", "test_file")  # The keys of config.eval.probe that name CoNLL-U files.
@@ -60,7 +60,7 @@ def read_probe_data(settings: ml_collections.ConfigDict) -> ProbeData | None:
 
 def result_path(workdir: str, task: str, step: int) -> str:
     """Where the probe of `task` at training step `step` is written."""
-    return os.path.join(workdir, f"probe_{task}_{step}.json")
+    return os.path.join(workdir, workdir_files.probe_file(task, step))
 
 
 def pretrained_bilm(config: ml_collections.ConfigDict, params: Any, vocab: Vocabulary) -> PretrainedBiLM:

@@ -22,8 +22,8 @@ from typing import Any
 import jax
 
 from elmo_jax.runtime.atomic_write import write_json_atomic
+from elmo_jax.runtime.workdir_files import RUN_INFO
 
-FILENAME = "run_info.json"
 # Distributions whose versions change results or performance.
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "ml-collections")
 SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -89,7 +89,7 @@ def record_start(workdir: str, step: int) -> None:
     """Appends this start to `WORKDIR/run_info.json` (atomically; process 0 only)."""
     if jax.process_index() != 0:
         return
-    path = os.path.join(workdir, FILENAME)
+    path = os.path.join(workdir, RUN_INFO)
     starts: list[dict[str, Any]] = []
     if os.path.exists(path):
         starts = _previous_starts(path)

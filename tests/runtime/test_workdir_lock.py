@@ -16,7 +16,7 @@ import pytest
 
 from elmo_jax.inference.embedder import embedder_from_workdir
 from elmo_jax.evaluation.perplexity import evaluate_checkpoint
-from elmo_jax.runtime import workdir_lock
+from elmo_jax.runtime import workdir_files, workdir_lock
 from elmo_jax.training.loop import train_and_evaluate
 from elmo_jax.runtime.workdir_lock import WorkdirInUseError
 from tests.entry_points import ROOT, run_script
@@ -41,7 +41,7 @@ def held_by_another_process(workdir: str):
     )
     try:
         assert holder.stdout.readline() == "held\n"
-        with open(os.path.join(workdir, workdir_lock.FILENAME)) as f:
+        with open(os.path.join(workdir, workdir_files.LOCK)) as f:
             record = json.load(f)
         assert record["pid"] == holder.pid and record["host"] == socket.gethostname()
         yield record
@@ -58,7 +58,7 @@ def _refusal(workdir: str, record: dict) -> str:
 
 
 def _write_lock(workdir: str, record: dict) -> str:
-    path = os.path.join(workdir, workdir_lock.FILENAME)
+    path = os.path.join(workdir, workdir_files.LOCK)
     with open(path, "w") as f:
         json.dump(record, f)
     return path
@@ -77,7 +77,7 @@ def test_a_second_holder_is_refused_naming_the_first(tmp_path):
             with workdir_lock.hold(workdir):
                 pytest.fail("a second holder entered")
         assert str(refused.value) == _refusal(workdir, record)
-        with open(os.path.join(workdir, workdir_lock.FILENAME)) as f:
+        with open(os.path.join(workdir, workdir_files.LOCK)) as f:
             assert json.load(f) == record  # The holder's lock is untouched.
     assert os.listdir(workdir) == []  # Released when the holder ended.
 
@@ -91,7 +91,7 @@ def test_train_py_refuses_at_once_with_one_line(tmp_path):
         )
         assert done.returncode == 1
         assert done.stderr.strip().splitlines() == [f"error: {_refusal(workdir, record)}"]
-        assert os.listdir(workdir) == [workdir_lock.FILENAME]  # Not even config.json was written.
+        assert os.listdir(workdir) == [workdir_files.LOCK]  # Not even config.json was written.
 
 
 def test_train_and_evaluate_refuses_before_touching_the_workdir(tmp_path):
@@ -100,7 +100,7 @@ def test_train_and_evaluate_refuses_before_touching_the_workdir(tmp_path):
     with held_by_another_process(workdir) as record:
         with pytest.raises(WorkdirInUseError, match=f"^{re.escape(_refusal(workdir, record))}$"):
             train_and_evaluate(tiny_config(), workdir)
-        assert os.listdir(workdir) == [workdir_lock.FILENAME]
+        assert os.listdir(workdir) == [workdir_files.LOCK]
 
 
 def test_the_lock_of_a_dead_process_is_taken_over_with_a_warning(tmp_path, caplog):
@@ -129,7 +129,7 @@ def test_a_lock_from_another_host_is_refused_with_how_to_clear_it(tmp_path):
 
 
 def test_an_unreadable_lock_is_refused(tmp_path):
-    path = os.path.join(tmp_path, workdir_lock.FILENAME)
+    path = os.path.join(tmp_path, workdir_files.LOCK)
     open(path, "w").close()
     with pytest.raises(WorkdirInUseError, match=f"unreadable lock {re.escape(path)}: b''.*delete the lock if no run uses"):
         with workdir_lock.hold(str(tmp_path)):
@@ -138,7 +138,7 @@ def test_an_unreadable_lock_is_refused(tmp_path):
 
 def test_a_takeover_never_removes_a_newer_lock(tmp_path):
     """Two processes judged the same lock stale: the second's removal must spare the first's new lock."""
-    path = os.path.join(tmp_path, workdir_lock.FILENAME)
+    path = os.path.join(tmp_path, workdir_files.LOCK)
     stale, new = b'{"stale": 1}', b'{"new": 1}'
     with open(path, "wb") as f:
         f.write(stale)
@@ -153,7 +153,7 @@ def test_a_takeover_never_removes_a_newer_lock(tmp_path):
 def test_the_lock_is_released_when_the_block_raises(tmp_path):
     with pytest.raises(KeyError):
         with workdir_lock.hold(str(tmp_path)):
-            assert os.listdir(tmp_path) == [workdir_lock.FILENAME]
+            assert os.listdir(tmp_path) == [workdir_files.LOCK]
             raise KeyError("failed")
     assert os.listdir(tmp_path) == []
 
@@ -161,7 +161,7 @@ def test_the_lock_is_released_when_the_block_raises(tmp_path):
 def test_a_finished_run_leaves_no_lock(tiny_training_run):
     workdir, _, _ = tiny_training_run
     assert os.path.exists(os.path.join(workdir, "config.json"))
-    assert not os.path.exists(os.path.join(workdir, workdir_lock.FILENAME))
+    assert not os.path.exists(os.path.join(workdir, workdir_files.LOCK))
 
 
 # Process argv[2] of 2 (jax.distributed on localhost:argv[1]) takes the lock of argv[3]; prints the outcome.
@@ -169,10 +169,10 @@ TWO_PROCESSES = """
 import os, sys, jax
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 jax.distributed.initialize(coordinator_address=f"localhost:{sys.argv[1]}", num_processes=2, process_id=int(sys.argv[2]))
-from elmo_jax.runtime import workdir_lock
+from elmo_jax.runtime import workdir_files, workdir_lock
 try:
     with workdir_lock.hold(sys.argv[3]):
-        lock = os.path.join(sys.argv[3], workdir_lock.FILENAME)
+        lock = os.path.join(sys.argv[3], workdir_files.LOCK)
         print("held", open(lock).read() if jax.process_index() == 0 else "")
 except workdir_lock.WorkdirInUseError as e:
     print("refused", e)

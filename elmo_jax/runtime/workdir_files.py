@@ -1,0 +1,81 @@
+"""The names of the files in a training workdir, built and parsed here only.
+
+Training writes them, evaluation, probing, export and the report read them; each side asking
+this module keeps a renamed file from going unseen by a reader.
+
+    WORKDIR/config.json                         the run's config (CONFIG)
+    WORKDIR/vocab.txt                           its vocabulary (VOCAB)
+    WORKDIR/metrics.jsonl                       training and evaluation records (METRICS)
+    WORKDIR/run_info.json                       every start's command, git and versions (RUN_INFO)
+    WORKDIR/checkpoints/<step>/                 orbax checkpoints (CHECKPOINTS)
+    WORKDIR/train.lock                          held while a run trains (LOCK, workdir_lock.py)
+    WORKDIR/eval_<split>_<step>.json            a checkpoint's perplexity on a split
+    WORKDIR/probe_<task>_<step>.json            a probe during training (config.eval.probe)
+    WORKDIR/probe_<task>[_<control>].json       elmo-probe's result (of a control: random_init)
+    WORKDIR/probe_<task>.png                    elmo-probe's figure
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+CONFIG = "config.json"
+VOCAB = "vocab.txt"
+METRICS = "metrics.jsonl"
+RUN_INFO = "run_info.json"
+LOCK = "train.lock"
+CHECKPOINTS = "checkpoints"
+
+_EVALUATION = re.compile(r"eval_(?P<split>.+)_(?P<step>[0-9]+)\.json")
+_PROBE = re.compile(r"probe_(?P<task>[^_]+)(?:_(?P<step>[0-9]+)|_(?P<control>[a-z_]+))?\.json")
+
+
+def evaluation_file(split: str, step: int) -> str:
+    """The perplexity of the checkpoint of `step` on `split`: `eval_<split>_<step>.json`."""
+    return f"eval_{split}_{step}.json"
+
+
+def probe_file(task: str, step: int | None = None, control: str = "none") -> str:
+    """A probe result of `task`: of training's probe at `step`, else of elmo-probe's model
+    (`control` 'none') or of one of its controls."""
+    if step is not None:
+        if control != "none":
+            raise ValueError("a probe during training has no control")
+        return f"probe_{task}_{step}.json"
+    return f"probe_{task}.json" if control == "none" else f"probe_{task}_{control}.json"
+
+
+def probe_figure(task: str) -> str:
+    """elmo-probe's figure of `task`: `probe_<task>.png`."""
+    return f"probe_{task}.png"
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationFile:
+    split: str
+    step: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeFile:
+    """`step` is set for training's probes; `control` is 'none' for the model's."""
+
+    task: str
+    step: int | None = None
+    control: str = "none"
+
+
+def parse_evaluation_file(name: str) -> EvaluationFile | None:
+    """The split and step of an `evaluation_file` name, or None for any other name."""
+    match = _EVALUATION.fullmatch(name)
+    return EvaluationFile(match["split"], int(match["step"])) if match else None
+
+
+def parse_probe_file(name: str) -> ProbeFile | None:
+    """The task and step or control of a `probe_file` name, or None for any other name."""
+    match = _PROBE.fullmatch(name)
+    if not match:
+        return None
+    step = int(match["step"]) if match["step"] is not None else None
+    return ProbeFile(match["task"], step, match["control"] or "none")
