@@ -21,17 +21,22 @@ keys and values of them before the window's own. A token sees its window up to i
 M valid positions before the window (fewer at the start of a row), so evaluation sees the
 previous window of each stream as context, as the LSTMs' carried state sees the stream before a
 window (whatever the batching puts there: bilm-tf's backward stream holds the sentences in
-order, each reversed). With M = T, two windows carrying the memory compute what one causal pass over both
-computes. Padding positions are never attended and never enter the memory, and a window of
-padding leaves it as it was (as an LSTM's state is frozen where the mask is 0); before a row
-starts its memory mask is all false.
+order, each reversed). With M = T and positions 'none', two windows carrying the memory compute
+what one causal pass over both computes. Padding positions are never attended and never enter
+the memory, and a window of padding leaves it as it was (as an LSTM's state is frozen where the
+mask is 0); before a row starts its memory mask is all false.
 
-Positions. 'learned' and 'sinusoidal' index each valid position of memory and window by how many
-valid positions precede it there (0 .. M + T - 1), and are added to the inputs of every layer's
-queries and keys, not to its values nor to the residual stream (Press et al. 2021's
-position-infused attention). The memory thus holds no positions, and is re-indexed at each
-window: a token and every key it sees always lie as far apart in positions as in the text.
-'none': no position information besides the causal mask.
+Positions. 'learned' and 'sinusoidal' number the valid slots of memory and window from the
+window's first valid token, which is position M whatever the memory holds: the window's valid
+tokens M, M + 1, .. in order, the memory's valid slots M - 1, M - 2, .. back from its end (0 ..
+M + T - 1 in all). They are added to the inputs of every layer's queries and keys, not to its
+values nor to the residual stream (Press et al. 2021's position-infused attention). The memory
+thus holds no positions and is renumbered at each window: a token and every key it sees lie as
+far apart in positions as in the text, and a window's tokens have the positions they had in
+training, where the memory is full from the second window of a stream on, also when the memory
+is empty (the first window of a stream; every sentence the embedder reads on its own).
+Numbering from the memory's start instead would give a lone sentence the positions 0 .. that
+training almost never shows its queries. 'none': no position information besides the causal mask.
 
 Blocks: pre-norm (`x + f(LayerNorm(x))`, with a final LayerNorm on the last layer's output, as
 AllenNLP) or post-norm (`LayerNorm(x + f(x))`, Vaswani et al. 2017), multi-head attention and a
@@ -79,9 +84,11 @@ def sinusoidal_positions(n_positions: int, dim: int) -> np.ndarray:
     return table
 
 
-def attention_positions(valid: jax.Array) -> jax.Array:
-    """Position of each slot of [memory; window] `[B, M + T]`: the valid slots before it (0 for padding)."""
-    return jnp.maximum(jnp.cumsum(valid.astype(jnp.int32), axis=-1) - 1, 0)
+def attention_positions(valid: jax.Array, n_memory: int) -> jax.Array:
+    """Position of each slot of [memory; window] (`valid` `[B, M + T]`, M = `n_memory`): M for the
+    window's first valid slot, numbered by valid slots forward and back from it (0 for padding)."""
+    empty_memory_slots = n_memory - valid[:, :n_memory].sum(axis=-1, keepdims=True, dtype=jnp.int32)
+    return jnp.where(valid, jnp.cumsum(valid, axis=-1, dtype=jnp.int32) - 1 + empty_memory_slots, 0)
 
 
 def causal_attention_mask(valid: jax.Array, n_queries: int) -> jax.Array:
@@ -235,7 +242,7 @@ class DirectionStack(nn.Module):
             w = self.param("W_input", init, (x.shape[-1], self.dim))
             h = matmul("btf,fp->btp", h, w, self.dtype) + self.param("b_input", nn.initializers.zeros, (self.dim,))
         valid = jnp.concatenate([memory_mask, mask.astype(bool)], axis=-1)
-        position = self._position_encoding(attention_positions(valid), memory.shape[2])
+        position = self._position_encoding(attention_positions(valid, memory.shape[2]), memory.shape[2])
         allowed = causal_attention_mask(valid, h.shape[1])
         block = nn.remat(TransformerBlock) if self.remat else TransformerBlock
         inputs, outputs = [], []

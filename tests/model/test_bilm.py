@@ -439,11 +439,11 @@ def test_transformer_param_tree_and_state() -> None:
     assert state.inputs.shape == (2, B, 3, 20, P) and state.mask.shape == (2, B, 20) and not state.mask.any()
 
 
-@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal", "none"])
 def test_transformer_bilm_runs_inputs_longer_than_max_window_as_windows(positions: str) -> None:
     """T > max_window runs as windows carrying the memory: the same layers and state as calls of
-    one window each; with a memory as long as the windows (and no learned table whose size
-    depends on max_window), the same as one window over everything."""
+    one window each; with a memory as long as the windows and no positions (which number each
+    window from the memory's length), the same as one window over everything."""
     window = {**TRANSFORMER, "model.transformer.positions": positions, "model.transformer.max_window": T,
               "model.transformer.memory_length": T}
     model = tiny_model("transformer", **window)
@@ -457,7 +457,7 @@ def test_transformer_bilm_runs_inputs_longer_than_max_window_as_windows(position
     for j in range(4):
         np.testing.assert_allclose(np.concatenate([first[j], second[j]], axis=2), full[j], rtol=RTOL, atol=ATOL)
     jax.tree.map(lambda got, want: np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL), state_b, full_state)
-    if positions == "sinusoidal":
+    if positions == "none":
         wide = tiny_model("transformer", **{**window, "model.transformer.max_window": 2 * T})
         one_window = wide.apply({"params": params}, inputs, wide.initial_state(B))[0]
         for j in range(4):

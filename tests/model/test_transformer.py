@@ -17,6 +17,7 @@ from elmo_jax.model.transformer import (
     TransformerBlock,
     TransformerStack,
     TransformerState,
+    attention_positions,
     transformer_flops_per_token,
 )
 
@@ -99,8 +100,8 @@ def np_direction(
     x: np.ndarray, mask: np.ndarray, memory: np.ndarray, memory_mask: np.ndarray, p: dict, norm: str, positions: str
 ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """One direction: x [B, T, F], mask [B, T], memory [B, L, M, P], memory_mask [B, M] -> (L outputs
-    [B, T, P], next memory, next mask), row by row: slots numbered by the valid slots before them,
-    the next memory the last M valid slots of [memory; window] (zeros, mask false, in front)."""
+    [B, T, P], next memory, next mask), row by row: the window's first valid slot numbered M, the
+    other valid slots by their count from it (forward in the window, back into the memory), the next memory the last M valid slots of [memory; window] (zeros, mask false, in front)."""
     n_rows, n_steps, _ = x.shape
     n_layers, n_memory = memory.shape[1], memory.shape[2]
     outputs = [np.zeros((n_rows, n_steps, P)) for _ in range(n_layers)]
@@ -109,7 +110,8 @@ def np_direction(
         h = x[b] @ p["W_input"] + p["b_input"] if "W_input" in p else x[b]
         valid = np.concatenate([memory_mask[b], mask[b]])
         count = np.cumsum(valid)
-        slot_position = [max(int(c) - 1, 0) for c in count]
+        empty_memory_slots = n_memory - int(memory_mask[b].sum())
+        slot_position = [int(c) - 1 + empty_memory_slots if v else 0 for c, v in zip(count, valid)]
         position = None
         if positions == "sinusoidal":
             position = np.stack([np_sinusoid(s, P) for s in slot_position])
@@ -377,22 +379,18 @@ def test_padding_is_never_attended_nor_kept() -> None:
     np.testing.assert_array_equal(np.asarray(same.inputs)[held], np.asarray(state.inputs)[held])
 
 
-@pytest.mark.parametrize("positions", POSITIONS)
 @pytest.mark.parametrize("norm", NORMS)
-def test_two_windows_with_memory_equal_one_pass_over_both(norm: str, positions: str) -> None:
-    """With M = T, windows [0, T) then [T, 2T) carrying the memory give the outputs of one causal pass
-    over the 2T steps (a stack whose memory and window are 2T, from an empty memory), and the
-    memory after them is the last T steps' layer inputs of that pass."""
-    stack = make_stack(norm, positions)
+def test_two_windows_with_memory_equal_one_pass_over_both(norm: str) -> None:
+    """With M = T and no positions, windows [0, T) then [T, 2T) carrying the memory give the outputs
+    of one causal pass over the 2T steps (a stack whose memory and window are 2T, from an empty
+    memory), and the memory after them is the last T steps' layer inputs of that pass. (Positions
+    number a window from M, so with them the two see the second window's tokens at other positions.)"""
+    stack = make_stack(norm, "none")
     params = stack_params(stack, seed=18)
-    one_pass = make_stack(norm, positions, memory_length=2 * T, max_window=2 * T)
-    long_params = jax.tree_util.tree_map(lambda a: a, params)
-    if positions == "learned":  # Rows 2T.. of the longer table are never read.
-        table = params["directions"]["positions"]
-        long_params["directions"]["positions"] = jnp.concatenate([table, jnp.zeros_like(table)], axis=1)
+    one_pass = make_stack(norm, "none", memory_length=2 * T, max_window=2 * T)
     x = window_inputs(19, n_steps=2 * T)
     mask = np.ones((2, B, 2 * T), bool)
-    whole, whole_state = one_pass.apply({"params": long_params}, x, mask, one_pass.initial_state(B))
+    whole, whole_state = one_pass.apply({"params": params}, x, mask, one_pass.initial_state(B))
     state = stack.initial_state(B)
     first, state = stack.apply({"params": params}, x[:, :, :T], mask[:, :, :T], state)
     second, state = stack.apply({"params": params}, x[:, :, T:], mask[:, :, T:], state)
@@ -400,6 +398,18 @@ def test_two_windows_with_memory_equal_one_pass_over_both(norm: str, positions: 
         np.testing.assert_allclose(np.concatenate([a, b], axis=2), layer_whole, rtol=2e-5, atol=2e-5)
     assert np.all(state.mask)
     np.testing.assert_allclose(state.inputs, whole_state.inputs[:, :, :, T:], rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("valid,expected", [
+    ([1, 1, 1, 1, 1, 1], [0, 1, 2, 3, 4, 5]),  # A full memory: the steady state of training.
+    ([0, 0, 0, 1, 1, 1], [0, 0, 0, 3, 4, 5]),  # An empty one (a lone sentence): the window still from M.
+    ([0, 1, 1, 1, 0, 1], [0, 1, 2, 3, 0, 4]),  # Partly filled memory, padding inside the window.
+    ([0, 0, 1, 0, 0, 1], [0, 0, 2, 0, 0, 3]),  # Padding before the window's first token.
+])
+def test_a_window_is_numbered_from_the_memory_length_however_full_the_memory(valid, expected) -> None:
+    """M = 3 memory slots, then 3 window slots: the window's first valid token is position 3."""
+    positions = attention_positions(jnp.asarray([valid], bool), n_memory=3)
+    np.testing.assert_array_equal(np.asarray(positions), [expected])
 
 
 # ----------------------------------------------------------------------------- params, precision, FLOPs
