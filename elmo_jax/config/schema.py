@@ -147,6 +147,9 @@ def get_config() -> ml_collections.ConfigDict:
     ev.unroll_steps = 20  # Window length when computing perplexity.
     ev.every_steps = 0  # Evaluate on data.eval_split every N training steps (0 = only at the end).
     ev.max_tokens = 0  # Cap the tokens evaluated during training (0 = the whole split).
+    # Carry the contextualizer's state (LSTM states, gated-CNN buffers, Transformer memory) from window to
+    # window of a stream; False starts every window from the initial state: what context beyond a window is worth.
+    ev.stateful = True
     # Linear probes of what each layer of the biLM knows (elmo_jax/probing/, as `elmo-probe`) on the params
     # being trained: trained on train_file, early-stopped on dev_file, scored on test_file (CoNLL-U files);
     # each result goes to probe_<task>_<step>.json in the workdir.

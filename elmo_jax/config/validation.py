@@ -212,6 +212,7 @@ SCHEMA: dict[str, Check] = {
     "eval.unroll_steps": integer(1),
     "eval.every_steps": integer(0),
     "eval.max_tokens": integer(0),
+    "eval.stateful": boolean(),
     "eval.probe.task": one_of("", "upos", "xpos", "deprel"),
     "eval.probe.train_file": string(),
     "eval.probe.dev_file": string(),

@@ -87,6 +87,7 @@ class Evaluator:
         self.model, self.vocab, self.mesh, self.data = model, vocab, mesh, config.data
         self.batch_size = config.eval.batch_size
         self.unroll_steps = config.eval.unroll_steps
+        self.stateful = config.eval.stateful
         self.max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
         self._per_device_step = make_eval_step(model, config.model.softmax.chunk_size)
         self._step = None
@@ -101,10 +102,13 @@ class Evaluator:
         batcher = evaluation_batcher(
             self.data, sentences, self.vocab, self.batch_size, self.unroll_steps, self.max_chars, proc, n_proc
         )
-        state = jax.device_put(
-            self.model.initial_state(self.batch_size),
-            data_parallel.shardings(self.mesh, data_parallel.carried_state_spec(self.model.initial_state(1))),
-        )
+        state_spec = data_parallel.carried_state_spec(self.model.initial_state(1))
+        state_shardings = data_parallel.shardings(self.mesh, state_spec)
+
+        def initial_state() -> Any:  # New buffers each time: the step donates the state it is given.
+            return jax.device_put(self.model.initial_state(self.batch_size), state_shardings)
+
+        state = initial_state()
         if self._step is None:
             self._step = parallel_eval_step(self._per_device_step, self.mesh, params, state)
         total = count_positions(sentences)
@@ -113,6 +117,8 @@ class Evaluator:
         sums, seen = [], 0
         with tqdm(total=total, desc="eval", unit="tok", disable=not progress or proc != 0, leave=False) as bar:
             for batch in batcher:
+                if not self.stateful:
+                    state = initial_state()
                 state, batch_sums = self._step(params, state, data_parallel.shard_batch(batch, self.mesh))
                 sums.append(batch_sums)
                 n = int(batch["mask"][0].sum()) * n_proc
@@ -243,7 +249,7 @@ def evaluate_checkpoint(
     model, params, vocab, step, mesh = restore_model(config, workdir, step)
     result = {"step": step, **Evaluator(model, vocab, config, mesh)(params, sentences)}
     name = "files" if eval_files else split
-    path = os.path.join(workdir, workdir_files.evaluation_file(name, step))
+    path = os.path.join(workdir, workdir_files.evaluation_file(name, step, config.eval.stateful))
     _report(result, f"{name} @ step {step}", [path, *outputs])
     return result
 

@@ -159,7 +159,7 @@ TEST_COLUMNS = ("test forward ppl", "test backward ppl", "test biLM ppl")
 def read_test_evaluation(run_dir: str) -> dict[str, Any] | None:
     """The latest `eval_test_<step>.json` in `run_dir` (its perplexities), or None."""
     files = map(workdir_files.parse_evaluation_file, os.listdir(run_dir))
-    steps = [file.step for file in files if file is not None and file.split == "test"]
+    steps = [file.step for file in files if file is not None and file.split == "test" and file.stateful]
     if not steps:
         return None
     path = os.path.join(run_dir, workdir_files.evaluation_file("test", max(steps)))

@@ -10,6 +10,7 @@ this module keeps a renamed file from going unseen by a reader.
     WORKDIR/checkpoints/<step>/                 orbax checkpoints (CHECKPOINTS)
     WORKDIR/train.lock                          held while a run trains (LOCK, workdir_lock.py)
     WORKDIR/eval_<split>_<step>.json            a checkpoint's perplexity on a split
+    WORKDIR/eval_<split>_stateless_<step>.json  the same, every window from the initial state
     WORKDIR/probe_<task>_<step>.json            a probe during training (config.eval.probe)
     WORKDIR/probe_<task>[_<control>].json       elmo-probe's result (of a control: random_init)
     WORKDIR/probe_<task>.png                    elmo-probe's figure
@@ -27,13 +28,14 @@ RUN_INFO = "run_info.json"
 LOCK = "train.lock"
 CHECKPOINTS = "checkpoints"
 
-_EVALUATION = re.compile(r"eval_(?P<split>.+)_(?P<step>[0-9]+)\.json")
+_EVALUATION = re.compile(r"eval_(?P<split>.+?)(?P<stateless>_stateless)?_(?P<step>[0-9]+)\.json")
 _PROBE = re.compile(r"probe_(?P<task>[^_]+)(?:_(?P<step>[0-9]+)|_(?P<control>[a-z_]+))?\.json")
 
 
-def evaluation_file(split: str, step: int) -> str:
-    """The perplexity of the checkpoint of `step` on `split`: `eval_<split>_<step>.json`."""
-    return f"eval_{split}_{step}.json"
+def evaluation_file(split: str, step: int, stateful: bool = True) -> str:
+    """The perplexity of the checkpoint of `step` on `split`: `eval_<split>_<step>.json`, or
+    `eval_<split>_stateless_<step>.json` when every window started from the initial state."""
+    return f"eval_{split}_{step}.json" if stateful else f"eval_{split}_stateless_{step}.json"
 
 
 def probe_file(task: str, step: int | None = None, control: str = "none") -> str:
@@ -55,6 +57,7 @@ def probe_figure(task: str) -> str:
 class EvaluationFile:
     split: str
     step: int
+    stateful: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,9 +70,9 @@ class ProbeFile:
 
 
 def parse_evaluation_file(name: str) -> EvaluationFile | None:
-    """The split and step of an `evaluation_file` name, or None for any other name."""
+    """The split, step and statefulness of an `evaluation_file` name, or None for any other name."""
     match = _EVALUATION.fullmatch(name)
-    return EvaluationFile(match["split"], int(match["step"])) if match else None
+    return EvaluationFile(match["split"], int(match["step"]), not match["stateless"]) if match else None
 
 
 def parse_probe_file(name: str) -> ProbeFile | None:

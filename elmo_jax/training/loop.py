@@ -282,7 +282,8 @@ class _Run:
         split = self.config.data.eval_split
         result = {"step": self.step, **self.evaluator(self.state.params, self.eval_sentences, max_tokens=max_tokens)}
         if jax.process_index() == 0:
-            write_json_atomic(os.path.join(self.workdir, workdir_files.evaluation_file(split, self.step)), result)
+            name = workdir_files.evaluation_file(split, self.step, self.config.eval.stateful)
+            write_json_atomic(os.path.join(self.workdir, name), result)
         self.writer.write({"step": self.step, **{f"eval_{k}": v for k, v in result.items()}})
         return result
 

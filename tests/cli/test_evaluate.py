@@ -55,6 +55,21 @@ def test_evaluation_keys_are_overridable(trained, with_config):
         assert result["tokens"] == sum(len(line.split()) + 1 for line in f) < with_config["tokens"]
 
 
+def test_a_stateless_evaluation_is_written_beside_the_stateful_one(trained):
+    """--config.eval.stateful=False: eval_valid_stateless_2.json, the same tokens; eval_valid_2.json
+    stays the stateful result."""
+    workdir, flags, cache = trained
+    stateful = _evaluate(trained, *flags)
+    done = run_script("evaluate.py", *flags, f"--workdir={workdir}", "--config.eval.stateful=False", compile_cache=cache)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(os.path.join(workdir, "eval_valid_stateless_2.json")) as f:
+        stateless = json.load(f)
+    with open(os.path.join(workdir, "eval_valid_2.json")) as f:
+        assert json.load(f) == stateful
+    assert stateless["tokens"] == stateful["tokens"]
+    assert stateless["perplexity"] != stateful["perplexity"]
+
+
 @pytest.mark.parametrize(
     "case, expected",
     [

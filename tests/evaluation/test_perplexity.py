@@ -20,8 +20,8 @@ RNG = np.random.default_rng(0)
 SENTENCES = [list(RNG.choice(WORDS, RNG.integers(1, 12))) for _ in range(23)]
 
 
-def _evaluate(batch_size, unroll_steps, sentences=SENTENCES, vocab_words=WORDS):
-    config = tiny_config(**{"eval.batch_size": batch_size, "eval.unroll_steps": unroll_steps})
+def _evaluate(batch_size, unroll_steps, sentences=SENTENCES, vocab_words=WORDS, stateful=True):
+    config = tiny_config(**{"eval.batch_size": batch_size, "eval.unroll_steps": unroll_steps, "eval.stateful": stateful})
     vocab = Vocabulary.build([vocab_words])
     model = bilm_from_config(config.model, len(vocab))
     params = init_params(model, jax.random.key(3), config.data.max_chars_per_token)
@@ -42,6 +42,19 @@ def test_every_target_is_counted_once_and_windows_do_not_matter():
     windowed = _evaluate(batch_size=1, unroll_steps=5)
     assert whole["forward_nll"] == pytest.approx(windowed["forward_nll"], rel=1e-5)
     assert whole["backward_nll"] == pytest.approx(windowed["backward_nll"], rel=1e-5)
+
+
+def test_stateless_evaluation_starts_every_window_afresh():
+    """eval.stateful=False: windows of 4 lose the context that carried states give them (another NLL
+    over the same tokens); one window over each whole stream has nothing to carry, so the same NLL."""
+    n_tokens = sum(len(s) + 1 for s in SENTENCES)
+    carried, fresh = _evaluate(3, 4), _evaluate(3, 4, stateful=False)
+    assert carried["tokens"] == fresh["tokens"] == n_tokens
+    assert abs(carried["forward_nll"] - fresh["forward_nll"]) > 1e-6  # (A random tiny model: small, not 0.)
+    assert abs(carried["backward_nll"] - fresh["backward_nll"]) > 1e-6
+    whole, whole_fresh = _evaluate(1, n_tokens), _evaluate(1, n_tokens, stateful=False)
+    assert whole_fresh["forward_nll"] == pytest.approx(whole["forward_nll"], rel=1e-6)
+    assert whole_fresh["backward_nll"] == pytest.approx(whole["backward_nll"], rel=1e-6)
 
 
 def test_perplexity_definitions_and_oov_rate():

@@ -15,6 +15,13 @@ def test_an_evaluation_file_name_parses_back_to_its_split_and_step(split, step):
     assert workdir_files.parse_evaluation_file(name) == EvaluationFile(split, step)
 
 
+@pytest.mark.parametrize("split", ["valid", "dev_other"])
+def test_a_stateless_evaluation_has_its_own_name(split):
+    name = workdir_files.evaluation_file(split, 12, stateful=False)
+    assert name == f"eval_{split}_stateless_12.json" != workdir_files.evaluation_file(split, 12)
+    assert workdir_files.parse_evaluation_file(name) == EvaluationFile(split, 12, stateful=False)
+
+
 @pytest.mark.parametrize("name", ["eval_test.json", "eval_test_12.json.tmp", "eval__12.json", "probe_upos_12.json",
                                   "eval_test_x.json", "metrics.jsonl"])
 def test_other_names_are_not_evaluation_files(name):
