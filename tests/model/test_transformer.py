@@ -101,7 +101,8 @@ def np_direction(
 ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """One direction: x [B, T, F], mask [B, T], memory [B, L, M, P], memory_mask [B, M] -> (L outputs
     [B, T, P], next memory, next mask), row by row: the window's first valid slot numbered M, the
-    other valid slots by their count from it (forward in the window, back into the memory), the next memory the last M valid slots of [memory; window] (zeros, mask false, in front)."""
+    other valid slots by their count from it (forward in the window, back into the memory), the
+    next memory the last M valid slots of [memory; window] (zeros, mask false, in front)."""
     n_rows, n_steps, _ = x.shape
     n_layers, n_memory = memory.shape[1], memory.shape[2]
     outputs = [np.zeros((n_rows, n_steps, P)) for _ in range(n_layers)]
