@@ -1,4 +1,4 @@
-"""Trains the tiny config for a few steps and saves losses and params.
+"""Trains the tiny config for a few steps and saves losses and params (before and after).
 
 Run as a subprocess (the device count must be fixed before JAX starts):
   XLA_FLAGS=--xla_force_host_platform_device_count=8 python tests/training/parallel_run.py N OUT.npz
@@ -22,6 +22,7 @@ from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch, tiny_config
 
 VOCAB, STEPS = 50, 20
+INITIAL = "initial"  # Prefix of the saved parameters before the first step.
 
 
 def run(n_devices: int | None) -> dict[str, np.ndarray]:
@@ -33,6 +34,7 @@ def run(n_devices: int | None) -> dict[str, np.ndarray]:
     rows = 8 // jax.process_count()
     local = slice(jax.process_index() * rows, (jax.process_index() + 1) * rows)
     state, step, _ = build_trainer(model, config, mesh, STEPS)
+    initial = _flat_params(state.params)
     rng = np.random.default_rng(0)
     losses = []
     for i in range(STEPS):
@@ -40,8 +42,13 @@ def run(n_devices: int | None) -> dict[str, np.ndarray]:
         batch = jax.tree.map(lambda x: x[:, local], batch)  # This process's rows of the global batch [2, B, ...].
         state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
         losses.append(float(metrics["train_loss"]))
-    flat = {jax.tree_util.keystr(k): np.asarray(v) for k, v in jax.tree_util.tree_leaves_with_path(jax.device_get(state.params))}
-    return {"losses": np.array(losses), **flat}
+    trained = _flat_params(state.params)
+    return {"losses": np.array(losses), **trained, **{INITIAL + key: value for key, value in initial.items()}}
+
+
+def _flat_params(params) -> dict[str, np.ndarray]:
+    """`{"['module']['param']": array}`, fetched from the devices."""
+    return {jax.tree_util.keystr(k): np.asarray(v) for k, v in jax.tree_util.tree_leaves_with_path(jax.device_get(params))}
 
 
 if __name__ == "__main__":

@@ -9,8 +9,30 @@ import numpy as np
 import pytest
 
 from elmo_jax.runtime import data_parallel
+from tests.training.parallel_run import INITIAL
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "parallel_run.py")
+
+
+def _assert_same_training(actual: dict, desired: dict) -> None:
+    """Same losses, and each parameter's change over the run the same up to floating-point
+    reassociation.
+
+    A sum split over devices adds in another order, and that can move a ReLU pre-activation or a
+    max-pool's winner across its kink for one token: the rows that token touches then take another
+    gradient, and the Transformer's feed-forward weights end up to 4e-5 of their change apart. So
+    each parameter is compared by the norm of its difference against the norm of its change (a
+    wrong split, such as one device's gradient or a missing mean, is tens of percent off), plus a
+    floor of 1e-7 per element for parameters that barely move (attention's key bias has no
+    gradient but rounding).
+    """
+    assert actual.keys() == desired.keys()
+    np.testing.assert_allclose(actual["losses"], desired["losses"], rtol=1e-5)
+    for key in (k for k in desired if k.startswith("[")):
+        np.testing.assert_array_equal(actual[INITIAL + key], desired[INITIAL + key], err_msg=key)
+        change = np.linalg.norm(desired[key] - desired[INITIAL + key])
+        error = np.linalg.norm(actual[key] - desired[key])
+        assert error <= 1e-3 * change + 1e-7 * np.sqrt(desired[key].size), f"{key}: |difference| {error:.3g}, |change| {change:.3g}"
 
 
 def _run(n_devices: int, out: str, contextualizer: str = "lstm") -> dict:
@@ -28,11 +50,7 @@ def one(tmp_path_factory) -> dict:
 
 @pytest.mark.slow
 def test_eight_devices_match_one_device(one, tmp_path):
-    eight = _run(8, str(tmp_path / "eight.npz"))
-    assert one.keys() == eight.keys()
-    np.testing.assert_allclose(eight["losses"], one["losses"], rtol=1e-5)
-    for key in one:
-        np.testing.assert_allclose(eight[key], one[key], rtol=1e-5, atol=1e-7, err_msg=key)
+    _assert_same_training(_run(8, str(tmp_path / "eight.npz")), one)
 
 
 @pytest.mark.slow
@@ -42,9 +60,8 @@ def test_eight_devices_match_one_device_with_another_contextualizer(tmp_path, co
     the LSTM states."""
     one = _run(1, str(tmp_path / "one.npz"), contextualizer)
     eight = _run(8, str(tmp_path / "eight.npz"), contextualizer)
-    assert one.keys() == eight.keys() and any(contextualizer in key for key in one)
-    for key in one:
-        np.testing.assert_allclose(eight[key], one[key], rtol=1e-5, atol=1e-7, err_msg=key)
+    assert any(contextualizer in key for key in one)
+    _assert_same_training(eight, one)
 
 
 def _free_port() -> int:
@@ -63,10 +80,7 @@ def test_two_processes_match_one_process(one, tmp_path):
         for i in range(2)
     ]
     assert [p.wait(timeout=600) for p in procs] == [0, 0]
-    two = dict(np.load(out))
-    np.testing.assert_allclose(two["losses"], one["losses"], rtol=1e-5)
-    for key in one:
-        np.testing.assert_allclose(two[key], one[key], rtol=1e-5, atol=1e-7, err_msg=key)
+    _assert_same_training(dict(np.load(out)), one)
 
 
 def test_batch_size_must_divide_by_device_count():
