@@ -21,6 +21,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from elmo_jax.config import recipes
+from elmo_jax.config.saved import saved_config
 
 
 class ListParser(flags.ArgumentParser):
@@ -69,17 +70,22 @@ class CommandLineError(ValueError):
     """A flag, config file or config key on the command line that cannot be used."""
 
 
-def flags_parser(usage: str, flag_values: flags.FlagValues = flags.FLAGS) -> Callable[[list[str]], list[str]]:
+def flags_parser(
+    usage: str, flag_values: flags.FlagValues = flags.FLAGS, config_from_workdir: bool = False
+) -> Callable[[list[str]], list[str]]:
     """absl's `app.run(main, flags_parser=...)` for train and evaluate: `--help` prints `usage` and
     the command's own flags (exit 0); a misspelled config path or key, a config file that fails, or
-    a flag absl cannot parse is one line `error: ...` on stderr (exit 1), before any work."""
+    a flag absl cannot parse is one line `error: ...` on stderr (exit 1), before any work.
+    `config_from_workdir`: `--config.KEY` overrides without `--config` apply to the config that
+    `--workdir` was trained with (`add_workdir_config`)."""
 
     def parse(argv: list[str]) -> list[str]:
         if any(arg in HELP_ARGS for arg in argv[1:]):
             print(command_help(usage, flag_values))
             sys.exit(0)
         try:
-            argv = [argv[0], *resolve_config_argument(argv[1:])]
+            args = add_workdir_config(argv[1:]) if config_from_workdir else argv[1:]
+            argv = [argv[0], *resolve_config_argument(args)]
             check_config_arguments(argv[1:])
             return flag_values(argv)
         except (CommandLineError, flags.Error, ValueError, OSError) as e:
@@ -130,6 +136,17 @@ def load_config_file(spec: str) -> Any:
         raise CommandLineError(f"{spec}: {_first_line(e)}") from e
 
 
+def add_workdir_config(args: Sequence[str]) -> list[str]:
+    """`args` with `--config=workdir:WORKDIR` (configs/workdir.py: WORKDIR/config.json) added when
+    they override config keys without a `--config` and name `--workdir=WORKDIR`;
+    FileNotFoundError when WORKDIR has no config.json."""
+    workdir = _flag_value(args, "workdir")
+    if _config_argument(args) is not None or not _override_keys(args) or workdir is None:
+        return list(args)
+    saved_config(workdir)  # Its one-line error for a directory that is no training workdir.
+    return [f"--config=workdir:{workdir}", *args]
+
+
 def resolve_config_argument(args: Sequence[str]) -> list[str]:
     """`args` with `--config=NAME[:ARG]` (a shipped recipe's name) replaced by its file's path."""
     resolved = list(args)
@@ -142,10 +159,15 @@ def resolve_config_argument(args: Sequence[str]) -> list[str]:
 
 
 def _config_argument(args: Sequence[str]) -> str | None:
+    return _flag_value(args, "config")
+
+
+def _flag_value(args: Sequence[str], name: str) -> str | None:
+    """The value of `--NAME=VALUE` or `--NAME VALUE` in `args`, else None."""
     for i, arg in enumerate(args):
-        if arg.startswith("--config="):
+        if arg.startswith(f"--{name}="):
             return arg.split("=", 1)[1]
-        if arg == "--config" and i + 1 < len(args):
+        if arg == f"--{name}" and i + 1 < len(args):
             return args[i + 1]
     return None
 

@@ -3,12 +3,14 @@
 
   python evaluate.py --workdir=runs/demo [--split=test] [--eval_files=GLOB] [--step=N] [--output=R.json]
   python evaluate.py --config=configs/demo.py --workdir=runs/demo [--config.eval.batch_size=16]
+  python evaluate.py --workdir=runs/demo --config.eval.stateful=False   # --config=workdir:runs/demo implied
   python evaluate.py --options=O --weights=H --softmax_weights=S --vocab=V --eval_files=GLOB [--output=R.json]
 
 A workdir's model is built from WORKDIR/config.json, the config it was trained with. `--config` and
 its overrides may change the evaluation (eval.*, data.streams, data.source, data.eval_split,
 data.eval_files, data.tfds_*); a model key (model.*, data.max_chars_per_token, data.vocab_*) that
-differs from the trained model's is an error naming it. Prints a table and writes
+differs from the trained model's is an error naming it. Overrides without `--config` apply to
+WORKDIR/config.json (`--config=workdir:WORKDIR`, configs/workdir.py). Prints a table and writes
 WORKDIR/eval_<split>_<step>.json.
 
 A bilm-tf/AllenNLP model (as released, or as `elmo-export` exports a
@@ -73,4 +75,4 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """The `elmo-evaluate` console script."""
-    app.run(main, flags_parser=flags_parser(__doc__))
+    app.run(main, flags_parser=flags_parser(__doc__, config_from_workdir=True))

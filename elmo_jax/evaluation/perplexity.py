@@ -40,7 +40,8 @@ from elmo_jax.model import softmax as softmax_lib
 from elmo_jax.data.batching import Batch
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.runtime import data_parallel
-from elmo_jax.interop.workdir import load_run, saved_config, workdir_inputs
+from elmo_jax.config.saved import saved_config
+from elmo_jax.interop.workdir import load_run, workdir_inputs
 from elmo_jax.runtime import workdir_files
 from elmo_jax.runtime.data_parallel import AXIS
 

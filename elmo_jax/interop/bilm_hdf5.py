@@ -42,6 +42,7 @@ import h5py
 import ml_collections
 import numpy as np
 
+from elmo_jax.config.saved import saved_config
 from elmo_jax.runtime.atomic_write import check_not_inputs, write_atomic, write_files_atomic
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.interop.export_sets import EXPORT_ID, WeightFileError, checkpoint_export_id, write_hdf5
@@ -458,7 +459,7 @@ def export_checkpoint(
     export id (elmo_jax.interop.export_sets). An output that is a file the export reads is refused.
     """
     # Imported here: reading and writing weight files needs no orbax.
-    from elmo_jax.interop.workdir import checkpoint_directory, restore_params, saved_config, workdir_inputs
+    from elmo_jax.interop.workdir import checkpoint_directory, restore_params, workdir_inputs
     from elmo_jax.interop.workdir import workdir_vocabulary
 
     outputs = {"--options": options_path, "--weights": weights_path, "--softmax_weights": softmax_path,

@@ -12,7 +12,6 @@ an older elmo-jax did not write.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 from typing import Any, Callable, Iterator, NamedTuple, TypeVar
@@ -23,7 +22,7 @@ import ml_collections
 import numpy as np
 import orbax.checkpoint as ocp
 
-from elmo_jax.config import schema
+from elmo_jax.config.saved import saved_config
 from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
 from elmo_jax.runtime import quiet_logs, workdir_files
 
@@ -121,17 +120,6 @@ def first_readable(
         fallback = "; trying the previous one" if candidate != steps[-1] else ""
         logging.warning("%s/%d: unreadable checkpoint (%s)%s", directory, candidate, error, fallback)
     raise CheckpointError(f"{directory}: no readable checkpoint ({'; '.join(unreadable)})")
-
-
-def saved_config(workdir: str) -> ml_collections.ConfigDict:
-    """The config `workdir` was trained with (its config.json): the only one that builds its model.
-    Keys that the run's elmo-jax did not write yet take the schema's defaults."""
-    config_path = os.path.join(workdir, workdir_files.CONFIG)
-    if not os.path.exists(config_path):
-        raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
-    with open(config_path, encoding="utf-8") as f:
-        saved = json.load(f)
-    return schema.with_defaults(saved)
 
 
 def checkpoint_directory(workdir: str) -> str:

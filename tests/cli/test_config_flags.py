@@ -58,3 +58,14 @@ def test_load_config_file_passes_the_argument_after_the_colon():
     assert config.model.char_cnn.n_highway == 0
     with pytest.raises(config_flags.CommandLineError, match="not found$"):
         config_flags.load_config_file(os.path.join("no_such_dir", "x.py"))
+
+
+def test_overrides_without_config_take_the_workdirs_config(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    workdir = f"--workdir={tmp_path}"
+    assert config_flags.add_workdir_config([workdir, "--config.eval.stateful=False"]) == [
+        f"--config=workdir:{tmp_path}", workdir, "--config.eval.stateful=False"]
+    for kept in ([workdir], [TINY, workdir, "--config.eval.stateful=False"], ["--config.eval.stateful=False"]):
+        assert config_flags.add_workdir_config(kept) == kept  # No override, a --config, or no workdir.
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        config_flags.add_workdir_config([f"--workdir={tmp_path / 'empty'}", "--noconfig.eval.stateful"])

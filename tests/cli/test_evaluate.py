@@ -56,11 +56,11 @@ def test_evaluation_keys_are_overridable(trained, with_config):
 
 
 def test_a_stateless_evaluation_is_written_beside_the_stateful_one(trained):
-    """--config.eval.stateful=False: eval_valid_stateless_2.json, the same tokens; eval_valid_2.json
-    stays the stateful result."""
-    workdir, flags, cache = trained
-    stateful = _evaluate(trained, *flags)
-    done = run_script("evaluate.py", *flags, f"--workdir={workdir}", "--config.eval.stateful=False", compile_cache=cache)
+    """--config.eval.stateful=False, without --config (the workdir's config then): the result goes
+    to eval_valid_stateless_2.json, the same tokens; eval_valid_2.json stays the stateful result."""
+    workdir, _, cache = trained
+    stateful = _evaluate(trained)
+    done = run_script("evaluate.py", f"--workdir={workdir}", "--config.eval.stateful=False", compile_cache=cache)
     assert done.returncode == 0, done.stderr[-3000:]
     with open(os.path.join(workdir, "eval_valid_stateless_2.json")) as f:
         stateless = json.load(f)

@@ -227,6 +227,8 @@ def _shipped_configs() -> list[tuple[str, ml_collections.ConfigDict]]:
         module = recipe_module(name)
         if name == "ablations":
             found += [(f"{name}:{preset}", module.get_config(preset)) for preset in ablations.PRESETS]
+        elif name == "workdir":
+            continue  # A trained run's own config.json (tests/config/test_saved.py).
         elif hasattr(module, "get_config"):
             found.append((name, module.get_config()))
     found.append(("released", released.released_config(dim=1024, projection_dim=128, n_highway=1)))

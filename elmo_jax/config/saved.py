@@ -1,0 +1,23 @@
+"""The config a training workdir was trained with (WORKDIR/config.json): the only one that builds
+its model, and the base of a run's further commands (`--config=workdir:WORKDIR`, configs/workdir.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import ml_collections
+
+from elmo_jax.config import schema
+from elmo_jax.runtime import workdir_files
+
+
+def saved_config(workdir: str) -> ml_collections.ConfigDict:
+    """`workdir`'s config.json, keys that the run's elmo-jax did not write yet taking the schema's
+    defaults; FileNotFoundError naming `workdir` when it has none."""
+    config_path = os.path.join(workdir, workdir_files.CONFIG)
+    if not os.path.exists(config_path):
+        raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
+    with open(config_path, encoding="utf-8") as f:
+        saved = json.load(f)
+    return schema.with_defaults(saved)

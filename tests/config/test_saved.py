@@ -1,0 +1,38 @@
+"""A workdir's saved config: config.json completed with the schema's defaults, and the `workdir`
+recipe (`--config=workdir:WORKDIR`) that loads it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elmo_jax.config import schema
+from elmo_jax.config.recipes import load_config
+from elmo_jax.config.saved import saved_config
+
+
+def _workdir_with(tmp_path, saved: dict) -> str:
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    return str(tmp_path)
+
+
+def test_the_saved_keys_are_kept_and_the_missing_ones_take_the_schemas_defaults(tmp_path):
+    saved = schema.get_config().to_dict()
+    saved["model"]["lstm"]["dim"] = 123
+    del saved["eval"]["stateful"]  # A key the run's older elmo-jax did not write.
+    config = saved_config(_workdir_with(tmp_path, saved))
+    assert config.model.lstm.dim == 123
+    assert config.eval.stateful == schema.get_config().eval.stateful
+
+
+def test_the_workdir_recipe_is_the_saved_config(tmp_path):
+    saved = schema.get_config().to_dict()
+    saved["train"]["batch_size"] = 7
+    workdir = _workdir_with(tmp_path, saved)
+    assert load_config(f"workdir:{workdir}").to_dict() == saved_config(workdir).to_dict()
+
+
+def test_a_directory_without_config_json_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match=f"^{tmp_path}: no config.json"):
+        saved_config(str(tmp_path))
