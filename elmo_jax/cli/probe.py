@@ -30,9 +30,9 @@ from elmo_jax.data.conllu import read_conllu
 from elmo_jax.inference.embedder import ENGINES, PretrainedBiLM, bilm_from_files, bilm_from_workdir
 from elmo_jax.interop.workdir import workdir_inputs
 from elmo_jax.probing.report import figure_path, markdown_table, result_path, write_outputs
-from elmo_jax.probing.run import CONTROLS, probe
+from elmo_jax.probing.run import probe
 from elmo_jax.probing.tasks import NORMALIZATIONS, TASKS
-from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
+from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs, workdir_files
 from elmo_jax.runtime.atomic_write import check_not_inputs
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
@@ -52,7 +52,8 @@ flags.DEFINE_enum(
     flag_values=_FLAGS,
 )
 flags.DEFINE_enum(
-    "control", "none", CONTROLS, "random_init: probe the same biLM with fresh random weights instead",
+    "control", "none", workdir_files.PROBE_CONTROLS,
+    "random_init: probe the same biLM with fresh random weights instead",
     flag_values=_FLAGS,
 )
 flags.DEFINE_string(

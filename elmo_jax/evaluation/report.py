@@ -174,7 +174,7 @@ def read_probes(run_dir: str) -> dict[str, Probe]:
     found: dict[str, dict[str, Any]] = {}
     for name in sorted(os.listdir(run_dir)):
         probe = workdir_files.parse_probe_file(name)
-        if probe is None or probe.control not in ("none", "random_init"):
+        if probe is None or probe.control not in workdir_files.PROBE_CONTROLS:
             continue
         files = found.setdefault(probe.task, {"steps": {}})
         path = os.path.join(run_dir, name)

@@ -13,7 +13,6 @@ import logging
 import os
 from typing import Any, Callable, Sequence
 
-from elmo_jax.probing.run import CONTROLS
 from elmo_jax.runtime.atomic_write import write_atomic, write_json_atomic
 from elmo_jax.runtime import workdir_files
 
@@ -33,7 +32,7 @@ def read_results(output_dir: str, task: str) -> list[Result]:
     """The results of `task` in `output_dir`: the model's, then each control's, those present.
     ValueError naming a file that is not a result."""
     results = []
-    for control in CONTROLS:
+    for control in workdir_files.PROBE_CONTROLS:
         path = result_path(output_dir, task, control)
         if not os.path.exists(path):
             continue

@@ -28,8 +28,8 @@ from elmo_jax.probing.baseline import majority_baseline, word_baseline
 from elmo_jax.probing.classifier import ProbeConfig, accuracies, train_probes
 from elmo_jax.probing.features import MAX_BYTES, compute_features, layer_dims
 from elmo_jax.probing.tasks import LabelledTokens, labelled_tokens
+from elmo_jax.runtime import workdir_files
 
-CONTROLS = ("none", "random_init")
 MLP_HIDDEN = 256  # Width of the MLP probes' hidden layer (`probe(mlp=True)`).
 
 
@@ -100,8 +100,8 @@ def probe(
     `seconds` (features, probes). `config`: the probes' training (its seed and MLP width are set
     from `seed` and `mlp`).
     """
-    if control not in CONTROLS:
-        raise ValueError(f"control must be one of {CONTROLS}, got {control!r}")
+    if control not in workdir_files.PROBE_CONTROLS:
+        raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
     config = dataclasses.replace(config or ProbeConfig(), seed=seed, mlp_hidden=MLP_HIDDEN if mlp else 0)
     dev_source = "dev"
     if not dev:

@@ -38,6 +38,9 @@ def evaluation_file(split: str, step: int, stateful: bool = True) -> str:
     return f"eval_{split}_{step}.json" if stateful else f"eval_{split}_stateless_{step}.json"
 
 
+PROBE_CONTROLS = ("none", "random_init")  # elmo-probe's model itself, or the same biLM re-initialized.
+
+
 def probe_file(task: str, step: int | None = None, control: str = "none") -> str:
     """A probe result of `task`: of training's probe at `step`, else of elmo-probe's model
     (`control` 'none') or of one of its controls."""
