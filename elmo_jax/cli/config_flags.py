@@ -85,9 +85,8 @@ def flags_parser(
             sys.exit(0)
         try:
             args = add_workdir_config(argv[1:]) if config_from_workdir else argv[1:]
-            argv = [argv[0], *resolve_config_argument(args)]
-            check_config_arguments(argv[1:])
-            return flag_values(argv)
+            check_config_arguments(args)  # Errors name the recipe as given, not its resolved path.
+            return flag_values([argv[0], *resolve_config_argument(args)])
         except (CommandLineError, flags.Error, ValueError, OSError) as e:
             print(f"error: {_first_line(e)}", file=sys.stderr)
             sys.exit(1)

@@ -69,3 +69,13 @@ def test_overrides_without_config_take_the_workdirs_config(tmp_path):
         assert config_flags.add_workdir_config(kept) == kept  # No override, a --config, or no workdir.
     with pytest.raises(FileNotFoundError, match="no config.json"):
         config_flags.add_workdir_config([f"--workdir={tmp_path / 'empty'}", "--noconfig.eval.stateful"])
+
+
+def test_a_missing_workdir_config_is_named_as_given(tmp_path):
+    """`--config=workdir:DIR` of a directory without config.json: the recipe as typed, not its
+    resolved path, and the missing file."""
+    missing = tmp_path / "none"
+    result = run_script("train.py", f"--config=workdir:{missing}", f"--workdir={missing}",
+                        compile_cache=str(tmp_path / "cache"))
+    assert result.returncode == 1
+    assert result.stderr == f"error: workdir:{missing}: {missing}: no config.json (is this an elmo-jax training workdir?)\n"
