@@ -14,10 +14,14 @@ peak measured in the model's compute dtype.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import sys
 import time
+
+LAUNCHED = time.perf_counter()  # For the launch-to-first-step time: a user's wait, imports included.
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -27,7 +31,7 @@ import numpy as np
 from absl import app, flags
 from ml_collections import config_flags
 
-from elmo_jax.runtime import host_memory
+from elmo_jax.runtime import compilation_cache, host_memory
 from elmo_jax.cli.config_flags import define_config_flag
 from elmo_jax.model.bilm import DTYPES, bilm_from_config
 from elmo_jax.model import precision
@@ -43,6 +47,9 @@ flags.DEFINE_integer("vocab_size", 0, "Vocabulary size (default: 793471, the 1B 
 flags.DEFINE_string("trace_dir", "", "If set, also profile 5 steps into this directory "
                     "(jax.profiler, with a Perfetto trace.json.gz) and write the compiled step's HLO "
                     "there (train_step.hlo.txt; see benchmarks/trace_summary.py).")
+flags.DEFINE_string(compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP)
+flags.DEFINE_string("timing_lock", "", "If set, time the steps and the matmul peak while holding an exclusive "
+                    "lock on this file: several benchmark processes can compile at once and time one at a time.")
 flags.mark_flags_as_required(["config"])
 
 
@@ -73,6 +80,20 @@ def spelled(token_ids: np.ndarray, chars: int, letters: int = 5) -> np.ndarray:
         rest //= 26
     char_ids[..., letters + 1] = 260
     return char_ids
+
+
+@contextlib.contextmanager
+def exclusive(lock_path: str):
+    """Holds an exclusive lock on `lock_path` (created if missing) for the block; no lock when empty."""
+    if not lock_path:
+        yield
+        return
+    with open(lock_path, "a") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
 
 
 def median_time(fn, repeats: int) -> float:
@@ -127,6 +148,7 @@ def throughput_record(
 def main(argv: list[str]) -> None:
     del argv
     host_memory.reuse_freed_memory()  # As train.py: before JAX starts its CPU backend.
+    compilation_cache.configure(FLAGS.compilation_cache)
     config = FLAGS.config
     vocab_size = FLAGS.vocab_size or 793471
     mesh = data_parallel.make_mesh()
@@ -138,29 +160,44 @@ def main(argv: list[str]) -> None:
     rng = np.random.default_rng(0)
     batches = [data_parallel.shard_batch(zipf_batch(rng, vocab_size, batch, steps, chars), mesh) for _ in range(4)]
 
-    for i in range(2):  # Compile and warm up.
-        state, metrics = train_step(state, batches[i % 4])
+    start = time.perf_counter()
+    lowered = train_step.lower(state, batches[0])
+    lowered_at = time.perf_counter()
+    compiled = lowered.compile()
+    compiled_at = time.perf_counter()
+    state, metrics = compiled(state, batches[0])
     jax.block_until_ready(metrics)
-    times = []
-    for i in range(FLAGS.steps):
-        start = time.perf_counter()
-        state, metrics = train_step(state, batches[i % 4])
+    first_step_at = time.perf_counter()
+    print(f"compiled in {compiled_at - lowered_at:.1f} s (traced and lowered in {lowered_at - start:.1f} s); "
+          f"first step {first_step_at - LAUNCHED:.1f} s after launch", file=sys.stderr, flush=True)
+    with exclusive(FLAGS.timing_lock):
+        state, metrics = compiled(state, batches[1])  # Warm up.
         jax.block_until_ready(metrics)
-        times.append(time.perf_counter() - start)
-    if FLAGS.trace_dir:
-        os.makedirs(FLAGS.trace_dir, exist_ok=True)
-        with open(os.path.join(FLAGS.trace_dir, "train_step.hlo.txt"), "w") as f:
-            f.write(train_step.lower(state, batches[0]).compile().as_text())  # (cached compilation)
-        with jax.profiler.trace(FLAGS.trace_dir, create_perfetto_trace=True):
-            for i in range(5):
-                state, metrics = train_step(state, batches[i % 4])
+        times = []
+        for i in range(FLAGS.steps):
+            start_step = time.perf_counter()
+            state, metrics = compiled(state, batches[i % 4])
             jax.block_until_ready(metrics)
+            times.append(time.perf_counter() - start_step)
+        if FLAGS.trace_dir:
+            os.makedirs(FLAGS.trace_dir, exist_ok=True)
+            with open(os.path.join(FLAGS.trace_dir, "train_step.hlo.txt"), "w") as f:
+                f.write(compiled.as_text())
+            with jax.profiler.trace(FLAGS.trace_dir, create_perfetto_trace=True):
+                for i in range(5):
+                    state, metrics = compiled(state, batches[i % 4])
+                jax.block_until_ready(metrics)
+        peak_gflops = matmul_peak_gflops(mesh, DTYPES[config.model.dtype])
     record = throughput_record(
         config, config_flags.get_config_filename(FLAGS["config"]), vocab_size, times,
         devices=f"{mesh.size} x {jax.devices()[0].device_kind}",
-        peak_gflops=matmul_peak_gflops(mesh, DTYPES[config.model.dtype]),
+        peak_gflops=peak_gflops,
     )
     record["final_loss"] = round(float(metrics["train_loss"]), 4)
+    record["trace_lower_s"] = round(lowered_at - start, 2)
+    record["compile_s"] = round(compiled_at - lowered_at, 2)
+    record["launch_to_first_step_s"] = round(first_step_at - LAUNCHED, 2)
+    record["compilation_cache"] = bool(FLAGS.compilation_cache)
     print(json.dumps(record))
 
 if __name__ == "__main__":
