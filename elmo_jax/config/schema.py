@@ -93,7 +93,7 @@ def get_config() -> ml_collections.ConfigDict:
     #                             Kim et al. 2016 leave it out: 0).
     model.dtype = "float32"  # Compute dtype: 'float32' | 'bfloat16' (parameters stay float32).
     model.remat = False  # Recompute LSTM steps in the backward pass (saves memory on long unrolls).
-    model.unroll = 0  # LSTM time steps per loop iteration (0 = automatic: all for bfloat16 on GPU/TPU, else 1).
+    model.unroll = 0  # LSTM time steps per loop iteration (0 = automatic: 1; more multiplies the compile work).
     model.lstm_kernel = "xla"  # The LSTM time loop: 'xla' | 'pallas' (model/pallas_lstm.py: Triton kernels on GPU,
     #                            Pallas's slow interpreter elsewhere; measured by benchmarks/accelerator_table.sh).
     model.conv_block = 0  # Tokens per block of the char convolutions, forward and reverse (0 = automatic:

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from elmo_jax.model.pallas_conv_pool import pallas_conv_max
+from elmo_jax.model import platform
 from elmo_jax.model.precision import conv1d_valid, matmul
 
 CPU_BLOCK = 16  # Tokens per block on CPU (the fastest of 8-256 at elmo_small's shapes; docs/performance.md).
@@ -46,7 +47,7 @@ def resolve_block(block: int) -> int | None:
     if block < -1:
         raise ValueError(f"model.conv_block must be >= -1, got {block}")
     if block == 0:
-        return CPU_BLOCK if jax.default_backend() == "cpu" else None
+        return CPU_BLOCK if platform.name() == "cpu" else None
     return None if block == -1 else block
 
 
@@ -110,7 +111,7 @@ def _forward(x, kernels, dtype, block, fused):
 
 def _fused_forward(x, kernels, dtype):
     """One Pallas kernel per filter width: the max and its first argmax, without the `[N, L, n]` outputs."""
-    interpret = jax.default_backend() != "gpu"
+    interpret = platform.interprets_pallas()
     results = [pallas_conv_max(x, kernel, jnp.dtype(dtype), interpret=interpret) for kernel in kernels]
     return [out for out, _ in results], (x, list(kernels), [index for _, index in results])
 

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 from elmo_jax.model.initializers import uniform_symmetric
 from elmo_jax.model.lstm_recurrence import lstm_recurrence
 from elmo_jax.model.pallas_lstm import pallas_lstm_recurrence
+from elmo_jax.model import platform
 from elmo_jax.model.precision import matmul
 
 KERNEL_INITIALIZERS = ("uniform", "glorot_uniform")
@@ -142,7 +143,7 @@ class BiLSTMLayer(nn.Module):
         if self.kernel == "pallas" and reset is None:
             return pallas_lstm_recurrence(
                 xw, w_hidden, w_proj, mask[..., None], c0, h0, self.cell_clip, self.proj_clip, self.dtype,
-                time_axis=2, bias=bias, interpret=jax.default_backend() != "gpu",
+                time_axis=2, bias=bias, interpret=platform.interprets_pallas(),
             )
         return lstm_recurrence(
             xw, w_hidden, w_proj, mask[..., None], c0, h0,

@@ -222,18 +222,17 @@ def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotang
 _recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
 
 
-def _resolve_unroll(unroll: int, n_steps: int, dtype: jnp.dtype) -> int:
-    """0 (automatic): all steps for low-precision matmuls on GPU/TPU, else 1.
+def _resolve_unroll(unroll: int, n_steps: int) -> int:
+    """0 (automatic): 1 on every platform.
 
-    On GPU/TPU each loop iteration costs a round trip, which unrolling saves for bfloat16; the
-    larger unrolled float32 step was slower there, and on CPU unrolling slows the step (timings
-    in docs/performance.md).
+    Unrolling the whole window multiplies the compile work (2 layers x 2 passes x 20 loop bodies
+    per step, each of its matmul fusions autotuned on GPU) for no faster step: on an H200,
+    elmo_original bfloat16 at batch 128 compiled in 88 s unrolled and 51 s with 1 step per
+    iteration, and stepped in 17.0 and 15.0 ms; on CPU unrolling slows the step (timings in
+    docs/performance.md).
     """
     if unroll < 0:
         raise ValueError(f"model.unroll must be >= 0, got {unroll}")
-    if unroll == 0:
-        accelerator = jax.default_backend() != "cpu"
-        unroll = n_steps if accelerator and jnp.dtype(dtype) != jnp.float32 else 1
     return max(1, min(int(unroll), n_steps))
 
 
@@ -267,8 +266,8 @@ def lstm_recurrence(
     Returns hs (the state h after each step: at a masked step, the frozen previous h) and the final
     state (c, h). Reverse-mode differentiable in xw, bias, the weights and the initial state
     through a hand-written VJP (`jax.custom_vjp`: no forward mode); the mask gets no cotangent.
-    unroll: time steps per loop iteration, in both loops (`fori_loop`'s unroll); 0 = automatic:
-    all of them for bfloat16 on GPU/TPU, otherwise 1 (see `_resolve_unroll`).
+    unroll: time steps per loop iteration, in both loops (`fori_loop`'s unroll); 0 = automatic: 1
+    (see `_resolve_unroll`).
     reset: optional, the layout of `mask`: where true, the state is set to `reset_state` before the
     step (a new sequence starts there, so several can share a row: inference packs sentences that
     way). reset_state: (c, h), broadcast against (c0, h0), e.g. `[2, 1, dim]`, `[2, 1, P]`; default
@@ -281,7 +280,7 @@ def lstm_recurrence(
     mask = jnp.asarray(mask).astype(bool)
     if xw.shape[time_axis] == 0:  # no steps: nothing to run (the loops below assume one)
         return _stacked(h0.shape, 0, time_axis), (c0, h0)
-    unroll = _resolve_unroll(unroll, xw.shape[time_axis], dtype)
+    unroll = _resolve_unroll(unroll, xw.shape[time_axis])
     if reset is not None:
         reset = jnp.asarray(reset).astype(bool)
         if reset_state is None:

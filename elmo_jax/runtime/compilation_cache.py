@@ -47,3 +47,6 @@ def configure(directory: str) -> None:
     jax.config.update("jax_compilation_cache_dir", os.path.expanduser(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    # XLA:GPU's autotuning results per fusion: a new config whose fusions an earlier one had
+    # (an ablation changing one key) skips their autotuning.
+    jax.config.update("jax_persistent_cache_enable_xla_caches", "xla_gpu_per_fusion_autotune_cache_dir")

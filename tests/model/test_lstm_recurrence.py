@@ -201,11 +201,11 @@ def test_no_projection_matches_numpy_and_finite_differences(time_axis: int) -> N
     np.testing.assert_array_equal(lstm_recurrence(*args, proj_clip)[0], lstm_recurrence(*args, None)[0])
 
 
-def test_automatic_unroll_is_one_on_cpu_and_negative_unroll_is_an_error() -> None:
-    assert _resolve_unroll(0, T, jnp.bfloat16) == 1  # (the tests run on CPU)
-    assert _resolve_unroll(100, T, jnp.float32) == T
+def test_automatic_unroll_is_one_and_negative_unroll_is_an_error() -> None:
+    assert _resolve_unroll(0, T) == 1
+    assert _resolve_unroll(100, T) == T
     with pytest.raises(ValueError, match="model.unroll"):
-        _resolve_unroll(-1, T, jnp.float32)
+        _resolve_unroll(-1, T)
 
 
 def test_clip_zero_means_no_clip_and_mask_dtype() -> None:

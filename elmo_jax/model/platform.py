@@ -1,0 +1,46 @@
+"""The platform the model's code is traced for, asked in one place.
+
+Some of the model's choices depend on the platform: the char CNN's convolutions run in blocks of
+tokens on CPU (`conv_pool.resolve_block`) and the Pallas kernels run in Pallas's interpreter
+off GPU. They read `name()`, which is `jax.default_backend()` unless `lowering_for` says
+otherwise: lowering for another platform (`jax.jit(f).trace(...).lower(lowering_platforms=...)`)
+then takes that platform's choices, so that a CPU-only machine can lower and check the program a
+GPU would run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Iterator
+
+import jax
+
+# JAX's lowering platforms -> the backend names jax.default_backend() gives for them.
+BACKEND_OF_LOWERING_PLATFORM = {"cuda": "gpu", "rocm": "gpu", "tpu": "tpu", "cpu": "cpu"}
+
+_lowering_for: contextvars.ContextVar[str | None] = contextvars.ContextVar("lowering_for", default=None)
+
+
+def name() -> str:
+    """'cpu', 'gpu' or 'tpu': the backend the code being traced will run on."""
+    return _lowering_for.get() or jax.default_backend()
+
+
+@contextlib.contextmanager
+def lowering_for(lowering_platform: str) -> Iterator[None]:
+    """Within the block, `name()` is the backend of `lowering_platform` ('cuda', 'rocm', 'tpu', 'cpu')."""
+    if lowering_platform not in BACKEND_OF_LOWERING_PLATFORM:
+        raise ValueError(f"unknown lowering platform {lowering_platform!r} "
+                         f"(one of {', '.join(BACKEND_OF_LOWERING_PLATFORM)})")
+    token = _lowering_for.set(BACKEND_OF_LOWERING_PLATFORM[lowering_platform])
+    try:
+        yield
+    finally:
+        _lowering_for.reset(token)
+
+
+def interprets_pallas() -> bool:
+    """Whether Pallas kernels run in Pallas's interpreter: everywhere but on GPU, where they lower
+    to Triton."""
+    return name() != "gpu"
