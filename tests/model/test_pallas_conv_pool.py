@@ -10,7 +10,7 @@ import pytest
 
 from elmo_jax.model.pallas_conv_pool import default_block_filters, pallas_conv_max
 from tests.model.test_char_cnn import np_conv1d_valid
-from tests.model.triton_lowering import record_triton_verification
+from tests.model.triton_lowering import record_triton_checks
 
 
 def example(n_tokens: int, n_chars: int, dim: int, width: int, n_filters: int, seed: int = 0):
@@ -76,12 +76,13 @@ def test_default_block_filters():
 
 def test_lowers_to_triton_for_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel lowers through Pallas's Triton lowering to a Triton module that passes MLIR
-    verification, without a GPU (cross-platform lowering for CUDA): every primitive it uses has a
-    Triton lowering rule. Compiling it to PTX and its speed need a GPU."""
-    verified = record_triton_verification(monkeypatch)
+    verification and has no dot dimension below 16, without a GPU (cross-platform lowering for
+    CUDA): every primitive it uses has a Triton lowering rule. Compiling it to PTX and its speed
+    need a GPU."""
+    checks = record_triton_checks(monkeypatch)
     x = jax.ShapeDtypeStruct((40, 50, 16), jnp.float32)
     kernel = jax.ShapeDtypeStruct((7, 16, 256), jnp.float32)
     fn = jax.jit(lambda x, k: pallas_conv_max(x, k, jnp.bfloat16, 32))
     text = fn.trace(x, kernel).lower(lowering_platforms=("cuda",)).as_text()
     assert text.count("__gpu$xla.gpu.triton") == 1
-    assert verified == [True]
+    assert checks == [[]]
