@@ -1,10 +1,14 @@
-"""Checking Pallas kernels' Triton lowering without a GPU."""
+"""Checking Pallas kernels' Triton lowering without a GPU, and running them for real on one."""
 
 from __future__ import annotations
 
+import jax
 import pytest
 
 MIN_DOT_DIM = 16  # Triton's tensor-core dots: every dimension of both operands >= 16.
+# The numerical tests at the kernels' default blocks run them in Pallas's interpreter, except where
+# JAX's backend is a GPU: there they run as Triton compiles them (interpret=False).
+INTERPRET = jax.default_backend() != "gpu"
 
 
 def record_triton_checks(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
