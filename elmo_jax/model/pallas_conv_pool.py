@@ -14,30 +14,63 @@ C, d]` and the kernel's filter columns `[w, d, block_filters]`; at position p th
 float32), then the running max and argmax are updated (a strictly larger value moves the argmax,
 so ties keep the first position, as `conv_pool._max_and_first_argmax`).
 
-Matmul operands are cast to `dtype`; products accumulate in float32. On the GPU lowering
-(interpret=False) block sizes and d must be powers of two >= 16 (Triton's dot shapes); in
-interpret mode (CPU, tests) any sizes work. Tokens are zero-padded to a multiple of
-block_tokens, so N is free. Speed on a GPU is not measured yet.
+Matmul operands are cast to `dtype`; products accumulate in float32. Triton lowers only
+power-of-two tensor sizes and dots with every dimension >= 16, so the wrapper zero-pads
+(`triton_blocks`): the tokens to a multiple of block_tokens, the filters to a multiple of
+block_filters and the character embedding d to a power of two >= 16; the results are sliced back.
+That is exact: a padded embedding channel is zero in both x and the kernel, so it adds 0 to every
+product, and padded tokens and filters only fill their own outputs, which are dropped (each
+output's max runs over its own token's positions for its own filter). The character positions
+are not padded: the kernel reads one position `[block_tokens, d]` at a time, so C is no dimension
+of an in-kernel array, and the max runs over exactly the C - w + 1 positions of the valid
+convolution. In interpret mode (CPU, tests) smaller explicit blocks work too. Speed on a GPU is
+not measured yet.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
+from elmo_jax.model.triton_blocks import MIN_BLOCK, check_block, largest_block, pad_to, padded_width, round_up
+
 DEFAULT_BLOCK_TOKENS = 32
 MAX_BLOCK_FILTERS = 128
 
 
 def default_block_filters(n_filters: int) -> int:
-    """The largest power of two <= MAX_BLOCK_FILTERS that divides n_filters (1 if it is odd)."""
-    block = MAX_BLOCK_FILTERS
-    while n_filters % block:
-        block //= 2
-    return block
+    """The largest power of two in [16, MAX_BLOCK_FILTERS] that divides n_filters rounded up to a
+    multiple of 16."""
+    return largest_block(round_up(n_filters, MIN_BLOCK), MAX_BLOCK_FILTERS)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Blocks:
+    """The sizes the kernel runs at (tokens N, char embedding d, filters n: padded) and its blocks."""
+
+    n_tokens: int
+    dim: int
+    n_filters: int
+    block_tokens: int
+    block_filters: int
+
+
+def _blocks(
+    n_tokens: int, dim: int, n_filters: int, block_tokens: int, block_filters: int | None, interpret: bool
+) -> _Blocks:
+    """The blocks and the padded sizes: N a multiple of block_tokens, n of block_filters (default
+    `default_block_filters`), d a power of two >= 16."""
+    block_filters = default_block_filters(n_filters) if block_filters is None else block_filters
+    check_block("block_tokens", block_tokens, interpret)
+    check_block("block_filters", block_filters, interpret)
+    return _Blocks(
+        round_up(n_tokens, block_tokens), padded_width(dim), round_up(n_filters, block_filters), block_tokens,
+        block_filters,
+    )
 
 
 def _kernel(x_ref, w_ref, out_ref, index_ref, *, width: int, n_positions: int, dtype: jnp.dtype) -> None:
@@ -72,19 +105,22 @@ def pallas_conv_max(
     interpret: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
     """x `[N, C, d]`, kernel `[w, d, n]` -> (max over the C - w + 1 positions of the valid
-    convolution `[N, n]` float32, the first position holding it `[N, n]` int32)."""
+    convolution `[N, n]` float32, the first position holding it `[N, n]` int32).
+
+    block_tokens / block_filters: tokens and filters per program (block_filters default:
+    `default_block_filters`); N, n and d are zero-padded to what the kernel runs at (module
+    docstring), so any sizes work. Without `interpret` both blocks must be powers of two >= 16.
+    """
     n_tokens, n_chars, dim = x.shape
     width, kernel_dim, n_filters = kernel.shape
     if kernel_dim != dim:
         raise ValueError(f"kernel {kernel.shape} does not match characters of dim {dim}")
     if width > n_chars:
         raise ValueError(f"a filter of width {width} needs >= {width} characters, got {n_chars}")
-    block_filters = block_filters or default_block_filters(n_filters)
-    if n_filters % block_filters:
-        raise ValueError(f"block_filters={block_filters} does not divide the {n_filters} filters")
-    n_blocks = -(-n_tokens // block_tokens)
-    x = jnp.pad(x, ((0, n_blocks * block_tokens - n_tokens), (0, 0), (0, 0)))
-    out_block = pl.BlockSpec((block_tokens, block_filters), lambda i, j: (i, j))
+    blocks = _blocks(n_tokens, dim, n_filters, block_tokens, block_filters, interpret)
+    x = pad_to(x, (blocks.n_tokens, n_chars, blocks.dim))
+    kernel = pad_to(kernel, (width, blocks.dim, blocks.n_filters))
+    out_block = pl.BlockSpec((blocks.block_tokens, blocks.block_filters), lambda i, j: (i, j))
     extra = {}
     if not interpret:  # Triton, not the Mosaic GPU backend.
         from jax.experimental.pallas import triton as pl_triton
@@ -92,18 +128,18 @@ def pallas_conv_max(
         extra["compiler_params"] = pl_triton.CompilerParams()
     pooled, index = pl.pallas_call(
         partial(_kernel, width=width, n_positions=n_chars - width + 1, dtype=jnp.dtype(dtype)),
-        grid=(n_blocks, n_filters // block_filters),
+        grid=(blocks.n_tokens // blocks.block_tokens, blocks.n_filters // blocks.block_filters),
         in_specs=[
-            pl.BlockSpec((block_tokens, n_chars, dim), lambda i, j: (i, 0, 0)),
-            pl.BlockSpec((width, dim, block_filters), lambda i, j: (0, 0, j)),
+            pl.BlockSpec((blocks.block_tokens, n_chars, blocks.dim), lambda i, j: (i, 0, 0)),
+            pl.BlockSpec((width, blocks.dim, blocks.block_filters), lambda i, j: (0, 0, j)),
         ],
         out_specs=[out_block, out_block],
         out_shape=[
-            jax.ShapeDtypeStruct((n_blocks * block_tokens, n_filters), jnp.float32),
-            jax.ShapeDtypeStruct((n_blocks * block_tokens, n_filters), jnp.int32),
+            jax.ShapeDtypeStruct((blocks.n_tokens, blocks.n_filters), jnp.float32),
+            jax.ShapeDtypeStruct((blocks.n_tokens, blocks.n_filters), jnp.int32),
         ],
         interpret=interpret,
         name="conv_max",
         **extra,
     )(x, kernel)
-    return pooled[:n_tokens], index[:n_tokens]
+    return pooled[:n_tokens, :n_filters], index[:n_tokens, :n_filters]

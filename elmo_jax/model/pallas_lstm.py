@@ -36,14 +36,21 @@ bfloat16 results differ from `lstm_recurrence`'s by about bfloat16's rounding (o
 float32 results of bfloat16 dots too and the two agree to float32 summation order).
 
 Tile defaults (for an H100, 227 KiB of shared memory per block): block_batch 16, the smallest M
-of a tensor-core dot; block_hidden the largest power of two <= 128 dividing dim whose W_hidden
-gate tile `[P, block_hidden]` takes <= 64 KiB in `dtype` (ELMo original, P = 512, bfloat16: 64;
-ELMo small, P = 128: 128). Triton stages a dot's operands in shared memory: one gate tile,
-the h operand (`[16, P]`) and the W_proj tile (`[block_hidden, P]`, <= 64 KiB too) fit together.
-c on chip is `block_batch * dim` floats per program (ELMo original: 256 KiB at block_batch 16,
-more than the register file: Triton spills it to local memory), h `block_batch * P`.
-On the GPU lowering (interpret=False) every block and tile size must be a power of two >= 16
-(Triton's tensor sizes and dot shapes); in interpret mode any sizes that divide the dims work.
+of a tensor-core dot; block_hidden the largest power of two <= 128 dividing dim (rounded up to a
+multiple of 16) whose W_hidden gate tile `[P, block_hidden]` takes <= 64 KiB in `dtype` (ELMo
+original, P = 512, bfloat16: 64; ELMo small, P = 128: 128). Triton stages a dot's operands in
+shared memory: one gate tile, the h operand (`[16, P]`) and the W_proj tile (`[block_hidden, P]`,
+<= 64 KiB too) fit together. c on chip is `block_batch * dim` floats per program (ELMo original:
+256 KiB at block_batch 16, more than the register file: Triton spills it to local memory), h
+`block_batch * P`.
+Triton lowers only power-of-two tensor sizes and dots with every dimension >= 16, so the wrapper
+zero-pads (`triton_blocks`, `_pad_inputs`): the batch to a multiple of block_batch (init runs at
+batch 1, evaluation at any batch), dim to a multiple of block_hidden and P to a power of two
+>= 16; the results are sliced back. The padding is exact: padded rows are masked (their state
+never moves and they get no gradient), padded hidden units and h units have zero inputs and
+weights (their c, m and h stay 0 and feed nothing into the real units). Time is not padded: the
+kernels read and write one step at a time, so T is no dimension of an in-kernel array. In
+interpret mode smaller explicit blocks work too (tests exercise many tiles at small sizes).
 The tests run the kernels in interpret mode and lower them for CUDA without a GPU (Triton
 modules that verify); compiling them with Triton (PTX, shared memory, register spills of c,
 compile time of the unrolled tile loop: 64 tiles x 5 dots per step for ELMo original) and their
@@ -68,8 +75,9 @@ from jax.experimental import pallas as pl
 
 from elmo_jax.model.lstm_recurrence import FORGET_BIAS, clip, clip_grad, recurrence_inputs, stacked_shape
 from elmo_jax.model.precision import matmul
+from elmo_jax.model.triton_blocks import MIN_BLOCK, check_block, largest_block, pad_to, padded_width, round_up
 
-DEFAULT_BLOCK_BATCH = 16
+DEFAULT_BLOCK_BATCH = MIN_BLOCK  # the smallest M of a tensor-core dot
 MAX_BLOCK_HIDDEN = 128
 GATE_TILE_BYTES = 64 * 1024  # W_hidden gate tile [P, block_hidden] budget in shared memory
 
@@ -361,22 +369,63 @@ _recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
 # Public entry point.
 
 
-def _is_pow2(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
-
-
 def default_block_hidden(dim: int, p: int, dtype: jnp.dtype) -> int:
-    """The largest power of two <= 128 that divides dim and whose W_hidden gate tile `[P, .]`
-    takes <= 64 KiB in `dtype` (at least 16 where 16 divides dim); dim itself if no power of
-    two > 1 divides it (interpret mode only)."""
+    """The largest power of two in [16, 128] that divides dim rounded up to a multiple of 16 and
+    whose W_hidden gate tile `[p, .]` takes <= 64 KiB in `dtype` (16 if none does); p: h's size as
+    the kernels run it (padded)."""
     itemsize = jnp.dtype(dtype).itemsize
-    best = 0
-    size = 1
-    while size <= min(dim, MAX_BLOCK_HIDDEN):
-        if dim % size == 0 and (size <= 16 or p * size * itemsize <= GATE_TILE_BYTES):
-            best = size
-        size *= 2
-    return best if best > 1 else dim
+    return largest_block(
+        round_up(dim, MIN_BLOCK), MAX_BLOCK_HIDDEN, lambda block: p * block * itemsize <= GATE_TILE_BYTES
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Blocks:
+    """The sizes the kernels run at (batch, dim, P: padded) and their blocks."""
+
+    batch: int
+    dim: int
+    p: int
+    block_batch: int
+    block_hidden: int
+
+
+def _blocks(
+    batch: int, dim: int, p: int, projected: bool, dtype: jnp.dtype, block_batch: int | None,
+    block_hidden: int | None, interpret: bool,
+) -> _Blocks:
+    """The blocks (defaults: see the module docstring) and the padded sizes: batch a multiple of
+    block_batch, dim of block_hidden, P a power of two >= 16 (without a projection, P = dim)."""
+    p_run = padded_width(p) if projected else round_up(dim, MIN_BLOCK)
+    block_batch = DEFAULT_BLOCK_BATCH if block_batch is None else block_batch
+    block_hidden = default_block_hidden(dim, p_run, dtype) if block_hidden is None else block_hidden
+    check_block("block_batch", block_batch, interpret)
+    check_block("block_hidden", block_hidden, interpret)
+    dim_run = round_up(dim, block_hidden)
+    return _Blocks(
+        round_up(batch, block_batch), dim_run, p_run if projected else dim_run, block_batch, block_hidden
+    )
+
+
+def _pad_gates(a: jax.Array, lead: tuple[int, ...], dim: int) -> jax.Array:
+    """`[..., 4 * d]` (the gates i, j, f, o side by side) -> `[*lead, 4 * dim]`: the leading axes
+    and each gate's d units zero-padded."""
+    return pad_to(a.reshape(*a.shape[:-1], 4, -1), (*lead, 4, dim)).reshape(*lead, 4 * dim)
+
+
+def _pad_inputs(blocks: _Blocks, axis: int, xw, bias, w_hidden, w_proj, mask, c0, h0) -> tuple:
+    """The recurrence's inputs zero-padded to the sizes of `blocks` (why that is exact: module
+    docstring); the mask is 0 on the padded rows."""
+    lead = stacked_shape((2, blocks.batch), xw.shape[axis], axis)  # [T, 2, B] or [2, B, T]
+    return (
+        _pad_gates(xw, lead, blocks.dim),
+        _pad_gates(bias, (2,), blocks.dim),
+        _pad_gates(w_hidden, (2, blocks.p), blocks.dim),
+        None if w_proj is None else pad_to(w_proj, (2, blocks.dim, blocks.p)),
+        pad_to(mask, (*lead, 1)),
+        pad_to(c0, (2, blocks.batch, blocks.dim)),
+        pad_to(h0, (2, blocks.batch, blocks.p)),
+    )
 
 
 def pallas_lstm_recurrence(
@@ -414,10 +463,11 @@ def pallas_lstm_recurrence(
     weights and the initial state (`jax.custom_vjp`); the mask gets no cotangent.
 
     interpret: run the kernels in Pallas's interpreter (any backend) instead of lowering them
-    with Triton (GPU). block_batch: rows per program (default 16, or B if B < 16); must divide
-    B. block_hidden: hidden units per weight tile (default `default_block_hidden`); must divide
-    dim. Without interpret both must be powers of two >= 16, as must P. num_warps / num_stages:
-    Triton compiler parameters (None: Pallas's defaults).
+    with Triton (GPU). block_batch: rows per program (default 16); block_hidden: hidden units per
+    weight tile (default `default_block_hidden`). The batch, dim and P are zero-padded to what the
+    kernels run at (module docstring), so any sizes work; without interpret the blocks must be
+    powers of two >= 16. num_warps / num_stages: Triton compiler parameters (None: Pallas's
+    defaults).
     """
     xw, c0, h0, bias, cell_clip, proj_clip = recurrence_inputs(
         xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis, bias
@@ -425,24 +475,15 @@ def pallas_lstm_recurrence(
     mask = jnp.asarray(mask).astype(jnp.float32)  # Triton loads float32 more readily than i1
     _, batch, dim = c0.shape
     p = h0.shape[-1]
-    if xw.shape[time_axis] == 0:  # no steps: nothing to run
+    n_steps = xw.shape[time_axis]
+    if n_steps == 0:  # no steps: nothing to run
         return jnp.zeros(stacked_shape(h0.shape, 0, time_axis), jnp.float32), (c0, h0)
-    if block_batch is None:
-        block_batch = min(DEFAULT_BLOCK_BATCH, batch)
-    if block_hidden is None:
-        block_hidden = default_block_hidden(dim, p, dtype)
-    if block_batch <= 0 or batch % block_batch:
-        raise ValueError(f"block_batch={block_batch} must divide the batch size {batch}")
-    if block_hidden <= 0 or dim % block_hidden:
-        raise ValueError(f"block_hidden={block_hidden} must divide the hidden size dim={dim}")
-    if not interpret:
-        for name, value in (("block_batch", block_batch), ("block_hidden", block_hidden), ("P (h's size)", p)):
-            if not (_is_pow2(value) and value >= 16):
-                raise ValueError(
-                    f"{name}={value}: the Triton lowering needs a power of two >= 16 (or use interpret=True)"
-                )
+    blocks = _blocks(batch, dim, p, w_proj is not None, dtype, block_batch, block_hidden, interpret)
     cfg = _Config(
-        cell_clip, proj_clip, jnp.dtype(dtype), time_axis, int(block_batch), int(block_hidden), bool(interpret),
-        num_warps, num_stages,
+        cell_clip, proj_clip, jnp.dtype(dtype), time_axis, blocks.block_batch, blocks.block_hidden,
+        bool(interpret), num_warps, num_stages,
     )
-    return _recurrence(cfg, xw, bias, w_hidden, w_proj, mask, c0, h0)
+    padded = _pad_inputs(blocks, time_axis, xw, bias, w_hidden, w_proj, mask, c0, h0)
+    hs, (c_t, h_t) = _recurrence(cfg, *padded)
+    hs = jax.lax.slice(hs, (0,) * hs.ndim, stacked_shape((2, batch, p), n_steps, time_axis))
+    return hs, (c_t[:, :batch, :dim], h_t[:, :batch, :p])

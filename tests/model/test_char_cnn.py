@@ -213,7 +213,13 @@ def test_char_cnn_rejects_unknown_activation() -> None:
 
 def test_char_cnn_pallas_conv_kernel_same_outputs_and_gradients() -> None:
     """conv_kernel='pallas' (the fused forward kernel, interpreted on CPU) gives the XLA path's
-    embeddings and parameter gradients; an unknown kernel is refused."""
+    embeddings and parameter gradients; an unknown kernel is refused.
+
+    To float32 rounding of each array's scale: the kernel's dots run over the char embedding
+    zero-padded to 16 (`pallas_conv_pool`), which XLA:CPU sums in another order than the unpadded
+    convolution, so pooled values differ in their last bit, and the sums downstream turn that into
+    absolute differences of about 1e-7 of an array's largest magnitude (~10 here), in elements of
+    any size."""
     ids = jnp.asarray(char_ids_example(5))
     plain = make_encoder()
     fused = CharCNNEncoder(EMBED_DIM, FILTERS, N_HIGHWAY, OUTPUT_DIM, "relu", conv_kernel="pallas")
@@ -226,10 +232,9 @@ def test_char_cnn_pallas_conv_kernel_same_outputs_and_gradients() -> None:
 
     (_, out_x), grads_x = jax.value_and_grad(lambda p: loss(plain, p), has_aux=True)(params)
     (_, out_p), grads_p = jax.value_and_grad(lambda p: loss(fused, p), has_aux=True)(params)
-    np.testing.assert_allclose(out_p, out_x, rtol=1e-5, atol=1e-6)
     assert float(jnp.max(jnp.abs(grads_x["W_cnn_0"]))) > 0
-    for got, want in zip(jax.tree.leaves(grads_p), jax.tree.leaves(grads_x)):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for got, want in zip(jax.tree.leaves((out_p, grads_p)), jax.tree.leaves((out_x, grads_x))):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * max(1.0, float(jnp.max(jnp.abs(want)))))
     with pytest.raises(ValueError, match="model.conv_kernel"):
         abstract_params(CharCNNEncoder(EMBED_DIM, FILTERS, N_HIGHWAY, OUTPUT_DIM, conv_kernel="cudnn"), ids)
 

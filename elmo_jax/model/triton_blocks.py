@@ -1,0 +1,66 @@
+"""Block sizes and zero padding for the Pallas kernels that lower with Triton (`pallas_lstm`,
+`pallas_conv_pool`).
+
+Triton takes only tensors with a power-of-two number of elements, and its tensor-core dots need
+every operand dimension >= MIN_BLOCK. So the kernels' wrappers pad each dimension the grid
+blocks (batch, tokens, hidden units, filters) to a multiple of a power-of-two block >= MIN_BLOCK,
+and each dimension that an in-kernel array spans whole (a dot's contraction over the char
+embedding or the LSTM projection) to a power of two >= MIN_BLOCK; they run the kernel on the
+padded arrays and slice its results back. Each wrapper says why its zero padding leaves the
+results exact. In interpret mode (any backend) smaller explicit blocks work too, which tests use
+to exercise many tiles at small sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+
+MIN_BLOCK = 16  # Triton's smallest dot dimension (M, N and K of a tensor-core dot).
+
+
+def is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def round_up(n: int, multiple: int) -> int:
+    """The smallest multiple of `multiple` >= n."""
+    return -(-n // multiple) * multiple
+
+
+def padded_width(n: int) -> int:
+    """The smallest power of two >= max(n, MIN_BLOCK): the size a dimension that in-kernel arrays
+    span whole is padded to."""
+    width = MIN_BLOCK
+    while width < n:
+        width *= 2
+    return width
+
+
+def largest_block(size: int, max_block: int, fits: Callable[[int], bool] = lambda block: True) -> int:
+    """The largest power of two in [MIN_BLOCK, max_block] that divides `size` and `fits`; MIN_BLOCK
+    if none does (the caller pads `size` to a multiple of the result)."""
+    best, block = MIN_BLOCK, MIN_BLOCK
+    while block <= max_block:
+        if size % block == 0 and fits(block):
+            best = block
+        block *= 2
+    return best
+
+
+def check_block(name: str, block: int, interpret: bool) -> None:
+    """Raises ValueError unless `block` > 0 and, for the Triton lowering (not `interpret`), a power
+    of two >= MIN_BLOCK."""
+    if block <= 0:
+        raise ValueError(f"{name}={block} must be positive")
+    if not interpret and not (is_power_of_two(block) and block >= MIN_BLOCK):
+        raise ValueError(
+            f"{name}={block}: the Triton lowering needs a power of two >= {MIN_BLOCK} (or use interpret=True)"
+        )
+
+
+def pad_to(a: jax.Array, shape: Sequence[int]) -> jax.Array:
+    """`a` zero-padded at the end of each axis to `shape` (each >= a's)."""
+    return jnp.pad(a, [(0, size - n) for n, size in zip(a.shape, shape)])
