@@ -1,8 +1,16 @@
-"""Embedding throughput: elmo-jax's `embed_sentences` and a fast PyTorch ELMo, side by side on one CPU.
+"""Embedding throughput: elmo-jax's `embed_sentences` and a fast PyTorch ELMo, side by side on one CPU or GPU.
 
-  python benchmarks/embed_throughput.py [--models small,original] [--batch_sizes 32,64] \\
-      [--sentences 1000] [--repeats 3] [--output results.json]
-  python benchmarks/embed_throughput.py --check
+  python benchmarks/embed_throughput.py [--device cpu|cuda] [--models small,original] [--batch_sizes 32,64] \\
+      [--sentences 1000] [--repeats 3] [--output results.json] [--output_jsonl results.jsonl]
+  python benchmarks/embed_throughput.py --check [--device cuda]
+
+--device: `cpu` (the default) computes both frameworks on the CPU (JAX's platform is set to cpu);
+`cuda` computes PyTorch on the current CUDA device and elmo-jax on JAX's default backend, which
+must then be a GPU (both see the same one on a one-GPU machine). On CUDA, float32 matmuls and
+convolutions run in full float32 in both frameworks (PyTorch's `allow_tf32` flags off, JAX's
+`jax_default_matmul_precision=highest`), or in TF32 in both with `--tf32` (JAX's own GPU default;
+the records' `float32_matmuls` says which); `--check` runs them in float32, which its tolerances
+need, and refuses `--tf32`.
 
 Benchmark-only: needs `pip install torch` (not a dependency of elmo-jax). For each model it
 writes random weights in a released ELMo shape (`small`: configs/elmo_small.py, LSTM 1024/128,
@@ -15,23 +23,30 @@ compute the same thing). The input is the first `--sentences` sentences of the P
 For each (model, batch size) one pass of each framework over all sentences warms up (elmo-jax
 compiles there: its time, the XLA compilations counted by jax.monitoring and their seconds are
 reported separately), then `--repeats` alternating timed passes (elmo-jax, PyTorch, elmo-jax, ...);
-the medians give tokens/s (real tokens, without `<S>`/`</S>`) and sentences/s. Every pass uses a
+the medians give tokens/s (real tokens, without `<S>`/`</S>`) and sentences/s. Both frameworks
+return host NumPy arrays, so a timed pass ends when its last batch's work on the device has
+finished (PyTorch's setup waits for the device too: `TorchElmo.synchronize`). Every pass uses a
 new embedder (built untimed), so it starts with an empty token cache, as embedding a new file
 does: both frameworks send each distinct word through the char CNN once and hold it for later
 batches (elmo-jax's embedder always; PyTorch unless `--no-torch_token_cache`). Where the embedder
 takes `vocab_to_cache` (checked at run time), a second row also precomputes the PTB training
 vocabulary in both (untimed: `setup_s`). Each record also has both frameworks' float32 matmul
-peak (2048 x 2048, measured once per run), the largest difference between the two outputs on the
-first batch, the machine and what computed elmo-jax's char CNN and LSTMs (`jax_engine`: `cpu`,
-the C++ kernels of elmo_jax/inference/cpu_kernels, or `xla`; `--engine` chooses, default `auto`: the
-kernels where the embedder has them and they build). MFU: the pass's model FLOPs (`pass_gflop`:
+peak on their devices (2048 x 2048 on the CPU, 8192 x 8192 on a GPU, as benchmarks/throughput.py,
+in the run's `float32_matmuls`; measured once per run), the largest difference between the two
+outputs on the first batch, the machine (`jax_device` and `torch_device` name the devices) and
+what computed elmo-jax's char CNN and LSTMs (`jax_engine`: `cpu`, the C++ kernels of
+elmo_jax/inference/cpu_kernels, or `xla`; `--engine` chooses, default `auto`: the kernels where
+the embedder has them, they build and JAX computes on the CPU). MFU: the pass's model FLOPs (`pass_gflop`:
 the LSTMs at every position, the highway layers and token projection once per distinct word;
 convolutions and elementwise work not counted) per second, over each framework's own matmul peak.
+`--output` writes the run's records as one JSON list; `--output_jsonl` appends each record to a
+file as one JSON line as soon as it is measured.
 
 --check: on small random biLMs (with and without LSTM projection, highway, CNN_proj and skip
 connections; empty sentences, tokens over 48 bytes, non-ASCII), asserts that every PyTorch variant
 equals elmo-jax's `embed_sentences` and the NumPy reference (tests/reference/bilm_numpy.py) to
-1e-5 relative + 1e-6 absolute, and prints the largest differences.
+1e-5 relative + 1e-6 absolute, and prints the largest differences. With `--device cuda` PyTorch and
+elmo-jax (XLA; the C++ CPU kernels are checked with `--device cpu`) compute on the GPU.
 """
 
 from __future__ import annotations
@@ -145,12 +160,15 @@ def make_jax_embedder(
 
 
 def make_torch_elmo(
-    options: dict, weights: dict[str, np.ndarray], conv: str, token_cache: bool, vocab: list[str] | None
+    options: dict, weights: dict[str, np.ndarray], conv: str, token_cache: bool, vocab: list[str] | None,
+    device: str = "cpu",
 ) -> TorchElmo:
-    """The PyTorch ELMo of the same weights, `vocab` cached if given."""
-    elmo = TorchElmo(options, weights, conv=conv, token_cache=token_cache)
+    """The PyTorch ELMo of the same weights on `device`, `vocab` cached if given; returned once its
+    weights and cache are on the device (so a timer around it measures finished work)."""
+    elmo = TorchElmo(options, weights, conv=conv, token_cache=token_cache, device=device)
     if vocab:
         elmo.cache_vocabulary(vocab)
+    elmo.synchronize()
     return elmo
 
 
@@ -222,28 +240,58 @@ def benchmark_row(
     }
 
 
-def machine() -> dict:
-    """CPU model, core count, load and versions (the context every number needs)."""
+def machine(device: str) -> dict:
+    """CPU model, core count, load, the devices each framework computes on and versions (the context
+    every number needs)."""
     cpu = platform.processor()
     if os.path.exists("/proc/cpuinfo"):
         with open("/proc/cpuinfo") as f:
             cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
     return {
-        "cpu": cpu, "cores": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
+        "cpu": cpu, "cores": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2), "device": device,
+        "jax_device": jax.devices()[0].device_kind,
+        "torch_device": torch.cuda.get_device_name(device) if device == "cuda" else "cpu",
         "jax": jax.__version__, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
     }
 
 
+def use_cpu() -> None:
+    """Makes JAX compute on the CPU, as PyTorch does with --device=cpu, even where a GPU is there. Before
+    any backend starts; and before `host_memory.reuse_freed_memory`, which reads $JAX_PLATFORMS."""
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    jax.config.update("jax_platforms", "cpu")
+
+
+def use_cuda(tf32: bool) -> None:
+    """Checks that PyTorch sees a CUDA device and that JAX's default backend is a GPU, and makes both
+    frameworks compute float32 matmuls and convolutions in TF32 (`tf32`) or in full float32."""
+    if not torch.cuda.is_available() or jax.default_backend() != "gpu":
+        raise SystemExit(
+            f"--device=cuda needs a GPU for both frameworks: torch.cuda.is_available() = "
+            f"{torch.cuda.is_available()}, JAX's default backend: {jax.default_backend()}"
+        )
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    jax.config.update("jax_default_matmul_precision", "tensorfloat32" if tf32 else "highest")
+
+
 def run_benchmark(args: argparse.Namespace) -> list[dict]:
+    """The records of every (model, batch size, vocabulary cached) row, each printed as a JSON line
+    (and appended to `--output_jsonl`) as soon as it is measured."""
     sentences = ptb_sentences("test")[: args.sentences]
     vocab = sorted({w for s in ptb_sentences("train") for w in s}) if args.vocab_to_cache else None
     cached_rows = [False, True] if vocab and supports_vocab_to_cache() else [False]
+    peak_n = 2048 if args.device == "cpu" else 8192  # As throughput.matmul_peak_gflops picks for JAX.
     context = {
-        **machine(),
+        **machine(args.device),
+        "float32_matmuls": "tf32" if args.tf32 else "float32",
         "sentences": len(sentences),
         "tokens": sum(len(s) for s in sentences),
-        "jax_matmul_peak_gflops": round(jax_matmul_peak_gflops(data_parallel.make_mesh(), jnp.float32), 1),
-        "torch_matmul_peak_gflops": round(torch_matmul_peak_gflops(), 1),
+        "matmul_peak_n": peak_n,
+        "jax_matmul_peak_gflops": round(
+            jax_matmul_peak_gflops(data_parallel.make_mesh(jax.devices()[:1]), jnp.float32), 1
+        ),
+        "torch_matmul_peak_gflops": round(torch_matmul_peak_gflops(peak_n, device=args.device), 1),
         "torch_conv": args.conv,
         "torch_token_cache": args.torch_token_cache,
     }
@@ -257,7 +305,7 @@ def run_benchmark(args: argparse.Namespace) -> list[dict]:
                 rows_vocab = vocab if cached else None
                 make_jax = functools.partial(make_jax_embedder, paths, batch_size, rows_vocab, args.engine)
                 make_torch = functools.partial(
-                    make_torch_elmo, options, weights, args.conv, args.torch_token_cache, rows_vocab
+                    make_torch_elmo, options, weights, args.conv, args.torch_token_cache, rows_vocab, args.device
                 )
                 row = benchmark_row(make_jax, make_torch, sentences, batch_size, args.repeats, compiles)
                 gflop = pass_gflop(name, sentences, rows_vocab)
@@ -267,6 +315,9 @@ def run_benchmark(args: argparse.Namespace) -> list[dict]:
                     row[f"{framework}_mfu"] = round(gflop / seconds / context[f"{framework}_matmul_peak_gflops"], 3)
                 records.append({"model": name, "batch_size": batch_size, "vocab_cached": cached, **row, **context})
                 print(json.dumps(records[-1]), flush=True)
+                if args.output_jsonl:
+                    with open(args.output_jsonl, "a") as f:
+                        f.write(json.dumps(records[-1]) + "\n")
     return records
 
 
@@ -288,10 +339,13 @@ def markdown_table(records: list[dict]) -> str:
         )
     if records:
         r = records[0]
+        n = r["matmul_peak_n"]
+        devices = "" if r["device"] == "cpu" else f"elmo-jax on {r['jax_device']}, PyTorch on {r['torch_device']}; "
         lines.append(
-            f"\n{r['cpu']}, {r['cores']} cores, load {r['load_avg_1m']} at the start; {r['sentences']} PTB test "
-            f"sentences ({r['tokens']} tokens); float32 2048x2048 matmul peak: JAX {r['jax_matmul_peak_gflops']} "
-            f"GFLOP/s, PyTorch {r['torch_matmul_peak_gflops']} GFLOP/s; jax {r['jax']}, torch {r['torch']} "
+            f"\n{devices}{r['cpu']}, {r['cores']} cores, load {r['load_avg_1m']} at the start; {r['sentences']} PTB "
+            f"test sentences ({r['tokens']} tokens); {n}x{n} matmul peak in {r['float32_matmuls']}: JAX "
+            f"{r['jax_matmul_peak_gflops']} GFLOP/s, PyTorch {r['torch_matmul_peak_gflops']} GFLOP/s; "
+            f"jax {r['jax']}, torch {r['torch']} "
             f"({r['torch_threads']} threads, conv={r['torch_conv']}, token cache={r['torch_token_cache']}); "
             f"elmo-jax's engine: {r.get('jax_engine', r.get('jax_lstm_engine', 'xla'))}."
         )
@@ -341,7 +395,9 @@ def compare(got: list[np.ndarray], want: list[np.ndarray], what: str) -> dict:
     return {"max_abs_diff": worst_abs, "tolerance_used": round(worst_share, 3)}
 
 
-def run_check() -> dict:
+def run_check(device: str) -> dict:
+    """Every PyTorch variant on `device` against elmo-jax (each engine that computes there) and the
+    NumPy reference; the largest differences by comparison."""
     from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
 
     sentences = [line.split() for line in CHECK_LINES]
@@ -355,12 +411,12 @@ def run_check() -> dict:
             batch = 4  # Batches of 4, 4, 1: empty sentences inside a batch, a shorter last batch.
             reference = ReferenceBiLM.from_files(*paths).embed_batches(sentences, batch, stateful=False)
             model = "projected" if projected else "unprojected"
-            for engine in ("xla", "cpu"):
+            for engine in ("xla", "cpu") if device == "cpu" else ("xla",):
                 embedder = embedder_from_bilm_files(*paths, batch_size=batch, stateful=False, engine=engine)
                 want = list(embedder.embed_sentences(sentences))
                 results[f"{model}: elmo-jax (engine {engine}) vs NumPy"] = compare(want, reference, model)
             for conv, token_cache, cached in itertools.product(("unfold", "conv1d"), (True, False), (False, True)):
-                torch_elmo = TorchElmo.from_files(*paths, conv=conv, token_cache=token_cache)
+                torch_elmo = TorchElmo.from_files(*paths, conv=conv, token_cache=token_cache, device=device)
                 if cached:
                     torch_elmo.cache_vocabulary(vocab)
                 what = f"{model}: PyTorch conv={conv} token_cache={token_cache} vocab_cached={cached}"
@@ -372,6 +428,11 @@ def run_check() -> dict:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where both frameworks compute (cuda: PyTorch's CUDA device, JAX's default GPU)")
+    parser.add_argument("--tf32", action="store_true",
+                        help="--device=cuda: float32 matmuls and convolutions in TF32 in both frameworks "
+                        "(not with --check)")
     parser.add_argument("--models", default="small,original", help=f"comma-separated, of {MODELS}")
     parser.add_argument("--batch_sizes", default="32,64", help="comma-separated sentences per batch")
     parser.add_argument("--sentences", type=int, default=1000, help="the first N PTB test sentences")
@@ -386,6 +447,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--engine", choices=("auto", "cpu", "xla"), default="auto",
                         help="what computes elmo-jax's char CNN and LSTMs (ElmoEmbedder's engine)")
     parser.add_argument("--output", help="write the records to this JSON file")
+    parser.add_argument("--output_jsonl", help="append each record to this file as one JSON line")
     parser.add_argument("--check", action="store_true", help="check PyTorch against elmo-jax and exit")
     args = parser.parse_args(argv)
     args.models = args.models.split(",")
@@ -394,15 +456,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--models must be of {MODELS}, got {args.models}")
     if min(args.batch_sizes) < 1 or args.sentences < 1 or args.repeats < 1:
         parser.error("--batch_sizes, --sentences and --repeats must be positive")
+    if args.tf32 and (args.device != "cuda" or args.check):
+        parser.error("--tf32 is for --device=cuda benchmarks (--check needs float32)")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.device == "cpu":
+        use_cpu()
     host_memory.reuse_freed_memory()  # As elmo_jax.inference.embedder's CLI: before JAX starts its CPU backend.
     torch.set_num_threads(args.threads or os.cpu_count())
+    if args.device == "cuda":
+        use_cuda(args.tf32)
     if args.check:
-        for what, result in run_check().items():
+        for what, result in run_check(args.device).items():
             print(f"{what}: {json.dumps(result)}")
         print("check passed")
         return 0

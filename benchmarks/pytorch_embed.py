@@ -1,6 +1,6 @@
-"""A fast PyTorch (CPU, float32) ELMo forward pass for inference, to measure elmo-jax's embedding API against.
+"""A fast PyTorch (float32, CPU or CUDA) ELMo forward pass for inference, to measure elmo-jax's embedding API against.
 
-  elmo = TorchElmo.from_files("options.json", "weights.hdf5")
+  elmo = TorchElmo.from_files("options.json", "weights.hdf5")  # device="cuda" to compute on a GPU
   for layers in elmo.embed_sentences(sentences, batch_size=32):  # [n_layers + 1, n_tokens, 2 P] each
       ...
 
@@ -20,6 +20,10 @@ tests/reference/bilm_numpy.py states them), not from elmo-jax's code:
   output:  `<S> w1 .. wn </S>` forward and reversed backward; layer 0 = [x; x], layer j =
            [forward_j; backward_j] at w1 .. wn. An empty sentence gives `[n_layers + 1, 0, 2 P]`.
 Stateless: every batch starts from zero LSTM states (elmo-jax's `ElmoEmbedder(stateful=False)`).
+`device`: where the weights live and everything from the char embedding on is computed; the
+words, character ids and packing index maps are made on the host and sent there per batch, and
+the layers come back as host NumPy arrays (on CUDA that copy waits for the batch's work, so a
+returned batch is finished work).
 
 What makes it fast (eager PyTorch, no compilation):
   * token embeddings depend on the word alone: with `token_cache` (default) each distinct word
@@ -40,7 +44,7 @@ What makes it fast (eager PyTorch, no compilation):
     `F.conv1d` (`conv="conv1d"`), bias and activation after the max over positions;
     highway carry and transform in one GEMM;
   * `torch.inference_mode`, `torch.set_num_threads(os.cpu_count())` (embed_throughput.py).
-There is no fused CPU kernel for an LSTM with projection and clipping (`torch.nn.LSTM(proj_size=)`
+There is no fused kernel for an LSTM with projection and clipping (`torch.nn.LSTM(proj_size=)`
 has no clipping and another gate order), so the hand-written loop is the honest equivalent.
 """
 
@@ -105,8 +109,9 @@ def read_bilm_files(options_path: str, weights_path: str) -> tuple[dict, dict[st
     return options, weights
 
 
-def _tensor(weights: Mapping[str, np.ndarray], name: str) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(weights[name], np.float32))
+def _tensor(weights: Mapping[str, np.ndarray], name: str, device: str | torch.device = "cpu") -> torch.Tensor:
+    """The dataset `name` as a float32 tensor on `device` (on the CPU it shares the array's memory)."""
+    return torch.from_numpy(np.asarray(weights[name], np.float32)).to(device)
 
 
 class Packing:
@@ -119,9 +124,10 @@ class Packing:
       out_f, out_b    packed positions of w1 .. wn of every sentence (sorted order) in the forward
                       and backward sequences, `[M]` (M real tokens)
       order, counts   sentence index of each sorted row, and its token count n
+    The index tensors are on `device` (they index tensors there); the lists stay on the host.
     """
 
-    def __init__(self, sentences: Sequence[Sequence[str]]):
+    def __init__(self, sentences: Sequence[Sequence[str]], device: str | torch.device = "cpu"):
         nonempty = [i for i, s in enumerate(sentences) if s]
         self.order = sorted(nonempty, key=lambda i: -len(sentences[i]))  # Stable: ties keep their order.
         self.counts = [len(sentences[i]) for i in self.order]
@@ -138,20 +144,23 @@ class Packing:
             out_f.append(positions[1:-1])
             out_b.append(positions[-2:0:-1])  # w_k is backward step length-1-k.
         self.words: list[str] = words.tolist()
-        self.backward = torch.from_numpy(backward)
-        self.out_f = torch.from_numpy(np.concatenate(out_f or [np.zeros(0, np.int64)]))
-        self.out_b = torch.from_numpy(np.concatenate(out_b or [np.zeros(0, np.int64)]))
+        self.backward = torch.from_numpy(backward).to(device)
+        self.out_f = torch.from_numpy(np.concatenate(out_f or [np.zeros(0, np.int64)])).to(device)
+        self.out_b = torch.from_numpy(np.concatenate(out_b or [np.zeros(0, np.int64)])).to(device)
 
 
 class TorchElmo:
-    """ELMo representations from bilm-tf/AllenNLP weights, in PyTorch (stateless per batch)."""
+    """ELMo representations from bilm-tf/AllenNLP weights, in PyTorch (stateless per batch), computed on
+    `device` ("cpu", "cuda", "cuda:1", ...)."""
 
     def __init__(
-        self, options: dict, weights: Mapping[str, np.ndarray], conv: str = "unfold", token_cache: bool = True
+        self, options: dict, weights: Mapping[str, np.ndarray], conv: str = "unfold", token_cache: bool = True,
+        device: str | torch.device = "cpu",
     ):
         if conv not in ("unfold", "conv1d"):
             raise ValueError(f"conv must be 'unfold' or 'conv1d', got {conv!r}")
-        t = functools.partial(_tensor, weights)
+        self.device = torch.device(device)
+        t = functools.partial(_tensor, weights, device=self.device)
         cnn, lstm = options["char_cnn"], options["lstm"]
         self.conv, self.token_cache = conv, token_cache
         self.chars = CharIds(cnn["max_characters_per_token"])
@@ -174,32 +183,35 @@ class TorchElmo:
         self.skip = lstm["use_skip_connections"]
         self.layers = [self._lstm_weights(weights, layer) for layer in range(self.n_layers)]
         self._index: dict[str, int] = {}  # Held word -> its row of `_table`.
-        self._table = torch.zeros(0, self.proj_dim)  # [capacity, P]; the first len(_index) rows are held.
+        self._table = torch.zeros(0, self.proj_dim, device=self.device)  # [capacity, P]; the first len(_index) held.
 
     @classmethod
     def from_files(cls, options_path: str, weights_path: str, **kwargs) -> "TorchElmo":
         return cls(*read_bilm_files(options_path, weights_path), **kwargs)
 
     def _lstm_weights(self, weights: Mapping[str, np.ndarray], layer: int) -> tuple:
-        """Both directions stacked: W_in `[2, P, 4D]`, W_h `[2, P, 4D]`, bias `[2, 4D]` (+1 on f),
-        W_P `[2, D, P]` or None; gate columns reordered from (i, j, f, o) to (i, f, o, j)."""
+        """Both directions stacked, on the device: W_in `[2, P, 4D]`, W_h `[2, P, 4D]`, bias `[2, 4D]`
+        (+1 on f), W_P `[2, D, P]` or None; gate columns reordered from (i, j, f, o) to (i, f, o, j)."""
         d = self.dim
-        perm = torch.cat([torch.arange(0, d), torch.arange(2 * d, 4 * d), torch.arange(d, 2 * d)])
+        t = functools.partial(_tensor, weights, device=self.device)
+        perm = torch.cat([torch.arange(0, d), torch.arange(2 * d, 4 * d), torch.arange(d, 2 * d)]).to(self.device)
         roots = [f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell/" for direction in (0, 1)]
-        w0 = torch.stack([_tensor(weights, r + "W_0") for r in roots])[..., perm]
-        bias = torch.stack([_tensor(weights, r + "B") for r in roots])[..., perm]
+        w0 = torch.stack([t(r + "W_0") for r in roots])[..., perm]
+        bias = torch.stack([t(r + "B") for r in roots])[..., perm]
         bias[:, d : 2 * d] += 1.0  # The forget gate's bias (TF's LSTMCell adds it at run time).
         p_in = w0.shape[1] - self.proj_dim
         projected = roots[0] + "W_P_0" in weights
-        w_p = torch.stack([_tensor(weights, r + "W_P_0") for r in roots]) if projected else None
+        w_p = torch.stack([t(r + "W_P_0") for r in roots]) if projected else None
         return w0[:, :p_in].contiguous(), w0[:, p_in:].contiguous(), bias, w_p
 
     # ------------------------------------------------------------------------------ token encoder
 
     def _encode(self, char_ids: torch.Tensor) -> torch.Tensor:
-        """char ids `[N, C]` -> token embeddings `[N, P]`."""
+        """char ids `[N, C]` on the host -> token embeddings `[N, P]` on the device (the longest word
+        is measured on the host: no wait for the device)."""
         longest = int((char_ids != PAD).sum(dim=1).max()) if len(char_ids) else 0
-        x = F.embedding(char_ids[:, : longest + max(self.widths)], self.char_embed)  # [N, C', d]
+        char_ids = char_ids[:, : longest + max(self.widths)].to(self.device)
+        x = F.embedding(char_ids, self.char_embed)  # [N, C', d]
         if self.conv == "conv1d":
             xc = x.transpose(1, 2).contiguous()  # [N, d, C']
             pooled = [F.conv1d(xc, k).amax(dim=2) for k in self.kernels]
@@ -237,14 +249,14 @@ class TorchElmo:
         then held (`token_cache`) or at every occurrence."""
         if self.token_cache:
             self._hold([w for w in dict.fromkeys(words) if w not in self._index])
-            return self._table[torch.tensor([self._index[w] for w in words], dtype=torch.int64)]
+            return self._table[torch.tensor([self._index[w] for w in words], dtype=torch.int64, device=self.device)]
         rows = torch.tensor([self._index.get(w, -1) for w in words], dtype=torch.int64)
         missing = (rows < 0).nonzero()[:, 0]
         if len(missing) == len(words):
             return self._encode(self.chars(words))
-        out = self._table[rows.clamp(min=0)]
+        out = self._table[rows.clamp(min=0).to(self.device)]
         if len(missing):
-            out[missing] = self._encode(self.chars([words[i] for i in missing.tolist()]))
+            out[missing.to(self.device)] = self._encode(self.chars([words[i] for i in missing.tolist()]))
         return out
 
     # ------------------------------------------------------------------------------ LSTM
@@ -279,11 +291,17 @@ class TorchElmo:
 
     # ------------------------------------------------------------------------------ API
 
+    def synchronize(self) -> None:
+        """Waits for the work queued on a CUDA device (a timer must see finished work); nothing on the CPU."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
     @torch.inference_mode()
     def embed_batch(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """ELMo layers of each sentence, `[n_layers + 1, n_tokens, 2 P]` float32 (zero initial states)."""
+        """ELMo layers of each sentence, `[n_layers + 1, n_tokens, 2 P]` float32 host arrays (zero initial
+        states); computed on the device and copied back in one `[L + 1, M, 2 P]` transfer."""
         empty = np.zeros((self.n_layers + 1, 0, 2 * self.proj_dim), np.float32)
-        packing = Packing(sentences)
+        packing = Packing(sentences, self.device)
         if not packing.words:
             return [empty.copy() for _ in sentences]
         x_f = self._token_embeddings(packing.words)  # [N, P]
@@ -294,7 +312,7 @@ class TorchElmo:
             x = h.add_(x) if self.skip and layer > 0 else h
             layers.append(x)
         stacked = torch.stack(layers)  # [L + 1, 2, N, P]
-        both = torch.cat([stacked[:, 0, packing.out_f], stacked[:, 1, packing.out_b]], dim=-1).numpy()
+        both = torch.cat([stacked[:, 0, packing.out_f], stacked[:, 1, packing.out_b]], dim=-1).cpu().numpy()
         out = [empty.copy() for _ in sentences]
         for i, part in zip(packing.order, np.split(both, np.cumsum(packing.counts)[:-1], axis=1)):
             out[i] = part
