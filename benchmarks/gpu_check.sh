@@ -72,7 +72,7 @@ for batch in $([[ ${parts} == *" torch "* ]] && echo 128 1024); do
 done
 if [[ ${parts} == *" embed "* ]]; then
   echo "== embedding, both frameworks on the GPU"
-  python3 benchmarks/embed_throughput.py --device=cuda --models=small,original --batch_sizes=64 --sentences=1000 \
+  python3 benchmarks/embed_throughput.py --device=cuda --models=small,original --batch_sizes=32 --sentences=1000 \
     --repeats=2 --output_jsonl="${out}" > "${logs}/embed.log" 2>&1 || tail -n 5 "${logs}/embed.log"
 fi
 echo "gpu_check: $((SECONDS - started)) s; records in ${out}, logs in ${logs}"
