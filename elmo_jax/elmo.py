@@ -77,7 +77,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, words_to_char_ids
+from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, narrow_char_ids, words_to_char_ids
 from elmo_jax.inference.embedder import PretrainedBiLM, bilm_from_files, bilm_from_workdir, check_embeddable
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.scalar_mix import ScalarMix
@@ -278,8 +278,9 @@ class Elmo(nn.Module):
     The biLM: bilm-tf/AllenNLP files (`options_file`, `weight_file`) or an elmo-jax training
     `workdir` (then pass None for both files; `step`: its checkpoint, default the latest). See the
     module docstring for where its params and states live. `max_chars`: the char ids' width it
-    reads, `C`; `batch_to_ids(sentences, elmo.max_chars)` (other widths truncate and pool tokens
-    differently: refused).
+    reads, `C`; wider char ids, such as AllenNLP's 50 of `batch_to_ids(sentences)` for a biLM
+    trained with 20, are narrowed to it as `batch_to_ids(sentences, elmo.max_chars)` would spell
+    each token (`elmo_jax.data.chars.narrow_char_ids`: the same numbers); narrower ones are refused.
     """
 
     options_file: str | None
@@ -368,11 +369,12 @@ class Elmo(nn.Module):
         if char_ids is not None:
             if char_ids.ndim < 3:
                 raise ValueError(f"Elmo takes char ids [..., batch, time, max_chars], got shape {char_ids.shape}")
-            if char_ids.shape[-1] != max_chars:
+            if char_ids.shape[-1] < max_chars:
                 raise ValueError(
                     f"this biLM reads {max_chars} chars per token, got char ids of {char_ids.shape[-1]}: "
                     f"use batch_to_ids(sentences, max_chars={max_chars})"
                 )
+            char_ids = narrow_char_ids(char_ids, max_chars)  # AllenNLP's 50-wide ids for a narrower biLM.
         if word_ids is None or not self.vocab_to_cache:
             if char_ids is None:
                 raise ValueError("word ids index vocab_to_cache: build the Elmo with vocab_to_cache=words")

@@ -308,7 +308,7 @@ def test_dropout_only_when_not_deterministic(bilm):
     assert np.any((a != 0) != (b != 0))
 
 
-def test_workdir_matches_the_embedder_and_needs_its_char_width(tmp_path):
+def test_workdir_matches_the_embedder_and_reads_allennlps_wider_char_ids(tmp_path):
     """A training workdir the AllenNLP way: `Elmo(None, None, K, workdir=...)`, its init holding the
     checkpoint's biLM."""
     workdir = make_checkpoint_workdir(tmp_path)  # max_chars_per_token 12
@@ -326,9 +326,10 @@ def test_workdir_matches_the_embedder_and_needs_its_char_width(tmp_path):
     want = embedder_from_workdir(workdir, batch_size=2, stateful=False).embed_batch(sentences)
     for row, tokens in enumerate(sentences):
         np.testing.assert_allclose(out[row, : len(tokens)], want[row].mean(axis=0), rtol=RTOL, atol=ATOL)
-    # bilm-tf's 50 chars would truncate and pool this biLM's tokens differently.
+    # AllenNLP's 50 chars, narrowed: the same numbers, the 16-byte word included.
+    np.testing.assert_array_equal(apply_fn(elmo)(variables, batch_to_ids(sentences))["elmo_representations"][0], out)
     with pytest.raises(ValueError, match="max_chars=12"):
-        elmo.apply(variables, batch_to_ids(sentences))
+        elmo.apply(variables, batch_to_ids(sentences, 8))
 
 
 def doc_code() -> str:

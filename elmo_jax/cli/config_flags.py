@@ -60,6 +60,10 @@ def define_config_flag(help_string: str, flag_values: flags.FlagValues = flags.F
 # ----------------------------------------------------------------------------- the command line
 
 HELP_ARGS = ("-h", "--help", "--helpshort", "--helpfull")
+CONFIG_HELP = (
+    "A recipe file (configs/demo.py, in the repository) or a shipped recipe by name, from any directory "
+    "(demo, ablations:no_highway, ptb_char_small, ...)."
+)
 KEYS_DOC = (
     "--config: a recipe file (configs/*.py) or a shipped recipe by name (demo, ablations:no_highway, ...). "
     "Config keys: every key, its meaning and default in elmo_jax/config/schema.py; set one as --config.KEY=VALUE."
@@ -127,12 +131,23 @@ def load_config_file(spec: str) -> Any:
         directory = os.path.dirname(path) or "."
         siblings = [os.path.join(os.path.dirname(path), n) for n in os.listdir(directory) if n.endswith(".py")] \
             if os.path.isdir(directory) else []
-        nearest = _did_you_mean(path, siblings) or _did_you_mean(path, recipes.recipe_names())
+        nearest = _recipe_by_name(spec) or _did_you_mean(path, siblings) or _did_you_mean(path, recipes.recipe_names())
         raise CommandLineError(f"config file {path!r} not found{nearest}")
     try:
         return recipes.load_config(resolved)
     except Exception as e:  # The config file's own error, whatever it raises.
         raise CommandLineError(f"{spec}: {_first_line(e)}") from e
+
+
+def _recipe_by_name(spec: str) -> str:
+    """The hint for a missing recipe file whose path ends in a shipped recipe (configs/demo.py,
+    configs/ablations.py:no_highway run outside the repository): its name, which works anywhere."""
+    path, colon, arg = spec.partition(":")
+    stem = path.removesuffix(".py").replace(os.sep, "/")
+    names = [name for name in recipes.recipe_names() if stem == name or stem.endswith("/" + name)]
+    if not names:
+        return ""
+    return f" (a shipped recipe: --config={max(names, key=len)}{colon}{arg} works from any directory)"
 
 
 def add_workdir_config(args: Sequence[str]) -> list[str]:

@@ -2,7 +2,7 @@
 `elmo-evaluate`): a training workdir's checkpoint, or a bilm-tf/AllenNLP model's files.
 
   python evaluate.py --workdir=runs/demo [--split=test] [--eval_files=GLOB] [--step=N] [--output=R.json]
-  python evaluate.py --config=configs/demo.py --workdir=runs/demo [--config.eval.batch_size=16]
+  python evaluate.py --config=configs/demo.py --workdir=runs/demo [--config.eval.batch_size=16]   # or --config=demo
   python evaluate.py --workdir=runs/demo --config.eval.stateful=False   # --config=workdir:runs/demo implied
   python evaluate.py --options=O --weights=H --softmax_weights=S --vocab=V --eval_files=GLOB [--output=R.json]
 

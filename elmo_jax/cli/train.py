@@ -1,6 +1,7 @@
 """Pretrain an ELMo biLM: `python train.py` or `elmo-train`.
 
-  python train.py --config=configs/demo.py --workdir=runs/demo [--config.model.lstm.dim=1024]
+  python train.py --config=configs/demo.py --workdir=runs/demo [--config.model.lstm.dim=1024]   # in the repository
+  elmo-train --config=demo --workdir=runs/demo     # a shipped recipe by name, from any directory
 
 Rerunning the same command resumes from the latest checkpoint in WORKDIR. Exit status: 0 when
 training and the final evaluation are done; 143 after SIGTERM (a checkpoint was saved: rerun to
@@ -16,13 +17,13 @@ from absl import app, flags
 from elmo_jax.runtime import compilation_cache, host_memory
 from elmo_jax.runtime import quiet_logs
 from elmo_jax.config import validate
-from elmo_jax.cli.config_flags import define_config_flag, flags_parser
+from elmo_jax.cli.config_flags import CONFIG_HELP, define_config_flag, flags_parser
 from elmo_jax.training import preemption
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
 from elmo_jax.runtime.data_parallel import initialize_distributed
 
 FLAGS = flags.FLAGS
-define_config_flag("Path to a config file (configs/*.py).")
+define_config_flag(CONFIG_HELP)
 flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics and evaluation results.")
 flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP)
 flags.DEFINE_string(compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP)

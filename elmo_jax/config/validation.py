@@ -283,6 +283,21 @@ def _check_probe_files_given(config: Mapping[str, Any]) -> None:
             raise ConfigError(f"config key {key}={path!r}: eval.probe.task={task!r} needs a CoNLL-U file")
 
 
+def check_negative_samples(config: Mapping[str, Any], vocab_size: int, vocabulary: str) -> None:
+    """The sampled softmax draws distinct candidates (model.softmax.unique_samples) from the
+    vocabulary, so it needs fewer than its `vocab_size` words; `vocabulary` says where they come
+    from. Known once the vocabulary is read: before the training data when it is a file."""
+    _, sampled = _lookup(config, "model.softmax.sampled")
+    _, unique = _lookup(config, "model.softmax.unique_samples")
+    has_samples, n_samples = _lookup(config, "model.softmax.n_negative_samples")
+    if sampled and unique and has_samples and n_samples >= vocab_size:
+        raise ConfigError(
+            f"config key model.softmax.n_negative_samples={n_samples!r} is out of range (allowed: an integer below "
+            f"the {vocab_size} words of {vocabulary}): set it lower, or "
+            "--config.model.softmax.sampled=False for the full softmax"
+        )
+
+
 def validate(config: Mapping[str, Any]) -> None:
     """Raises ConfigError naming the first key whose value `SCHEMA` does not allow."""
     for key, check in SCHEMA.items():

@@ -7,9 +7,11 @@ token" (the padding row of the character embedding).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, TypeVar
 
 import numpy as np
+
+Ids = TypeVar("Ids")  # A NumPy or a JAX array of char ids.
 
 BOS_CHAR = 256
 EOS_CHAR = 257
@@ -58,6 +60,23 @@ def words_to_char_ids(words: Sequence[str], max_chars: int = 50) -> np.ndarray:
         if word == BOS_TOKEN or word == EOS_TOKEN:
             ids[i] = _special(BOS_CHAR if word == BOS_TOKEN else EOS_CHAR, max_chars)
     return ids + ID_SHIFT
+
+
+def narrow_char_ids(ids: Ids, max_chars: int) -> Ids:
+    """Char ids `[..., C]` of width `C >= max_chars` -> `[..., max_chars]`: each token spelled as
+    `words_to_char_ids(word, max_chars)` spells it, so that a biLM of `max_chars` characters per
+    token reads AllenNLP's 50-wide `batch_to_ids` to the numbers of its own width.
+
+    A token of up to `max_chars - 2` bytes keeps its first `max_chars` ids (begin of word, bytes,
+    end of word, padding); a longer one keeps its first `max_chars - 2` bytes and gets the
+    end-of-word mark in its last column. `<S>`, `</S>` and all-zero padding tokens keep their
+    prefix. Only slicing and arithmetic: `ids` may be a NumPy array or a (traced) JAX array.
+    """
+    narrow = ids[..., :max_chars]
+    last = narrow[..., -1:]
+    cut = (last != 0) & (last != PAD_CHAR + ID_SHIFT) & (last != EOW_CHAR + ID_SHIFT)  # A byte: the word went on.
+    in_last_column = np.arange(max_chars) == max_chars - 1
+    return narrow + (cut & in_last_column) * (EOW_CHAR + ID_SHIFT - last)
 
 
 class CharIdCache:

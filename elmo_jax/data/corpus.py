@@ -159,20 +159,23 @@ def eval_sentences(data: ml_collections.ConfigDict, split: str, eval_files: str 
     return sources.read_sentences(_files(data, "eval_files"))
 
 
+def vocab_origin(data: ml_collections.ConfigDict) -> str:
+    """Where a run's vocabulary comes from, in the words of its config keys (for errors)."""
+    if data.vocab_file:
+        return f"data.vocab_file={data.vocab_file!r}"
+    return (
+        f"the vocabulary built with data.vocab_min_count={data.vocab_min_count}, "
+        f"data.vocab_max_size={data.vocab_max_size}"
+    )
+
+
 def _check_vocab_size(vocab: Vocabulary, data: ml_collections.ConfigDict) -> None:
     """A vocabulary of fewer than MIN_VOCAB_SIZE words (the special tokens included) trains nothing."""
-    if len(vocab) >= MIN_VOCAB_SIZE:
-        return
-    if data.vocab_file:
-        origin = f"data.vocab_file={data.vocab_file!r}"
-    else:
-        origin = (
-            f"the vocabulary built with data.vocab_min_count={data.vocab_min_count}, "
-            f"data.vocab_max_size={data.vocab_max_size}"
+    if len(vocab) < MIN_VOCAB_SIZE:
+        raise sources.DataError(
+            f"{vocab_origin(data)} has {len(vocab)} words, special tokens included; "
+            f"training needs at least {MIN_VOCAB_SIZE}"
         )
-    raise sources.DataError(
-        f"{origin} has {len(vocab)} words, special tokens included; training needs at least {MIN_VOCAB_SIZE}"
-    )
 
 
 def load_or_build_vocab(data: ml_collections.ConfigDict, workdir: str | None = None) -> Vocabulary:

@@ -38,7 +38,7 @@ from elmo_jax.runtime import data_parallel, workdir_files, workdir_lock
 from elmo_jax.training import init_from, probes, run_info
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
 from elmo_jax.runtime.atomic_write import write_json_atomic
-from elmo_jax.config import validate
+from elmo_jax.config import check_negative_samples, validate
 from elmo_jax.training.metrics_writer import MetricsWriter
 from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
 from elmo_jax.training.state import TrainState, init_params
@@ -313,6 +313,7 @@ def _train_and_evaluate(
 
     with PreemptionWatcher() as preemption:
         vocab = corpus.load_or_build_vocab(config.data, workdir)
+        check_negative_samples(config, len(vocab), corpus.vocab_origin(config.data))
         eval_sentences = corpus.eval_sentences(config.data, config.data.eval_split)  # Read once per run.
         if not eval_sentences:
             raise DataError(f"the evaluation split {config.data.eval_split!r} has no sentences")

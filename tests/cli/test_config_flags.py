@@ -8,7 +8,7 @@ import os
 import pytest
 
 from elmo_jax.cli import config_flags
-from tests.entry_points import run_script
+from tests.entry_points import ROOT, run_script
 
 TINY = "--config=configs/tests/tiny.py"
 
@@ -79,3 +79,27 @@ def test_a_missing_workdir_config_is_named_as_given(tmp_path):
                         compile_cache=str(tmp_path / "cache"))
     assert result.returncode == 1
     assert result.stderr == f"error: workdir:{missing}: {missing}: no config.json (is this an elmo-jax training workdir?)\n"
+
+
+@pytest.mark.parametrize(
+    "spec, name",
+    [("configs/demo.py", "demo"), ("configs/ablations.py:no_highway", "ablations:no_highway"),
+     ("configs/tests/tiny.py", "tests/tiny")],
+)
+def test_a_recipe_path_missing_outside_the_repository_suggests_its_name(tmp_path, monkeypatch, spec, name):
+    monkeypatch.chdir(tmp_path)
+    path = spec.split(":")[0]
+    with pytest.raises(config_flags.CommandLineError) as error:
+        config_flags.load_config_file(spec)
+    assert str(error.value) == (
+        f"config file {path!r} not found (a shipped recipe: --config={name} works from any directory)")
+    assert config_flags.load_config_file(name) == config_flags.load_config_file(os.path.join(ROOT, spec))
+
+
+def test_train_help_shows_the_recipe_as_a_path_and_by_name(tmp_path):
+    result = run_script("train.py", "--help", compile_cache=str(tmp_path / "cache"))
+    lines = result.stdout.splitlines()
+    assert any("python train.py --config=configs/demo.py" in line for line in lines)
+    assert any("elmo-train --config=demo " in line for line in lines)
+    (config_line,) = [line for line in lines if line.startswith("  --config: ")]
+    assert "configs/demo.py" in config_line and "by name" in config_line and "demo," in config_line

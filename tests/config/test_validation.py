@@ -8,7 +8,7 @@ import pytest
 from elmo_jax.config import schema
 from elmo_jax.config.overrides import apply_overrides
 from elmo_jax.config.recipes import recipe_module, recipe_names
-from elmo_jax.config import SCHEMA, ConfigError, validate
+from elmo_jax.config import SCHEMA, ConfigError, check_negative_samples, validate
 
 ablations = recipe_module("ablations")
 released = recipe_module("released")
@@ -276,3 +276,16 @@ def test_choices_are_those_the_code_accepts():
     assert choices("train.nonfinite_policy") == set(step.NONFINITE_POLICIES)
     assert choices("eval.probe.task") == {"", *tasks.TASKS}
     assert choices("eval.probe.normalize") == set(tasks.NORMALIZATIONS)
+
+
+def test_negative_samples_must_be_fewer_than_the_words_drawn_from():
+    config = schema.get_config()
+    config.model.softmax.n_negative_samples = 59
+    with pytest.raises(ConfigError, match=r"n_negative_samples=59 is out of range \(allowed: an integer below the 59 "
+                                          r"words of vocab\.txt\): .* --config\.model\.softmax\.sampled=False"):
+        check_negative_samples(config, 59, "vocab.txt")
+    check_negative_samples(config, 60, "vocab.txt")
+    config.model.softmax.unique_samples = False  # Drawn with replacement: any number.
+    check_negative_samples(config, 59, "vocab.txt")
+    config.model.softmax.unique_samples, config.model.softmax.sampled = True, False  # The full softmax.
+    check_negative_samples(config, 59, "vocab.txt")

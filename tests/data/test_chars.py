@@ -194,3 +194,30 @@ def test_words_to_char_ids_many_at_once():
     for i, w in enumerate(words):
         np.testing.assert_array_equal(got[i], word_to_char_ids(w, 10))
     assert words_to_char_ids([], 7).shape == (0, 7)
+
+
+NARROWED_WORDS = ["a", "the", "<S>", "</S>", "<UNK>", "abcdefghijklmnopqr", "abcdefghijklmnopqrs",
+                  "a" * 60, "naïve-café-übermäßig-größer", "日本語のとても長い単語です", ""]
+
+
+@pytest.mark.parametrize("max_chars", [3, 4, 12, 20, 49, 50])
+def test_narrowed_ids_spell_every_word_as_its_own_width(max_chars):
+    wide = words_to_char_ids(NARROWED_WORDS, 50)
+    np.testing.assert_array_equal(chars.narrow_char_ids(wide, max_chars), words_to_char_ids(NARROWED_WORDS, max_chars))
+
+
+def test_narrowed_ids_keep_padding_tokens_and_leading_shape():
+    wide = np.zeros((2, 3, 50), np.int32)
+    wide[0, :2] = words_to_char_ids(["ab", "a" * 30], 50)
+    narrow = chars.narrow_char_ids(wide, 20)
+    want = np.zeros((2, 3, 20), np.int32)
+    want[0, :2] = words_to_char_ids(["ab", "a" * 30], 20)
+    np.testing.assert_array_equal(narrow, want)
+
+
+def test_narrowed_ids_of_jax_arrays_under_jit():
+    import jax
+
+    wide = words_to_char_ids(NARROWED_WORDS, 50)
+    narrow = jax.jit(chars.narrow_char_ids, static_argnums=1)(wide, 20)
+    np.testing.assert_array_equal(narrow, words_to_char_ids(NARROWED_WORDS, 20))

@@ -3,11 +3,13 @@ nothing written, before any work (the values ran, hung or failed late before the
 
 import pytest
 
+from elmo_jax.config import ConfigError
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.data import corpus
 from elmo_jax.data.sources import DataError
+from elmo_jax.training.loop import train_and_evaluate
 from tests.entry_points import run_script
-from tests.training.helpers import write_corpus
+from tests.training.helpers import tiny_config, write_corpus
 
 tiny = recipe_module("tests/tiny")
 
@@ -91,3 +93,31 @@ def test_a_small_vocabulary_file_is_an_error_and_nothing_is_saved(tmp_path):
     assert list(workdir.iterdir()) == []
     vocab_file.write_text("<S>\n</S>\n<UNK>\n" + "".join(f"w{i}\n" for i in range(5)))
     assert len(corpus.load_or_build_vocab(data, str(workdir))) == 8
+
+
+def test_train_py_names_the_sampled_softmax_too_wide_for_a_small_corpus(tmp_path):
+    """The demo's 1024 candidates on a corpus of 16 words: the key and the way out, in one line."""
+    files = write_corpus(str(tmp_path / "corpus"), 20, seed=0)
+    workdir = tmp_path / "run"
+    done = run_script(
+        "train.py", "--config=configs/demo.py", "--config.data.source=text", f"--config.data.train_files={files}",
+        f"--config.data.eval_files={files}", f"--workdir={workdir}", compile_cache=str(tmp_path / "cache"),
+    )
+    _assert_one_error_naming(done, "config key model.softmax.n_negative_samples=1024 is out of range (allowed: an "
+                                   "integer below the 19 words of the vocabulary built with data.vocab_min_count=1")
+    assert "--config.model.softmax.sampled=False" in _error_lines(done.stderr)[0]
+    assert not workdir.exists()
+
+
+def test_sampled_softmax_too_wide_for_a_vocabulary_file_is_named_before_the_data_is_read(tmp_path):
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("<S>\n</S>\n<UNK>\n" + "".join(f"w{i}\n" for i in range(9)))
+    config = tiny_config(**{"data.source": "text", "data.vocab_file": str(vocab_file),
+                            "data.train_files": str(tmp_path / "missing" / "*.txt"),
+                            "data.eval_files": str(tmp_path / "missing" / "*.txt")})
+    with pytest.raises(ConfigError, match=r"^config key model.softmax.n_negative_samples=16 is out of range \(allowed: "
+                                          r"an integer below the 12 words of data.vocab_file='.*vocab.txt'\)"):
+        train_and_evaluate(config, str(tmp_path / "run"))
+    config.model.softmax.sampled = False  # The way out the error names: past the vocabulary, to the data.
+    with pytest.raises(DataError, match="missing"):
+        train_and_evaluate(config, str(tmp_path / "run"))

@@ -19,16 +19,19 @@ from elmo_jax.runtime import data_parallel
 from elmo_jax.training.checkpoint import Checkpointer
 from elmo_jax.training.state import TrainState, init_params
 
-tiny = recipe_module("tests/tiny")
-
 WORDS = "the cat sat on a mat while dogs ran past old red barns near quiet hills".split()
+
+
+def recipe_config(recipe: str, **overrides):
+    """The config of a recipe by name (e.g. 'demo') with dotted-key overrides."""
+    config = recipe_module(recipe).get_config()
+    apply_overrides(config, overrides)
+    return config
 
 
 def tiny_config(**overrides):
     """configs/tests/tiny.py with dotted-key overrides, e.g. {'model.dropout': 0.0}."""
-    config = tiny.get_config()
-    apply_overrides(config, overrides)
-    return config
+    return recipe_config("tests/tiny", **overrides)
 
 
 def random_batch(rng: np.random.Generator, vocab_size: int, batch: int, steps: int, chars: int, mask_tail: int = 0):
@@ -56,15 +59,17 @@ def write_corpus(directory: str, n_sentences: int, seed: int, n_files: int = 2) 
     return os.path.join(directory, "part-*.txt")
 
 
-def make_checkpoint_workdir(tmp_path, **overrides) -> str:
+def make_checkpoint_workdir(tmp_path, recipe: str = "tests/tiny", **overrides) -> str:
     """A workdir as `train_and_evaluate` leaves it (config.json, vocab.txt, orbax checkpoint), of
-    the tiny config with dotted-key `overrides`.
+    `recipe` (the tiny config unless named) on a small text corpus with dotted-key `overrides`.
 
     The params are random rather than trained: training even two steps costs about a minute of
     CPU compilation, and any params exercise the same checkpoint -> hdf5 path.
     """
     files = write_corpus(str(tmp_path / "corpus"), 12, seed=0)
-    config = tiny_config(**{"data.source": "text", "data.train_files": files, "data.eval_files": files, **overrides})
+    config = recipe_config(
+        recipe, **{"data.source": "text", "data.train_files": files, "data.eval_files": files, **overrides}
+    )
     workdir = str(tmp_path / "workdir")
     os.makedirs(workdir)
     with open(os.path.join(workdir, "config.json"), "w") as f:
