@@ -444,12 +444,21 @@ class ElmoEmbedder:
         return max(rows, have)
 
     def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
-        """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of one tokenized sentence, in row 0."""
+        """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of one tokenized sentence, in row 0.
+
+        Stateful by default, as AllenNLP's: the LSTMs start from row 0's state after the calls
+        before, so the same sentence twice gets different vectors (`Elmo` is stateless).
+        `ElmoEmbedder(..., stateful=False)` gives the vectors of the sentence alone;
+        `reset_states()` starts over once."""
         return self.embed_batch([sentence])[0]
 
     def embed_batch(self, batch: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of each sentence of one batch, sentence i
-        in row i (an empty sentence: `[n_layers + 1, 0, 2 * P]`)."""
+        in row i (an empty sentence: `[n_layers + 1, 0, 2 * P]`).
+
+        Stateful by default, as AllenNLP's: row i continues from the state row i ended the call
+        before with, so the vectors depend on the earlier batches; `stateful=False` (the
+        embedder's argument) embeds each sentence alone."""
         return self._embed_batches([batch], max(len(batch), self.batch_size))
 
     def batch_to_embeddings(self, batch: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:

@@ -591,3 +591,9 @@ def test_gated_cnn_bilm_refuses_the_lstm_only_methods():
     pretrained = gated_cnn_bilm()
     with pytest.raises(ValueError, match="LSTM biLMs; this one's contextualizer is 'gated_cnn'"):
         pretrained.model.apply({"params": pretrained.params}, np.zeros((1, 8)), method=BiLM.first_layer_gates)
+
+
+def test_embedding_methods_say_they_are_stateful_and_how_to_get_stateless_vectors():
+    for method in (ElmoEmbedder.embed_sentence, ElmoEmbedder.embed_batch):
+        doc = " ".join(method.__doc__.split())
+        assert "Stateful by default, as AllenNLP's" in doc and "stateful=False" in doc, method.__name__
