@@ -541,10 +541,12 @@ class ElmoEmbedder:
             with h5py.File(tmp, "w") as out:
                 writer = _DatasetWriter(out, source, forget_sentences, use_sentence_keys)
                 texts, inputs = itertools.tee(sentences)  # tee buffers the lines embed_sentences reads ahead.
-                layers_of = self.embed_sentences(inputs, batch_size)
-                bar = tqdm(layers_of, total=total, unit=" sentences", desc="embed", disable=not progress)
-                for tokens, layers in zip(texts, bar):
-                    writer.add(tokens, select_layers(layers, output_format))
+                # Counted as written, and closed at the end: a bar wrapping the iterator would stop
+                # one short, zip never asking it for the item after the last.
+                with tqdm(total=total, unit=" sentences", desc="embed", disable=not progress) as bar:
+                    for tokens, layers in zip(texts, self.embed_sentences(inputs, batch_size)):
+                        writer.add(tokens, select_layers(layers, output_format))
+                        bar.update()
                 count = writer.finish()
 
         write_atomic(output_file_path, write)

@@ -597,3 +597,13 @@ def test_embedding_methods_say_they_are_stateful_and_how_to_get_stateless_vector
     for method in (ElmoEmbedder.embed_sentence, ElmoEmbedder.embed_batch):
         doc = " ".join(method.__doc__.split())
         assert "Stateful by default, as AllenNLP's" in doc and "stateful=False" in doc, method.__name__
+
+
+def test_embed_file_progress_bar_ends_complete(skip_bilm, tmp_path, capsys):
+    """The bar reaches every line before the file is written (it stopped at 2/3 for 3 lines)."""
+    path = tmp_path / "sentences.txt"
+    path.write_text("the cat sat\na dog\nred barns near hills\n")
+    embedder = ElmoEmbedder(skip_bilm[0], skip_bilm[1], batch_size=2)
+    assert embedder.embed_file(str(path), str(tmp_path / "out.hdf5")) == 3
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert "100%" in last and "3/3" in last, last
