@@ -423,10 +423,7 @@ class WordReference(ReferenceBiLM):
 @pytest.fixture(scope="module", params=list(WORD_MODELS))
 def word_workdir(request, tmp_path_factory):
     """(workdir, NumPy reference) of a word-input biLM's checkpoint (random params)."""
-    tiny = helpers.tiny_config
-    with pytest.MonkeyPatch.context() as patch:  # make_checkpoint_workdir's config, with word inputs
-        patch.setattr(helpers, "tiny_config", lambda **o: tiny(**{**WORD_MODELS[request.param], **o}))
-        workdir = make_checkpoint_workdir(tmp_path_factory.mktemp("word"))
+    workdir = make_checkpoint_workdir(tmp_path_factory.mktemp("word"), **WORD_MODELS[request.param])
     config, params = load_params(workdir)
     assert config.model.token_encoder == "word"
     return workdir, WordReference(config, params, os.path.join(workdir, "vocab.txt"))
