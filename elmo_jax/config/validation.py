@@ -27,18 +27,20 @@ class ConfigError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Check:
-    """The allowed values of one key: a type test, a range test on values of that type, their description."""
+    """The allowed values of one key: a type test, a range test on values of that type, their
+    description, and how a value of the type that fails the test reads (`{allowed}`: the description)."""
 
     is_type: Callable[[Any], bool]
     in_range: Callable[[Any], bool]
     allowed: str
+    outside: str = "is out of range (allowed: {allowed})"
 
     def problem(self, value: Any) -> str | None:
-        """Why `value` is not allowed, or None when it is."""
+        """Why `value` is not allowed, with the values that are, or None when it is."""
         if not self.is_type(value):
-            return "has the wrong type"
+            return f"has the wrong type (allowed: {self.allowed})"
         if not self.in_range(value):
-            return "is out of range"
+            return self.outside.format(allowed=self.allowed)
         return None
 
 
@@ -99,7 +101,7 @@ def dropout_rate(sentinel: float | None = None, sentinel_means: str = "") -> Che
 
 def one_of(*choices: str) -> Check:
     """One of the named strings."""
-    return Check(_is_str, lambda v: v in choices, "one of " + ", ".join(repr(c) for c in choices))
+    return Check(_is_str, lambda v: v in choices, "one of " + ", ".join(repr(c) for c in choices), "is not {allowed}")
 
 
 def boolean() -> Check:
@@ -304,7 +306,7 @@ def validate(config: Mapping[str, Any]) -> None:
         present, value = _lookup(config, key)
         problem = check.problem(value) if present else None
         if problem:
-            raise ConfigError(f"config key {key}={value!r} {problem} (allowed: {check.allowed})")
+            raise ConfigError(f"config key {key}={value!r} {problem}")
     _check_chars_fit_filters(config)
     _check_init_range_is_uniform(config)
     _check_heads_divide_width(config)

@@ -145,6 +145,24 @@ def training_sentences(data: ml_collections.ConfigDict):
     )
 
 
+def eval_set_name(source: str, split: str, eval_files: str = "") -> str:
+    """What an evaluation reads, as its label and file name (`eval_<name>_<step>.json`): 'files'
+    for text files (`eval_files`, or the data.eval_files of data.source='text', which has no
+    splits: 'valid' and 'test' would name the same files), else the corpus split."""
+    return "files" if eval_files or source == "text" else split
+
+
+def check_split_applies(data: ml_collections.ConfigDict, split: str, eval_files: str = "") -> None:
+    """A split asked for by name (evaluate.py's --split) where files are evaluated is a DataError."""
+    if eval_files:
+        raise sources.DataError(f"--split={split} does not apply beside --eval_files: the files are evaluated")
+    if data.source == "text":
+        raise sources.DataError(
+            f"--split={split} does not apply to data.source='text', which has no splits: "
+            f"data.eval_files={data.eval_files!r} is evaluated"
+        )
+
+
 def eval_sentences(data: ml_collections.ConfigDict, split: str, eval_files: str = "") -> list[list[str]]:
     """Held-out sentences: `eval_files` if given, else the split of the configured corpus."""
     if eval_files:

@@ -237,19 +237,23 @@ def evaluate_checkpoint(
     step: int | None = None,
     output: str | None = None,
 ) -> dict:
-    """Perplexity of a checkpoint; prints a table and writes `eval_<split>_<step>.json` (and `output`).
+    """Perplexity of a checkpoint; prints a table and writes `eval_<name>_<step>.json` (and
+    `output`), `name` the split, or 'files' for `eval_files` and data.source='text' (where a
+    `split` asked for is a DataError: the files have none).
 
     The config is `evaluation_config(workdir, given)`: the trained model, `given`'s evaluation keys.
     """
     config = evaluation_config(workdir, given)
     outputs = _output_paths(output, workdir_inputs(workdir))
+    if split is not None:
+        corpus.check_split_applies(config.data, split, eval_files)
     split = split or config.data.eval_split
     sentences = corpus.eval_sentences(config.data, split, eval_files)
     if not sentences:
         raise DataError(f"the evaluation set ({eval_files or split}) has no sentences")
     model, params, vocab, step, mesh = restore_model(config, workdir, step)
     result = {"step": step, **Evaluator(model, vocab, config, mesh)(params, sentences)}
-    name = "files" if eval_files else split
+    name = corpus.eval_set_name(config.data.source, split, eval_files)
     path = os.path.join(workdir, workdir_files.evaluation_file(name, step, config.eval.stateful))
     _report(result, f"{name} @ step {step}", [path, *outputs])
     return result

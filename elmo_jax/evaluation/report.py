@@ -12,7 +12,8 @@ labelled with their token count) from evaluations of the whole split, which the 
 Test perplexity: a run evaluated on its test split by `evaluate.py --split=test` (which writes
 `eval_test_<step>.json` into the workdir) gains the test forward / backward / biLM perplexity of
 its latest such file beside the training-time evaluation, which is of `data.eval_split` (PTB's
-recipes validate on valid). Runs without one show n/a; without any, the columns are left out.
+recipes validate on valid), or of the files of `data.source='text'`. Runs without one show n/a;
+without any, the columns are left out.
 
 Probes (elmo_jax/probing/): of each task a run was probed on, the result shown is the
 `probe_<task>.json` that `elmo-probe` wrote into the workdir, or else the latest
@@ -33,6 +34,7 @@ import statistics
 import sys
 from typing import Any, Sequence
 
+from elmo_jax.data.corpus import eval_set_name
 from elmo_jax.runtime import workdir_files
 
 
@@ -203,10 +205,11 @@ def load_run(run_dir: str, name: str | None = None) -> Run:
     except (KeyError, TypeError, ValueError) as e:
         raise ReportError(f"{run_dir}/config.json: no train.batch_size / train.unroll_steps ({e!r})") from e
     records = read_jsonl(path)
+    data = config.get("data", {})
     return Run(
         name=name or os.path.basename(os.path.normpath(run_dir)),
         tokens_per_step=tokens_per_step,
-        eval_split=str(config.get("data", {}).get("eval_split", "eval")),
+        eval_split=eval_set_name(str(data.get("source", "")), str(data.get("eval_split", "eval"))),
         train=latest_attempt([r for r in records if "train_loss" in r]),
         evals=_latest_evaluations([r for r in records if "eval_perplexity" in r]),
         probes=read_probes(run_dir),

@@ -444,12 +444,21 @@ class ElmoEmbedder:
         return max(rows, have)
 
     def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
-        """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of one tokenized sentence, in row 0."""
+        """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of one tokenized sentence, in row 0.
+
+        Stateful by default, as AllenNLP's: the LSTMs start from row 0's state after the calls
+        before, so the same sentence twice gets different vectors (`Elmo` is stateless).
+        `ElmoEmbedder(..., stateful=False)` gives the vectors of the sentence alone;
+        `reset_states()` starts over once."""
         return self.embed_batch([sentence])[0]
 
     def embed_batch(self, batch: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of each sentence of one batch, sentence i
-        in row i (an empty sentence: `[n_layers + 1, 0, 2 * P]`)."""
+        in row i (an empty sentence: `[n_layers + 1, 0, 2 * P]`).
+
+        Stateful by default, as AllenNLP's: row i continues from the state row i ended the call
+        before with, so the vectors depend on the earlier batches; `stateful=False` (the
+        embedder's argument) embeds each sentence alone."""
         return self._embed_batches([batch], max(len(batch), self.batch_size))
 
     def batch_to_embeddings(self, batch: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
@@ -532,10 +541,12 @@ class ElmoEmbedder:
             with h5py.File(tmp, "w") as out:
                 writer = _DatasetWriter(out, source, forget_sentences, use_sentence_keys)
                 texts, inputs = itertools.tee(sentences)  # tee buffers the lines embed_sentences reads ahead.
-                layers_of = self.embed_sentences(inputs, batch_size)
-                bar = tqdm(layers_of, total=total, unit=" sentences", desc="embed", disable=not progress)
-                for tokens, layers in zip(texts, bar):
-                    writer.add(tokens, select_layers(layers, output_format))
+                # Counted as written, and closed at the end: a bar wrapping the iterator would stop
+                # one short, zip never asking it for the item after the last.
+                with tqdm(total=total, unit=" sentences", desc="embed", disable=not progress) as bar:
+                    for tokens, layers in zip(texts, self.embed_sentences(inputs, batch_size)):
+                        writer.add(tokens, select_layers(layers, output_format))
+                        bar.update()
                 count = writer.finish()
 
         write_atomic(output_file_path, write)

@@ -9,7 +9,7 @@ this module keeps a renamed file from going unseen by a reader.
     WORKDIR/run_info.json                       every start's command, git and versions (RUN_INFO)
     WORKDIR/checkpoints/<step>/                 orbax checkpoints (CHECKPOINTS)
     WORKDIR/train.lock                          held while a run trains (LOCK, workdir_lock.py)
-    WORKDIR/eval_<split>_<step>.json            a checkpoint's perplexity on a split
+    WORKDIR/eval_<split>_<step>.json            a checkpoint's perplexity on a split ('files': text files)
     WORKDIR/eval_<split>_stateless_<step>.json  the same, every window from the initial state
     WORKDIR/probe_<task>_<step>.json            a probe during training (config.eval.probe)
     WORKDIR/probe_<task>[_<control>].json       elmo-probe's result (of a control: random_init)

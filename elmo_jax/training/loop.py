@@ -139,6 +139,11 @@ def _workdir_of_run(workdir: str) -> Iterator[None]:
             raise
 
 
+def _eval_set_name(data: ml_collections.ConfigDict) -> str:
+    """What a run evaluates: data.eval_split, or 'files' (data.eval_files) for data.source='text'."""
+    return corpus.eval_set_name(data.source, data.eval_split)
+
+
 Window = list[tuple[int, dict[str, Any]]]  # (step, that step's metrics on the device).
 
 
@@ -279,10 +284,9 @@ class _Run:
 
     def evaluate(self, max_tokens: int) -> dict[str, float]:
         """Perplexity of the current parameters on the evaluation split (eval JSON and a metrics record)."""
-        split = self.config.data.eval_split
         result = {"step": self.step, **self.evaluator(self.state.params, self.eval_sentences, max_tokens=max_tokens)}
         if jax.process_index() == 0:
-            name = workdir_files.evaluation_file(split, self.step, self.config.eval.stateful)
+            name = workdir_files.evaluation_file(_eval_set_name(self.config.data), self.step, self.config.eval.stateful)
             write_json_atomic(os.path.join(self.workdir, name), result)
         self.writer.write({"step": self.step, **{f"eval_{k}": v for k, v in result.items()}})
         return result
@@ -316,7 +320,7 @@ def _train_and_evaluate(
         check_negative_samples(config, len(vocab), corpus.vocab_origin(config.data))
         eval_sentences = corpus.eval_sentences(config.data, config.data.eval_split)  # Read once per run.
         if not eval_sentences:
-            raise DataError(f"the evaluation split {config.data.eval_split!r} has no sentences")
+            raise DataError(f"the evaluation set ({_eval_set_name(config.data)}) has no sentences")
         model = setup_model(config, vocab)
         num_steps, num_epochs = planned_steps(config)
         max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
@@ -356,7 +360,7 @@ def _train_and_evaluate(
             checkpointer.close()
     result = run.evaluate(max_tokens=0)
     if jax.process_index() == 0:
-        print(format_table(result, f"{config.data.eval_split} @ step {run.step}"), flush=True)
+        print(format_table(result, f"{_eval_set_name(config.data)} @ step {run.step}"), flush=True)
     if run.prober:
         run.prober(run.state.params, run.step)
     return result

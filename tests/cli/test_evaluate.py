@@ -25,12 +25,12 @@ def trained(tmp_path_factory):
 
 
 def _evaluate(trained, *args: str) -> dict:
-    """evaluate.py's result (eval_valid_2.json) with `args` besides --workdir."""
+    """evaluate.py's result (eval_files_2.json) with `args` besides --workdir."""
     workdir, _, cache = trained
     done = run_script("evaluate.py", f"--workdir={workdir}", *args, compile_cache=cache)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "valid @ step 2" in done.stdout
-    with open(os.path.join(workdir, "eval_valid_2.json")) as f:
+    assert "files @ step 2" in done.stdout
+    with open(os.path.join(workdir, "eval_files_2.json")) as f:
         return json.load(f)
 
 
@@ -57,14 +57,14 @@ def test_evaluation_keys_are_overridable(trained, with_config):
 
 def test_a_stateless_evaluation_is_written_beside_the_stateful_one(trained):
     """--config.eval.stateful=False, without --config (the workdir's config then): the result goes
-    to eval_valid_stateless_2.json, the same tokens; eval_valid_2.json stays the stateful result."""
+    to eval_files_stateless_2.json, the same tokens; eval_files_2.json stays the stateful result."""
     workdir, _, cache = trained
     stateful = _evaluate(trained)
     done = run_script("evaluate.py", f"--workdir={workdir}", "--config.eval.stateful=False", compile_cache=cache)
     assert done.returncode == 0, done.stderr[-3000:]
-    with open(os.path.join(workdir, "eval_valid_stateless_2.json")) as f:
+    with open(os.path.join(workdir, "eval_files_stateless_2.json")) as f:
         stateless = json.load(f)
-    with open(os.path.join(workdir, "eval_valid_2.json")) as f:
+    with open(os.path.join(workdir, "eval_files_2.json")) as f:
         assert json.load(f) == stateful
     assert stateless["tokens"] == stateful["tokens"]
     assert stateless["perplexity"] != stateful["perplexity"]
@@ -147,4 +147,24 @@ def test_bilm_files_flags_errors_are_one_line(trained, exported, drop, extra, ex
     done = run_script("evaluate.py", *args, "--eval_files=x.txt", *extra, compile_cache=cache)
     assert done.returncode == 1
     assert last_line(done.stderr) == "error: " + expected
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--split=test"], "--split=test does not apply to data.source='text', which has no splits: "
+                           "data.eval_files='{files}' is evaluated"),
+        (["--split=valid", "--eval_files={files}"], "--split=valid does not apply beside --eval_files: "
+                                                    "the files are evaluated"),
+    ],
+)
+def test_a_split_of_a_text_corpus_is_refused_in_one_line(trained, args, expected):
+    """A text corpus has files, not splits: --split=test and --split=valid read the same files."""
+    workdir, flags, cache = trained
+    files = flags[-1].split("=", 1)[1]
+    done = run_script("evaluate.py", f"--workdir={workdir}", *(a.format(files=files) for a in args),
+                      compile_cache=cache)
+    assert done.returncode == 1
+    assert last_line(done.stderr) == "error: " + expected.format(files=files)
     assert "Traceback" not in done.stderr

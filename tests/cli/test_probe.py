@@ -11,7 +11,6 @@ import pytest
 from elmo_jax.cli.probe import main
 from tests.entry_points import ROOT
 from tests.probing.helpers import bilm_files, conllu_splits  # noqa: F401 (fixtures)
-from tests.training import helpers
 from tests.training.helpers import make_checkpoint_workdir
 
 FAST = ["--no_progress"]
@@ -86,10 +85,7 @@ def test_python_m_on_a_trained_workdir(tiny_training_run, conllu_splits, tmp_pat
 def test_a_workdir_without_token_projection_records_the_step_it_loaded(conllu_splits, tmp_path):  # noqa: F811
     """A checkpoint (step 2) of configs/tests/tiny.py with model.char_cnn.projection=False, probed
     without --step: its layers at their own widths, and the step loaded in the result."""
-    tiny = helpers.tiny_config
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(helpers, "tiny_config", lambda **o: tiny(**{"model.char_cnn.projection": False, **o}))
-        workdir = make_checkpoint_workdir(tmp_path)
+    workdir = make_checkpoint_workdir(tmp_path, **{"model.char_cnn.projection": False})
     train, dev, test = conllu_splits
     out = tmp_path / "out"
     assert main(["--workdir", workdir, "--train", train, "--dev", dev, "--test", test, "--output", str(out), *FAST]) == 0

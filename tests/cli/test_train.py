@@ -73,7 +73,7 @@ def test_sigterm_checkpoints_exits_143_and_resumes_exactly(setup, tmp_path):
         "rerun the same command to resume"
     )
     assert checkpoint_steps(workdir)[-1] == stopped_at
-    assert not os.path.exists(os.path.join(workdir, f"eval_valid_{stopped_at}.json"))
+    assert not os.path.exists(os.path.join(workdir, f"eval_files_{stopped_at}.json"))
     _resume(setup, workdir)
     assert [r["step"] for r in training_records(workdir)] == list(range(1, NUM_STEPS + 1))  # Every step once: nothing lost, nothing redone.
     assert training_losses(workdir) == training_losses(setup[2])

@@ -123,13 +123,19 @@ def test_bad_value_is_an_error_naming_the_key_and_value(key, value):
         validate(_config(**{key: value}))
     message = str(error.value)
     assert message.startswith(f"config key {key}={value!r} "), message
-    assert "(allowed: " in message and "\n" not in message
+    assert ("(allowed: " in message or " is not one of " in message) and "\n" not in message
 
 
 def test_message_names_key_value_and_allowed_range():
     with pytest.raises(ConfigError) as error:
         validate(_config(**{"train.keep_checkpoints": 0}))
     assert str(error.value) == "config key train.keep_checkpoints=0 is out of range (allowed: an integer >= 1)"
+
+
+def test_a_value_outside_the_choices_is_not_one_of_them():
+    with pytest.raises(ConfigError) as error:
+        validate(_config(**{"data.source": "txt"}))
+    assert str(error.value) == "config key data.source='txt' is not one of 'ptb', 'text', 'tfds'"
 
 
 def test_a_type_error_says_so():

@@ -182,3 +182,18 @@ def test_source_tfds_is_known():
     assert "tfds" in corpus.SOURCES
     with pytest.raises(DataError, match="data.source must be one of"):
         corpus.train_source(_data("", source="tfdz"), seed=0, num_epochs=1)
+
+
+def test_an_evaluation_of_files_is_named_files_and_takes_no_split():
+    """data.source='text' evaluates data.eval_files whatever data.eval_split says."""
+    assert corpus.eval_set_name("text", "test") == corpus.eval_set_name("ptb", "test", "held_out/*.txt") == "files"
+    assert corpus.eval_set_name("ptb", "test") == "test" and corpus.eval_set_name("tfds", "valid") == "valid"
+    data = schema.get_config().data
+    data.source, data.eval_files = "text", "held_out/*.txt"
+    with pytest.raises(DataError, match=r"^--split=test does not apply to data.source='text', which has no splits: "
+                                        r"data.eval_files='held_out/\*.txt' is evaluated$"):
+        corpus.check_split_applies(data, "test")
+    data.source = "ptb"
+    corpus.check_split_applies(data, "test")
+    with pytest.raises(DataError, match="^--split=valid does not apply beside --eval_files"):
+        corpus.check_split_applies(data, "valid", "held_out/*.txt")

@@ -204,7 +204,7 @@ def test_report_of_a_real_training_run(tiny_training_run, tmp_path, capsys):
     last_train = [json.loads(line) for line in open(os.path.join(workdir, "metrics.jsonl")) if "train_loss" in line][-1]
     assert row["steps"] == "10" and row["tokens"] == "200"  # 10 steps x 4 streams x 5 tokens.
     assert row["train loss"] == f"{last_train['train_loss']:.4f}"
-    assert row["eval split"] == "valid" and row["eval tokens"] == f"{result['tokens']:,}"
+    assert row["eval split"] == "files" and row["eval tokens"] == f"{result['tokens']:,}"
     assert row["forward ppl"] == f"{result['forward_perplexity']:.2f}"
     assert row["backward ppl"] == f"{result['backward_perplexity']:.2f}"
     assert row["biLM ppl"] == f"{result['perplexity']:.2f}"

@@ -67,7 +67,7 @@ def test_kill_9_at_random_moments_then_the_rerun_equals_an_uninterrupted_run(ref
     assert done.returncode == 0, done.stderr[-3000:]
     assert training_losses(workdir) == training_losses(expected_dir)  # Exactly: same state, data and program.
     assert sorted(training_losses(workdir)) == list(range(1, NUM_STEPS + 1))
-    name = f"eval_valid_{NUM_STEPS}.json"
+    name = f"eval_files_{NUM_STEPS}.json"
     with open(os.path.join(workdir, name)) as got, open(os.path.join(expected_dir, name)) as want:
         assert json.load(got) == json.load(want)
     assert checkpoint_steps(workdir)[-1] == NUM_STEPS

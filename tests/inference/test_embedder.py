@@ -423,10 +423,7 @@ class WordReference(ReferenceBiLM):
 @pytest.fixture(scope="module", params=list(WORD_MODELS))
 def word_workdir(request, tmp_path_factory):
     """(workdir, NumPy reference) of a word-input biLM's checkpoint (random params)."""
-    tiny = helpers.tiny_config
-    with pytest.MonkeyPatch.context() as patch:  # make_checkpoint_workdir's config, with word inputs
-        patch.setattr(helpers, "tiny_config", lambda **o: tiny(**{**WORD_MODELS[request.param], **o}))
-        workdir = make_checkpoint_workdir(tmp_path_factory.mktemp("word"))
+    workdir = make_checkpoint_workdir(tmp_path_factory.mktemp("word"), **WORD_MODELS[request.param])
     config, params = load_params(workdir)
     assert config.model.token_encoder == "word"
     return workdir, WordReference(config, params, os.path.join(workdir, "vocab.txt"))
@@ -591,3 +588,19 @@ def test_gated_cnn_bilm_refuses_the_lstm_only_methods():
     pretrained = gated_cnn_bilm()
     with pytest.raises(ValueError, match="LSTM biLMs; this one's contextualizer is 'gated_cnn'"):
         pretrained.model.apply({"params": pretrained.params}, np.zeros((1, 8)), method=BiLM.first_layer_gates)
+
+
+def test_embedding_methods_say_they_are_stateful_and_how_to_get_stateless_vectors():
+    for method in (ElmoEmbedder.embed_sentence, ElmoEmbedder.embed_batch):
+        doc = " ".join(method.__doc__.split())
+        assert "Stateful by default, as AllenNLP's" in doc and "stateful=False" in doc, method.__name__
+
+
+def test_embed_file_progress_bar_ends_complete(skip_bilm, tmp_path, capsys):
+    """The bar reaches every line before the file is written (it stopped at 2/3 for 3 lines)."""
+    path = tmp_path / "sentences.txt"
+    path.write_text("the cat sat\na dog\nred barns near hills\n")
+    embedder = ElmoEmbedder(skip_bilm[0], skip_bilm[1], batch_size=2)
+    assert embedder.embed_file(str(path), str(tmp_path / "out.hdf5")) == 3
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert "100%" in last and "3/3" in last, last

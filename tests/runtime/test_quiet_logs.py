@@ -55,7 +55,7 @@ def test_training_logs_only_its_own_lines(trained):
     logged = [ABSL_LINE.match(line).group(1) for line in _log_lines(done.stderr)]
     assert logged == ["corpus.py", "loop.py"]  # Building the vocabulary; vocabulary, parameters, devices.
     assert re.search(r"vocabulary 19 words, \d+ parameters, 1 devices \(cpu\)\n", done.stderr)
-    assert "train: 100%" in done.stderr and "valid @ step 4" in done.stdout
+    assert "train: 100%" in done.stderr and "files @ step 4" in done.stdout
     assert not any(word in done.stderr for word in LIBRARY_WORDS)
 
 

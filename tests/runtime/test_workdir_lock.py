@@ -214,4 +214,4 @@ def test_evaluation_and_embedding_are_not_blocked(tmp_path, capsys):
         embedder = embedder_from_workdir(workdir)
     assert result["step"] == 2 and result["tokens"] > 0
     assert embedder.model.token_encoder == "char_cnn"
-    assert "valid @ step 2" in capsys.readouterr().out
+    assert "files @ step 2" in capsys.readouterr().out

@@ -46,9 +46,9 @@ def test_train_writes_metrics_config_checkpoints_and_eval(tmp_path, monkeypatch)
     assert records[0]["softmax"] == "sampled"
     assert json.load(open(os.path.join(workdir, "config.json")))["model"]["lstm"]["dim"] == 16
     assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["10", "5"]
-    assert os.path.exists(os.path.join(workdir, "eval_valid_5.json"))
+    assert os.path.exists(os.path.join(workdir, "eval_files_5.json"))
     assert len(reads) == 1  # Evaluated at steps 5 and 10 from one read of the split.
-    saved = json.load(open(os.path.join(workdir, "eval_valid_10.json")))
+    saved = json.load(open(os.path.join(workdir, "eval_files_10.json")))
     for key in ("step", "tokens", "forward_perplexity", "backward_perplexity", "perplexity", "oov_rate"):
         assert key in saved
     assert saved == pytest.approx(result)

@@ -137,7 +137,7 @@ def test_a_run_with_probes_writes_them_beside_the_evaluations_and_trains_as_one_
     assert _metrics_without_timings(probed) == _metrics_without_timings(plain)
     assert calls == ["upos", "upos"]
     assert sorted(n for n in os.listdir(probed) if n.startswith(("probe_", "eval_"))) == [
-        "eval_valid_10.json", "eval_valid_5.json", "probe_upos_10.json", "probe_upos_5.json"
+        "eval_files_10.json", "eval_files_5.json", "probe_upos_10.json", "probe_upos_5.json"
     ]
     test_tokens = sum(len(s) for s in random_sentences(12, seed=2))
     for step in (5, 10):
