@@ -11,6 +11,7 @@ evaluated or embedded together. The format: elmo_jax/interop/bilm_hdf5.py.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Sequence
 
@@ -42,6 +43,20 @@ def _export() -> None:
     )
     written = [path for path in (_FLAGS.options, _FLAGS.weights, _FLAGS.softmax_weights, _FLAGS.vocab) if path]
     print(f"wrote {', '.join(written)}")
+    with open(_FLAGS.options) as f:
+        max_chars = json.load(f)["char_cnn"]["max_characters_per_token"]
+    if max_chars != ALLENNLP_MAX_CHARS:
+        print(allennlp_width_note(max_chars))
+
+
+ALLENNLP_MAX_CHARS = 50  # AllenNLP's Elmo reshapes its char ids to this width, whatever options.json says.
+
+
+def allennlp_width_note(max_chars: int) -> str:
+    """The line `elmo-export` prints for a biLM that AllenNLP's own `Elmo` cannot read: bilm-tf and
+    elmo-jax read any width, AllenNLP only 50 chars per token."""
+    return (f"note: this biLM reads {max_chars} chars per token: bilm-tf and elmo-jax read these files, AllenNLP's "
+            f"own Elmo only those of {ALLENNLP_MAX_CHARS} (train with --config.data.max_chars_per_token=50)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

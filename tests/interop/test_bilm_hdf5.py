@@ -18,7 +18,7 @@ from elmo_jax.inference.embedder import ElmoEmbedder, PretrainedBiLM
 from elmo_jax.interop.bilm_hdf5 import (
     OptionsError, WeightFileError, load_options, load_weights, options_dict, save_options, save_weights,
 )
-from elmo_jax.cli.export import main as export_main
+from elmo_jax.cli.export import allennlp_width_note, main as export_main
 from elmo_jax.interop.export_sets import check_one_export, read_export_id, write_hdf5
 from elmo_jax.model.bilm import bilm_from_config
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
@@ -476,3 +476,21 @@ def test_export_refuses_one_output_twice(checkpoint_workdir, tmp_path, capsys):
     assert capsys.readouterr().err == (f"error: --softmax_weights {tmp_path / 'link.hdf5'} is --weights "
                                        f"{flags['--weights']}: refusing to write it twice\n")
     assert os.listdir(tmp_path) == ["link.hdf5"]
+
+
+def test_export_of_a_narrow_biLM_says_allennlp_reads_only_50_chars(checkpoint_workdir, tmp_path, capsys):
+    """AllenNLP's Elmo reshapes char ids to 50 whatever options.json says: a narrower export is for
+    bilm-tf and elmo-jax, and the tool says so."""
+    flags = _export_flags(checkpoint_workdir, tmp_path)
+    assert export_main([arg for pair in flags.items() for arg in pair]) == 0
+    with open(flags["--options"]) as f:
+        max_chars = json.load(f)["char_cnn"]["max_characters_per_token"]
+    assert max_chars != 50
+    assert capsys.readouterr().out.splitlines()[-1] == allennlp_width_note(max_chars)
+
+
+def test_export_of_a_50_char_biLM_prints_no_note(tmp_path, capsys):
+    workdir = make_checkpoint_workdir(tmp_path / "wide", **{"data.max_chars_per_token": 50})
+    flags = _export_flags(workdir, tmp_path)
+    assert export_main([arg for pair in flags.items() for arg in pair]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"wrote {', '.join(flags[f] for f in EXPORT_SET)}"]
