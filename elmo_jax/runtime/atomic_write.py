@@ -28,8 +28,21 @@ SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM  # 143: what a shell reports for a pr
 _TMP = ".tmp"
 
 
+# Set by the handler of `exit_on_sigterm`. Python swallows an exception raised where a weakref
+# callback or a __del__ runs (it only prints it), so a SystemExit raised there is lost and the
+# command would go on to commit its outputs and exit 0; the commit and the block's end check this.
+_sigterm_received = threading.Event()
+
+
 def _raise_exit(signum: int, frame: Any) -> None:
+    _sigterm_received.set()
     raise SystemExit(SIGTERM_EXIT_STATUS)
+
+
+def _exit_if_sigterm_received() -> None:
+    """SystemExit(143) once a SIGTERM has arrived, also where its first SystemExit was swallowed."""
+    if _sigterm_received.is_set():
+        raise SystemExit(SIGTERM_EXIT_STATUS)
 
 
 @contextlib.contextmanager
@@ -44,21 +57,26 @@ def exit_on_sigterm() -> Iterator[None]:
     if not main_thread or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
         return
+    _sigterm_received.clear()
     signal.signal(signal.SIGTERM, _raise_exit)
     try:
         yield
+        _exit_if_sigterm_received()
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextlib.contextmanager
 def _sigterm_held() -> Iterator[None]:
-    """SIGTERM waits until the block ends (renames that must all happen, or none)."""
+    """SIGTERM waits until the block ends (renames that must all happen, or none); a SIGTERM that
+    arrived before it, even one whose SystemExit was swallowed, stops the block from starting."""
     if threading.current_thread() is not threading.main_thread():
+        _exit_if_sigterm_received()
         yield
         return
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     try:
+        _exit_if_sigterm_received()
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
