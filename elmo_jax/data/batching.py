@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, CharIdTable
+from elmo_jax.data.resumable import ResumableIterator
 from elmo_jax.data.vocab import Vocabulary
 
 # A batch: `{field: [2, B, T, ...]}`, direction 0 the forward stream, 1 the backward stream of
@@ -81,7 +82,7 @@ class BiLMBatcher:
 
     def __init__(
         self,
-        source: Any,
+        source: ResumableIterator[list[str]],
         vocab: Vocabulary,
         batch_size: int,
         unroll_steps: int,

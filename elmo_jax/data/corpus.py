@@ -11,8 +11,9 @@ import ml_collections
 
 from elmo_jax.config import MIN_VOCAB_SIZE
 from elmo_jax.data import sources
-from elmo_jax.data.batching import BiLMBatcher
+from elmo_jax.data.batching import Batch, BiLMBatcher
 from elmo_jax.data.contiguous import ContiguousBatcher
+from elmo_jax.data.resumable import ResumableIterator
 from elmo_jax.data.tfds_source import TfdsSource
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.runtime import workdir_files
@@ -99,7 +100,7 @@ def training_batcher(
     num_epochs: int | None,
     process_index: int = 0,
     process_count: int = 1,
-) -> BiLMBatcher | ContiguousBatcher:
+) -> ResumableIterator[Batch]:
     """This process's training batches, `batch_size / process_count` of the `batch_size` streams,
     laid out as `data.streams` says ('contiguous' holds the training text in memory)."""
     _check_source(data)
@@ -121,7 +122,7 @@ def evaluation_batcher(
     max_chars: int | None,
     process_index: int = 0,
     process_count: int = 1,
-) -> BiLMBatcher | ContiguousBatcher:
+) -> ResumableIterator[Batch]:
     """One pass over held-out `sentences` in their order, laid out as `data.streams` says;
     the processes read disjoint parts."""
     if data.streams == "contiguous":

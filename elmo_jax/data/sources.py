@@ -1,7 +1,8 @@
 """Sentence sources: deterministic, resumable iterators of whitespace-tokenized sentences.
 
-Every source yields `list[str]` sentences and exposes `state_dict()` / `load_state_dict()` giving
-the position of the next sentence, so a training run restarts exactly where it stopped.
+Every source is a `ResumableIterator` (`data/resumable.py`) of `list[str]` sentences: its
+`state_dict()` gives the position of the next sentence, so a training run restarts exactly where
+it stopped.
 """
 
 from __future__ import annotations

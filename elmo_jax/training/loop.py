@@ -28,8 +28,8 @@ import numpy as np
 from tqdm import tqdm
 
 from elmo_jax.data import corpus
-from elmo_jax.data.batching import BiLMBatcher, Prefetcher
-from elmo_jax.data.contiguous import ContiguousBatcher
+from elmo_jax.data.batching import Batch, Prefetcher
+from elmo_jax.data.resumable import ResumableIterator
 from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.perplexity import Evaluator, format_table
@@ -175,7 +175,7 @@ class _Run:
         config: ml_collections.ConfigDict,
         workdir: str,
         state: TrainState,
-        batcher: BiLMBatcher | ContiguousBatcher,
+        batcher: ResumableIterator[Batch],
         checkpointer: Checkpointer,
         schedule: Any,
         evaluator: Evaluator,

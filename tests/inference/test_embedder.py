@@ -140,7 +140,7 @@ def test_engine_auto_takes_the_kernels_on_cpu_and_falls_back_without_a_compiler(
     assert kernels.char_cnn is not None and kernels.lstm_stack is not None
     monkeypatch.setenv(build.CACHE_ENV, str(tmp_path))  # Nothing built there yet.
     monkeypatch.setenv("CXX", "no-such-compiler")
-    build.load_library.cache_clear()
+    build.forget_library()
     try:
         embedder = embedder_from_bilm_files(options_path, weights_path, BATCH, stateful=False)
         assert embedder.kernels == (None, None)
@@ -149,7 +149,7 @@ def test_engine_auto_takes_the_kernels_on_cpu_and_falls_back_without_a_compiler(
         with pytest.raises(build.KernelUnavailable):
             embedder_from_bilm_files(options_path, weights_path, BATCH, engine="cpu")
     finally:
-        build.load_library.cache_clear()
+        build.forget_library()
     with pytest.raises(ValueError, match="engine must be one of"):
         embedder_from_bilm_files(options_path, weights_path, BATCH, engine="gpu")
 

@@ -10,7 +10,7 @@ import pytest
 
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.lstm_recurrence import _resolve_unroll, lstm_recurrence
-from elmo_jax.model.lstm_reference import reference_recurrence
+from tests.reference.lstm_recurrence import reference_recurrence
 
 RTOL, ATOL = 1e-5, 1e-6
 T, B, DIM, P = 7, 4, 5, 3

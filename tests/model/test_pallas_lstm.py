@@ -13,7 +13,7 @@ import pytest
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.model.lstm_recurrence import lstm_recurrence
 from elmo_jax.model.pallas_lstm import default_block_hidden, pallas_lstm_recurrence
-from elmo_jax.model.lstm_reference import reference_recurrence
+from tests.reference.lstm_recurrence import reference_recurrence
 from tests.model.triton_lowering import INTERPRET, record_triton_checks
 
 RTOL, ATOL = 1e-5, 1e-5

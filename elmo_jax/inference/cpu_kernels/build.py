@@ -18,7 +18,8 @@ The cache is safe to share between processes and to find damaged:
   or a temporary left by a process that died); the lock means no process is loading one of them then.
 - A directory that cannot be used (a regular file there, no permission, no locks) gives one warning
   naming it and the reason, and the library is built in a private temporary directory instead.
-- A build that fails raises KernelUnavailable, and the process remembers it: it does not compile again.
+- A build that fails raises KernelUnavailable, and the process remembers it: it does not compile again
+  (until `forget_library()`).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def library_path() -> Path:
 def load_library() -> ctypes.CDLL:
     """The kernels' shared library, compiled first if this machine has no verified cached build (a
     few seconds). Raises KernelUnavailable if it cannot be built, then and on every later call of the
-    process (`load_library.cache_clear()` forgets the outcome)."""
+    process (until `forget_library()`)."""
     library = _load_once()
     if isinstance(library, KernelUnavailable):
         raise KernelUnavailable(*library.args)
@@ -117,7 +118,12 @@ def _load_once() -> ctypes.CDLL | KernelUnavailable:
         return e
 
 
-load_library.cache_clear = _load_once.cache_clear  # type: ignore[attr-defined]
+def forget_library() -> None:
+    """Makes the next `load_library` check the cache directory, build if needed and load again, or
+    try again a build that failed: the outcome is kept per process, so a process that changes the
+    cache directory, the compiler or the flags (as tests do) asks for it here. A library already
+    loaded stays mapped."""
+    _load_once.cache_clear()
 
 
 def _load(path: Path) -> ctypes.CDLL:

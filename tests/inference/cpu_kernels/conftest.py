@@ -20,6 +20,6 @@ def avx2_build(monkeypatch, avx2_cache_dir):
         pytest.skip("AVX2 is an x86-64 instruction set")
     monkeypatch.setattr(build, "FLAGS", tuple("-march=x86-64-v3" if f == "-march=native" else f for f in build.FLAGS))
     monkeypatch.setenv(build.CACHE_ENV, str(avx2_cache_dir))
-    build.load_library.cache_clear()
+    build.forget_library()
     yield
-    build.load_library.cache_clear()
+    build.forget_library()

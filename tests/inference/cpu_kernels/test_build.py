@@ -23,9 +23,9 @@ DAY = 24 * 3600
 def fresh_build(monkeypatch, tmp_path):
     """An empty kernel cache and no library loaded yet in this process."""
     monkeypatch.setenv(build.CACHE_ENV, str(tmp_path / "kernels"))
-    build.load_library.cache_clear()
+    build.forget_library()
     yield tmp_path / "kernels"
-    build.load_library.cache_clear()
+    build.forget_library()
 
 
 def script(path, text):
@@ -53,7 +53,7 @@ def test_builds_once_into_the_cache_dir_and_reuses_it(fresh_build):
         [built.name, built.name + ".sha256", "elmo_kernels.lock"]
     )  # The library, its checksum and the lock: no temporary left.
     mtime = built.stat().st_mtime_ns
-    build.load_library.cache_clear()
+    build.forget_library()
     build.load_library()
     assert build.library_path().stat().st_ino == built.stat().st_ino  # Read back, not compiled again.
     assert built.stat().st_mtime_ns >= mtime
@@ -79,7 +79,7 @@ def test_a_damaged_build_is_compiled_again(fresh_build, damage):
         damaged = fresh_build / "damaged"
         damaged.write_bytes(built.read_bytes()[: built.stat().st_size // 2] if damage == "truncated" else b"")
         os.replace(damaged, built)
-    build.load_library.cache_clear()
+    build.forget_library()
     build.load_library()
     assert checksum.read_text().split()[0] == hashlib.sha256(built.read_bytes()).hexdigest()
     assert built.stat().st_size > 0
@@ -192,7 +192,7 @@ def test_loading_a_build_marks_it_used(fresh_build):
     built = build.library_path()
     for path in (built, fresh_build / (built.name + ".sha256")):
         age(path, build.MAX_UNUSED_DAYS + 1)
-    build.load_library.cache_clear()
+    build.forget_library()
     build.load_library()
     assert time.time() - built.stat().st_mtime < DAY
     assert time.time() - (fresh_build / (built.name + ".sha256")).stat().st_mtime < DAY

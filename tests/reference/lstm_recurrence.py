@@ -1,6 +1,7 @@
 """The LSTM-with-projection recurrence as a plain `lax.scan`: the reference that the fast versions
 (`lstm_recurrence`'s hand-written reverse pass, the Pallas kernels) are tested against, values and
-gradients. Not used by the model: it keeps every residual that autodiff wants.
+gradients. Kept with the tests rather than in the package: no run uses it, as it keeps every
+residual that autodiff wants.
 """
 
 from __future__ import annotations
