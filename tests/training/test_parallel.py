@@ -20,10 +20,12 @@ def _assert_same_training(actual: dict, desired: dict) -> None:
 
     A sum split over devices adds in another order, and that can move a ReLU pre-activation or a
     max-pool's winner across its kink for one token: the rows that token touches then take another
-    gradient, and the Transformer's feed-forward weights end up to 4e-5 of their change apart. So
-    each parameter is compared by the norm of its difference against the norm of its change (a
-    wrong split, such as one device's gradient or a missing mean, is tens of percent off), plus a
-    floor of 1e-7 per element for parameters that barely move (attention's key bias has no
+    gradient: the Transformer's feed-forward weights end up to 4e-5 of their change apart on an
+    AMD EPYC, and its char embeddings 2.8e-3 on an Intel Xeon with AVX-512 (another summation
+    order, a max-pool winner moved for a token's characters). So each parameter is compared by the
+    norm of its difference against the norm of its change, within 1e-2 (a wrong split, such as one
+    device's gradient or a missing mean, is tens of percent off, and fails at the losses first),
+    plus a floor of 1e-7 per element for parameters that barely move (attention's key bias has no
     gradient but rounding).
     """
     assert actual.keys() == desired.keys()
@@ -32,7 +34,7 @@ def _assert_same_training(actual: dict, desired: dict) -> None:
         np.testing.assert_array_equal(actual[INITIAL + key], desired[INITIAL + key], err_msg=key)
         change = np.linalg.norm(desired[key] - desired[INITIAL + key])
         error = np.linalg.norm(actual[key] - desired[key])
-        assert error <= 1e-3 * change + 1e-7 * np.sqrt(desired[key].size), f"{key}: |difference| {error:.3g}, |change| {change:.3g}"
+        assert error <= 1e-2 * change + 1e-7 * np.sqrt(desired[key].size), f"{key}: |difference| {error:.3g}, |change| {change:.3g}"
 
 
 def _run(n_devices: int, out: str, contextualizer: str = "lstm") -> dict:
