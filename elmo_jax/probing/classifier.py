@@ -139,6 +139,13 @@ def init_params(key: jax.Array, n_layers: int, dim: int, n_labels: int, mlp_hidd
     return params
 
 
+def mixed_layers(params: Params, x: jax.Array) -> jax.Array:
+    """What the mix probe reads: gamma * sum_k softmax(s)_k x_k `[B, D]` of standardised x `[B, K, D]`."""
+    mix = params["mix"]
+    weights = {"scalar_parameters": mix["scalar_parameters"][0], "gamma": mix["gamma"][0]}
+    return ScalarMix(x.shape[1]).apply({"params": weights}, x.transpose(1, 0, 2))
+
+
 _EXCLUDED = -1e30  # The logit of a label outside a token's group: no probability, never the argmax.
 
 
@@ -153,9 +160,7 @@ def head_logits(params: Params, x: jax.Array, allowed: jax.Array | None = None) 
     linear = params["linear"]
     logits = {"linear": jnp.einsum("bkd,kdc->kbc", x, linear["w"]) + linear["b"][:, None]}
     mix = params["mix"]
-    weights = {"scalar_parameters": mix["scalar_parameters"][0], "gamma": mix["gamma"][0]}
-    mixed = ScalarMix(x.shape[1]).apply({"params": weights}, x.transpose(1, 0, 2))
-    logits["mix"] = (mixed @ mix["w"][0] + mix["b"][0])[None]
+    logits["mix"] = (mixed_layers(params, x) @ mix["w"][0] + mix["b"][0])[None]
     if "mlp" in params:
         mlp = params["mlp"]
         hidden = jax.nn.relu(jnp.einsum("bkd,kdh->kbh", x, mlp["w1"]) + mlp["b1"][:, None])
