@@ -1,8 +1,10 @@
-"""What each layer of a biLM knows: linear probes of a token task on its frozen representations (`elmo-probe`).
+"""What each layer of a biLM knows: probes of a token task or of word senses on its frozen layers (`elmo-probe`).
 
   elmo-probe --workdir runs/demo [--step N] --train train.conllu [--dev dev.conllu] --test test.conllu \\
       [--task upos|xpos|deprel] [--normalize none|lower|ptb] [--control none|random_init] [--mlp] [--output DIR]
   elmo-probe --options options.json --weights weights.hdf5 --train ... --test ...
+  elmo-probe --workdir runs/demo --task wsd --data CoarseWSD-20 [--max_train_per_word 400] [--normalize ...] \\
+      [--control ...] [--output DIR]
 
 Data: CoNLL-U files (Universal Dependencies treebanks); without --dev, a tenth of the training
 sentences is held out for early stopping. A softmax classifier is trained on each layer (0: the
@@ -12,7 +14,14 @@ or the current directory for bilm-tf files; a control run: `probe_<task>_random_
 Markdown table on stdout and `probe_<task>.png` (accuracy by layer, the model and its control when
 both were probed into the directory). A biLM whose token layer is wider than its LSTM layers
 (`model.char_cnn.projection=False`) is probed with each layer at its own width (`layer_dims` in the
-result). How: elmo_jax/probing/.
+result).
+
+Word senses (`--task wsd`): --data is CoarseWSD-20's directory (a directory per ambiguous noun, or
+one noun's directory). For each word, layer and the mix: the nearest sense centroid by cosine
+(centroids of the training sentences; layer 0 is the static baseline, one vector per spelling) and
+a linear probe, scored by accuracy and macro-F1 on the test sentences beside the most frequent
+sense, each word's and their means over the words: `probe_wsd.json`, Markdown tables on stdout and
+`probe_wsd.png` (the centroids' mean macro-F1 by layer). How: elmo_jax/probing/ (wsd.py).
 """
 
 from __future__ import annotations
@@ -26,10 +35,12 @@ from typing import Any, Sequence
 from absl import flags
 
 from elmo_jax.cli import tool_flags
+from elmo_jax.data.coarsewsd import read_coarsewsd
 from elmo_jax.data.conllu import read_conllu
 from elmo_jax.inference.embedder import ENGINES, PretrainedBiLM, bilm_from_files, bilm_from_workdir
 from elmo_jax.interop.workdir import workdir_inputs
-from elmo_jax.probing.report import figure_path, markdown_table, result_path, write_outputs
+from elmo_jax.probing import wsd
+from elmo_jax.probing.report import figure_path, markdown_table, result_path, write_outputs, wsd_markdown_tables
 from elmo_jax.probing.run import probe
 from elmo_jax.probing.tasks import NORMALIZATIONS, TASKS
 from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs, workdir_files
@@ -40,12 +51,24 @@ flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weig
 flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=_FLAGS)
 flags.DEFINE_string("workdir", None, "elmo-jax training workdir (instead of --options/--weights)", flag_values=_FLAGS)
 flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
-flags.DEFINE_enum("task", "upos", sorted(TASKS), "the token label to predict (a CoNLL-U column)", flag_values=_FLAGS)
+flags.DEFINE_enum(
+    "task", "upos", [*sorted(TASKS), wsd.TASK],
+    "the token label to predict (a CoNLL-U column), or wsd: the senses of CoarseWSD-20's words (--data)",
+    flag_values=_FLAGS,
+)
 flags.DEFINE_string("train", None, "CoNLL-U file the probes train on", flag_values=_FLAGS)
 flags.DEFINE_string(
     "dev", None, "CoNLL-U file for early stopping (default: a tenth of --train held out)", flag_values=_FLAGS
 )
 flags.DEFINE_string("test", None, "CoNLL-U file the probes are scored on", flag_values=_FLAGS)
+flags.DEFINE_string(
+    "data", None, "with --task wsd: CoarseWSD-20's directory (a directory per word) or one word's directory",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_integer(
+    "max_train_per_word", wsd.MAX_TRAIN_PER_WORD,
+    "with --task wsd: training sentences read of each word, a sample by --seed (0: all)", flag_values=_FLAGS,
+)
 flags.DEFINE_enum(
     "normalize", "none", NORMALIZATIONS,
     "spell the words as the biLM's training text: as written, lower case, or PTB (lower case, numbers as N)",
@@ -85,6 +108,17 @@ def _check_flags() -> None:
         raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
     if _FLAGS.max_memory_gib <= 0:
         raise tool_flags.UsageError(f"--max_memory_gib must be > 0, got {_FLAGS.max_memory_gib}")
+    wsd_task = _FLAGS.task == wsd.TASK
+    needed = ["data"] if wsd_task else ["train", "test"]
+    missing = [f"--{name}" for name in needed if _FLAGS[name].value is None]
+    if missing:
+        raise tool_flags.UsageError(f"--task {_FLAGS.task} needs {', '.join(missing)}")
+    others = ["train", "dev", "test", "mlp"] if wsd_task else ["data", "max_train_per_word"]
+    given = [f"--{name}" for name in others if _FLAGS[name].present]
+    if given:
+        raise tool_flags.UsageError(f"{', '.join(given)} not taken with --task {_FLAGS.task}")
+    if _FLAGS.max_train_per_word < 0 or _FLAGS.max_train_per_word == 1:
+        raise tool_flags.UsageError(f"--max_train_per_word must be 0 (all) or >= 2, got {_FLAGS.max_train_per_word}")
 
 
 def _output_dir() -> str:
@@ -110,22 +144,30 @@ def _probe(command: str) -> None:
     _check_flags()
     output = _output_dir()
     written = [result_path(output, _FLAGS.task, _FLAGS.control), figure_path(output, _FLAGS.task)]
-    inputs = [(f"--{name}", _FLAGS[name].value) for name in ("train", "dev", "test", "options", "weights")]
+    inputs = [(f"--{name}", _FLAGS[name].value) for name in ("train", "dev", "test", "data", "options", "weights")]
     check_not_inputs([("--output", path) for path in written], inputs + workdir_inputs(_FLAGS.workdir))
     quiet_logs.configure(_FLAGS.log_library)
     compilation_cache.configure(_FLAGS.compilation_cache)
     host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-    train, test = read_conllu(_FLAGS.train), read_conllu(_FLAGS.test)
-    dev = read_conllu(_FLAGS.dev) if _FLAGS.dev is not None else None
-    pretrained, described = _model()
-    result = probe(
-        pretrained, train, dev, test, _FLAGS.task, _FLAGS.normalize, control=_FLAGS.control, mlp=_FLAGS.mlp,
-        seed=_FLAGS.seed, engine=_FLAGS.engine, batch_size=_FLAGS.batch_size, progress=not _FLAGS.no_progress,
-        max_feature_bytes=int(_FLAGS.max_memory_gib * 2**30),
+    common = dict(
+        control=_FLAGS.control, seed=_FLAGS.seed, engine=_FLAGS.engine, batch_size=_FLAGS.batch_size,
+        progress=not _FLAGS.no_progress, max_feature_bytes=int(_FLAGS.max_memory_gib * 2**30),
     )
-    result.update(described, command=command, train=_FLAGS.train, dev_file=_FLAGS.dev, test=_FLAGS.test)
-    results = write_outputs(output, result)
-    print(markdown_table(results))
+    if _FLAGS.task == wsd.TASK:
+        words = read_coarsewsd(_FLAGS.data)
+        pretrained, described = _model()
+        result = wsd.probe_wsd(
+            pretrained, words, _FLAGS.normalize, max_train_per_word=_FLAGS.max_train_per_word, **common
+        )
+        result.update(described, command=command, data=_FLAGS.data)
+        print(wsd_markdown_tables(write_outputs(output, result), result))
+    else:
+        train, test = read_conllu(_FLAGS.train), read_conllu(_FLAGS.test)
+        dev = read_conllu(_FLAGS.dev) if _FLAGS.dev is not None else None
+        pretrained, described = _model()
+        result = probe(pretrained, train, dev, test, _FLAGS.task, _FLAGS.normalize, mlp=_FLAGS.mlp, **common)
+        result.update(described, command=command, train=_FLAGS.train, dev_file=_FLAGS.dev, test=_FLAGS.test)
+        print(markdown_table(write_outputs(output, result)))
     print(f"wrote {written[0]}", file=sys.stderr)
 
 
@@ -134,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     return tool_flags.run(
         _FLAGS, argv, functools.partial(_probe, shlex.join(["elmo-probe", *argv])), doc=__doc__,
-        required=["train", "test"], errors=(ValueError, RuntimeError, OSError),
+        errors=(ValueError, RuntimeError, OSError),
     )
 
 

@@ -26,6 +26,13 @@ seed fixes the initialisation and the permutations: the same inputs give the sam
 
 Labels are ints; -1 marks a dev or test token whose label the training tokens never had: always
 an error.
+
+Groups (optional) train several small tasks as one: each label belongs to a group (`label_groups`
+`[n_labels]`) and each token to one (`groups` `[N]`), and a token's softmax and prediction range
+over its group's labels only. The labels of a group have their own columns of the classifiers,
+which only that group's tokens reach, so each group's linear probe is a classifier of its own
+(e.g. one per ambiguous word, probing word senses); they share the standardisation, the mix's
+weights, the minibatches and the early stopping. Without groups every token is in group 0.
 """
 
 from __future__ import annotations
@@ -72,6 +79,7 @@ class TrainedProbes:
     dev_accuracy: dict[str, np.ndarray]
     best_epoch: dict[str, np.ndarray]
     epochs: int
+    label_groups: np.ndarray | None = None  # `[n_labels]` int, each label's group; None: one group.
 
 
 def layer_statistics(
@@ -131,77 +139,121 @@ def init_params(key: jax.Array, n_layers: int, dim: int, n_labels: int, mlp_hidd
     return params
 
 
-def head_logits(params: Params, x: jax.Array) -> dict[str, jax.Array]:
-    """Each head's logits `[n_probes, B, n_labels]` on standardised x `[B, K, D]`."""
+def mixed_layers(params: Params, x: jax.Array) -> jax.Array:
+    """What the mix probe reads: gamma * sum_k softmax(s)_k x_k `[B, D]` of standardised x `[B, K, D]`."""
+    mix = params["mix"]
+    weights = {"scalar_parameters": mix["scalar_parameters"][0], "gamma": mix["gamma"][0]}
+    return ScalarMix(x.shape[1]).apply({"params": weights}, x.transpose(1, 0, 2))
+
+
+_EXCLUDED = -1e30  # The logit of a label outside a token's group: no probability, never the argmax.
+
+
+def allowed_labels(groups: jax.Array, label_groups: jax.Array) -> jax.Array:
+    """`[B, n_labels]` bool: which labels are in the group of each token (`groups` `[B]`)."""
+    return groups[:, None] == label_groups[None, :]
+
+
+def head_logits(params: Params, x: jax.Array, allowed: jax.Array | None = None) -> dict[str, jax.Array]:
+    """Each head's logits `[n_probes, B, n_labels]` on standardised x `[B, K, D]`; `allowed` `[B,
+    n_labels]` (`allowed_labels`): the other labels' logits set to a large negative number."""
     linear = params["linear"]
     logits = {"linear": jnp.einsum("bkd,kdc->kbc", x, linear["w"]) + linear["b"][:, None]}
     mix = params["mix"]
-    weights = {"scalar_parameters": mix["scalar_parameters"][0], "gamma": mix["gamma"][0]}
-    mixed = ScalarMix(x.shape[1]).apply({"params": weights}, x.transpose(1, 0, 2))
-    logits["mix"] = (mixed @ mix["w"][0] + mix["b"][0])[None]
+    logits["mix"] = (mixed_layers(params, x) @ mix["w"][0] + mix["b"][0])[None]
     if "mlp" in params:
         mlp = params["mlp"]
         hidden = jax.nn.relu(jnp.einsum("bkd,kdh->kbh", x, mlp["w1"]) + mlp["b1"][:, None])
         logits["mlp"] = jnp.einsum("kbh,khc->kbc", hidden, mlp["w2"]) + mlp["b2"][:, None]
-    return logits
+    if allowed is None:
+        return logits
+    return {name: jnp.where(allowed[None], v, _EXCLUDED) for name, v in logits.items()}
 
 
-def probe_losses(params: Params, x: jax.Array, labels: jax.Array) -> dict[str, jax.Array]:
-    """Each probe's mean softmax cross-entropy `[n_probes]` on standardised x `[B, K, D]`, labels `[B]`."""
+def probe_losses(
+    params: Params, x: jax.Array, labels: jax.Array, allowed: jax.Array | None = None
+) -> dict[str, jax.Array]:
+    """Each probe's mean softmax cross-entropy `[n_probes]` on standardised x `[B, K, D]`, labels `[B]`
+    (`allowed`: as `head_logits`)."""
     return {
         name: optax.softmax_cross_entropy_with_integer_labels(logits, labels[None]).mean(axis=-1)
-        for name, logits in head_logits(params, x).items()
+        for name, logits in head_logits(params, x, allowed).items()
     }
 
 
-def _total_loss(params: Params, x: jax.Array, labels: jax.Array) -> jax.Array:
-    return sum(jnp.sum(loss) for loss in probe_losses(params, x, labels).values())
+def _total_loss(params: Params, x: jax.Array, labels: jax.Array, allowed: jax.Array) -> jax.Array:
+    return sum(jnp.sum(loss) for loss in probe_losses(params, x, labels, allowed).values())
 
 
 def _epoch_fn(tx: optax.GradientTransformation, batch_size: int) -> Callable:
-    """A compiled epoch: (params, opt_state, x, labels, mean, std, key) -> (params, opt_state), Adam
-    steps over minibatches of a permutation of the tokens (the last partial minibatch left out)."""
+    """A compiled epoch: (params, opt_state, x, labels, groups, label_groups, mean, std, key) ->
+    (params, opt_state), Adam steps over minibatches of a permutation of the tokens (the last
+    partial minibatch left out)."""
 
-    def step(carry: tuple, indices: jax.Array, x: jax.Array, labels: jax.Array, mean: jax.Array, std: jax.Array):
+    def step(carry: tuple, indices: jax.Array, x: jax.Array, labels: jax.Array, groups: jax.Array,
+             label_groups: jax.Array, mean: jax.Array, std: jax.Array):
         params, opt_state = carry
-        grads = jax.grad(_total_loss)(params, standardize(x[indices], mean, std), labels[indices])
+        allowed = allowed_labels(groups[indices], label_groups)
+        grads = jax.grad(_total_loss)(params, standardize(x[indices], mean, std), labels[indices], allowed)
         updates, opt_state = tx.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), None
 
     @jax.jit
-    def epoch(params: Params, opt_state: Any, x: jax.Array, labels: jax.Array, mean, std, key: jax.Array):
+    def epoch(params: Params, opt_state: Any, x: jax.Array, labels: jax.Array, groups: jax.Array,
+              label_groups: jax.Array, mean: jax.Array, std: jax.Array, key: jax.Array):
         steps = x.shape[0] // batch_size
         order = jax.random.permutation(key, x.shape[0])[: steps * batch_size].reshape(steps, batch_size)
-        body = functools.partial(step, x=x, labels=labels, mean=mean, std=std)
+        body = functools.partial(step, x=x, labels=labels, groups=groups, label_groups=label_groups, mean=mean, std=std)
         return jax.lax.scan(body, (params, opt_state), order)[0]
 
     return epoch
 
 
 @functools.partial(jax.jit, static_argnames="chunk")
-def _correct(params: Params, x: jax.Array, labels: jax.Array, mean: jax.Array, std: jax.Array, chunk: int):
-    """Each probe's count of correct predictions `[n_probes]` over x `[N, K, D]`, `chunk` tokens at a
-    time (the last chunk ends at N and counts only the tokens no earlier chunk did)."""
+def _predict(params: Params, x: jax.Array, groups: jax.Array, label_groups: jax.Array, mean: jax.Array,
+             std: jax.Array, chunk: int) -> dict[str, jax.Array]:
+    """Each probe's predicted labels `[n_probes, N]` over x `[N, K, D]`, `chunk` tokens at a time
+    (the last chunk ends at N; of it only the tokens no earlier chunk had are kept)."""
     n = x.shape[0]
     chunk = min(chunk, n)
+    n_chunks = -(-n // chunk)
 
-    def counts(i: jax.Array) -> dict[str, jax.Array]:
+    def predict(i: jax.Array) -> dict[str, jax.Array]:
         start = jnp.minimum(i * chunk, n - chunk)
         xs = standardize(jax.lax.dynamic_slice_in_dim(x, start, chunk), mean, std)
-        ys = jax.lax.dynamic_slice_in_dim(labels, start, chunk)
-        new = start + jnp.arange(chunk) >= i * chunk
-        logits = head_logits(params, xs)
-        return {name: jnp.sum((jnp.argmax(v, axis=-1) == ys) & new, axis=-1) for name, v in logits.items()}
+        allowed = allowed_labels(jax.lax.dynamic_slice_in_dim(groups, start, chunk), label_groups)
+        return {name: jnp.argmax(v, axis=-1) for name, v in head_logits(params, xs, allowed).items()}
 
-    return jax.tree.map(lambda c: c.sum(axis=0), jax.lax.map(counts, jnp.arange(-(-n // chunk))))
+    def in_order(chunks: jax.Array) -> jax.Array:  # [n_chunks, n_probes, chunk] -> [n_probes, N]
+        whole = chunks[:-1].transpose(1, 0, 2).reshape(chunks.shape[1], -1)
+        return jnp.concatenate([whole, chunks[-1][:, (n_chunks - 1) * chunk - (n - chunk) :]], axis=1)
+
+    return jax.tree.map(in_order, jax.lax.map(predict, jnp.arange(n_chunks)))
 
 
-def accuracies(probes: TrainedProbes, x: np.ndarray | jax.Array, labels: np.ndarray, chunk: int = 4096):
-    """Each probe's accuracy `[n_probes]` (head name -> NumPy array) on x `[N, K, D]`; label -1: an error."""
-    if len(labels) == 0:
+def predictions(
+    probes: TrainedProbes, x: np.ndarray | jax.Array, groups: np.ndarray | None = None, chunk: int = 4096
+) -> dict[str, np.ndarray]:
+    """Each probe's predicted label of each token `[n_probes, N]` int (head name -> NumPy array) on x
+    `[N, K, D]`; `groups` `[N]`: each token's group (the module's docstring; default all 0)."""
+    if len(x) == 0:
         raise ValueError("no tokens to score")
-    correct = _correct(probes.params, x, jnp.asarray(labels), probes.mean, probes.std, chunk)
-    return {name: np.asarray(count) / len(labels) for name, count in correct.items()}
+    n_labels = probes.params["linear"]["b"].shape[-1]
+    label_groups = np.zeros(n_labels, np.int32) if probes.label_groups is None else probes.label_groups
+    groups = np.zeros(len(x), np.int32) if groups is None else groups
+    predicted = _predict(probes.params, x, jnp.asarray(groups), jnp.asarray(label_groups), probes.mean, probes.std,
+                         chunk)
+    return {name: np.asarray(p) for name, p in predicted.items()}
+
+
+def accuracies(
+    probes: TrainedProbes, x: np.ndarray | jax.Array, labels: np.ndarray, chunk: int = 4096,
+    groups: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Each probe's accuracy `[n_probes]` (head name -> NumPy array) on x `[N, K, D]`; label -1: an
+    error; `groups`: as `predictions`."""
+    predicted = predictions(probes, x, groups, chunk)
+    return {name: np.mean(p == np.asarray(labels)[None], axis=1) for name, p in predicted.items()}
 
 
 @jax.jit
@@ -224,12 +276,26 @@ def train_probes(
     config: ProbeConfig = ProbeConfig(),
     progress: bool = True,
     layer_dims: Sequence[int] | None = None,
+    *,
+    label_groups: np.ndarray | None = None,
+    train_groups: np.ndarray | None = None,
+    dev_groups: np.ndarray | None = None,
 ) -> TrainedProbes:
     """Trains every probe on `train_x` `[N, K, D]` with int labels in [0, n_labels), early-stopped
     on the dev accuracy (`dev_labels` may hold -1), each probe's best epoch restored.
-    `layer_dims`: each layer's own width, its columns past it zero padding (default: all D)."""
+    `layer_dims`: each layer's own width, its columns past it zero padding (default: all D).
+    `label_groups` `[n_labels]`, `train_groups` `[N]`, `dev_groups`: the groups of the labels and
+    tokens (the module's docstring), all three or none."""
     if len(train_labels) == 0 or len(dev_labels) == 0:
         raise ValueError("probes need training and dev tokens")
+    given = [a is not None for a in (label_groups, train_groups, dev_groups)]
+    if any(given) and not all(given):
+        raise ValueError("label_groups, train_groups and dev_groups go together")
+    if label_groups is None:
+        label_groups = np.zeros(n_labels, np.int32)
+        train_groups, dev_groups = np.zeros(len(train_labels), np.int32), np.zeros(len(dev_labels), np.int32)
+    if len(label_groups) != n_labels:
+        raise ValueError(f"label_groups must have n_labels={n_labels} entries, got {len(label_groups)}")
     _, k, dim = train_x.shape
     layer_dims = [dim] * k if layer_dims is None else list(layer_dims)
     if len(layer_dims) != k or not all(0 < d <= dim for d in layer_dims):
@@ -241,14 +307,17 @@ def train_probes(
     opt_state = tx.init(params)
     epoch = _epoch_fn(tx, min(config.batch_size, len(train_labels)))
     x, labels, dev = jnp.asarray(train_x), jnp.asarray(train_labels), jnp.asarray(dev_x)
-    best = TrainedProbes(params, mean, std, {}, {}, 0)
-    best.dev_accuracy = accuracies(best, dev, dev_labels, config.eval_chunk)
+    groups, label_groups = jnp.asarray(train_groups), np.asarray(label_groups, np.int32)
+    best = TrainedProbes(params, mean, std, {}, {}, 0, label_groups)
+    best.dev_accuracy = accuracies(best, dev, dev_labels, config.eval_chunk, dev_groups)
     best.best_epoch = {name: np.zeros(len(a), int) for name, a in best.dev_accuracy.items()}
     stale = 0
     bar = tqdm(range(1, config.max_epochs + 1), unit=" epochs", desc="probes", disable=not progress)
     for n in bar:
-        params, opt_state = epoch(params, opt_state, x, labels, mean, std, jax.random.fold_in(key, n))
-        current = accuracies(dataclasses.replace(best, params=params), dev, dev_labels, config.eval_chunk)
+        params, opt_state = epoch(
+            params, opt_state, x, labels, groups, label_groups, mean, std, jax.random.fold_in(key, n)
+        )
+        current = accuracies(dataclasses.replace(best, params=params), dev, dev_labels, config.eval_chunk, dev_groups)
         improved = {name: current[name] > best.dev_accuracy[name] for name in current}
         best.params = _keep_best(best.params, params, improved)
         for name, better in improved.items():

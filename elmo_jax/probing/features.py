@@ -13,7 +13,9 @@ its layer 0 is x once, at the char CNN's width (ELMo duplicates x to give layer 
 width; here the widths differ either way). Layers narrower than the widest are zero-padded to it.
 
 Each split gets one float32 array `[n_tokens, n_layers + 1, D]` (D = the widest layer), allocated
-once from its token count: memory is these arrays plus one group of the embedder's batches.
+once from its token count: memory is these arrays plus one group of the embedder's batches. With
+`targets` (one token of each sentence: the ambiguous word of a word-sense task), only that token's
+layers are kept, `[n_sentences, n_layers + 1, D]`: the sentences are still read whole.
 Arrays over `max_bytes` in all are refused up front rather than risking the host's memory.
 """
 
@@ -49,11 +51,16 @@ def compute_features(
     engine: str = "auto",
     progress: bool = True,
     max_bytes: int = MAX_BYTES,
+    targets: Sequence[Sequence[int]] | None = None,
 ) -> list[np.ndarray]:
     """For each split (a list of sentences), the layers `[n_tokens, n_layers + 1, D]` float32 of its
-    tokens in order, zero-padded to D (`layer_dims`). ValueError when they would take over
-    `max_bytes`; `progress`: a bar of sentences on stderr."""
-    shapes = [feature_shape(pretrained, sum(len(s) for s in sentences)) for sentences in splits]
+    tokens in order, zero-padded to D (`layer_dims`); with `targets` (for each split, a token index
+    into each of its sentences), of those tokens only, `[n_sentences, n_layers + 1, D]`. ValueError
+    when they would take over `max_bytes`; `progress`: a bar of sentences on stderr."""
+    if targets is not None and [len(t) for t in targets] != [len(s) for s in splits]:
+        raise ValueError("targets must give one token index for each sentence of each split")
+    counts = [len(s) for s in splits] if targets is not None else [sum(map(len, s)) for s in splits]
+    shapes = [feature_shape(pretrained, n) for n in counts]
     size = sum(int(np.prod(shape)) * 4 for shape in shapes)
     if size > max_bytes:
         tokens = sum(shape[0] for shape in shapes)
@@ -68,16 +75,18 @@ def compute_features(
     total = sum(len(sentences) for sentences in splits)
     features = []
     with tqdm(total=total, unit=" sentences", desc="features", disable=not progress) as bar:
-        for sentences, shape in zip(splits, shapes):
+        for i, (sentences, shape) in enumerate(zip(splits, shapes)):
             features.append(np.zeros(shape, np.float32))
             offset = 0
-            for layers in embedder.embed_sentence_layers(sentences):
-                rows = features[-1][offset : offset + len(layers.tokens)]
-                width = layers.tokens.shape[1]
-                rows[:, 0, :width] = layers.tokens
+            for n, layers in enumerate(embedder.embed_sentence_layers(sentences)):
+                kept = slice(None) if targets is None else slice(targets[i][n], targets[i][n] + 1)
+                tokens, lstm = layers.tokens[kept], layers.lstm[:, kept]
+                rows = features[-1][offset : offset + len(tokens)]
+                width = tokens.shape[1]
+                rows[:, 0, :width] = tokens
                 if doubled:
-                    rows[:, 0, width : 2 * width] = layers.tokens
-                rows[:, 1:, : layers.lstm.shape[2]] = layers.lstm.transpose(1, 0, 2)
-                offset += len(layers.tokens)
+                    rows[:, 0, width : 2 * width] = tokens
+                rows[:, 1:, : lstm.shape[2]] = lstm.transpose(1, 0, 2)
+                offset += len(tokens)
                 bar.update()
     return features

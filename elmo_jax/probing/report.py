@@ -1,7 +1,9 @@
 """Probe results on disk and on screen: `probe_<task>.json` (a control's:
 `probe_<task>_<control>.json`), a Markdown table and `probe_<task>.png`, the accuracy by layer
 with one line per result (a model and its control side by side), the mix as a point of its own
-and the word-type baseline as a dashed level. Each file is written atomically
+and the word-type baseline as a dashed level. Word senses (`wsd`, wsd.py): the tables of
+`wsd_markdown_tables`, and in the figure the result's `metric` (the centroids' mean macro-F1)
+beside the most frequent sense's. Each file is written atomically
 (elmo_jax/runtime/atomic_write.py): complete or not at all. The figure needs matplotlib (`pip install
 'elmo-jax[report]'`); without it only the JSON is written, with a warning.
 """
@@ -75,8 +77,46 @@ def markdown_table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+def wsd_markdown_tables(results: Sequence[Result], per_word: Result) -> str:
+    """Word senses: accuracy and macro-F1 of each classifier by layer, as means over the words, one
+    group of columns per result; then `per_word`'s macro-F1 of each word."""
+    n_layers = max(len(r["layers"]) for r in results)
+    columns = [("1-NN F1", "centroid", "macro_f1"), ("linear F1", "linear", "macro_f1"),
+               ("1-NN acc", "centroid", "accuracy"), ("linear acc", "linear", "accuracy")]
+
+    def cell(scores: dict[str, Any], k: int | None) -> str:
+        value = scores["mix"] if k is None else scores["layers"][k] if k < len(scores["layers"]) else None
+        return "" if value is None else f"{value:.3f}"
+
+    names = [f"{result_name(r)} {label}" for r in results for label, _, _ in columns]
+    lines = [f"| mean over words | {' | '.join(names)} |", "| --- |" + " ---: |" * len(names)]
+    for k in [*range(n_layers), None]:
+        label = "mix" if k is None else "layer 0 (static)" if k == 0 else f"layer {k}"
+        cells = [cell(r["mean"][method][metric], k) for r in results for _, method, metric in columns]
+        lines.append(f"| {label} | {' | '.join(cells)} |")
+    baseline = [f"{r['mean']['most_frequent_sense'][metric]:.3f}" if method == "centroid" else ""
+                for r in results for _, method, metric in columns]
+    lines.append(f"| most frequent sense | {' | '.join(baseline)} |")
+    lines.append(f"| test sentences | {' | '.join(str(r['test_sentences']) for r in results for _ in columns)} |")
+    k_range = range(len(per_word["layers"]))
+    header = ["word", "senses", "test", "MFS", *(f"1-NN {k}" for k in k_range), "1-NN mix",
+              *(f"linear {k}" for k in k_range), "linear mix"]
+    lines += ["", f"macro-F1 of each word: {result_name(per_word)}", "",
+              f"| {' | '.join(header)} |", "| --- |" + " ---: |" * (len(header) - 1)]
+    for word, scores in per_word["words"].items():
+        f1 = [scores[method]["macro_f1"] for method in ("centroid", "linear")]
+        values = [scores["most_frequent_sense"]["macro_f1"], *(v for s in f1 for v in [*s["layers"], s["mix"]])]
+        lines.append(f"| {word} | {scores['senses']} | {scores['test_sentences']} | "
+                     + " | ".join(f"{v:.3f}" for v in values) + " |")
+    return "\n".join(lines)
+
+
+_BASELINE_NAMES = {"wsd": "most frequent sense"}  # The dashed level of a task's figure (default: word-type).
+
+
 def figure(results: Sequence[Result]) -> Any:
-    """A matplotlib Figure of accuracy by layer, one line per result; ModuleNotFoundError without matplotlib."""
+    """A matplotlib Figure of accuracy (the results' `metric`) by layer, one line per result;
+    ModuleNotFoundError without matplotlib."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 4.5), layout="constrained")
@@ -89,11 +129,13 @@ def figure(results: Sequence[Result]) -> Any:
         ax.plot([n_layers], [result["mix"]], color=f"C{i}", marker="*", markersize=12, linestyle="none")
         if "word_baseline" in result:
             baselines.add(result["word_baseline"])
-    for j, level in enumerate(sorted(baselines)):
-        ax.axhline(level, color="gray", linestyle="--", linewidth=1, label="word-type baseline" if j == 0 else None)
-    ax.set_xticks(range(n_layers + 1), [*map(str, range(n_layers)), "mix"])
     task = "/".join(sorted({str(r.get("task")) for r in results}))
-    ax.set(xlabel="layer (0: token embeddings)", ylabel="test accuracy", title=f"{task} probes by layer")
+    baseline_name = _BASELINE_NAMES.get(task, "word-type baseline")
+    for j, level in enumerate(sorted(baselines)):
+        ax.axhline(level, color="gray", linestyle="--", linewidth=1, label=baseline_name if j == 0 else None)
+    ax.set_xticks(range(n_layers + 1), [*map(str, range(n_layers)), "mix"])
+    metric = results[0].get("metric", "test accuracy")
+    ax.set(xlabel="layer (0: token embeddings)", ylabel=metric, title=f"{task} probes by layer")
     ax.grid(True, alpha=0.3)
     ax.legend()
     return fig

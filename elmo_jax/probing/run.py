@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -30,6 +30,7 @@ from elmo_jax.probing.features import MAX_BYTES, compute_features, layer_dims
 from elmo_jax.probing.tasks import LabelledTokens, labelled_tokens
 from elmo_jax.runtime import workdir_files
 
+T = TypeVar("T")
 MLP_HIDDEN = 256  # Width of the MLP probes' hidden layer (`probe(mlp=True)`).
 
 
@@ -44,7 +45,7 @@ def random_init(pretrained: PretrainedBiLM, seed: int = 0) -> PretrainedBiLM:
     return pretrained._replace(params=params)
 
 
-def held_out_tenth(sentences: Sequence[Sentence], seed: int) -> tuple[list[Sentence], list[Sentence]]:
+def held_out_tenth(sentences: Sequence[T], seed: int) -> tuple[list[T], list[T]]:
     """(the other sentences, a tenth of them, at least one, chosen at random by `seed`), each in file order."""
     if len(sentences) < 2:
         raise ValueError("without dev sentences, training needs at least 2 sentences (a tenth is held out for dev)")

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from elmo_jax.cli.probe import main
+from tests.data.coarsewsd_helpers import write_made_up_dataset
 from tests.entry_points import ROOT
 from tests.probing.helpers import bilm_files, conllu_splits  # noqa: F401 (fixtures)
 from tests.training.helpers import make_checkpoint_workdir
@@ -62,6 +63,44 @@ def test_bad_input_is_one_error_line(bilm_files, conllu_splits, tmp_path, capsys
         else:
             flags[flag] = value
     assert main([*[a for item in flags.items() for a in item], *FAST]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
+
+
+def test_word_senses_of_a_coarsewsd_directory_then_control(bilm_files, tmp_path, capsys):  # noqa: F811
+    options, weights = bilm_files
+    data = write_made_up_dataset(str(tmp_path / "data"))
+    args = ["--options", options, "--weights", weights, "--task", "wsd", "--data", data, "--output",
+            str(tmp_path / "out"), "--max_train_per_word", "20", *FAST]
+    assert main(args) == 0
+    result = json.loads((tmp_path / "out" / "probe_wsd.json").read_text())
+    assert result["data"] == data and result["command"].startswith("elmo-probe --options")
+    assert list(result["words"]) == ["bank", "bass"] and result["train_sentences"] == 40 and len(result["layers"]) == 3
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("| mean over words | weights.hdf5 1-NN F1 | weights.hdf5 linear F1 |")
+    assert out[6].startswith("| most frequent sense |") and any(line.startswith("| bass | 3 | 16 |") for line in out)
+    assert main([*args, "--control", "random_init", "--data", data + "/bank"]) == 0
+    assert json.loads((tmp_path / "out" / "probe_wsd_random_init.json").read_text())["words"].keys() == {"bank"}
+    assert "weights.hdf5 (random_init) 1-NN F1" in capsys.readouterr().out.splitlines()[0]
+    assert (tmp_path / "out" / "probe_wsd.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--task", "wsd"], "--task wsd needs --data"),
+        (["--task", "wsd", "--data", "DATA", "--train", "x.conllu"], "--train not taken with --task wsd"),
+        (["--data", "DATA", "--train", "x", "--test", "y"], "--data not taken with --task upos"),
+        (["--task", "wsd", "--data", "DATA", "--max_train_per_word", "1"], "--max_train_per_word must be 0 (all) or >= 2"),
+        (["--task", "wsd", "--data", "DATA", "--output", "DATA/bank"], "refusing to overwrite an input"),
+        (["--task", "wsd", "--data", "DATA/bank/train.gold.txt"], "train.gold.txt: not a directory"),
+    ],
+    ids=["no-data", "train", "data", "max-train", "output", "not-a-directory"],
+)
+def test_bad_word_sense_flags_are_one_error_line(bilm_files, tmp_path, capsys, args, message):  # noqa: F811
+    data = write_made_up_dataset(str(tmp_path / "data"))
+    args = [arg.replace("DATA", data) for arg in args]
+    assert main(["--options", bilm_files[0], "--weights", bilm_files[1], *args, *FAST]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
 

@@ -178,3 +178,48 @@ def test_a_linear_probe_on_a_zero_padded_layer_is_the_probe_on_the_layer():
     with pytest.raises(ValueError, match="layer_dims must be 3 widths"):
         train_probes(padded(layers_of(train_x)), train_y, padded(layers_of(dev_x)), dev_y, C, config, False,
                      layer_dims=[6, 7, 4])
+
+
+def test_a_tokens_group_restricts_its_loss_and_prediction_to_the_groups_labels():
+    """Labels 0-1 in group 0, 2-3 in group 1: the loss is the cross-entropy of the softmax over the
+    token's group's logits only (NumPy), and no prediction leaves the token's group."""
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(11, K, D)).astype(np.float32)
+    label_groups = np.array([0, 0, 1, 1])
+    groups = rng.integers(0, 2, 11)
+    y = 2 * groups + rng.integers(0, 2, 11)
+    params = random_params(3, mlp_hidden=0)
+    got = probe_losses(params, x, y, classifier.allowed_labels(groups, label_groups))
+    logits = {name: np.asarray(v, np.float64) for name, v in classifier.head_logits(params, x).items()}
+    for name, v in logits.items():
+        own = np.stack([v[:, i, 2 * g : 2 * g + 2] for i, g in enumerate(groups)], axis=1)  # [P, B, 2]
+        log_probs = own - np.log(np.exp(own).sum(axis=-1, keepdims=True))
+        want = -log_probs[:, np.arange(11), y - 2 * groups].mean(axis=-1)
+        np.testing.assert_allclose(np.asarray(got[name]), want, rtol=1e-5, err_msg=name)
+    probes = TrainedProbes(params, np.zeros(K, np.float32), np.ones(K, np.float32), {}, {}, 0, label_groups)
+    for name, predicted in classifier.predictions(probes, x, groups, chunk=4).items():
+        np.testing.assert_array_equal(label_groups[predicted], np.broadcast_to(groups, predicted.shape), err_msg=name)
+        want = np.stack([2 * groups + logits[name][p, np.arange(11)].reshape(11, 2, 2)[np.arange(11), groups].argmax(-1)
+                         for p in range(len(predicted))])
+        np.testing.assert_array_equal(predicted, want, err_msg=name)
+
+
+def test_probes_of_groups_train_as_one_each_learning_its_own_task():
+    """Two tasks on the same features (group 1's labels: group 0's, permuted) trained as one: each
+    group's probe learns its own mapping."""
+    train_x, train_y = separable(1200, 0)
+    dev_x, dev_y = separable(300, 1)
+    permuted = np.array([2, 0, 3, 1])
+    label_groups = np.repeat([0, 1], C)
+
+    def as_groups(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        groups = np.arange(len(y)) % 2
+        return np.where(groups == 0, y, C + permuted[y]), groups
+
+    (train_y2, train_g), (dev_y2, dev_g) = as_groups(train_y), as_groups(dev_y)
+    probes = train_probes(train_x, train_y2, dev_x, dev_y2, 2 * C, ProbeConfig(learning_rate=1e-2), False,
+                          label_groups=label_groups, train_groups=train_g, dev_groups=dev_g)
+    acc = accuracies(probes, dev_x, dev_y2, groups=dev_g)
+    assert acc["linear"][1] > 0.95 and acc["mix"][0] > 0.95, acc
+    with pytest.raises(ValueError, match="go together"):
+        train_probes(train_x, train_y2, dev_x, dev_y2, 2 * C, label_groups=label_groups)

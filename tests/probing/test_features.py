@@ -55,6 +55,23 @@ def test_features_with_token_projection_are_elmo_layers(engine):
         np.testing.assert_allclose(features[:, k], np.concatenate([w[k] for w in want]), rtol=1e-5, atol=2e-6)
 
 
+@pytest.mark.parametrize("projection", [False, True])
+def test_target_features_are_the_rows_of_the_targets_among_all_tokens(projection):
+    """With `targets`, each split keeps one row per sentence: the target token's layers, as computed
+    with all tokens kept (the sentence is read whole)."""
+    pretrained = tiny_bilm(projection=projection)
+    splits = [SENTENCES, SENTENCES[::-1]]
+    targets = [[2, 0, 4], [8, 0, 1]]
+    every = compute_features(pretrained, splits, batch_size=2, progress=False)
+    kept = compute_features(pretrained, splits, batch_size=2, progress=False, targets=targets)
+    for split, all_rows, rows, positions in zip(splits, every, kept, targets):
+        starts = np.cumsum([0] + [len(s) for s in split[:-1]])
+        assert rows.shape == (len(split),) + all_rows.shape[1:]
+        np.testing.assert_allclose(rows, all_rows[starts + positions], rtol=1e-5, atol=2e-6)
+    with pytest.raises(ValueError, match="one token index for each sentence"):
+        compute_features(pretrained, splits, progress=False, targets=[[0, 0, 0]])
+
+
 def test_elmo_methods_still_refuse_a_biLM_without_token_projection():
     """`any_token_width` opens `embed_sentence_layers` only; ELMo layers are still refused, and the C++
     kernels (engine 'cpu') with a message."""

@@ -1,0 +1,122 @@
+"""CoarseWSD-20's layout (Loureiro et al. 2021): word-sense examples of ambiguous nouns.
+
+A word's directory holds `classes_map.txt` (a JSON object: sense id -> sense name),
+`train.data.txt` and `test.data.txt` (one example a line: the 0-based position of the ambiguous
+word, a tab, then the tokenized sentence, tokens separated by spaces) and `train.gold.txt` and
+`test.gold.txt` (the sense id of each line of the data file, line for line). Line ends may be
+`\\n` or `\\r\\n`, the last line with or without one. The dataset's root holds one such directory
+per word; `read_coarsewsd` takes either.
+
+Errors are ValueErrors naming `file:line` (or the file): a data line without a tab, a position
+that is not an integer or not in the sentence, an empty sentence, a gold file with fewer or more
+lines than its data file, a sense id not in `classes_map.txt`, invalid UTF-8 or JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Iterator, NamedTuple
+
+CLASSES = "classes_map.txt"
+SPLITS = ("train", "test")
+
+
+class SenseExample(NamedTuple):
+    """One occurrence of an ambiguous word: its sentence's tokens, the word's index among them,
+    its sense id, and where it was read (the data file and its 1-based line)."""
+
+    tokens: list[str]
+    position: int
+    sense: str
+    where: tuple[str, int]
+
+
+class WsdWord(NamedTuple):
+    """One ambiguous word (its directory's name): its senses (id -> name) and its examples."""
+
+    word: str
+    senses: dict[str, str]
+    train: list[SenseExample]
+    test: list[SenseExample]
+
+
+def read_coarsewsd(directory: str) -> list[WsdWord]:
+    """The words of `directory`: one word's directory (it has `classes_map.txt`), or a root of such
+    directories (the words in sorted order; other entries ignored). ValueError for bad input."""
+    if os.path.isfile(os.path.join(directory, CLASSES)):
+        return [read_word(directory)]
+    if not os.path.isdir(directory):
+        raise ValueError(f"{directory}: not a directory")
+    words = sorted(
+        name for name in os.listdir(directory) if os.path.isfile(os.path.join(directory, name, CLASSES))
+    )
+    if not words:
+        raise ValueError(f"{directory}: no {CLASSES}, nor directories with one (CoarseWSD-20's layout)")
+    return [read_word(os.path.join(directory, name)) for name in words]
+
+
+def read_word(directory: str) -> WsdWord:
+    """One word's directory (the module's docstring)."""
+    senses = _read_classes(os.path.join(directory, CLASSES))
+    splits = [_read_split(directory, split, senses) for split in SPLITS]
+    return WsdWord(os.path.basename(os.path.normpath(directory)), senses, *splits)
+
+
+def _read_classes(path: str) -> dict[str, str]:
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        senses = json.loads(raw.decode("utf-8"))
+    except ValueError as e:  # UnicodeDecodeError and JSONDecodeError both.
+        raise ValueError(f"{path}: not a JSON object of sense id -> sense name ({e})") from e
+    if not isinstance(senses, dict) or not senses or not all(isinstance(v, str) for v in senses.values()):
+        raise ValueError(f"{path}: not a JSON object of sense id -> sense name")
+    return senses
+
+
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+    """(1-based number, text without its line end) of each line of `path`."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                yield number, raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}:{number}: invalid UTF-8 ({e.reason})") from None
+
+
+def _read_split(directory: str, split: str, senses: dict[str, str]) -> list[SenseExample]:
+    data_path = os.path.join(directory, f"{split}.data.txt")
+    gold_path = os.path.join(directory, f"{split}.gold.txt")
+    sentences = [(*_parse_data_line(data_path, number, line), number) for number, line in _lines(data_path)]
+    examples = []
+    gold_lines = 0
+    for number, line in _lines(gold_path):
+        gold_lines = number
+        if number > len(sentences):
+            raise ValueError(f"{gold_path}:{number}: a sense past the last line ({len(sentences)}) of {data_path}")
+        sense = line.strip()
+        if sense not in senses:
+            raise ValueError(f"{gold_path}:{number}: sense {sense!r} is not in {CLASSES} ({', '.join(senses)})")
+        tokens, position, _ = sentences[number - 1]
+        examples.append(SenseExample(tokens, position, sense, (data_path, number)))
+    if gold_lines < len(sentences):
+        raise ValueError(
+            f"{gold_path}:{gold_lines + 1}: no sense for line {gold_lines + 1} of {data_path} ({len(sentences)} lines)"
+        )
+    return examples
+
+
+def _parse_data_line(path: str, number: int, line: str) -> tuple[list[str], int]:
+    """A data line's tokens and the target's position; ValueError naming `path:number`."""
+    position, tab, sentence = line.partition("\t")
+    if not tab:
+        raise ValueError(f"{path}:{number}: expected '<position><TAB><sentence>', got {line[:40]!r}")
+    tokens = sentence.split()
+    if not tokens:
+        raise ValueError(f"{path}:{number}: an empty sentence")
+    if not position.isdigit():
+        raise ValueError(f"{path}:{number}: the position {position!r} is not a non-negative integer")
+    if int(position) >= len(tokens):
+        raise ValueError(f"{path}:{number}: position {position} is past the sentence's {len(tokens)} tokens")
+    return tokens, int(position)

@@ -1,0 +1,242 @@
+"""Word senses in a biLM's layers (`elmo-probe --task wsd`): `probe_wsd(pretrained, words)` -> the result dict.
+
+The words are CoarseWSD-20's ambiguous nouns (elmo_jax/data/coarsewsd.py), each with its own
+senses. The representation of an example is the ambiguous word's vector in its sentence at each
+layer (features.py with `targets`: each sentence read alone, from zero states, as the token
+probes read theirs). Layer 0, the token layer (the char CNN), gives every occurrence of a spelling
+one vector whatever its sentence: the static baseline, a word-type embedding as word2vec's or
+GloVe's. Three classifiers per word and layer, scored on the word's test sentences:
+
+- `centroid`: the 1-nearest sense centroid by cosine (Peters et al. 2018, section 5.3; Loureiro et
+  al. 2021): a sense's centroid is the mean of its training vectors; nothing is trained. Senses
+  without a training sentence have no centroid: their test sentences count as errors (a warning
+  names the first).
+- `linear`: a softmax classifier on the layer (classifier.py), one per word. All words' probes
+  train as one, each word a group of its own senses (classifier.py's groups: the same
+  predictions as separate probes, one compilation instead of one per word), early-stopped on a
+  tenth of each word's training sentences held out at random by `seed`.
+- `most_frequent_sense`: the sense most frequent among all the word's training sentences.
+
+The `mix` is the linear probes' learned scalar mix of the standardised layers (classifier.py; one
+set of weights for all words); the centroids read the same mixed vectors.
+
+Scores: each word's accuracy and macro-F1 (`macro_f1`), and their means over the words (each word
+counts once, whatever its number of test sentences). Training reads at most `max_train_per_word`
+sentences of each word (a sample by `seed`, default 400): the centroids and probes need few, and
+embedding the sentences is the run's cost (CoarseWSD-20 has 23,351 training sentences, 10,176
+test ones). The most frequent sense counts all training gold senses, which cost nothing.
+
+`control='random_init'`: the same biLM with fresh random weights (run.py's `random_init`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Sequence
+
+import jax
+import numpy as np
+
+from elmo_jax.data.coarsewsd import SenseExample, WsdWord
+from elmo_jax.inference.embedder import PretrainedBiLM
+from elmo_jax.probing.baseline import majority_label
+from elmo_jax.probing.classifier import ProbeConfig, mixed_layers, predictions, standardize, train_probes
+from elmo_jax.probing.features import MAX_BYTES, compute_features, layer_dims
+from elmo_jax.probing.run import held_out_tenth, random_init, unseen_labels
+from elmo_jax.probing.tasks import LabelledTokens, normalize_word
+from elmo_jax.runtime import workdir_files
+
+TASK = "wsd"
+MAX_TRAIN_PER_WORD = 400  # `probe_wsd`'s default sample of each word's training sentences.
+METHODS = ("centroid", "linear")
+# The linear probes' default training: a word has hundreds of training sentences, not a treebank's
+# tens of thousands of tokens, so minibatches of 32 (not 256) for enough steps per epoch.
+PROBE_CONFIG = ProbeConfig(batch_size=32)
+
+
+def macro_f1(gold: Sequence[str], predicted: Sequence[str]) -> float:
+    """The mean over the labels of `gold` or `predicted` of each label's F1, 2 tp / (2 tp + fp + fn)
+    (sklearn's `f1_score(average='macro')`): every sense counts alike, a rare one as a frequent one,
+    so always guessing the frequent sense scores low where accuracy would not."""
+    gold, predicted = np.asarray(gold), np.asarray(predicted)
+    if len(gold) != len(predicted) or not len(gold):
+        raise ValueError(f"macro_f1 needs as many predictions as gold labels (> 0), got {len(predicted)}, {len(gold)}")
+    scores = []
+    for label in np.union1d(gold, predicted):
+        tp = np.sum((gold == label) & (predicted == label))
+        wrong = np.sum(gold != predicted, where=(gold == label) | (predicted == label))  # fn + fp
+        scores.append(2 * tp / (2 * tp + wrong))
+    return float(np.mean(scores))
+
+
+def centroid_predictions(train_x: np.ndarray, train_labels: Sequence[str], test_x: np.ndarray) -> np.ndarray:
+    """The label of the centroid nearest by cosine to each test vector `[M]`: a centroid is the mean
+    of a label's training vectors `train_x` `[N, D]`; ties go to the label first in sorted order.
+    A zero vector is as near to every centroid (cosine 0)."""
+    train_labels = np.asarray(train_labels)
+    labels = np.unique(train_labels)
+    centroids = np.stack([train_x[train_labels == label].mean(axis=0) for label in labels])
+
+    def unit(v: np.ndarray) -> np.ndarray:
+        return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), np.finfo(np.float32).tiny)
+
+    return labels[np.argmax(unit(test_x) @ unit(centroids).T, axis=1)]
+
+
+def _scores(gold: Sequence[str], predicted: Sequence[Sequence[str]], mix: Sequence[str]) -> dict[str, Any]:
+    """Accuracy and macro-F1 of the predictions of each layer and of the mix."""
+    gold = np.asarray(gold)
+
+    def both(p: Sequence[str]) -> tuple[float, float]:
+        return float(np.mean(np.asarray(p) == gold)), macro_f1(gold, p)
+
+    layers, mixed = [both(p) for p in predicted], both(mix)
+    return {metric: {"layers": [s[i] for s in layers], "mix": mixed[i]}
+            for i, metric in enumerate(("accuracy", "macro_f1"))}
+
+
+def _mean_scores(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The unweighted mean over words of `_scores` dicts (or of the baseline's numbers)."""
+    return jax.tree.map(lambda *values: float(np.mean(values)), *scores)
+
+
+def _sample(examples: Sequence[SenseExample], limit: int, seed: int) -> list[SenseExample]:
+    """At most `limit` of `examples` (0: all), chosen at random by `seed`, in file order."""
+    if not limit or len(examples) <= limit:
+        return list(examples)
+    return [examples[i] for i in sorted(np.random.default_rng(seed).choice(len(examples), limit, replace=False))]
+
+
+def probe_wsd(
+    pretrained: PretrainedBiLM,
+    words: Sequence[WsdWord],
+    normalize: str = "none",
+    *,
+    control: str = "none",
+    seed: int = 0,
+    max_train_per_word: int = MAX_TRAIN_PER_WORD,
+    engine: str = "auto",
+    batch_size: int = 32,
+    progress: bool = True,
+    max_feature_bytes: int = MAX_BYTES,
+    config: ProbeConfig | None = None,
+) -> dict[str, Any]:
+    """Probes the senses of `words` on every layer of `pretrained` and on their mix; returns the result dict.
+
+    `words`: {word: {`senses`, `train_sentences` (the sample), `dev_sentences` (held out of it for
+    the linear probes), `test_sentences`, `untrained_test_senses` (run.py's `unseen_labels`),
+    `most_frequent_sense` {`sense`, `accuracy`, `macro_f1`}, `centroid` and `linear`, each
+    {`accuracy`, `macro_f1`}, each {`layers` (layer 0..L), `mix`}}}; `mean`: the same scores
+    averaged over the words. Headline (what elmo-report and the figure read): `layers` and `mix`,
+    the centroids' mean macro-F1, and `word_baseline`, the most frequent sense's. Also `metric`,
+    `mix_weights`, `mix_gamma`, `dev_mix` and `dev_layers` (the linear probes' accuracy on the
+    held-out sentences, all words pooled), `epochs`, `best_epoch`, `probe_config`, `task`,
+    `normalize`, `control`, `seed`, `max_train_per_word`, `n_layers`, `layer_dims`, `dim`, the
+    sentence counts, `seconds` (features, probes, centroids). `config`: the linear probes'
+    training (default PROBE_CONFIG; its seed is set from `seed`).
+    """
+    if control not in workdir_files.PROBE_CONTROLS:
+        raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
+    if max_train_per_word < 0 or max_train_per_word == 1:
+        raise ValueError(f"max_train_per_word must be 0 (all) or >= 2, got {max_train_per_word}")
+    if not words:
+        raise ValueError("no words to probe")
+    config = dataclasses.replace(config or PROBE_CONFIG, seed=seed, mlp_hidden=0)
+    normalize_word("", normalize)  # Checks the mode before any sentence.
+    samples = [_sample(w.train, max_train_per_word, seed + i) for i, w in enumerate(words)]
+    for word, sample in zip(words, samples):
+        if len(sample) < 2:
+            raise ValueError(f"{word.word}: {len(sample)} training sentence(s); the probes need at least 2")
+    held_out = [held_out_tenth(range(len(sample)), seed + i) for i, sample in enumerate(samples)]
+    train = [e for sample in samples for e in sample]
+    test = [e for w in words for e in w.test]
+    keys = [(i, sense) for i, w in enumerate(words) for sense in w.senses]  # One label per sense of each word.
+    label_ids = {key: n for n, key in enumerate(keys)}
+    label_groups = np.array([i for i, _ in label_ids], np.int32)
+    train_groups = np.repeat(np.arange(len(words)), [len(s) for s in samples])
+    test_groups = np.repeat(np.arange(len(words)), [len(w.test) for w in words])
+    train_labels = np.array([label_ids[g, e.sense] for g, e in zip(train_groups, train)], np.int32)
+    if control == "random_init":
+        pretrained = random_init(pretrained, seed)
+
+    start = time.perf_counter()
+    splits = [[[normalize_word(t, normalize) for t in e.tokens] for e in examples] for examples in (train, test)]
+    train_x, test_x = compute_features(
+        pretrained, splits, batch_size, engine, progress, max_feature_bytes,
+        targets=[[e.position for e in train], [e.position for e in test]],
+    )
+    features_done = time.perf_counter()
+    offsets = np.cumsum([0] + [len(s) for s in samples])
+    fit = np.concatenate([offsets[i] + np.asarray(kept, int) for i, (kept, _) in enumerate(held_out)])
+    dev = np.concatenate([offsets[i] + np.asarray(out, int) for i, (_, out) in enumerate(held_out)])
+    dims = layer_dims(pretrained.model)
+    trained = train_probes(
+        train_x[fit], train_labels[fit], train_x[dev], train_labels[dev], len(label_ids), config, progress,
+        layer_dims=dims, label_groups=label_groups, train_groups=train_groups[fit], dev_groups=train_groups[dev],
+    )
+    linear = predictions(trained, test_x, test_groups, config.eval_chunk)
+    probes_done = time.perf_counter()
+
+    def mixed(x: np.ndarray) -> np.ndarray:
+        return np.asarray(mixed_layers(trained.params, standardize(x, trained.mean, trained.std)))
+
+    train_mixed, test_mixed = mixed(train_x), mixed(test_x)
+    sense_of = np.array([sense for _, sense in keys])  # Label id -> sense id.
+    test_offsets = np.cumsum([0] + [len(w.test) for w in words])
+    per_word = {}
+    for i, (word, sample) in enumerate(zip(words, samples)):
+        rows, test_rows = slice(offsets[i], offsets[i + 1]), slice(test_offsets[i], test_offsets[i + 1])
+        senses = [e.sense for e in sample]
+        gold = [e.sense for e in word.test]
+        centroid = [centroid_predictions(train_x[rows, k, :d], senses, test_x[test_rows, k, :d])
+                    for k, d in enumerate(dims)]
+        majority = majority_label([e.sense for e in word.train])
+        per_word[word.word] = {
+            "senses": len(word.senses),
+            "train_sentences": len(sample),
+            "dev_sentences": len(held_out[i][1]),
+            "test_sentences": len(word.test),
+            "untrained_test_senses": unseen_labels(
+                LabelledTokens([], gold, [e.where for e in word.test]), set(senses)
+            ),
+            "most_frequent_sense": {
+                "sense": majority, "accuracy": float(np.mean(np.asarray(gold) == majority)),
+                "macro_f1": macro_f1(gold, [majority] * len(gold)),
+            },
+            "centroid": _scores(gold, centroid, centroid_predictions(train_mixed[rows], senses, test_mixed[test_rows])),
+            "linear": _scores(gold, sense_of[linear["linear"][:, test_rows]], sense_of[linear["mix"][0, test_rows]]),
+        }
+    mean = {
+        name: _mean_scores([{k: v for k, v in w[name].items() if k != "sense"} for w in per_word.values()])
+        for name in ("most_frequent_sense", *METHODS)
+    }
+    mix = trained.params["mix"]
+    return {
+        "task": TASK,
+        "normalize": normalize,
+        "control": control,
+        "metric": "macro-F1 of the nearest sense centroid (mean over words)",
+        "layers": mean["centroid"]["macro_f1"]["layers"],
+        "mix": mean["centroid"]["macro_f1"]["mix"],
+        "word_baseline": mean["most_frequent_sense"]["macro_f1"],
+        "mean": mean,
+        "words": per_word,
+        "mix_weights": np.asarray(jax.nn.softmax(mix["scalar_parameters"][0])).tolist(),
+        "mix_gamma": float(mix["gamma"][0]),
+        "dev_layers": trained.dev_accuracy["linear"].tolist(),
+        "dev_mix": float(trained.dev_accuracy["mix"][0]),
+        "train_sentences": len(train),
+        "dev_sentences": len(dev),
+        "test_sentences": len(test),
+        "max_train_per_word": max_train_per_word,
+        "n_layers": pretrained.model.n_layers,
+        "layer_dims": dims,
+        "dim": int(train_x.shape[2]),
+        "seed": seed,
+        "epochs": trained.epochs,
+        "best_epoch": {name: epochs.tolist() for name, epochs in trained.best_epoch.items()},
+        "probe_config": dataclasses.asdict(config),
+        "seconds": {"features": features_done - start, "probes": probes_done - features_done,
+                    "centroids": time.perf_counter() - probes_done},
+    }

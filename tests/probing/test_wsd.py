@@ -1,0 +1,102 @@
+"""Word senses: macro-F1 and the nearest sense centroid against NumPy by hand, and `probe_wsd` on
+made-up CoarseWSD-format words (tests/data/coarsewsd_helpers.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from elmo_jax.data.coarsewsd import read_coarsewsd
+from elmo_jax.inference.embedder import bilm_from_files
+from elmo_jax.probing.wsd import centroid_predictions, macro_f1, probe_wsd
+from tests.data.coarsewsd_helpers import write_made_up_dataset
+from tests.probing.helpers import bilm_files  # noqa: F401 (fixture)
+
+
+def test_macro_f1_is_the_mean_f1_of_the_labels_gold_or_predicted():
+    gold = ["a", "a", "a", "b", "b", "c"]
+    predicted = ["a", "b", "a", "b", "d", "a"]
+    # a: tp 2, fp 1, fn 1 -> 4/6; b: tp 1, fp 1, fn 1 -> 2/4; c: tp 0, fn 1 -> 0; d: tp 0, fp 1 -> 0.
+    assert macro_f1(gold, predicted) == pytest.approx((4 / 6 + 2 / 4 + 0 + 0) / 4)
+    rng = np.random.default_rng(0)
+    gold, predicted = rng.integers(0, 4, 50).astype(str), rng.integers(1, 5, 50).astype(str)
+    labels = sorted(set(gold) | set(predicted))
+    confusion = np.array([[np.sum((gold == g) & (predicted == p)) for p in labels] for g in labels])
+    precision = np.diag(confusion) / np.maximum(confusion.sum(axis=0), 1)
+    recall = np.diag(confusion) / np.maximum(confusion.sum(axis=1), 1)
+    f1 = np.where(precision + recall > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-12), 0)
+    assert macro_f1(gold, predicted) == pytest.approx(f1.mean())
+    assert macro_f1(["a"] * 3, ["a"] * 3) == 1.0
+    with pytest.raises(ValueError, match="as many predictions"):
+        macro_f1(["a"], [])
+
+
+def test_the_nearest_centroid_by_cosine():
+    rng = np.random.default_rng(1)
+    train_x, labels = rng.normal(size=(30, 5)), rng.choice(["x", "y", "z"], 30)
+    test_x = rng.normal(size=(12, 5))
+    test_x[0] = 0.0  # As near to all: the first label.
+    want = []
+    for v in test_x:
+        best, best_cos = None, -np.inf
+        for label in ("x", "y", "z"):
+            c = train_x[labels == label].mean(axis=0)
+            cos = v @ c / (np.linalg.norm(v) * np.linalg.norm(c)) if v.any() else 0.0
+            if cos > best_cos:
+                best, best_cos = label, cos
+        want.append(best)
+    np.testing.assert_array_equal(centroid_predictions(train_x, labels, test_x), want)
+    np.testing.assert_array_equal(centroid_predictions(train_x * 7.0, labels, test_x * 0.1), want)  # Scale-free.
+
+
+@pytest.fixture(scope="module")
+def wsd_words(tmp_path_factory):
+    return read_coarsewsd(write_made_up_dataset(str(tmp_path_factory.mktemp("wsd")), train=30, test=16))
+
+
+@pytest.fixture(scope="module")
+def wsd_result(bilm_files, wsd_words):  # noqa: F811
+    return probe_wsd(bilm_from_files(*bilm_files), wsd_words, max_train_per_word=20, progress=False)
+
+
+def test_per_word_scores_baselines_and_means(wsd_words, wsd_result):
+    result = wsd_result
+    assert result["task"] == "wsd" and result["n_layers"] == 2 and list(result["words"]) == ["bank", "bass"]
+    assert result["train_sentences"] == 40 and result["dev_sentences"] == 4 and result["test_sentences"] == 32
+    for word in wsd_words:
+        scores = result["words"][word.word]
+        assert scores["senses"] == len(word.senses) and scores["train_sentences"] == 20
+        assert scores["dev_sentences"] == 2 and scores["test_sentences"] == 16
+        gold = np.array([e.sense for e in word.test])
+        senses, counts = np.unique([e.sense for e in word.train], return_counts=True)
+        mfs = senses[np.argmax(counts)]
+        assert scores["most_frequent_sense"] == {
+            "sense": mfs, "accuracy": np.mean(gold == mfs), "macro_f1": pytest.approx(macro_f1(gold, [mfs] * 16))
+        }
+        # Layer 0 is static: every test sentence of the word gets one sense, whichever it is.
+        assert scores["centroid"]["accuracy"]["layers"][0] in {np.mean(gold == s) for s in word.senses}
+        for method in ("centroid", "linear"):
+            for metric in ("accuracy", "macro_f1"):
+                assert len(scores[method][metric]["layers"]) == 3
+                assert all(0 <= v <= 1 for v in [*scores[method][metric]["layers"], scores[method][metric]["mix"]])
+    for method in ("centroid", "linear"):
+        for metric in ("accuracy", "macro_f1"):
+            words = [result["words"][w.word][method][metric] for w in wsd_words]
+            mean = result["mean"][method][metric]
+            np.testing.assert_allclose(mean["layers"], np.mean([w["layers"] for w in words], axis=0))
+            assert mean["mix"] == pytest.approx(np.mean([w["mix"] for w in words]))
+    assert result["layers"] == result["mean"]["centroid"]["macro_f1"]["layers"]
+    assert result["word_baseline"] == result["mean"]["most_frequent_sense"]["macro_f1"]
+    assert max(result["layers"][1:]) > result["layers"][0]  # The context tells the sense; the spelling cannot.
+
+
+def test_all_training_sentences_the_control_and_errors(bilm_files, wsd_words, wsd_result):  # noqa: F811
+    pretrained = bilm_from_files(*bilm_files)
+    control = probe_wsd(pretrained, wsd_words, max_train_per_word=0, control="random_init", progress=False)
+    assert control["control"] == "random_init" and control["train_sentences"] == 60
+    assert control["layers"] != wsd_result["layers"]
+    with pytest.raises(ValueError, match="max_train_per_word must be 0"):
+        probe_wsd(pretrained, wsd_words, max_train_per_word=1)
+    one = wsd_words[0]._replace(train=wsd_words[0].train[:1])
+    with pytest.raises(ValueError, match="bank: 1 training sentence"):
+        probe_wsd(pretrained, [one])
