@@ -82,6 +82,21 @@ class TrainedProbes:
     label_groups: np.ndarray | None = None  # `[n_labels]` int, each label's group; None: one group.
 
 
+def training_record(trained: TrainedProbes, config: ProbeConfig) -> dict[str, Any]:
+    """What a probe result records of its training, the same for every task: the learned mix's
+    weights (softmax) and gamma, the dev accuracies at the best epochs, the epochs and the config."""
+    mix = trained.params["mix"]
+    return {
+        "mix_weights": np.asarray(jax.nn.softmax(mix["scalar_parameters"][0])).tolist(),
+        "mix_gamma": float(mix["gamma"][0]),
+        "dev_layers": trained.dev_accuracy["linear"].tolist(),
+        "dev_mix": float(trained.dev_accuracy["mix"][0]),
+        "epochs": trained.epochs,
+        "best_epoch": {name: epochs.tolist() for name, epochs in trained.best_epoch.items()},
+        "probe_config": dataclasses.asdict(config),
+    }
+
+
 def layer_statistics(
     x: np.ndarray, chunk: int = 8192, layer_dims: Sequence[int] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -25,7 +25,7 @@ import numpy as np
 from elmo_jax.data.conllu import Sentence
 from elmo_jax.inference.embedder import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_baseline, word_baseline
-from elmo_jax.probing.classifier import ProbeConfig, accuracies, train_probes
+from elmo_jax.probing.classifier import ProbeConfig, accuracies, train_probes, training_record
 from elmo_jax.probing.features import MAX_BYTES, compute_features, layer_dims
 from elmo_jax.probing.tasks import LabelledTokens, labelled_tokens
 from elmo_jax.runtime import workdir_files
@@ -126,19 +126,14 @@ def probe(
         layer_dims=dims,
     )
     test_accuracy = accuracies(trained, test_x, _label_ids(test_tokens, ids), config.eval_chunk)
-    mix = trained.params["mix"]
     result = {
         "task": task,
         "normalize": normalize,
         "control": control,
         "layers": test_accuracy["linear"].tolist(),
         "mix": float(test_accuracy["mix"][0]),
-        "mix_weights": np.asarray(jax.nn.softmax(mix["scalar_parameters"][0])).tolist(),
-        "mix_gamma": float(mix["gamma"][0]),
         "word_baseline": word_baseline(train_tokens.words, train_tokens.labels, test_tokens.words, test_tokens.labels),
         "majority_baseline": majority_baseline(train_tokens.labels, test_tokens.labels),
-        "dev_layers": trained.dev_accuracy["linear"].tolist(),
-        "dev_mix": float(trained.dev_accuracy["mix"][0]),
         "dev": dev_source,
         "train_tokens": len(train_tokens.labels),
         "dev_tokens": len(dev_tokens.labels),
@@ -149,9 +144,7 @@ def probe(
         "layer_dims": dims,
         "dim": int(train_x.shape[2]),
         "seed": seed,
-        "epochs": trained.epochs,
-        "best_epoch": {name: epochs.tolist() for name, epochs in trained.best_epoch.items()},
-        "probe_config": dataclasses.asdict(config),
+        **training_record(trained, config),
         "seconds": {"features": features_done - start, "probes": time.perf_counter() - features_done},
     }
     if mlp:

@@ -41,7 +41,9 @@ import numpy as np
 from elmo_jax.data.coarsewsd import SenseExample, WsdWord
 from elmo_jax.inference.embedder import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_label
-from elmo_jax.probing.classifier import ProbeConfig, mixed_layers, predictions, standardize, train_probes
+from elmo_jax.probing.classifier import (
+    ProbeConfig, mixed_layers, predictions, standardize, train_probes, training_record,
+)
 from elmo_jax.probing.features import MAX_BYTES, compute_features, layer_dims
 from elmo_jax.probing.run import held_out_tenth, random_init, unseen_labels
 from elmo_jax.probing.tasks import LabelledTokens, normalize_word
@@ -211,7 +213,6 @@ def probe_wsd(
         name: _mean_scores([{k: v for k, v in w[name].items() if k != "sense"} for w in per_word.values()])
         for name in ("most_frequent_sense", *METHODS)
     }
-    mix = trained.params["mix"]
     return {
         "task": TASK,
         "normalize": normalize,
@@ -222,10 +223,6 @@ def probe_wsd(
         "word_baseline": mean["most_frequent_sense"]["macro_f1"],
         "mean": mean,
         "words": per_word,
-        "mix_weights": np.asarray(jax.nn.softmax(mix["scalar_parameters"][0])).tolist(),
-        "mix_gamma": float(mix["gamma"][0]),
-        "dev_layers": trained.dev_accuracy["linear"].tolist(),
-        "dev_mix": float(trained.dev_accuracy["mix"][0]),
         "train_sentences": len(train),
         "dev_sentences": len(dev),
         "test_sentences": len(test),
@@ -234,9 +231,7 @@ def probe_wsd(
         "layer_dims": dims,
         "dim": int(train_x.shape[2]),
         "seed": seed,
-        "epochs": trained.epochs,
-        "best_epoch": {name: epochs.tolist() for name, epochs in trained.best_epoch.items()},
-        "probe_config": dataclasses.asdict(config),
+        **training_record(trained, config),
         "seconds": {"features": features_done - start, "probes": probes_done - features_done,
                     "centroids": time.perf_counter() - probes_done},
     }
