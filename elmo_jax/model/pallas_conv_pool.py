@@ -23,8 +23,9 @@ product, and padded tokens and filters only fill their own outputs, which are dr
 output's max runs over its own token's positions for its own filter). The character positions
 are not padded: the kernel reads one position `[block_tokens, d]` at a time, so C is no dimension
 of an in-kernel array, and the max runs over exactly the C - w + 1 positions of the valid
-convolution. In interpret mode (CPU, tests) smaller explicit blocks work too. Speed on a GPU is
-not measured yet.
+convolution. In interpret mode (CPU, tests) smaller explicit blocks work too. On an H200 the
+elmo_original bfloat16 step at batch 128 took 13.98 ms with it against 15.25 ms with XLA's
+convolutions (docs/performance.md).
 """
 
 from __future__ import annotations

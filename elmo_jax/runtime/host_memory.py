@@ -14,10 +14,10 @@ before JAX starts its CPU backend (before the first computation or `jax.devices(
 worker threads have no arenas of their own yet; the entry points call it first. Elsewhere than
 glibc (macOS, musl) it does nothing.
 
-It applies only where JAX computes on the CPU: `$JAX_PLATFORMS` names cpu alone, or, when it is
+It applies only where JAX computes on the CPU: `$JAX_PLATFORMS` names cpu first, or, when it is
 unset, no accelerator plugin (jax-cuda*, jax-rocm*, libtpu) is installed. Where a GPU computes,
 one shared arena serializes the XLA:GPU compiler's threads: on an H200 the elmo_original train step
-compiled in 138 s instead of 39 s (docs/performance.md). `$ELMO_JAX_REUSE_FREED_MEMORY` = 1 or 0
+compiled in 123 s instead of 51 s (docs/performance.md). `$ELMO_JAX_REUSE_FREED_MEMORY` = 1 or 0
 forces it on or off.
 """
 
