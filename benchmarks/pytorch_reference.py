@@ -786,7 +786,7 @@ def run_check(config, vocab_size: int) -> None:
 
     from elmo_jax.model import softmax as softmax_lib
     from elmo_jax.model.bilm import bilm_from_config
-    from elmo_jax.training.state import init_params
+    from elmo_jax.model.initial_params import init_params
 
     batch_size, steps, chars = config.train.batch_size, config.train.unroll_steps, config.data.max_chars_per_token
     jmodel = bilm_from_config(config.model, vocab_size)

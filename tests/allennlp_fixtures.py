@@ -16,7 +16,7 @@ import numpy as np
 
 from elmo_jax.interop.bilm_hdf5 import load_options, save_options, save_weights
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.training.state import init_params
+from elmo_jax.model.initial_params import init_params
 from tests.reference.bilm_numpy import ReferenceBiLM
 
 # The shapes of AllenNLP's tests/fixtures/elmo/options.json.

@@ -10,7 +10,7 @@ from elmo_jax.config.recipes import recipe_module
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.runtime import data_parallel
 from elmo_jax.training import state as state_lib
-from elmo_jax.training.state import dummy_inputs
+from elmo_jax.model.initial_params import param_shapes
 from elmo_jax.training.trainer import build_trainer
 from tests.training.helpers import random_batch
 
@@ -37,10 +37,8 @@ CONFIGS = [
 
 def _n_params(config, vocab_size=1000):
     model = bilm_from_config(config.model, vocab_size)
-    shapes = jax.eval_shape(
-        lambda: model.init(jax.random.key(0), dummy_inputs(model, 1, 1, config.data.max_chars_per_token), model.initial_state(1))
-    )
-    return sum(x.size for k, v in shapes["params"].items() if k != "softmax" for x in jax.tree.leaves(v))
+    shapes = param_shapes(model, config.data.max_chars_per_token)
+    return sum(x.size for k, v in shapes.items() if k != "softmax" for x in jax.tree.leaves(v))
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -63,9 +61,7 @@ def test_ptb_char_small_gated_cnn_swaps_the_contextualizer_only_and_keeps_the_pa
     gated = recipe_module("ptb_char_small_gated_cnn").get_config()
     for config in (small, gated):
         model = bilm_from_config(config.model, 10001)
-        shapes = jax.eval_shape(lambda: model.init(
-            jax.random.key(0), dummy_inputs(model, 1, 1, config.data.max_chars_per_token), model.initial_state(1)
-        ))["params"]
+        shapes = param_shapes(model, config.data.max_chars_per_token)
         assert sum(x.size for x in jax.tree.leaves(shapes)) == 7_025_981
     small, gated = small.to_dict(), gated.to_dict()
     assert (gated["model"].pop("contextualizer"), small["model"].pop("contextualizer")) == ("gated_cnn", "lstm")
@@ -86,9 +82,7 @@ def test_ptb_char_small_transformer_swaps_the_contextualizer_only_and_has_about_
     counts = []
     for config in (small, transformer):
         model = bilm_from_config(config.model, 10001)
-        shapes = jax.eval_shape(lambda: model.init(
-            jax.random.key(0), dummy_inputs(model, 1, 1, config.data.max_chars_per_token), model.initial_state(1)
-        ))["params"]
+        shapes = param_shapes(model, config.data.max_chars_per_token)
         counts.append(sum(x.size for x in jax.tree.leaves(shapes)))
     assert counts == [7_025_981, 7_027_541]
     assert "7,027,541" in recipe_module("ptb_char_small_transformer").__doc__
@@ -116,9 +110,7 @@ def test_ptb_configs_have_published_parameter_counts(name, millions):
     published unidirectional model (the char models feed the highway output to the LSTM directly)."""
     config = recipe_module(name).get_config()
     model = bilm_from_config(config.model, 10002)
-    shapes = jax.eval_shape(
-        lambda: model.init(jax.random.key(0), dummy_inputs(model, 1, 1, config.data.max_chars_per_token), model.initial_state(1))
-    )["params"]
+    shapes = param_shapes(model, config.data.max_chars_per_token)
     total = sum(x.size for x in jax.tree.leaves(shapes))
     backward_lstm = sum(x.size // 2 for k, v in shapes.items() if k.startswith("lstm_") for x in jax.tree.leaves(v))
     assert "W_P" not in shapes["lstm_0"]

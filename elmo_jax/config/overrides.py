@@ -37,6 +37,11 @@ def leaves(tree: Mapping, prefix: str = "") -> dict[str, Any]:
     return found
 
 
+def under(key: str, patterns: tuple[str, ...]) -> bool:
+    """`key` is one of `patterns`, or under one that ends with a dot ('model.' holds 'model.lstm.dim')."""
+    return any(key == p or (p.endswith(".") and key.startswith(p)) for p in patterns)
+
+
 def as_json(value: Any) -> Any:
     """`value` as config.json stores it (tuples become lists), for comparing with a saved value."""
     return json.loads(json.dumps(value))

@@ -14,10 +14,16 @@ from elmo_jax.runtime import workdir_files
 
 def saved_config(workdir: str) -> ml_collections.ConfigDict:
     """`workdir`'s config.json, keys that the run's elmo-jax did not write yet taking the schema's
-    defaults; FileNotFoundError naming `workdir` when it has none."""
+    defaults; FileNotFoundError naming `workdir` when it has none, ValueError naming the file when
+    it is not a JSON object (cut short, say)."""
     config_path = os.path.join(workdir, workdir_files.CONFIG)
     if not os.path.exists(config_path):
         raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
     with open(config_path, encoding="utf-8") as f:
-        saved = json.load(f)
+        try:
+            saved = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{config_path}: not valid JSON ({e})") from e
+    if not isinstance(saved, dict):
+        raise ValueError(f"{config_path}: not a JSON object of config sections")
     return schema.with_defaults(saved)

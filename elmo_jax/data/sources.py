@@ -426,15 +426,26 @@ def read_sentences(patterns: str | Sequence[str]) -> list[list[str]]:
     return list(TextFileSource(patterns, shuffle=False, num_epochs=1))
 
 
-def read_lines(path: str) -> Iterator[list[str]]:
+# The longest line `read_lines` takes: 1 MiB is some 200,000 tokens, whose layers alone fill
+# gigabytes; a longer line (a file without newlines, say) is refused before it fills the memory.
+MAX_LINE_BYTES = 1 << 20
+
+
+def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[list[str]]:
     """The whitespace-split tokens of every line of one UTF-8 file, an empty line giving [] (what is
     embedded line by line, keyed by line number); invalid bytes become U+FFFD with one warning.
+    A line over `max_line_bytes` is a DataError naming its number, read no further than that.
     `read_sentences` is the training and evaluation reader: globs, gzip, empty lines skipped."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: input file not found")
     warned = False
     with open(path, "rb") as f:
-        for line_no, raw in enumerate(f, start=1):  # Binary lines split on b"\n" only.
+        # Up to 2 bytes more than the bound: a line's "\r\n".
+        for line_no, raw in enumerate(iter(lambda: f.readline(max_line_bytes + 2), b""), start=1):
+            if len(raw.rstrip(b"\r\n")) > max_line_bytes:
+                raise DataError(
+                    f"{path}:{line_no}: line longer than {max_line_bytes:,} bytes (one sentence per line; split it)"
+                )
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:

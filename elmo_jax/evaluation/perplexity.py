@@ -28,7 +28,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from tqdm import tqdm
 
 from elmo_jax.runtime.atomic_write import check_not_inputs, write_json_atomic
-from elmo_jax.config.overrides import apply_overrides, as_json, leaves
+from elmo_jax.config.overrides import apply_overrides, as_json, leaves, under
 from elmo_jax.data import corpus
 from elmo_jax.data.corpus import count_positions, evaluation_batcher
 from elmo_jax.data.sources import DataError, read_sentences
@@ -183,11 +183,6 @@ class ConfigMismatchError(ValueError):
     """A config given for evaluation changes the model that the workdir trained."""
 
 
-def _matches(key: str, patterns: tuple[str, ...]) -> bool:
-    """`key` is one of `patterns`, or under one that ends with a dot."""
-    return any(key == p or (p.endswith(".") and key.startswith(p)) for p in patterns)
-
-
 def evaluation_config(workdir: str, given: ml_collections.ConfigDict | None = None) -> ml_collections.ConfigDict:
     """The config that evaluates `workdir`: its config.json, with the evaluation keys of `given`.
 
@@ -201,9 +196,9 @@ def evaluation_config(workdir: str, given: ml_collections.ConfigDict | None = No
         return config
     saved = leaves(config.to_dict())
     for key, value in leaves(given.to_dict()).items():
-        if _matches(key, EVALUATION_KEYS):
+        if under(key, EVALUATION_KEYS):
             apply_overrides(config, {key: value}, source="--config")
-        elif _matches(key, MODEL_KEYS) and key in saved and as_json(value) != saved[key]:
+        elif under(key, MODEL_KEYS) and key in saved and as_json(value) != saved[key]:
             raise ConfigMismatchError(
                 f"--config sets {key}={value!r}, but the model in {workdir} was trained with {key}={saved[key]!r} "
                 "(its config.json): evaluation always builds the trained model, drop the override"

@@ -786,11 +786,12 @@ class _DatasetWriter:
         self.out.create_dataset(name, data=layers)
 
     def _sentence_name(self, sentence: str) -> str:
-        """`sentence` as a dataset name; ValueError for what hdf5 cannot take as one."""
-        if not sentence or sentence == "." or "/" in sentence:
+        """`sentence` as a dataset name; ValueError for what hdf5 cannot take as one (a NUL would end
+        the name there: 'a\\x00b' would name the dataset of 'a')."""
+        if not sentence or sentence == "." or "/" in sentence or "\x00" in sentence:
             raise ValueError(
-                f"{self.source}:{self.lines}: {sentence!r} cannot name an hdf5 dataset (empty, '.' or holding '/'): "
-                "leave out use_sentence_keys (--use_sentence_keys) to name the datasets by line number"
+                f"{self.source}:{self.lines}: {sentence!r} cannot name an hdf5 dataset (empty, '.' or holding '/' "
+                "or NUL): leave out use_sentence_keys (--use_sentence_keys) to name the datasets by line number"
             )
         return sentence
 

@@ -459,15 +459,13 @@ def export_checkpoint(
     export id (elmo_jax.interop.export_sets). An output that is a file the export reads is refused.
     """
     # Imported here: reading and writing weight files needs no orbax.
-    from elmo_jax.interop.workdir import checkpoint_directory, restore_params, workdir_inputs
-    from elmo_jax.interop.workdir import workdir_vocabulary
+    from elmo_jax.interop.workdir import load_run, workdir_inputs
 
     outputs = {"--options": options_path, "--weights": weights_path, "--softmax_weights": softmax_path,
                "--vocab": vocab_path}
     check_not_inputs(outputs.items(), workdir_inputs(workdir))
-    config = saved_config(workdir)
-    options_dict(config)  # Fail before reading the checkpoint for a word-input model.
-    params, step = restore_params(checkpoint_directory(workdir), step)
+    options_dict(saved_config(workdir))  # Fail before reading the checkpoint for a word-input model.
+    config, params, step, vocab = load_run(workdir, step, with_vocab=bool(vocab_path))
     this_export = checkpoint_export_id(workdir, step, params)
     writers = {
         options_path: options_writer(config, options_path, this_export),
@@ -477,6 +475,5 @@ def export_checkpoint(
         w, b = params["softmax"]["W"], params["softmax"]["b"]
         writers[softmax_path] = softmax_writer(w, b, softmax_path, this_export)
     if vocab_path:
-        vocab = workdir_vocabulary(workdir, params)
         writers[vocab_path] = lambda path: vocab.write(path, with_counts=False)
     write_files_atomic(writers)

@@ -6,7 +6,8 @@ or abstract train state is built, and importing this module imports neither opta
 training loop. A checkpoint that cannot be read (truncated or corrupt files, NaN or infinite
 values) is reported in one line and the next older one used (`first_readable`, shared with the
 training Checkpointer). The saved config is completed with the schema's defaults for keys that
-an older elmo-jax did not write.
+an older elmo-jax did not write, and must fit the checkpoint (`check_config_fits`): its model
+record, and the shapes of its params.
 """
 
 from __future__ import annotations
@@ -22,11 +23,17 @@ import ml_collections
 import numpy as np
 import orbax.checkpoint as ocp
 
+from elmo_jax.config.model_record import model_record, record_difference
 from elmo_jax.config.saved import saved_config
 from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
+from elmo_jax.model.bilm import bilm_from_config
+from elmo_jax.model.initial_params import param_shapes
 from elmo_jax.runtime import quiet_logs, workdir_files
 
 T = TypeVar("T")
+
+# The checkpoint item holding `config.model_record` of the run that wrote it.
+MODEL_RECORD = "model"
 
 
 class CheckpointError(RuntimeError):
@@ -65,6 +72,30 @@ def check_finite(tree: Any) -> None:
         shards = [shard.data for shard in leaf.addressable_shards] if isinstance(leaf, jax.Array) else [leaf]
         if not all(np.isfinite(np.asarray(shard)).all() for shard in shards):
             raise UnreadableCheckpoint(f"non-finite values in {leaf_name(path)}")
+
+
+def _leaf_specs(tree: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """{'params.lstm.W': (shape, dtype)} of the leaves of a tree of arrays or array metadata."""
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {leaf_name(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in leaves}
+
+
+def first_spec_difference(saved: Any, wanted: Any, wanted_by: str) -> str | None:
+    """The first difference of names, shapes or dtypes between a checkpoint's arrays (or their
+    metadata) `saved` and the tree `wanted_by` wants, or None. Params come first: the most telling."""
+    have, want = _leaf_specs(saved), _leaf_specs(wanted)
+    params_first = lambda key: (not key.startswith("params."), key)
+    missing = sorted(want.keys() - have.keys(), key=params_first)
+    extra = sorted(have.keys() - want.keys(), key=params_first)
+    if missing:
+        return f"{wanted_by} has {missing[0]}, the checkpoint does not"
+    if extra:
+        return f"the checkpoint has {extra[0]}, {wanted_by} does not"
+    for key in sorted(want, key=params_first):
+        if have[key] != want[key]:
+            (saved_shape, saved_dtype), (shape, dtype) = have[key], want[key]
+            return f"{key}: checkpoint {saved_shape} {saved_dtype}, {wanted_by} {shape} {dtype}"
+    return None
 
 
 class _ReadOnlyNotice(logging.Filter):
@@ -130,8 +161,28 @@ def checkpoint_directory(workdir: str) -> str:
     return directory
 
 
-def _read_params(manager: ocp.CheckpointManager, step: int, sharding: jax.sharding.Sharding | None) -> Any:
-    """The `params` subtree of checkpoint `step`, with the shapes and dtypes it was saved with."""
+class Checkpoint(NamedTuple):
+    """What a reader takes of one checkpoint: its params, its step and the model record it was
+    written with (`config.model_record`; None for checkpoints written before they carried one)."""
+
+    params: Any
+    step: int
+    record: dict[str, Any] | None
+
+
+def read_model_record(manager: ocp.CheckpointManager, step: int) -> dict[str, Any] | None:
+    """Checkpoint `step`'s model record, or None when it was written without one."""
+    if not os.path.isdir(os.path.join(str(manager.directory), str(step), MODEL_RECORD)):
+        return None
+    try:
+        restored = manager.restore(step, args=ocp.args.Composite(**{MODEL_RECORD: ocp.args.JsonRestore()}))
+    except Exception as e:
+        raise UnreadableCheckpoint(describe_error(e)) from e
+    return dict(restored[MODEL_RECORD] or {})
+
+
+def _read_params(manager: ocp.CheckpointManager, step: int, sharding: jax.sharding.Sharding | None) -> Checkpoint:
+    """The `params` subtree of checkpoint `step`, with the shapes and dtypes it was saved with, and its record."""
     try:
         saved = manager.item_metadata(step).state
     except Exception as e:  # orbax and tensorstore report unreadable files as many types.
@@ -149,13 +200,13 @@ def _read_params(manager: ocp.CheckpointManager, step: int, sharding: jax.shardi
     except Exception as e:
         raise UnreadableCheckpoint(describe_error(e)) from e
     check_finite(restored.state)
-    return restored.state["params"]
+    return Checkpoint(restored.state["params"], step, read_model_record(manager, step))
 
 
 def restore_params(
     directory: str, step: int | None = None, sharding: jax.sharding.Sharding | None = None
-) -> tuple[Any, int]:
-    """(params, step) of the checkpoint `step` under `directory` (default: the latest readable).
+) -> Checkpoint:
+    """(params, step, record) of the checkpoint `step` under `directory` (default: the latest readable).
 
     Only the saved state's `params` subtree is read (orbax partial restore), with the shapes and
     dtypes the checkpoint records, so no model, optimizer or abstract train state is built. Leaves
@@ -166,15 +217,41 @@ def restore_params(
     """
     directory = os.path.abspath(directory)
     options = ocp.CheckpointManagerOptions(read_only=True, create=False, save_interval_steps=0)
-    handlers = {"state": ocp.PyTreeCheckpointHandler(), "data": ocp.JsonCheckpointHandler()}
+    handlers = {
+        "state": ocp.PyTreeCheckpointHandler(), "data": ocp.JsonCheckpointHandler(),
+        MODEL_RECORD: ocp.JsonCheckpointHandler(),
+    }
     with read_only_notice_hidden():
         manager = ocp.CheckpointManager(directory, options=options, item_handlers=handlers)
     try:
         steps = candidate_steps(directory, list(manager.all_steps()), step)
-        params, step, _ = first_readable(directory, steps, lambda s: _read_params(manager, s, sharding), bool)
+        checkpoint, _, _ = first_readable(directory, steps, lambda s: _read_params(manager, s, sharding), bool)
     finally:
         manager.close()
-    return params, step
+    return checkpoint
+
+
+def check_config_fits(workdir: str, config: ml_collections.ConfigDict, checkpoint: Checkpoint) -> None:
+    """CheckpointError naming the first key (against the checkpoint's model record) or array (against
+    the params of the model `config` builds) in which `workdir`'s config.json does not fit `checkpoint`.
+
+    Without the check, an edited config.json either fails inside Flax (a shape) or, for a key that
+    changes no shape (the Transformer's norm placement, say), evaluates another model to a
+    plausible wrong number.
+    """
+    where = f"{os.path.join(workdir, workdir_files.CONFIG)} does not fit checkpoint {checkpoint.step}"
+    difference = None if checkpoint.record is None else record_difference(model_record(config), checkpoint.record)
+    if difference:
+        raise CheckpointError(
+            f"{where}: it sets {difference.key}={difference.configured!r}, the checkpoint was trained with "
+            f"{difference.recorded!r}"
+        )
+    n_vocab = checkpoint.params["softmax"]["W"].shape[0]
+    model = bilm_from_config(config.model, n_vocab)
+    wanted = param_shapes(model, config.data.max_chars_per_token)
+    mismatch = first_spec_difference(checkpoint.params, wanted, "the model of config.json")
+    if mismatch:
+        raise CheckpointError(f"{where}: {mismatch}")
 
 
 def workdir_vocabulary(workdir: str, params: Any) -> Vocabulary:
@@ -199,11 +276,14 @@ class Run(NamedTuple):
 def load_run(
     workdir: str, step: int | None = None, sharding: jax.sharding.Sharding | None = None, with_vocab: bool = True
 ) -> Run:
-    """The run of `workdir` at checkpoint `step` (default: the latest readable): its saved config,
-    the params (placed with `sharding`, else host arrays), and with `with_vocab` its vocab.txt."""
+    """The run of `workdir` at checkpoint `step` (default: the latest readable): its saved config
+    (checked to fit the checkpoint: `check_config_fits`), the params (placed with `sharding`, else
+    host arrays), and with `with_vocab` its vocab.txt."""
     config = saved_config(workdir)
-    params, step = restore_params(checkpoint_directory(workdir), step, sharding)
-    return Run(config, params, step, workdir_vocabulary(workdir, params) if with_vocab else None)
+    checkpoint = restore_params(checkpoint_directory(workdir), step, sharding)
+    check_config_fits(workdir, config, checkpoint)
+    vocab = workdir_vocabulary(workdir, checkpoint.params) if with_vocab else None
+    return Run(config, checkpoint.params, checkpoint.step, vocab)
 
 
 def load_params(workdir: str, step: int | None = None) -> tuple[ml_collections.ConfigDict, Any]:

@@ -1,12 +1,12 @@
 """Checkpoints with orbax: the train state plus the data iterator's position, written atomically.
 
-Layout: `WORKDIR/checkpoints/<step>/{state,data}`. orbax writes each checkpoint to a temporary
-directory and renames it when complete, so a killed run leaves at worst an unfinished temporary
-directory (removed when the next run starts), never a checkpoint that looks valid; old
-checkpoints are deleted only after a newer one is complete, and a failed write leaves them
-untouched. A checkpoint that cannot be read (truncated or corrupt files, NaN or infinite values)
-is reported in one line and the next older one is used; the unreadable one is moved aside to
-`<step>.unreadable`, never deleted. Reading a run's params without training:
+Layout: `WORKDIR/checkpoints/<step>/{state,data,model}` (model: the run's `config.model_record`).
+orbax writes each checkpoint to a temporary directory and renames it when complete, so a killed run
+leaves at worst an unfinished temporary directory (removed when the next run starts), never a
+checkpoint that looks valid; old checkpoints are deleted only after a newer one is complete, and a
+failed write leaves them untouched. A checkpoint that cannot be read (truncated or corrupt files,
+NaN or infinite values) is reported in one line and the next older one is used; the unreadable one
+is moved aside to `<step>.unreadable`, never deleted. Reading a run's params without training:
 elmo_jax/interop/workdir.py.
 """
 
@@ -21,9 +21,10 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from elmo_jax.config.model_record import record_difference
 from elmo_jax.interop.workdir import (
     CheckpointError, UnreadableCheckpoint, candidate_steps, check_finite, describe_error, first_line, first_readable,
-    leaf_name, read_only_notice_hidden,
+    MODEL_RECORD, first_spec_difference, read_model_record, read_only_notice_hidden,
 )
 from elmo_jax.runtime.data_parallel import all_processes
 
@@ -66,36 +67,23 @@ def local_process_state(saved: dict) -> dict | None:
     return states[jax.process_index()]
 
 
-def _leaf_specs(tree: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """{'params.lstm.W': (shape, dtype)} of the leaves of a tree of arrays or array metadata."""
-    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    return {leaf_name(p): (tuple(x.shape), np.dtype(x.dtype)) for p, x in leaves}
-
-
 def describe_mismatch(saved: Any, target: Any) -> str | None:
     """The first difference between a checkpoint's array metadata and `target`, or None."""
-    have = _leaf_specs(saved)
-    want = _leaf_specs(ocp.tree.serialize_tree(abstract_like(target), keep_empty_nodes=True))
-    params_first = lambda key: (not key.startswith("params."), key)  # The most telling difference.
-    missing = sorted(want.keys() - have.keys(), key=params_first)
-    extra = sorted(have.keys() - want.keys(), key=params_first)
-    if missing:
-        return f"the configured model/optimizer has {missing[0]}, the checkpoint does not"
-    if extra:
-        return f"the checkpoint has {extra[0]}, the configured model/optimizer does not"
-    for key in sorted(want, key=params_first):
-        if have[key] != want[key]:
-            (saved_shape, saved_dtype), (shape, dtype) = have[key], want[key]
-            return f"{key}: checkpoint {saved_shape} {saved_dtype}, configured {shape} {dtype}"
-    return None
+    want = ocp.tree.serialize_tree(abstract_like(target), keep_empty_nodes=True)
+    return first_spec_difference(saved, want, "the configured model/optimizer")
 
 
 class Checkpointer:
     """Saves and restores `(TrainState, data_state)` under `directory`."""
 
-    def __init__(self, directory: str, keep: int = 3, read_only: bool = False):
+    def __init__(
+        self, directory: str, keep: int = 3, read_only: bool = False, model_record: dict[str, Any] | None = None
+    ):
+        """`model_record` (`config.model_record` of the run's config): written beside every checkpoint
+        saved, and compared with the record of any checkpoint restored."""
         self.directory = os.path.abspath(directory)
         self.read_only = read_only
+        self.model_record = model_record
         options = ocp.CheckpointManagerOptions(
             max_to_keep=None if read_only else keep,  # orbax warns when a read-only manager is given one.
             save_interval_steps=0 if read_only else 1,
@@ -107,7 +95,10 @@ class Checkpointer:
             async_options=ocp.AsyncOptions(create_directories_asynchronously=False),
             cleanup_tmp_directories=not read_only,  # Unfinished saves of a killed run.
         )
-        handlers = {"state": ocp.StandardCheckpointHandler(), "data": ocp.JsonCheckpointHandler()}
+        handlers = {
+            "state": ocp.StandardCheckpointHandler(), "data": ocp.JsonCheckpointHandler(),
+            MODEL_RECORD: ocp.JsonCheckpointHandler(),
+        }
         with read_only_notice_hidden():
             self.manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=handlers)
         self._pending: int | None = None  # Step of the save in flight.
@@ -125,14 +116,11 @@ class Checkpointer:
         already on disk are untouched).
         """
         self.wait()
+        items = {"state": ocp.args.StandardSave(state), "data": ocp.args.JsonSave(data_state or {})}
+        if self.model_record is not None:
+            items[MODEL_RECORD] = ocp.args.JsonSave(self.model_record)
         try:
-            self.manager.save(
-                step,
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardSave(state), data=ocp.args.JsonSave(data_state or {})
-                ),
-                force=True,
-            )
+            self.manager.save(step, args=ocp.args.Composite(**items), force=True)
         except (OSError, ValueError, RuntimeError) as e:
             raise self._write_error(step, e) from e
         self._pending = step
@@ -174,7 +162,7 @@ class Checkpointer:
             raise UnreadableCheckpoint(describe_error(e)) from e
         if saved is None:
             raise UnreadableCheckpoint("no state metadata")
-        mismatch = describe_mismatch(saved, target)
+        mismatch = self._record_mismatch(step) or describe_mismatch(saved, target)  # The key tells more.
         if mismatch:
             raise CheckpointError(
                 f"{self.directory}/{step}: checkpoint does not match the configured model/optimizer ({mismatch})"
@@ -190,6 +178,17 @@ class Checkpointer:
             raise UnreadableCheckpoint(describe_error(e)) from e
         check_finite(restored.state)
         return restored.state, dict(restored.data or {})
+
+    def _record_mismatch(self, step: int) -> str | None:
+        """How this run's model record differs from checkpoint `step`'s (keys that change no shape
+        included: a resumed run must continue the model it trained), or None."""
+        recorded = read_model_record(self.manager, step)
+        if self.model_record is None or recorded is None:
+            return None
+        difference = record_difference(self.model_record, recorded)
+        if difference is None:
+            return None
+        return f"{difference.key}: checkpoint {difference.recorded!r}, configured {difference.configured!r}"
 
     def _set_aside(self, steps: list[int]) -> None:
         """Renames unreadable step directories to `<step>.unreadable[.N]` (kept for inspection)."""

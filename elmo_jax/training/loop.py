@@ -39,9 +39,11 @@ from elmo_jax.training import init_from, probes, run_info
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
 from elmo_jax.runtime.atomic_write import write_json_atomic
 from elmo_jax.config import check_negative_samples, validate
+from elmo_jax.config.model_record import model_record
 from elmo_jax.training.metrics_writer import MetricsWriter
 from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
-from elmo_jax.training.state import TrainState, init_params
+from elmo_jax.model.initial_params import init_params
+from elmo_jax.training.state import TrainState
 from elmo_jax.training.trainer import build_trainer
 
 
@@ -325,7 +327,7 @@ def _train_and_evaluate(
         num_steps, num_epochs = planned_steps(config)
         max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
         checkpoints = os.path.join(workdir, workdir_files.CHECKPOINTS)
-        checkpointer = Checkpointer(checkpoints, keep=config.train.keep_checkpoints)
+        checkpointer = Checkpointer(checkpoints, keep=config.train.keep_checkpoints, model_record=model_record(config))
         try:
             resuming = checkpointer.latest_step() is not None
             params = None

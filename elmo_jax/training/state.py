@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import optax
 
 from elmo_jax.model.bilm import BiLM
+from elmo_jax.model.initial_params import init_params
 
 
 class TrainState(flax.struct.PyTreeNode):
@@ -22,23 +23,6 @@ class TrainState(flax.struct.PyTreeNode):
     lstm_state: list[Any]
     rng: jax.Array
     tx: optax.GradientTransformation = flax.struct.field(pytree_node=False)
-
-
-def dummy_inputs(model: BiLM, batch_size: int, unroll_steps: int, max_chars: int) -> dict[str, jax.Array]:
-    """Zero inputs of the right shapes (for initialisation)."""
-    inputs = {
-        "token_ids": jnp.zeros((2, batch_size, unroll_steps), jnp.int32),
-        "mask": jnp.ones((2, batch_size, unroll_steps), bool),
-    }
-    if model.token_encoder == "char_cnn":
-        inputs["char_ids"] = jnp.zeros((2, batch_size, unroll_steps, max_chars), jnp.int32)
-    return inputs
-
-
-def init_params(model: BiLM, rng: jax.Array, max_chars: int) -> Any:
-    """Initial parameters (independent of the batch size), initialised in one compiled call."""
-    init = lambda key: model.init(key, dummy_inputs(model, 1, 1, max_chars), model.initial_state(1))["params"]
-    return jax.jit(init)(rng)
 
 
 def create_train_state(

@@ -21,6 +21,7 @@ import h5py
 import numpy
 import pytest
 
+from elmo_jax.data.sources import MAX_LINE_BYTES
 from elmo_jax.cli.embed import main
 from elmo_jax.inference.embedder import ElmoEmbedder
 from tests.inference.test_embedder_allennlp import write_elmo_files
@@ -251,12 +252,22 @@ def test_use_sentence_keys_writes_a_repeated_sentence_once(tmp_path, elmo_files,
     numpy.testing.assert_allclose(first, want[0], rtol=1e-5, atol=1e-6)  # The first line's layers.
 
 
-@pytest.mark.parametrize("line", ["", ".", "test / this is a first sentence"], ids=["empty", "dot", "slash"])
+@pytest.mark.parametrize(
+    "line", ["", ".", "test / this is a first sentence", "a\x00b"], ids=["empty", "dot", "slash", "nul"]
+)
 def test_use_sentence_keys_refuses_a_sentence_hdf5_cannot_name(tmp_path, elmo_files, capsys, line):
     rc, output = embed(tmp_path, elmo_files, ["a b", line], "--use_sentence_keys")
     last = capsys.readouterr().err.split("\n")[-2:]  # After the progress bar: one line, then the end.
     assert rc == 1 and not os.path.exists(output)
     assert last[0].startswith(f"error: {tmp_path / 'in.txt'}:2: {line!r} cannot name an hdf5 dataset") and last[1] == ""
+
+
+def test_a_line_over_the_bound_is_refused_before_it_is_read_whole(tmp_path, elmo_files, capsys):
+    """A file without newlines (gigabytes, say) would fill the memory as one line."""
+    rc, output = embed(tmp_path, elmo_files, ["a b", "word " * (MAX_LINE_BYTES // 5 + 1)])
+    assert rc == 1 and not os.path.exists(output)
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: {tmp_path / 'in.txt'}:2: line longer than 1,048,576 bytes (one sentence per line; split it)"]
 
 
 @pytest.mark.parametrize("flags, message", [

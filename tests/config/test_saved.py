@@ -36,3 +36,10 @@ def test_the_workdir_recipe_is_the_saved_config(tmp_path):
 def test_a_directory_without_config_json_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=f"^{tmp_path}: no config.json"):
         saved_config(str(tmp_path))
+
+
+@pytest.mark.parametrize("text", ['{"model": {"lstm": {"dim": 1', "[1, 2]"], ids=["cut short", "a list"])
+def test_a_config_json_that_is_no_config_is_named(tmp_path, text):
+    (tmp_path / "config.json").write_text(text)
+    with pytest.raises(ValueError, match=f"^{tmp_path}/config.json: not "):
+        saved_config(str(tmp_path))

@@ -13,6 +13,7 @@ from elmo_jax.data.sources import (
     TextFileSource,
     expand_globs,
     ptb_sentences,
+    read_lines,
     read_sentences,
 )
 
@@ -475,3 +476,15 @@ def test_large_file_is_streamed_not_loaded(tmp_path):
     tracemalloc.stop()
     assert count == 8000
     assert peak < 3_000_000, peak  # The 1 MiB read buffer and one block of 100 sentences.
+
+
+def test_read_lines_bounds_a_line_and_counts_crlf_apart(tmp_path):
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b"abcd\r\n\nab cd\r\nabcdef\nab\n")
+    lines = read_lines(str(path), max_line_bytes=5)
+    assert [next(lines) for _ in range(3)] == [["abcd"], [], ["ab", "cd"]]  # "ab cd\r\n": 5 bytes and its ending.
+    with pytest.raises(DataError, match=rf"^{path}:4: line longer than 5 bytes \(one sentence per line; split it\)$"):
+        next(lines)
+    path.write_bytes(b"ab\n" + b"x" * 100)  # The last line has no newline.
+    with pytest.raises(DataError, match=rf"^{path}:2: line longer than 4 bytes"):
+        list(read_lines(str(path), max_line_bytes=4))

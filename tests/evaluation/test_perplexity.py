@@ -13,7 +13,7 @@ from elmo_jax.evaluation.perplexity import ConfigMismatchError, Evaluator, evalu
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.runtime import data_parallel
 from elmo_jax.config.saved import saved_config
-from elmo_jax.training.state import init_params
+from elmo_jax.model.initial_params import init_params
 from tests.training.helpers import WORDS, tiny_config
 
 RNG = np.random.default_rng(0)

@@ -5,7 +5,7 @@ import numpy as np
 
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.flops import forward_flops_per_direction, train_flops_per_token
-from elmo_jax.training.state import init_params
+from elmo_jax.model.initial_params import init_params
 from tests.training.helpers import tiny_config
 
 

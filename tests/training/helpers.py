@@ -17,7 +17,9 @@ from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.training import optim, parallel
 from elmo_jax.runtime import data_parallel
 from elmo_jax.training.checkpoint import Checkpointer
-from elmo_jax.training.state import TrainState, init_params
+from elmo_jax.config.model_record import model_record
+from elmo_jax.model.initial_params import param_shapes
+from elmo_jax.training.state import TrainState
 
 WORDS = "the cat sat on a mat while dogs ran past old red barns near quiet hills".split()
 
@@ -59,9 +61,10 @@ def write_corpus(directory: str, n_sentences: int, seed: int, n_files: int = 2) 
     return os.path.join(directory, "part-*.txt")
 
 
-def make_checkpoint_workdir(tmp_path, recipe: str = "tests/tiny", **overrides) -> str:
+def make_checkpoint_workdir(tmp_path, recipe: str = "tests/tiny", recorded: bool = True, **overrides) -> str:
     """A workdir as `train_and_evaluate` leaves it (config.json, vocab.txt, orbax checkpoint), of
-    `recipe` (the tiny config unless named) on a small text corpus with dotted-key `overrides`.
+    `recipe` (the tiny config unless named) on a small text corpus with dotted-key `overrides`;
+    `recorded=False`: the checkpoint has no model record, as those written before it had one.
 
     The params are random rather than trained: training even two steps costs about a minute of
     CPU compilation, and any params exercise the same checkpoint -> hdf5 path.
@@ -76,7 +79,7 @@ def make_checkpoint_workdir(tmp_path, recipe: str = "tests/tiny", **overrides) -
         json.dump(config.to_dict(), f)
     vocab = corpus.load_or_build_vocab(config.data, workdir)
     model = bilm_from_config(config.model, len(vocab))
-    shapes = jax.eval_shape(lambda: init_params(model, jax.random.key(0), config.data.max_chars_per_token))
+    shapes = param_shapes(model, config.data.max_chars_per_token)
     rng = np.random.default_rng(0)
     params = jax.tree.map(lambda s: jnp.asarray(rng.normal(0.0, 0.5, s.shape), s.dtype), shapes)
     tx, _ = optim.make_optimizer(config.train, config.train.num_steps)
@@ -84,7 +87,8 @@ def make_checkpoint_workdir(tmp_path, recipe: str = "tests/tiny", **overrides) -
         step=jnp.asarray(2, jnp.int32), params=params, opt_state=tx.init(params),
         lstm_state=model.initial_state(config.train.batch_size), rng=jax.random.key_data(jax.random.key(0)), tx=tx,
     )
-    checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"))
+    record = model_record(config) if recorded else None
+    checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"), model_record=record)
     checkpointer.save(2, parallel.place_state(state, data_parallel.make_mesh()), {})
     checkpointer.close()
     return workdir

@@ -130,7 +130,7 @@ def test_no_readable_checkpoint_or_unreadable_requested_step_is_an_error(tmp_pat
 def test_checkpoint_of_another_model_is_an_error_not_a_fallback(tmp_path):
     directory = str(tmp_path / "checkpoints")
     _save(directory, [1, 2])
-    expected = r"/2: checkpoint does not match the configured model/optimizer \(params\.b: checkpoint \(2, 3\) float32, configured \(2, 4\) float32\)"
+    expected = r"/2: checkpoint does not match the configured model/optimizer \(params\.b: checkpoint \(2, 3\) float32, the configured model/optimizer \(2, 4\) float32\)"
     with pytest.raises(CheckpointError, match=expected):
         Checkpointer(directory).restore(_state(0.0, size=4))
     other_optimizer = _state(0.0).replace(opt_state=optax.sgd(0.1, momentum=0.9).init(_state(0.0).params))
@@ -218,7 +218,7 @@ def test_read_only_loaders_skip_non_finite_params_with_a_warning_or_name_the_req
     directory = str(tmp_path / "checkpoints")
     _save_nan_at(directory, [1, 2], nan_step=2)
     with caplog.at_level(logging.WARNING):
-        params, step = restore_params(directory)
+        params, step, _ = restore_params(directory)
     assert step == 1 and np.array_equal(params["w"], np.full(3, 1.0))
     assert f"{directory}/2: unreadable checkpoint (non-finite values in params.b)" in caplog.text
     with pytest.raises(CheckpointError, match=r"no readable checkpoint \(step 2: non-finite values in params\.b\)"):

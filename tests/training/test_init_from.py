@@ -16,7 +16,7 @@ from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.interop.workdir import load_params
 from elmo_jax.training.init_from import config_with_init_model, init_params
 from elmo_jax.training.loop import train_and_evaluate
-from elmo_jax.training.state import init_params as fresh_params
+from elmo_jax.model.initial_params import init_params as fresh_params
 from tests.training.helpers import make_checkpoint_workdir, tiny_config, write_corpus
 
 

@@ -15,7 +15,7 @@ from elmo_jax.evaluation import report
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.training import probes
 from elmo_jax.training.loop import train_and_evaluate
-from elmo_jax.training.state import init_params
+from elmo_jax.model.initial_params import init_params
 from tests.entry_points import run_script
 from tests.probing.helpers import random_sentences, write_conllu
 from tests.training.helpers import WORDS, tiny_config, write_corpus

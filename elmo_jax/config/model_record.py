@@ -1,0 +1,55 @@
+"""What a checkpoint records of the model that wrote it: the config keys that define what the model
+computes, so that a reader can refuse a config.json that builds another model from its params.
+
+A changed shape (a wider LSTM) shows in the params, but many keys change the computation and no
+shape: the Transformer's norm placement, the positions, the activation, the clips, skip
+connections. Each checkpoint stores `model_record(config)` beside its arrays; readers and resumed
+runs compare it with their config (`record_difference`). Keys that choose only how the model is
+computed or trained (precision, kernels, loop unrolling, dropout, initialisation, the training
+softmax) are left out: they may change between training and evaluation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, NamedTuple
+
+import ml_collections
+
+from elmo_jax.config.overrides import as_json, leaves, under
+
+# Keys that define the model's function: its inputs (chars per token) and every module.
+RECORDED = ("model.", "data.max_chars_per_token")
+# Keys under RECORDED that change how the model is computed or trained, not what it computes.
+HOW_COMPUTED = (
+    "model.dtype", "model.remat", "model.unroll", "model.lstm_kernel", "model.conv_block", "model.conv_kernel",
+    "model.distinct_fraction", "model.dropout", "model.token_dropout", "model.init_range", "model.lstm.initializer",
+    "model.softmax.",
+)
+
+
+def model_record(config: ml_collections.ConfigDict) -> dict[str, Any]:
+    """{'model.transformer.norm': 'pre', ...}: the recorded keys of `config` and their JSON values."""
+    return {
+        key: as_json(value)
+        for key, value in sorted(leaves(config.to_dict()).items())
+        if under(key, RECORDED) and not under(key, HOW_COMPUTED)
+    }
+
+
+class Difference(NamedTuple):
+    key: str
+    configured: Any
+    recorded: Any
+
+
+def record_difference(configured: Mapping[str, Any], recorded: Mapping[str, Any]) -> Difference | None:
+    """The first key whose value in the record of a config differs from a checkpoint's, or None.
+
+    Keys only one side knows are skipped: a key added to the schema since the checkpoint was
+    written takes its default, the behaviour of the code that trained it; a key dropped since
+    no longer builds anything.
+    """
+    for key in sorted(configured.keys() & recorded.keys()):
+        if configured[key] != recorded[key]:
+            return Difference(key, configured[key], recorded[key])
+    return None

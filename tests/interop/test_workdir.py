@@ -1,0 +1,58 @@
+"""Reading a training workdir: its config.json must fit the checkpoint it builds a model for."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from elmo_jax.interop.workdir import CheckpointError, load_run
+from tests.training.helpers import make_checkpoint_workdir
+
+
+def _edit_config(workdir: str, section: str, key: str, value) -> None:
+    path = os.path.join(workdir, "config.json")
+    with open(path) as f:
+        config = json.load(f)
+    config["model"][section][key] = value
+    with open(path, "w") as f:
+        json.dump(config, f)
+
+
+@pytest.fixture(scope="module")
+def transformer_workdir(tmp_path_factory):
+    return make_checkpoint_workdir(tmp_path_factory.mktemp("transformer"), **{"model.contextualizer": "transformer"})
+
+
+@pytest.fixture
+def edited(transformer_workdir, tmp_path):
+    """A copy of the transformer workdir, for a test to edit."""
+    return shutil.copytree(transformer_workdir, str(tmp_path / "copy"))
+
+
+def test_a_fitting_config_loads(transformer_workdir):
+    run = load_run(transformer_workdir)
+    assert run.step == 2 and run.config.model.transformer.norm == "pre"
+
+
+def test_a_key_that_changes_no_shape_is_refused_by_the_checkpoints_record(edited):
+    _edit_config(edited, "transformer", "norm", "post")
+    expected = (
+        f"^{edited}/config.json does not fit checkpoint 2: it sets model.transformer.norm='post', "
+        "the checkpoint was trained with 'pre'$"
+    )
+    with pytest.raises(CheckpointError, match=expected):
+        load_run(edited)
+
+
+def test_a_changed_shape_is_named_by_its_array_without_a_record(tmp_path):
+    """Checkpoints written before the record: the params' shapes are still checked."""
+    workdir = make_checkpoint_workdir(tmp_path, recorded=False)
+    assert not os.path.exists(os.path.join(workdir, "checkpoints", "2", "model"))
+    load_run(workdir)
+    _edit_config(workdir, "lstm", "dim", 24)
+    expected = r"config.json does not fit checkpoint 2: lstm_0.B: checkpoint \(2, 64\) float32, the model of config.json"
+    with pytest.raises(CheckpointError, match=expected + r" \(2, 96\) float32$"):
+        load_run(workdir)
