@@ -20,6 +20,7 @@ table; `--output` writes the result as JSON, with the fields of a workdir's eval
 """
 
 import sys
+from typing import Any, Mapping
 
 from absl import app, flags
 
@@ -29,7 +30,7 @@ from elmo_jax.runtime import compilation_cache, host_memory
 from elmo_jax.runtime import quiet_logs
 from elmo_jax.config import validate
 from elmo_jax.cli.config_flags import define_config_flag, flags_parser
-from elmo_jax.evaluation.perplexity import bilm_files_from_flags, evaluate_bilm_files, evaluate_checkpoint
+from elmo_jax.evaluation.perplexity import BilmFiles, evaluate_bilm_files, evaluate_checkpoint
 
 FLAGS = flags.FLAGS
 define_config_flag(
@@ -49,6 +50,48 @@ flags.DEFINE_integer("step", None, "Checkpoint step to evaluate (default: the la
 flags.DEFINE_string("output", None, "Also write the result to this JSON file.")
 flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP)
 flags.DEFINE_string(compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP)
+
+
+# evaluate.py's flags naming a BilmFiles field, with what each names.
+BILM_FILE_FLAGS = {
+    "options": "its options.json",
+    "weights": "its hdf5 weights",
+    "softmax_weights": "its softmax hdf5",
+    "vocab": "its vocabulary, line i = softmax row i",
+}
+
+
+def bilm_files_from_flags(flag_values: Mapping[str, Any]) -> BilmFiles | None:
+    """The bilm-tf/AllenNLP model that evaluate.py's flags name, or None when they name --workdir.
+
+    One-line ValueError naming the flag unless they name exactly one model: --workdir, or all of
+    --options, --weights, --softmax_weights and --vocab with --eval_files (a bilm-tf model has no
+    corpus split and no checkpoint steps, so --split and --step are refused with it).
+    """
+    named = [flag for flag in BILM_FILE_FLAGS if flag_values.get(flag)]
+    if not named:
+        if not flag_values.get("workdir"):
+            raise ValueError(
+                "name the model to evaluate: --workdir (a training workdir) or --options, --weights, "
+                "--softmax_weights and --vocab (a bilm-tf/AllenNLP model)"
+            )
+        return None
+    if flag_values.get("workdir"):
+        raise ValueError(
+            f"--workdir and --{named[0]} name two models: evaluate a training workdir or a bilm-tf/AllenNLP model"
+        )
+    for flag, what in BILM_FILE_FLAGS.items():
+        if flag not in named:
+            raise ValueError(
+                f"--{named[0]} needs --{flag} ({what}): a bilm-tf/AllenNLP model is read from --options, "
+                "--weights, --softmax_weights and --vocab"
+            )
+    for flag in ("split", "step"):
+        if flag_values.get(flag) is not None:
+            raise ValueError(f"--{flag} is for --workdir: a bilm-tf/AllenNLP model is evaluated on --eval_files")
+    if not flag_values.get("eval_files"):
+        raise ValueError("--options needs --eval_files: the held-out text to evaluate the bilm-tf/AllenNLP model on")
+    return BilmFiles(**{flag: flag_values[flag] for flag in BILM_FILE_FLAGS})
 
 
 def main(argv: list[str]) -> None:

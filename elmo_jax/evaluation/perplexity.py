@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -265,48 +265,6 @@ class BilmFiles:
     vocab: str
 
 
-# evaluate.py's flags naming a BilmFiles field, with what each names.
-BILM_FILE_FLAGS = {
-    "options": "its options.json",
-    "weights": "its hdf5 weights",
-    "softmax_weights": "its softmax hdf5",
-    "vocab": "its vocabulary, line i = softmax row i",
-}
-
-
-def bilm_files_from_flags(flag_values: Mapping[str, Any]) -> BilmFiles | None:
-    """The bilm-tf/AllenNLP model that evaluate.py's flags name, or None when they name --workdir.
-
-    One-line ValueError naming the flag unless they name exactly one model: --workdir, or all of
-    --options, --weights, --softmax_weights and --vocab with --eval_files (a bilm-tf model has no
-    corpus split and no checkpoint steps, so --split and --step are refused with it).
-    """
-    named = [flag for flag in BILM_FILE_FLAGS if flag_values.get(flag)]
-    if not named:
-        if not flag_values.get("workdir"):
-            raise ValueError(
-                "name the model to evaluate: --workdir (a training workdir) or --options, --weights, "
-                "--softmax_weights and --vocab (a bilm-tf/AllenNLP model)"
-            )
-        return None
-    if flag_values.get("workdir"):
-        raise ValueError(
-            f"--workdir and --{named[0]} name two models: evaluate a training workdir or a bilm-tf/AllenNLP model"
-        )
-    for flag, what in BILM_FILE_FLAGS.items():
-        if flag not in named:
-            raise ValueError(
-                f"--{named[0]} needs --{flag} ({what}): a bilm-tf/AllenNLP model is read from --options, "
-                "--weights, --softmax_weights and --vocab"
-            )
-    for flag in ("split", "step"):
-        if flag_values.get(flag) is not None:
-            raise ValueError(f"--{flag} is for --workdir: a bilm-tf/AllenNLP model is evaluated on --eval_files")
-    if not flag_values.get("eval_files"):
-        raise ValueError("--options needs --eval_files: the held-out text to evaluate the bilm-tf/AllenNLP model on")
-    return BilmFiles(**{flag: flag_values[flag] for flag in BILM_FILE_FLAGS})
-
-
 def bilm_files_config(files: BilmFiles, base: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """The config that evaluates `files`: `base` (configs/default.py's, or a given --config) with
     the model section and data.max_chars_per_token that its options.json describes.
@@ -340,7 +298,7 @@ def evaluate_bilm_files(
     checkpoint evaluates to the perplexity of the checkpoint itself.
     """
     config = bilm_files_config(files, base)
-    outputs = _output_paths(output, [(f"--{flag}", getattr(files, flag)) for flag in BILM_FILE_FLAGS])
+    outputs = _output_paths(output, [(f"--{f.name}", getattr(files, f.name)) for f in dataclasses.fields(files)])
     vocab = Vocabulary.load(files.vocab)
     params = bilm_params(files, config, vocab)
     sentences = read_sentences(eval_files)
