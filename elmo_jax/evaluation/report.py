@@ -18,10 +18,12 @@ without any, the columns are left out.
 Probes (elmo_jax/probing/): of each task a run was probed on, the result shown is the
 `probe_<task>.json` that `elmo-probe` wrote into the workdir, or else the latest
 `probe_<task>_<step>.json` of training (`config.eval.probe`), and `probe_<task>_random_init.json`
-is its control. The table then gains, per task, the accuracy of each layer, the best layer, the
-mix, the word-type baseline and the control's best layer; the figure a panel per task of accuracy
-by layer, a line per run (its control dashed, its mix a star). Runs without probe files show as
-without probes. Needs matplotlib: `pip install 'elmo-jax[report]'`.
+is its control. The table then gains, per task, the score of each layer, the best layer, the
+mix, the word-type baseline and the control's best layer; the figure a panel per task of scores
+by layer, a line per run (its control dashed, its mix a star). Scores are test accuracies, except
+where a result names its `metric` (word senses: the centroids' mean macro-F1, beside the most
+frequent sense of each word as its word baseline), which the table's note and the panel say.
+Runs without probe files show as without probes. Needs matplotlib: `pip install 'elmo-jax[report]'`.
 """
 
 from __future__ import annotations
@@ -269,6 +271,18 @@ def probe_tasks(runs: Sequence[Run]) -> list[str]:
     return sorted({task for run in runs for task in run.probes})
 
 
+# What a probe result's `layers` and `mix` hold when it does not say (`metric`): the token tasks'.
+DEFAULT_MEASURE = "test accuracy"
+
+
+def probe_measure(runs: Sequence[Run], task: str) -> str:
+    """What the scores of `task` measure, as its results say (`metric`; word senses: the centroids'
+    macro-F1), else DEFAULT_MEASURE."""
+    probes = [run.probes[task] for run in runs if task in run.probes]
+    metrics = [result.get("metric") for probe in probes for result in (probe.result, probe.control) if result]
+    return next((metric for metric in metrics if isinstance(metric, str)), DEFAULT_MEASURE)
+
+
 # The table's columns of each probe task, after the task's name.
 PROBE_COLUMNS = ("by layer", "best layer", "mix", "word baseline", "random init best")
 
@@ -307,7 +321,8 @@ def _probe_cells(probe: Probe) -> list[str]:
 def markdown_table(runs: Sequence[Run]) -> str:
     """One row per run: steps, tokens, final train loss, final eval tokens and perplexities, tokens/s;
     TEST_COLUMNS when a run has a test evaluation; then, for each task a run was probed on,
-    PROBE_COLUMNS (test accuracies as fractions)."""
+    PROBE_COLUMNS (fractions), and below the table a line saying what a task's scores measure when
+    it is not test accuracy (word senses: macro-F1; the word baseline, the most frequent sense)."""
     tasks = probe_tasks(runs)
     tested = any(run.test for run in runs)
     header = ["run", "steps", "tokens", "train loss", "eval split", "eval tokens", "forward ppl", "backward ppl",
@@ -327,6 +342,10 @@ def markdown_table(runs: Sequence[Run]) -> str:
             cells += [_fmt(_value(run.test, key), 2) for key in TEST_KEYS]
         cells += [cell for task in tasks for cell in _probe_cells(run.probes.get(task, Probe()))]
         lines.append("| " + " | ".join(cells) + " |")
+    measures = {task: probe_measure(runs, task) for task in tasks}
+    notes = [f"{task}: {measure}" for task, measure in measures.items() if measure != DEFAULT_MEASURE]
+    if notes:
+        lines += ["", f"Probe scores are test accuracy, except {'; '.join(notes)}."]
     return "\n".join(lines)
 
 
@@ -345,7 +364,7 @@ def _log_tick_positions(values: Sequence[float]) -> list[float]:
 
 
 def _probe_panel(ax: Any, runs: Sequence[Run], task: str) -> None:
-    """Test accuracy of `task` by layer, a line per run (its control dashed), each run's mix a star
+    """The scores of `task` by layer (`probe_measure`), a line per run (its control dashed), each run's mix a star
     after the last layer, the word-type baselines dotted gray levels."""
     results = [(i, run, run.probes.get(task, Probe())) for i, run in enumerate(runs)]
     n_layers = max(len(r["layers"]) for _, _, p in results for r in (p.result, p.control) if r)
@@ -364,7 +383,7 @@ def _probe_panel(ax: Any, runs: Sequence[Run], task: str) -> None:
     for j, level in enumerate(sorted(baselines)):
         ax.axhline(level, color="gray", linestyle=":", linewidth=1, label="word-type baseline" if j == 0 else None)
     ax.set_xticks(range(n_layers + 1), [*map(str, range(n_layers)), "mix"])
-    ax.set(xlabel="layer (0: token embeddings)", ylabel="test accuracy", title=f"{task} probes by layer")
+    ax.set(xlabel="layer (0: token embeddings)", ylabel=probe_measure(runs, task), title=f"{task} probes by layer")
     ax.grid(True, alpha=0.3)
     ax.legend()
 

@@ -35,7 +35,8 @@ def evaluation(step, fwd, bwd, ppl, tokens=None):
 def table_rows(stdout):
     lines = stdout.strip().splitlines()
     header = [c.strip() for c in lines[0].strip("|").split("|")]
-    return [dict(zip(header, (c.strip() for c in line.strip("|").split("|")))) for line in lines[2:]]
+    rows = [line for line in lines[2:] if line.startswith("|")]  # Notes may follow the table.
+    return [dict(zip(header, (c.strip() for c in line.strip("|").split("|")))) for line in rows]
 
 
 def assert_png(path, size=(1200, 800)):
@@ -319,3 +320,18 @@ def test_a_bad_test_evaluation_file_is_an_error_naming_it(tmp_path, capsys):
     assert report_main([run_dir, "--output", str(tmp_path / "r.png")]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: {run_dir}{os.sep}eval_test_3.json: not an evaluation result") and err.count("\n") == 1, err
+
+
+def test_word_sense_scores_are_labelled_as_their_metric_not_accuracy(tmp_path, capsys):
+    run_dir = make_run(tmp_path, "senses", [train(10, 5.0, 1.0)])
+    write_probe(run_dir, "probe_upos.json", probe_result([0.8, 0.9], 0.9))
+    metric = "macro-F1 of the nearest sense centroid (mean over words)"
+    wsd = {**probe_result([0.25, 0.5, 0.625], 0.6, word_baseline=0.35), "task": "wsd", "metric": metric}
+    write_probe(run_dir, "probe_wsd.json", wsd)
+    assert report_main([run_dir, "--output", str(tmp_path / "r.png")]) == 0
+    out = capsys.readouterr().out
+    assert table_rows(out)[0]["wsd by layer"] == "0.250 / 0.500 / 0.625"
+    assert out.rstrip().endswith(f"Probe scores are test accuracy, except wsd: {metric}.")
+    fig = report.figure([report.load_run(run_dir)])
+    assert [ax.get_ylabel() for ax in fig.axes[4:]] == ["test accuracy", metric]
+    assert "Probe scores" not in report.markdown_table([report.load_run(make_run(tmp_path, "plain", [train(1, 5.0, 1.0)]))])
