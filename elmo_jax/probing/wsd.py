@@ -147,10 +147,9 @@ def probe_wsd(
     config = dataclasses.replace(config or PROBE_CONFIG, seed=seed, mlp_hidden=0)
     normalize_word("", normalize)  # Checks the mode before any sentence.
     samples = [_sample(w.train, max_train_per_word, seed + i) for i, w in enumerate(words)]
-    for word, sample in zip(words, samples):
-        if len(sample) < 2:
-            raise ValueError(f"{word.word}: {len(sample)} training sentence(s); the probes need at least 2")
-    held_out = [held_out_tenth(range(len(sample)), seed + i) for i, sample in enumerate(samples)]
+    held_out = [
+        held_out_tenth(range(len(sample)), seed + i, word.word) for i, (word, sample) in enumerate(zip(words, samples))
+    ]
     train = [e for sample in samples for e in sample]
     test = [e for w in words for e in w.test]
     keys = [(i, sense) for i, w in enumerate(words) for sense in w.senses]  # One label per sense of each word.
