@@ -40,7 +40,9 @@ from elmo_jax.data.conllu import read_conllu
 from elmo_jax.inference.embedder import ENGINES, PretrainedBiLM, bilm_from_files, bilm_from_workdir
 from elmo_jax.interop.workdir import workdir_inputs
 from elmo_jax.probing import wsd
-from elmo_jax.probing.report import figure_path, markdown_table, result_path, write_outputs, wsd_markdown_tables
+from elmo_jax.probing.report import (
+    figure_path, markdown_table, read_results, result_path, write_outputs, wsd_markdown_tables,
+)
 from elmo_jax.probing.run import probe
 from elmo_jax.probing.tasks import NORMALIZATIONS, TASKS
 from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs, workdir_files
@@ -139,7 +141,8 @@ def _not_a_directory(path: str) -> str | None:
 def _check_output(output: str) -> list[str]:
     """The files the result goes to in the directory `output` (those of its task and control are
     replaced), checked before any work: ValueError when `output` is one of the inputs or lies in
-    one, or when a written file is an input; UsageError when `output` is not a directory."""
+    one, when a written file is an input, or when a result file there (which the figure draws) is
+    not a result; UsageError when `output` is not a directory."""
     written = [result_path(output, _FLAGS.task, _FLAGS.control), figure_path(output, _FLAGS.task)]
     inputs = [(f"--{name}", _FLAGS[name].value) for name in ("train", "dev", "test", "data", "options", "weights")]
     inputs += workdir_inputs(_FLAGS.workdir)
@@ -148,6 +151,7 @@ def _check_output(output: str) -> list[str]:
     blocking = _not_a_directory(output)
     if blocking is not None:
         raise tool_flags.UsageError(f"--output {output}: {blocking} is not a directory (the results go into one)")
+    read_results(output, _FLAGS.task)  # What write_outputs reads after the work.
     return written
 
 

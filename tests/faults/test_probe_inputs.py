@@ -58,6 +58,19 @@ def test_elmo_probe_refuses_an_output_that_is_not_a_directory_before_loading_the
     assert notes.read_text() == "mine"
 
 
+def test_elmo_probe_refuses_a_result_file_in_output_that_is_not_one_before_loading_the_model(
+    bilm_files, files, tmp_path, capsys, no_model  # noqa: F811
+):
+    """The figure draws the task's other results in --output: one cut short failed after the work."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "probe_upos_random_init.json").write_text('{"layers": [0.5')
+    assert probe_cli.main(_elmo_probe(bilm_files, **files, output=str(out))) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {out / 'probe_upos_random_init.json'}: not a probe result"), err
+    assert [p.name for p in out.iterdir()] == ["probe_upos_random_init.json"]
+
+
 def test_elmo_probe_refuses_dev_labels_none_of_which_training_has(bilm_files, files, tmp_path, capsys):  # noqa: F811
     """Every layer scored below the majority baseline with exit 0: the probes were never trained."""
     dev = _lower_cased_tags(tmp_path / "dev.conllu")
