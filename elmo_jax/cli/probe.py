@@ -40,7 +40,9 @@ from elmo_jax.data.conllu import read_conllu
 from elmo_jax.inference.embedder import ENGINES, PretrainedBiLM, bilm_from_files, bilm_from_workdir
 from elmo_jax.interop.workdir import workdir_inputs
 from elmo_jax.probing import wsd
-from elmo_jax.probing.report import figure_path, markdown_table, result_path, write_outputs, wsd_markdown_tables
+from elmo_jax.probing.report import (
+    figure_path, markdown_table, read_results, result_path, write_outputs, wsd_markdown_tables,
+)
 from elmo_jax.probing.run import probe
 from elmo_jax.probing.tasks import NORMALIZATIONS, TASKS
 from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs, workdir_files
@@ -127,6 +129,32 @@ def _output_dir() -> str:
     return _FLAGS.workdir if _FLAGS.workdir is not None else os.getcwd()
 
 
+def _not_a_directory(path: str) -> str | None:
+    """What stands where the directory `path` or one of its parents would be when it is not a
+    directory (a file), else None (they are directories, or do not exist yet and will be made)."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    return None if os.path.isdir(path) else path
+
+
+def _check_output(output: str) -> list[str]:
+    """The files the result goes to in the directory `output` (those of its task and control are
+    replaced), checked before any work: ValueError when `output` is one of the inputs or lies in
+    one, when a written file is an input, or when a result file there (which the figure draws) is
+    not a result; UsageError when `output` is not a directory."""
+    written = [result_path(output, _FLAGS.task, _FLAGS.control), figure_path(output, _FLAGS.task)]
+    inputs = [(f"--{name}", _FLAGS[name].value) for name in ("train", "dev", "test", "data", "options", "weights")]
+    inputs += workdir_inputs(_FLAGS.workdir)
+    check_not_inputs([("--output", output)], inputs)
+    check_not_inputs([("--output", path) for path in written], inputs)
+    blocking = _not_a_directory(output)
+    if blocking is not None:
+        raise tool_flags.UsageError(f"--output {output}: {blocking} is not a directory (the results go into one)")
+    read_results(output, _FLAGS.task)  # What write_outputs reads after the work.
+    return written
+
+
 def _model() -> tuple[PretrainedBiLM, dict[str, Any]]:
     """The biLM of the flags, and what names it in the result (a workdir's: the step loaded)."""
     if _FLAGS.workdir is not None:
@@ -143,9 +171,7 @@ def _probe(command: str) -> None:
     """The CLI: the result's JSON and figure in the output directory, its table on stdout."""
     _check_flags()
     output = _output_dir()
-    written = [result_path(output, _FLAGS.task, _FLAGS.control), figure_path(output, _FLAGS.task)]
-    inputs = [(f"--{name}", _FLAGS[name].value) for name in ("train", "dev", "test", "data", "options", "weights")]
-    check_not_inputs([("--output", path) for path in written], inputs + workdir_inputs(_FLAGS.workdir))
+    written = _check_output(output)
     quiet_logs.configure(_FLAGS.log_library)
     compilation_cache.configure(_FLAGS.compilation_cache)
     host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.

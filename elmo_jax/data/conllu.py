@@ -6,7 +6,8 @@ value not given, never an empty column). ID is an integer for a syntactic word (
 each sentence), a range for a multiword token (`3-4`: the surface form of words 3 and 4) or a
 decimal for an empty node of the enhanced graph (`5.1`). A `Sentence` keeps its words only: the
 multiword-token lines and empty nodes are checked and skipped, so token-level tasks see each
-syntactic word once (UD's `do` `n't` for `don't`, as the Penn Treebank splits it).
+syntactic word once (UD's `do` `n't` for `don't`, as the Penn Treebank splits it). A byte order
+mark opening the file is skipped.
 
 Errors are ValueErrors naming `file:line`: a line without 10 columns, an empty column, an ID that
 is none of the three kinds or out of order, invalid UTF-8, a file without any sentence.
@@ -56,8 +57,10 @@ def read_conllu(path: str) -> list[Sentence]:
 
 
 def _decode(raw: bytes, path: str, number: int) -> str:
+    """Line `number` of `path` as text; the first line loses a byte order mark (U+FEFF), which
+    editors on Windows write and which would otherwise be read as part of a comment or an ID."""
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig" if number == 1 else "utf-8")
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}:{number}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
 

@@ -4,8 +4,10 @@ The words of each split are normalised (tasks.py), their representations compute
 (features.py), the probes trained on train and early-stopped on dev (classifier.py; without dev
 sentences, on a tenth of the training sentences held out at random by `seed`) and scored on test,
 beside the word-type and majority baselines (baseline.py). Accuracies are fractions of the test
-tokens. A test label the training tokens never had cannot be predicted: its tokens count as
-errors, and a warning names how many and the file and line of the first.
+tokens. A test or dev label the training tokens never had cannot be predicted: its tokens count as
+errors, and a warning names how many and the file and line of the first. Dev tokens none of whose
+labels training has are refused (`labelled_splits`): no epoch could score above 0 on them, so
+early stopping would keep the untrained probes.
 
 `control='random_init'` probes the same biLM with fresh random weights instead (`random_init`;
 Liu et al. 2019's control): what the architecture gives without pretraining.
@@ -16,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Any, Sequence, TypeVar
+from typing import Any, NamedTuple, Sequence, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -45,10 +47,12 @@ def random_init(pretrained: PretrainedBiLM, seed: int = 0) -> PretrainedBiLM:
     return pretrained._replace(params=params)
 
 
-def held_out_tenth(sentences: Sequence[T], seed: int) -> tuple[list[T], list[T]]:
-    """(the other sentences, a tenth of them, at least one, chosen at random by `seed`), each in file order."""
+def held_out_tenth(sentences: Sequence[T], seed: int, name: str) -> tuple[list[T], list[T]]:
+    """(the other sentences, a tenth of them, at least one, chosen at random by `seed`), each in file
+    order; ValueError naming `name` (where the sentences come from) for fewer than 2."""
     if len(sentences) < 2:
-        raise ValueError("without dev sentences, training needs at least 2 sentences (a tenth is held out for dev)")
+        raise ValueError(f"{name}: {len(sentences)} training sentence(s); without dev sentences the probes need "
+                         "at least 2 (a tenth is held out for early stopping)")
     order = np.random.default_rng(seed).permutation(len(sentences))
     held = set(order[: max(1, len(sentences) // 10)].tolist())
     return [s for i, s in enumerate(sentences) if i not in held], [s for i, s in enumerate(sentences) if i in held]
@@ -58,18 +62,64 @@ def _label_ids(tokens: LabelledTokens, ids: dict[str, int]) -> np.ndarray:
     return np.array([ids.get(label, -1) for label in tokens.labels], np.int32)
 
 
-def unseen_labels(test: LabelledTokens, known: set[str]) -> dict[str, Any]:
-    """The test tokens whose label training never had: their count, their labels and where the first is."""
-    unseen = [i for i, label in enumerate(test.labels) if label not in known]
-    report: dict[str, Any] = {"tokens": len(unseen), "labels": sorted({test.labels[i] for i in unseen})}
+def unseen_labels(tokens: LabelledTokens, known: set[str], split: str = "test") -> dict[str, Any]:
+    """The tokens of `split` whose label training never had (`known`): their count, their labels and
+    where the first is, which a warning names."""
+    unseen = [i for i, label in enumerate(tokens.labels) if label not in known]
+    report: dict[str, Any] = {"tokens": len(unseen), "labels": sorted({tokens.labels[i] for i in unseen})}
     if unseen:
-        path, line = test.where[unseen[0]]
+        path, line = tokens.where[unseen[0]]
         report["first"] = f"{path}:{line}"
         logging.warning(
-            "%s:%d: %d test token(s) with %d label(s) never seen in training (%s), counted as errors",
-            path, line, len(unseen), len(report["labels"]), ", ".join(report["labels"]),
+            "%s:%d: %d %s token(s) with %d label(s) never seen in training (%s), counted as errors",
+            path, line, len(unseen), split, len(report["labels"]), ", ".join(report["labels"]),
         )
     return report
+
+
+def _some(labels: Sequence[str], shown: int = 5) -> str:
+    """The first `shown` of `labels`, and how many there are when that is not all of them."""
+    listed = ", ".join(labels[:shown])
+    return listed if len(labels) <= shown else f"{listed}, ... ({len(labels)} labels)"
+
+
+def check_shared_labels(dev: LabelledTokens, known: set[str]) -> None:
+    """ValueError naming `dev`'s file(s) and some of both label sets when no dev label is one of
+    training's (`known`): the probes could not be right on any dev token, so early stopping on
+    dev would keep them as initialised (a wrong spelling or column, e.g. lower-cased tags)."""
+    labels = sorted(set(dev.labels))
+    if known.isdisjoint(labels):
+        files = ", ".join(sorted({path for path, _ in dev.where}))
+        raise ValueError(
+            f"{files}: no dev token has a label of the training tokens (dev: {_some(labels)}; "
+            f"training: {_some(sorted(known))})"
+        )
+
+
+class LabelledSplits(NamedTuple):
+    """The labelled tokens the probes train on, stop early on and are scored on, and where dev
+    comes from: 'dev' (its own sentences) or 'train_tenth' (held out of train's)."""
+
+    train: LabelledTokens
+    dev: LabelledTokens
+    test: LabelledTokens
+    dev_source: str
+
+
+def labelled_splits(
+    train: Sequence[Sentence], dev: Sequence[Sentence] | None, test: Sequence[Sentence], task: str, normalize: str,
+    seed: int,
+) -> LabelledSplits:
+    """The splits of `task` (dev None or empty: a tenth of `train` held out by `seed`), checked as
+    the probes need them; ValueError naming the file: fewer than 2 training sentences without dev,
+    a token without a label (tasks.py), dev labels none of which training has."""
+    dev_source = "dev"
+    if not dev:
+        train, dev = held_out_tenth(train, seed, train[0].path if train else "the training file")
+        dev_source = "train_tenth"
+    train_tokens, dev_tokens, test_tokens = (labelled_tokens(s, task, normalize) for s in (train, dev, test))
+    check_shared_labels(dev_tokens, set(train_tokens.labels))
+    return LabelledSplits(train_tokens, dev_tokens, test_tokens, dev_source)
 
 
 def probe(
@@ -94,7 +144,8 @@ def probe(
     Test accuracies: `layers` (layer 0..L), `mix`, `mlp` (with `mlp`), `word_baseline`,
     `majority_baseline`; their dev accuracies `dev_layers`, `dev_mix`, `dev_mlp`; the mix's
     softmax weights `mix_weights` and `mix_gamma`; `train_tokens`, `dev_tokens`, `test_tokens`,
-    `dev` ('dev' or 'train_tenth'), `labels` (classes in train), `unseen_test_labels`; `task`,
+    `dev` ('dev' or 'train_tenth'), `labels` (classes in train), `unseen_dev_labels`,
+    `unseen_test_labels` (`unseen_labels`); `task`,
     `normalize`, `control`, `seed`, `n_layers`, `dim` (the widest layer), `layer_dims` (each layer's
     own width; narrower layers are zero-padded to `dim` for the probes and the mix: features.py,
     classifier.py), `epochs`, `best_epoch`, `probe_config`,
@@ -104,20 +155,17 @@ def probe(
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
     config = dataclasses.replace(config or ProbeConfig(), seed=seed, mlp_hidden=MLP_HIDDEN if mlp else 0)
-    dev_source = "dev"
-    if not dev:
-        train, dev = held_out_tenth(train, seed)
-        dev_source = "train_tenth"
-    splits = [labelled_tokens(sentences, task, normalize) for sentences in (train, dev, test)]
-    train_tokens, dev_tokens, test_tokens = splits
+    splits = labelled_splits(train, dev, test, task, normalize, seed)
+    train_tokens, dev_tokens, test_tokens = splits.train, splits.dev, splits.test
     label_names = sorted(set(train_tokens.labels))
     ids = {label: i for i, label in enumerate(label_names)}
-    unseen = unseen_labels(test_tokens, set(ids))
+    unseen_dev, unseen = unseen_labels(dev_tokens, set(ids), "dev"), unseen_labels(test_tokens, set(ids))
     if control == "random_init":
         pretrained = random_init(pretrained, seed)
     start = time.perf_counter()
     train_x, dev_x, test_x = compute_features(
-        pretrained, [s.sentences for s in splits], batch_size, engine, progress, max_feature_bytes
+        pretrained, [t.sentences for t in (train_tokens, dev_tokens, test_tokens)], batch_size, engine, progress,
+        max_feature_bytes,
     )
     features_done = time.perf_counter()
     dims = layer_dims(pretrained.model)
@@ -134,11 +182,12 @@ def probe(
         "mix": float(test_accuracy["mix"][0]),
         "word_baseline": word_baseline(train_tokens.words, train_tokens.labels, test_tokens.words, test_tokens.labels),
         "majority_baseline": majority_baseline(train_tokens.labels, test_tokens.labels),
-        "dev": dev_source,
+        "dev": splits.dev_source,
         "train_tokens": len(train_tokens.labels),
         "dev_tokens": len(dev_tokens.labels),
         "test_tokens": len(test_tokens.labels),
         "labels": len(label_names),
+        "unseen_dev_labels": unseen_dev,
         "unseen_test_labels": unseen,
         "n_layers": pretrained.model.n_layers,
         "layer_dims": dims,

@@ -14,7 +14,10 @@ GloVe's. Three classifiers per word and layer, scored on the word's test sentenc
 - `linear`: a softmax classifier on the layer (classifier.py), one per word. All words' probes
   train as one, each word a group of its own senses (classifier.py's groups: the same
   predictions as separate probes, one compilation instead of one per word), early-stopped on a
-  tenth of each word's training sentences held out at random by `seed`.
+  tenth of each word's training sentences held out at random by `seed`. A held-out sentence
+  whose sense the word's other training sentences lack counts as an error there (a warning names
+  the first); when that is so of every held-out sentence, the probe is refused, as it would stop
+  early untrained (run.py's `check_shared_labels`).
 - `most_frequent_sense`: the sense most frequent among all the word's training sentences.
 
 The `mix` is the linear probes' learned scalar mix of the standardised layers (classifier.py; one
@@ -45,7 +48,7 @@ from elmo_jax.probing.classifier import (
     ProbeConfig, mixed_layers, predictions, standardize, train_probes, training_record,
 )
 from elmo_jax.probing.features import MAX_BYTES, compute_features, layer_dims
-from elmo_jax.probing.run import held_out_tenth, random_init, unseen_labels
+from elmo_jax.probing.run import check_shared_labels, held_out_tenth, random_init, unseen_labels
 from elmo_jax.probing.tasks import LabelledTokens, normalize_word
 from elmo_jax.runtime import workdir_files
 
@@ -110,6 +113,25 @@ def _sample(examples: Sequence[SenseExample], limit: int, seed: int) -> list[Sen
     return [examples[i] for i in sorted(np.random.default_rng(seed).choice(len(examples), limit, replace=False))]
 
 
+def _dev_senses(
+    words: Sequence[WsdWord], samples: Sequence[Sequence[SenseExample]], held_out: Sequence[tuple[list[int], list[int]]]
+) -> list[dict[str, Any]]:
+    """Each word's held-out (dev) sentences whose sense none of its other training sentences has,
+    as `unseen_labels` reports (and warns of) them; ValueError naming the files when that is so of
+    every held-out sentence of every word: the linear probes, early-stopped on them all, would stay
+    untrained. `held_out`: (kept, held-out) indices into each word's `samples`."""
+    splits, pooled_dev, pooled_fit, where = [], [], set(), []
+    for word, sample, (kept, out) in zip(words, samples, held_out):
+        fit = {sample[j].sense for j in kept}
+        dev = LabelledTokens([], [sample[j].sense for j in out], [sample[j].where for j in out])
+        splits.append((dev, fit))
+        pooled_fit.update(f"{word.word}:{sense}" for sense in fit)  # A label is a sense of one word.
+        pooled_dev += [f"{word.word}:{sense}" for sense in dev.labels]
+        where += dev.where
+    check_shared_labels(LabelledTokens([], pooled_dev, where), pooled_fit)
+    return [unseen_labels(dev, fit, "dev") for dev, fit in splits]
+
+
 def probe_wsd(
     pretrained: PretrainedBiLM,
     words: Sequence[WsdWord],
@@ -127,7 +149,8 @@ def probe_wsd(
     """Probes the senses of `words` on every layer of `pretrained` and on their mix; returns the result dict.
 
     `words`: {word: {`senses`, `train_sentences` (the sample), `dev_sentences` (held out of it for
-    the linear probes), `test_sentences`, `untrained_test_senses` (run.py's `unseen_labels`),
+    the linear probes), `test_sentences`, `untrained_dev_senses` and `untrained_test_senses` (run.py's
+    `unseen_labels`),
     `most_frequent_sense` {`sense`, `accuracy`, `macro_f1`}, `centroid` and `linear`, each
     {`accuracy`, `macro_f1`}, each {`layers` (layer 0..L), `mix`}}}; `mean`: the same scores
     averaged over the words. Headline (what elmo-report and the figure read): `layers` and `mix`,
@@ -147,10 +170,10 @@ def probe_wsd(
     config = dataclasses.replace(config or PROBE_CONFIG, seed=seed, mlp_hidden=0)
     normalize_word("", normalize)  # Checks the mode before any sentence.
     samples = [_sample(w.train, max_train_per_word, seed + i) for i, w in enumerate(words)]
-    for word, sample in zip(words, samples):
-        if len(sample) < 2:
-            raise ValueError(f"{word.word}: {len(sample)} training sentence(s); the probes need at least 2")
-    held_out = [held_out_tenth(range(len(sample)), seed + i) for i, sample in enumerate(samples)]
+    held_out = [
+        held_out_tenth(range(len(sample)), seed + i, word.word) for i, (word, sample) in enumerate(zip(words, samples))
+    ]
+    untrained_dev = _dev_senses(words, samples, held_out)
     train = [e for sample in samples for e in sample]
     test = [e for w in words for e in w.test]
     keys = [(i, sense) for i, w in enumerate(words) for sense in w.senses]  # One label per sense of each word.
@@ -199,6 +222,7 @@ def probe_wsd(
             "train_sentences": len(sample),
             "dev_sentences": len(held_out[i][1]),
             "test_sentences": len(word.test),
+            "untrained_dev_senses": untrained_dev[i],
             "untrained_test_senses": unseen_labels(
                 LabelledTokens([], gold, [e.where for e in word.test]), set(senses)
             ),

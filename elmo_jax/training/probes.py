@@ -1,7 +1,9 @@
 """Probes during training (`config.eval.probe`): what each layer of the biLM being trained knows.
 
-The CoNLL-U files are read, and their labels checked, before any training work, so that a missing
-or malformed file is an error at once rather than after hours of training. The probes run on the
+The CoNLL-U files are read, and their splits checked as the probes will take them
+(elmo_jax/probing/run.py's `labelled_splits`: labels present, enough training sentences to hold out
+a tenth for dev without a dev file, dev labels shared with training), before any training work, so
+that a bad file is an error at once rather than after hours of training. The probes run on the
 params in memory (elmo_jax/probing/run.py's `probe`, the biLM as `bilm_from_workdir` reads it:
 float32, no dropout, no softmax) at the end of training and every `eval.probe.every_steps`, and
 write `probe_<task>_<step>.json` atomically beside `eval_<split>_<step>.json`. A step whose file
@@ -23,12 +25,12 @@ from elmo_jax.data.conllu import Sentence, read_conllu
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.report import best_layer
 from elmo_jax.inference.embedder import PretrainedBiLM, bilm_from_params
-from elmo_jax.probing.run import probe
-from elmo_jax.probing.tasks import labelled_tokens
+from elmo_jax.probing.run import labelled_splits, probe
 from elmo_jax.runtime import data_parallel, workdir_files
 from elmo_jax.runtime.atomic_write import write_json_atomic
 
 FILE_KEYS = ("train_file", "dev_file", "test_file")  # The keys of config.eval.probe that name CoNLL-U files.
+SEED = 0  # The probes' seed (elmo-probe's default: the same result for a checkpoint), and of the dev tenth.
 
 
 class ProbeData(NamedTuple):
@@ -40,9 +42,9 @@ class ProbeData(NamedTuple):
 
 
 def read_probe_data(settings: ml_collections.ConfigDict) -> ProbeData | None:
-    """The files of `settings` (config.eval.probe) read and their labels checked, or None without a
+    """The files of `settings` (config.eval.probe) read and their splits checked, or None without a
     task. FileNotFoundError naming the key and path of a missing file; ValueError naming the file
-    and line of a malformed one."""
+    (and line) of a malformed one or of splits the probes cannot use (`labelled_splits`)."""
     if not settings.task:
         return None
     splits = {}
@@ -54,8 +56,9 @@ def read_probe_data(settings: ml_collections.ConfigDict) -> ProbeData | None:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"config key eval.probe.{key}={path!r}: no such file")
         splits[key] = read_conllu(path)
-        labelled_tokens(splits[key], settings.task, settings.normalize)  # A token without a label fails now.
-    return ProbeData(splits["train_file"], splits["dev_file"], splits["test_file"])
+    data = ProbeData(splits["train_file"], splits["dev_file"], splits["test_file"])
+    labelled_splits(*data, settings.task, settings.normalize, SEED)  # What the probes will fail on fails now.
+    return data
 
 
 def result_path(workdir: str, task: str, step: int) -> str:
@@ -103,7 +106,7 @@ class TrainingProbes:
         settings = self.settings
         result = probe(
             pretrained_bilm(self.config, params, self.vocab), self.data.train, self.data.dev, self.data.test,
-            settings.task, settings.normalize, progress=False,  # elmo-probe's seed: the same result for a checkpoint.
+            settings.task, settings.normalize, seed=SEED, progress=False,
         )
         name = os.path.basename(os.path.normpath(self.workdir))
         result.update(

@@ -52,6 +52,13 @@ def test_crlf_line_ends_and_a_comment_block_without_tokens(tmp_path):
     assert sentences[0].tokens[-1].misc == "_"
 
 
+@pytest.mark.parametrize("start", ["comment", "token"])
+def test_a_byte_order_mark_at_the_start_is_not_part_of_the_first_line(tmp_path, start):
+    text = TEXT if start == "comment" else TEXT[TEXT.index(row("1", "I", "PRON")):]
+    with_bom = read_conllu(write(tmp_path, "\ufeff" + text, "bom.conllu"))
+    assert [s.tokens for s in with_bom] == [s.tokens for s in read_conllu(write(tmp_path, text))]
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

@@ -13,8 +13,8 @@ from elmo_jax.data.conllu import read_conllu
 from elmo_jax.inference.embedder import bilm_from_files
 from elmo_jax.probing.classifier import ProbeConfig
 from elmo_jax.probing.report import markdown_table, read_results, write_outputs
-from elmo_jax.probing.run import held_out_tenth, probe, random_init
-from tests.probing.helpers import tiny_bilm
+from elmo_jax.probing.run import held_out_tenth, labelled_splits, probe, random_init
+from tests.probing.helpers import random_sentences, tiny_bilm, write_conllu
 
 FAST = ProbeConfig(learning_rate=1e-2, max_epochs=5, patience=2)
 
@@ -51,9 +51,9 @@ def test_mlp_and_held_out_dev(bilm_files, splits):
     result = probe(bilm_from_files(*bilm_files), train, None, test, "xpos", mlp=True, progress=False, config=FAST)
     assert result["dev"] == "train_tenth" and len(result["mlp"]) == 3
     assert result["train_tokens"] + result["dev_tokens"] == sum(len(s.tokens) for s in train)
-    rest, held = held_out_tenth(train, seed=0)
+    rest, held = held_out_tenth(train, 0, "train")
     assert len(held) == 6 and len(rest) == 54 and set(map(id, rest)).isdisjoint(map(id, held))
-    assert held_out_tenth(train, seed=0) == (rest, held) and held_out_tenth(train, seed=1) != (rest, held)
+    assert held_out_tenth(train, 0, "train") == (rest, held) and held_out_tenth(train, 1, "train") != (rest, held)
 
 
 def test_random_init_control_has_the_shapes_and_other_values(bilm_files, splits):
@@ -82,6 +82,36 @@ def test_a_biLM_whose_token_layer_is_wider_than_its_LSTM_layers(splits):
     control = probe(tiny_bilm(projection=False), train, dev, test, "upos", control="random_init", progress=False,
                     config=FAST)
     assert control["layer_dims"] == [20, 16, 16] and control["layers"] != result["layers"]
+
+
+def test_dev_labels_none_of_which_training_has_are_refused_naming_the_dev_file(bilm_files, splits, tmp_path):
+    """Lower-cased tags: the probes could never be right on dev, and stayed untrained with exit 0."""
+    train, _, test = splits
+    dev = write_conllu(tmp_path / "lower.conllu", [[(w, t.lower()) for w, t in s] for s in random_sentences(5, 1)])
+    with pytest.raises(ValueError) as error:
+        probe(bilm_from_files(*bilm_files), train, read_conllu(dev), test, "upos", progress=False, config=FAST)
+    assert str(error.value).startswith(f"{dev}: no dev token has a label of the training tokens (dev: adj, ")
+    assert "; training: ADJ, ADP, DET, NOUN, NUM, ... (7 labels))" in str(error.value)
+
+
+def test_dev_labels_training_lacks_are_warned_naming_the_first(bilm_files, splits, tmp_path, caplog):
+    train, _, test = splits
+    sentences = random_sentences(5, 1)
+    sentences[2] = [*sentences[2], ("wow", "INTJ")]
+    dev = write_conllu(tmp_path / "dev_intj.conllu", sentences)
+    line = next(n for n, text in enumerate(open(dev).read().splitlines(), 1) if text.split("\t")[1:2] == ["wow"])
+    with caplog.at_level(logging.WARNING):
+        result = probe(bilm_from_files(*bilm_files), train, read_conllu(dev), test, "upos", progress=False, config=FAST)
+    assert result["unseen_dev_labels"] == {"tokens": 1, "labels": ["INTJ"], "first": f"{dev}:{line}"}
+    assert f"{dev}:{line}: 1 dev token(s) with 1 label(s) never seen in training (INTJ), counted as errors" in [
+        r.getMessage() for r in caplog.records
+    ]
+
+
+def test_one_training_sentence_without_dev_is_refused_naming_the_file(splits):
+    train, _, test = splits
+    with pytest.raises(ValueError, match=f"^{train[0].path}: 1 training sentence\\(s\\); without dev sentences"):
+        labelled_splits(train[:1], None, test, "upos", "none", seed=0)
 
 
 def test_feature_memory_bound(bilm_files, splits):

@@ -3,11 +3,14 @@ made-up CoarseWSD-format words (tests/data/coarsewsd_helpers.py)."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
 from elmo_jax.data.coarsewsd import read_coarsewsd
 from elmo_jax.inference.embedder import bilm_from_files
+from elmo_jax.probing.run import held_out_tenth
 from elmo_jax.probing.wsd import centroid_predictions, macro_f1, probe_wsd
 from tests.data.coarsewsd_helpers import write_made_up_dataset
 from tests.probing.helpers import bilm_files  # noqa: F401 (fixture)
@@ -100,3 +103,32 @@ def test_all_training_sentences_the_control_and_errors(bilm_files, wsd_words, ws
     one = wsd_words[0]._replace(train=wsd_words[0].train[:1])
     with pytest.raises(ValueError, match="bank: 1 training sentence"):
         probe_wsd(pretrained, [one])
+
+
+def _one_of_each_sense(word, senses):
+    return [next(e for e in word.train if e.sense == sense) for sense in senses]
+
+
+def test_held_out_senses_none_of_which_training_has_are_refused(bilm_files, wsd_words):  # noqa: F811
+    """Two sentences of two senses: the one held out has a sense the probe never trains on, so
+    early stopping kept the untrained probe, with exit 0."""
+    bank = wsd_words[0]._replace(train=_one_of_each_sense(wsd_words[0], ["0", "1"]))
+    with pytest.raises(ValueError, match=r"train\.data\.txt: no dev token has a label of the training tokens \(dev: "
+                                         r"bank:\d; training: bank:\d\)"):
+        probe_wsd(bilm_from_files(*bilm_files), [bank], max_train_per_word=0, progress=False)
+
+
+def test_a_held_out_sense_training_lacks_is_warned_naming_its_line(bilm_files, wsd_words, caplog):  # noqa: F811
+    bank, bass = wsd_words
+    rare = _one_of_each_sense(bank, ["1"])[0]
+    common = [e for e in bank.train if e.sense == "0"][:9]
+    _, (held,) = held_out_tenth(range(10), 0, "bank")  # probe_wsd's held-out sentence of the first word.
+    bank = bank._replace(train=[*common[:held], rare, *common[held:]])
+    with caplog.at_level(logging.WARNING):
+        result = probe_wsd(bilm_from_files(*bilm_files), [bank, bass], max_train_per_word=0, progress=False)
+    path, line = rare.where
+    assert result["words"]["bank"]["untrained_dev_senses"] == {"tokens": 1, "labels": ["1"], "first": f"{path}:{line}"}
+    assert result["words"]["bass"]["untrained_dev_senses"]["tokens"] == 0
+    assert f"{path}:{line}: 1 dev token(s) with 1 label(s) never seen in training (1), counted as errors" in [
+        r.getMessage() for r in caplog.records
+    ]

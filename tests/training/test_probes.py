@@ -4,6 +4,7 @@ beside the evaluations, not redone for a step already probed, and a run without 
 import json
 import logging
 import os
+import re
 
 import jax
 import jax.numpy as jnp
@@ -72,6 +73,16 @@ def test_a_malformed_file_or_a_token_without_a_label_is_an_error_naming_file_and
     unlabelled = write_conllu(tmp_path / "unlabelled.conllu", [[("a", "DET"), ("cat", "_")]])
     with pytest.raises(ValueError, match=r"unlabelled\.conllu:3: no upos label"):
         probes.read_probe_data(_probe_config(**{**probe_files, "dev_file": unlabelled}))
+
+
+def test_splits_the_probes_cannot_use_are_errors_naming_the_file(probe_files, tmp_path):
+    """Checked with the files, before training, not when the first probe runs after it."""
+    one = write_conllu(tmp_path / "one.conllu", random_sentences(1, seed=0))
+    with pytest.raises(ValueError, match=f"^{re.escape(one)}: 1 training sentence"):
+        probes.read_probe_data(_probe_config(**{**probe_files, "train_file": one, "dev_file": ""}))
+    lower = write_conllu(tmp_path / "lower.conllu", [[(w, t.lower()) for w, t in s] for s in random_sentences(3, 1)])
+    with pytest.raises(ValueError, match=f"^{re.escape(lower)}: no dev token has a label of the training tokens"):
+        probes.read_probe_data(_probe_config(**{**probe_files, "dev_file": lower}))
 
 
 def test_due_every_n_steps_and_never_with_zero(probe_files):
