@@ -30,6 +30,13 @@ class DataError(ValueError):
     """Input data that cannot be used (missing files, empty corpus, bad split)."""
 
 
+def check_line_length(raw: bytes, max_line_bytes: int, where: str) -> None:
+    """DataError naming `where` (file:line) when `raw`, read with `readline(max_line_bytes + 1)`,
+    stopped at the bound rather than at its newline."""
+    if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+        raise DataError(f"{where}: line longer than {max_line_bytes:,} bytes (text files hold one sentence per line)")
+
+
 def _epoch_order(n: int, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
     if not shuffle:
         return np.arange(n)
@@ -217,11 +224,7 @@ class _FileSequenceReader:
             self._line += 1
             if self._stride > 1 and line % self._stride != self._shard:
                 continue
-            if len(raw) > self._max_line_bytes and not raw.endswith(b"\n"):
-                raise DataError(
-                    f"{self._paths[self._file]}:{line + 1}: line longer than {self._max_line_bytes} bytes "
-                    "(text files hold one sentence per line)"
-                )
+            check_line_length(raw, self._max_line_bytes, f"{self._paths[self._file]}:{line + 1}")
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -426,26 +429,18 @@ def read_sentences(patterns: str | Sequence[str]) -> list[list[str]]:
     return list(TextFileSource(patterns, shuffle=False, num_epochs=1))
 
 
-# The longest line `read_lines` takes: 1 MiB is some 200,000 tokens, whose layers alone fill
-# gigabytes; a longer line (a file without newlines, say) is refused before it fills the memory.
-MAX_LINE_BYTES = 1 << 20
-
-
 def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[list[str]]:
     """The whitespace-split tokens of every line of one UTF-8 file, an empty line giving [] (what is
     embedded line by line, keyed by line number); invalid bytes become U+FFFD with one warning.
-    A line over `max_line_bytes` is a DataError naming its number, read no further than that.
+    A line over `max_line_bytes` (before its "\\n") is a DataError naming its number, read no
+    further than that.
     `read_sentences` is the training and evaluation reader: globs, gzip, empty lines skipped."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: input file not found")
     warned = False
     with open(path, "rb") as f:
-        # Up to 2 bytes more than the bound: a line's "\r\n".
-        for line_no, raw in enumerate(iter(lambda: f.readline(max_line_bytes + 2), b""), start=1):
-            if len(raw.rstrip(b"\r\n")) > max_line_bytes:
-                raise DataError(
-                    f"{path}:{line_no}: line longer than {max_line_bytes:,} bytes (one sentence per line; split it)"
-                )
+        for line_no, raw in enumerate(iter(lambda: f.readline(max_line_bytes + 1), b""), start=1):
+            check_line_length(raw, max_line_bytes, f"{path}:{line_no}")
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:

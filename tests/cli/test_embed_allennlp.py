@@ -267,7 +267,7 @@ def test_a_line_over_the_bound_is_refused_before_it_is_read_whole(tmp_path, elmo
     rc, output = embed(tmp_path, elmo_files, ["a b", "word " * (MAX_LINE_BYTES // 5 + 1)])
     assert rc == 1 and not os.path.exists(output)
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
-    assert errors == [f"error: {tmp_path / 'in.txt'}:2: line longer than 1,048,576 bytes (one sentence per line; split it)"]
+    assert errors == [f"error: {tmp_path / 'in.txt'}:2: line longer than 4,194,304 bytes (text files hold one sentence per line)"]
 
 
 @pytest.mark.parametrize("flags, message", [

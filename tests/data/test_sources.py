@@ -478,12 +478,12 @@ def test_large_file_is_streamed_not_loaded(tmp_path):
     assert peak < 3_000_000, peak  # The 1 MiB read buffer and one block of 100 sentences.
 
 
-def test_read_lines_bounds_a_line_and_counts_crlf_apart(tmp_path):
+def test_read_lines_bounds_a_line_before_its_newline(tmp_path):
     path = tmp_path / "lines.txt"
-    path.write_bytes(b"abcd\r\n\nab cd\r\nabcdef\nab\n")
+    path.write_bytes(b"abcde\n\nab c\r\nabcdef\nab\n")
     lines = read_lines(str(path), max_line_bytes=5)
-    assert [next(lines) for _ in range(3)] == [["abcd"], [], ["ab", "cd"]]  # "ab cd\r\n": 5 bytes and its ending.
-    with pytest.raises(DataError, match=rf"^{path}:4: line longer than 5 bytes \(one sentence per line; split it\)$"):
+    assert [next(lines) for _ in range(3)] == [["abcde"], [], ["ab", "c"]]  # "ab c\r": 5 bytes before "\n".
+    with pytest.raises(DataError, match=rf"^{path}:4: line longer than 5 bytes \(text files hold one sentence per line\)$"):
         next(lines)
     path.write_bytes(b"ab\n" + b"x" * 100)  # The last line has no newline.
     with pytest.raises(DataError, match=rf"^{path}:2: line longer than 4 bytes"):
