@@ -24,6 +24,8 @@ from elmo_jax.data.chars import UNK_TOKEN
 PTB_SPLITS = ("train", "valid", "test")
 # A longer line is an error rather than a memory hazard (a file without line breaks).
 MAX_LINE_BYTES = 1 << 22
+# U+FEFF opening a file (editors on Windows write it): not part of the first word.
+BYTE_ORDER_MARK = "\ufeff"
 
 
 class DataError(ValueError):
@@ -235,7 +237,7 @@ class _FileSequenceReader:
                     path,
                     f"{path}:{line + 1}: invalid UTF-8 replaced by U+FFFD (later ones in this file are only counted)",
                 )
-            words = text.split()
+            words = (text.removeprefix(BYTE_ORDER_MARK) if line == 0 else text).split()
             skip, self._skip = self._skip, 0
             if len(words) > limit:
                 path = self._paths[self._file]
@@ -448,4 +450,4 @@ def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[list
                 if not warned:
                     logging.warning("%s:%d: invalid UTF-8 replaced by U+FFFD (first such line)", path, line_no)
                     warned = True
-            yield text.split()
+            yield (text.removeprefix(BYTE_ORDER_MARK) if line_no == 1 else text).split()

@@ -488,3 +488,10 @@ def test_read_lines_bounds_a_line_before_its_newline(tmp_path):
     path.write_bytes(b"ab\n" + b"x" * 100)  # The last line has no newline.
     with pytest.raises(DataError, match=rf"^{path}:2: line longer than 4 bytes"):
         list(read_lines(str(path), max_line_bytes=4))
+
+
+def test_a_byte_order_mark_opening_a_file_is_not_part_of_its_first_word(tmp_path):
+    path = tmp_path / "bom.txt"
+    path.write_bytes("\ufeffthe cat\nsat \ufeffhere\n".encode())
+    assert list(read_lines(str(path))) == [["the", "cat"], ["sat", "\ufeffhere"]]
+    assert read_sentences(str(path)) == [["the", "cat"], ["sat", "\ufeffhere"]]
