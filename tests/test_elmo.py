@@ -505,6 +505,18 @@ def test_elmo_errors(bilm, tmp_path):
         _check_bilm(BiLM(vocab_size=5, token_encoder="word"))
 
 
+def test_a_weight_file_with_nan_is_a_value_error(tmp_path):
+    """Not NaN outputs: the error names the file and the dataset (elmo_jax.interop.bilm_hdf5)."""
+    opts = options(True)
+    paths = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
+    weights = random_bilm_weights(opts, seed=5)
+    weights["RNN_0/RNN/MultiRNNCell/Cell1/LSTMCell/W_0"][2, 5] = np.nan
+    write_bilm_files(opts, weights, *paths)
+    elmo = Elmo(*paths, 1)
+    with pytest.raises(ValueError, match=f"{paths[1]}: dataset 'RNN_0/RNN/MultiRNNCell/Cell1/LSTMCell/W_0' holds non-finite"):
+        jax.eval_shape(elmo.init, jax.random.key(0), batch_to_ids([["a"]]))
+
+
 def test_files_are_read_once_per_modification(tmp_path):
     """The biLM's weights come from a cache keyed by path and modification time: read once, read
     again once rewritten."""
