@@ -1,6 +1,7 @@
 """elmo_jax.elmo.Elmo against the embedder's layers mixed by hand; frozen vs fine-tuned biLM weights,
 fixed mixes, padding, stateful calls, dropout, vocab_to_cache's word ids against char ids (ids outside
-it: the char CNN or an error, never NaN), and the tagger of docs/elmo_in_flax.md. AllenNLP's own
+it: the char CNN or an error, never NaN), char ids outside 0..261 (an error), and the tagger of
+docs/elmo_in_flax.md. AllenNLP's own
 tests of Elmo, ported: tests/test_elmo_allennlp.py."""
 
 from __future__ import annotations
@@ -426,6 +427,23 @@ def test_word_id_outside_vocab_to_cache_is_never_nan(bilm, jit):
         word_ids[0, 1] = bad
         with pytest.raises(Exception if jit else ValueError, match=f"word id {bad} is outside vocab_to_cache \\(13"):
             jax.block_until_ready(apply(variables, None, word_ids))
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_char_id_outside_0_to_261_is_an_error(bilm, jit):
+    """Not NaN (an id past the char table reads NaN) nor padding (a token of negative ids passed
+    for one): a ValueError naming the range, from a host check (eager) or a debug callback when the
+    jitted computation runs, as for word ids."""
+    elmo, bilm_params = elmo_of(bilm, 1)
+    variables = init(elmo, bilm_params)
+    apply = jax.jit(elmo.apply) if jit else elmo.apply
+    char_ids = batch_to_ids([["the", "cat"]])  # 0 (padding) to 261 (a word's padding char)
+    assert np.all(np.isfinite(apply(variables, char_ids)["elmo_representations"][0]))
+    for bad, where in ((262, (0, 1, 2)), (300, (0, 1, 2)), (-1, (0, 1, 2)), (-5, (0, 1))):
+        wrong = char_ids.copy()
+        wrong[where] = bad
+        with pytest.raises(Exception if jit else ValueError, match=rf"char id {bad} is outside 0\.\.261 \(0 = padding"):
+            jax.block_until_ready(apply(variables, wrong))
 
 
 def test_vocab_to_cache_is_frozen_by_default(bilm):
