@@ -24,7 +24,8 @@ the default, is AllenNLP's `model.eval()`.
 
 Inputs of any leading shape, as AllenNLP: char ids `[..., T, C]` (`batch_to_ids`; a token of all
 zeros is padding) give representations `[..., T, 2P]` and a mask `[..., T]`. A char id outside
-0..261 is a ValueError (under `jit`, when the computation runs, as an unknown word id below).
+0..261 is a ValueError (under `jit`, when the computation runs, as an unknown word id below). A
+batch without tokens (`batch_to_ids([])`, `batch_to_ids([[]])`) gives outputs without tokens.
 
 Where the biLM's params live (under the Elmo module's path, then `bilm`):
 - `requires_grad=False` (default): in the collection 'elmo_bilm', not in 'params'. A gradient or
@@ -70,6 +71,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 from typing import Any, Callable, Mapping, Sequence
 
@@ -275,8 +277,18 @@ def _bilm_layers(
 
 
 def _flatten(x: jax.Array | None, ndim: int) -> jax.Array | None:
-    """x `[..., *trailing]` with `ndim` trailing dimensions -> `[rows, *trailing]`."""
-    return None if x is None else x.reshape((-1,) + x.shape[x.ndim - ndim :])
+    """x `[..., *trailing]` with `ndim` trailing dimensions -> `[max(rows, 1), *trailing]`. A batch of
+    no rows gets one row of padding (zeros): the biLM's LSTMs cannot run on none. `_unflatten`
+    drops it again, and a padding row leaves a stateful Elmo's carried state as it was."""
+    if x is None:
+        return None
+    trailing, rows = x.shape[x.ndim - ndim :], math.prod(x.shape[: x.ndim - ndim])
+    return x.reshape((rows,) + trailing) if rows else jnp.zeros((1,) + trailing, x.dtype)
+
+
+def _unflatten(x: jax.Array, lead: tuple[int, ...]) -> jax.Array:
+    """x `[max(rows, 1), ...]` of `_flatten` -> `[*lead, ...]`."""
+    return x[: math.prod(lead)].reshape(lead + x.shape[1:])
 
 
 class Elmo(nn.Module):
@@ -362,8 +374,8 @@ class Elmo(nn.Module):
         drop = nn.Dropout(self.dropout)
         representations = [drop(mixed * mask[..., None], deterministic=deterministic) for mixed in representations]
         return {
-            "elmo_representations": [mixed.reshape(lead + mixed.shape[1:]) for mixed in representations],
-            "mask": mask.reshape(lead + mask.shape[1:]),
+            "elmo_representations": [_unflatten(mixed, lead) for mixed in representations],
+            "mask": _unflatten(mask, lead),
         }
 
     def _check_fields(self, bilm: BiLM) -> None:
