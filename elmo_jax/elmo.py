@@ -23,7 +23,9 @@ out each representation with rate `dropout` (AllenNLP's `model.train()`); `deter
 the default, is AllenNLP's `model.eval()`.
 
 Inputs of any leading shape, as AllenNLP: char ids `[..., T, C]` (`batch_to_ids`; a token of all
-zeros is padding) give representations `[..., T, 2P]` and a mask `[..., T]`.
+zeros is padding) give representations `[..., T, 2P]` and a mask `[..., T]`. A char id outside
+0..261 is a ValueError (under `jit`, when the computation runs, as an unknown word id below). A
+batch without tokens (`batch_to_ids([])`, `batch_to_ids([[]])`) gives outputs without tokens.
 
 Where the biLM's params live (under the Elmo module's path, then `bilm`):
 - `requires_grad=False` (default): in the collection 'elmo_bilm', not in 'params'. A gradient or
@@ -69,15 +71,18 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, narrow_char_ids, words_to_char_ids
+from elmo_jax.data.chars import (
+    BOS_CHAR, BOS_TOKEN, EOS_TOKEN, ID_SHIFT, N_CHARACTERS, narrow_char_ids, words_to_char_ids,
+)
 from elmo_jax.inference.embedder import PretrainedBiLM, bilm_from_files, bilm_from_workdir, check_embeddable
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.scalar_mix import ScalarMix
@@ -208,28 +213,41 @@ def _cached_token_embeddings(
     return jnp.where(t == 0, bos, jnp.where(t == n + 1, eos, x))
 
 
-def _outside_table(word_ids: jax.Array, size: int) -> jax.Array:
-    return (word_ids < 0) | (word_ids >= size)
+def _outside(ids: Any, size: int) -> Any:
+    """Which of `ids` (NumPy or JAX, any shape) are outside `0 .. size - 1`."""
+    return (ids < 0) | (ids >= size)
 
 
-def _raise_outside(word_ids: Any, size: int) -> None:
-    """ValueError naming the first word id outside a `vocab_to_cache` of `size` words, if any."""
-    word_ids = np.asarray(word_ids)
-    outside = word_ids[(word_ids < 0) | (word_ids >= size)]
+def _raise_outside(ids: Any, size: int, message: Callable[[int, int], str]) -> None:
+    """ValueError `message(id, size)` of the first id outside `0 .. size - 1`, if any."""
+    ids = np.asarray(ids)
+    outside = ids[_outside(ids, size)]
     if outside.size:
-        raise ValueError(
-            f"word id {int(outside[0])} is outside vocab_to_cache ({size} words, 0 = padding): pass the char ids "
-            "too (Elmo embeds a batch holding such a word from its char ids) or give the sentence as char ids"
-        )
+        raise ValueError(message(int(outside[0]), size))
 
 
-def _check_word_ids(word_ids: jax.Array, size: int) -> None:
+def _check_ids(ids: jax.Array, size: int, message: Callable[[int, int], str]) -> None:
     """`_raise_outside` now when the ids are concrete; when they are traced (under `jit`), when the
-    computation runs (a debug callback)."""
-    if isinstance(word_ids, jax.core.Tracer):
-        jax.debug.callback(functools.partial(_raise_outside, size=size), word_ids)
+    computation runs (a debug callback): an id outside a table would read NaN (JAX's gathers fill
+    out-of-range rows with NaN) or, for a negative char id, pass for padding."""
+    if isinstance(ids, jax.core.Tracer):
+        jax.debug.callback(functools.partial(_raise_outside, size=size, message=message), ids)
     else:
-        _raise_outside(word_ids, size)
+        _raise_outside(ids, size, message)
+
+
+def _word_id_message(word_id: int, size: int) -> str:
+    return (
+        f"word id {word_id} is outside vocab_to_cache ({size} words, 0 = padding): pass the char ids "
+        "too (Elmo embeds a batch holding such a word from its char ids) or give the sentence as char ids"
+    )
+
+
+def _char_id_message(char_id: int, size: int) -> str:
+    return (
+        f"char id {char_id} is outside 0..{size - 1} (0 = padding, 1..256 = a UTF-8 byte + 1, "
+        f"{BOS_CHAR + ID_SHIFT}..{size - 1} = special): make char ids with batch_to_ids"
+    )
 
 
 def _reverse_sentences(x: jax.Array, lengths: jax.Array) -> jax.Array:
@@ -259,8 +277,18 @@ def _bilm_layers(
 
 
 def _flatten(x: jax.Array | None, ndim: int) -> jax.Array | None:
-    """x `[..., *trailing]` with `ndim` trailing dimensions -> `[rows, *trailing]`."""
-    return None if x is None else x.reshape((-1,) + x.shape[x.ndim - ndim :])
+    """x `[..., *trailing]` with `ndim` trailing dimensions -> `[max(rows, 1), *trailing]`. A batch of
+    no rows gets one row of padding (zeros): the biLM's LSTMs cannot run on none. `_unflatten`
+    drops it again, and a padding row leaves a stateful Elmo's carried state as it was."""
+    if x is None:
+        return None
+    trailing, rows = x.shape[x.ndim - ndim :], math.prod(x.shape[: x.ndim - ndim])
+    return x.reshape((rows,) + trailing) if rows else jnp.zeros((1,) + trailing, x.dtype)
+
+
+def _unflatten(x: jax.Array, lead: tuple[int, ...]) -> jax.Array:
+    """x `[max(rows, 1), ...]` of `_flatten` -> `[*lead, ...]`."""
+    return x[: math.prod(lead)].reshape(lead + x.shape[1:])
 
 
 class Elmo(nn.Module):
@@ -346,8 +374,8 @@ class Elmo(nn.Module):
         drop = nn.Dropout(self.dropout)
         representations = [drop(mixed * mask[..., None], deterministic=deterministic) for mixed in representations]
         return {
-            "elmo_representations": [mixed.reshape(lead + mixed.shape[1:]) for mixed in representations],
-            "mask": mask.reshape(lead + mask.shape[1:]),
+            "elmo_representations": [_unflatten(mixed, lead) for mixed in representations],
+            "mask": _unflatten(mask, lead),
         }
 
     def _check_fields(self, bilm: BiLM) -> None:
@@ -374,6 +402,7 @@ class Elmo(nn.Module):
                     f"this biLM reads {max_chars} chars per token, got char ids of {char_ids.shape[-1]}: "
                     f"use batch_to_ids(sentences, max_chars={max_chars})"
                 )
+            _check_ids(char_ids, N_CHARACTERS, _char_id_message)
             char_ids = narrow_char_ids(char_ids, max_chars)  # AllenNLP's 50-wide ids for a narrower biLM.
         if word_ids is None or not self.vocab_to_cache:
             if char_ids is None:
@@ -386,7 +415,7 @@ class Elmo(nn.Module):
                 f"char ids {char_ids.shape} and word ids {word_ids.shape} must have the same [..., time]"
             )
         if char_ids is None:
-            _check_word_ids(word_ids, len(self.vocab_to_cache))
+            _check_ids(word_ids, len(self.vocab_to_cache), _word_id_message)
         return char_ids, word_ids
 
     def _bilm_weights(self, pretrained: Mapping) -> Any:
@@ -438,7 +467,7 @@ class Elmo(nn.Module):
             return from_chars()
         if char_ids is None:
             return from_table()
-        return jax.lax.cond(jnp.any(_outside_table(word_ids, table.shape[0])), from_chars, from_table)
+        return jax.lax.cond(jnp.any(_outside(word_ids, table.shape[0])), from_chars, from_table)
 
     def _layers(self, bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array) -> jax.Array:
         """The biLM's layers `[L + 1, B, T, 2P]` (`_bilm_layers`), from and to the carried state

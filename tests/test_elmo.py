@@ -1,7 +1,8 @@
 """elmo_jax.elmo.Elmo against the embedder's layers mixed by hand; frozen vs fine-tuned biLM weights,
 fixed mixes, padding, stateful calls, dropout, vocab_to_cache's word ids against char ids (ids outside
-it: the char CNN or an error, never NaN), and the tagger of docs/elmo_in_flax.md. AllenNLP's own
-tests of Elmo, ported: tests/test_elmo_allennlp.py."""
+it: the char CNN or an error, never NaN), char ids outside 0..261 (an error), batches without tokens,
+weight files holding NaN, and the tagger of docs/elmo_in_flax.md. AllenNLP's own tests of Elmo, ported:
+tests/test_elmo_allennlp.py."""
 
 from __future__ import annotations
 
@@ -428,6 +429,55 @@ def test_word_id_outside_vocab_to_cache_is_never_nan(bilm, jit):
             jax.block_until_ready(apply(variables, None, word_ids))
 
 
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_char_id_outside_0_to_261_is_an_error(bilm, jit):
+    """Not NaN (an id past the char table reads NaN) nor padding (a token of negative ids passed
+    for one): a ValueError naming the range, from a host check (eager) or a debug callback when the
+    jitted computation runs, as for word ids."""
+    elmo, bilm_params = elmo_of(bilm, 1)
+    variables = init(elmo, bilm_params)
+    apply = jax.jit(elmo.apply) if jit else elmo.apply
+    char_ids = batch_to_ids([["the", "cat"]])  # 0 (padding) to 261 (a word's padding char)
+    assert np.all(np.isfinite(apply(variables, char_ids)["elmo_representations"][0]))
+    for bad, where in ((262, (0, 1, 2)), (300, (0, 1, 2)), (-1, (0, 1, 2)), (-5, (0, 1))):
+        wrong = char_ids.copy()
+        wrong[where] = bad
+        with pytest.raises(Exception if jit else ValueError, match=rf"char id {bad} is outside 0\.\.261 \(0 = padding"):
+            jax.block_until_ready(apply(variables, wrong))
+
+
+@pytest.mark.parametrize(
+    "elmo_options", [{}, {"do_layer_norm": True, "keep_sentence_boundaries": True}, {"stateful": True}],
+    ids=["plain", "layer_norm_with_boundaries", "stateful"],
+)
+def test_a_batch_without_tokens_gives_empty_outputs(bilm, elmo_options):
+    """No sentence, an empty one, or no rows in a leading dimension: the outputs of a call with
+    tokens in every way but their sizes (`[..., 0, 2P]`, or `[..., 2, 2P]` zeros with the
+    boundaries, and an all-false mask), as the embedder's empty input; init on no sentence makes
+    the variables of any other init; a stateful Elmo's carried state stays as it was."""
+    elmo, _ = elmo_of(bilm, 2, dropout=0.0, **elmo_options)
+    mutable = ["elmo_state"] if elmo.stateful else False
+    tokens = batch_to_ids([["the", "cat"]])
+    variables = elmo.init(jax.random.key(0), batch_to_ids([]))
+    assert jax.tree.structure(variables) == jax.tree.structure(jax.eval_shape(elmo.init, jax.random.key(0), tokens))
+    if elmo.stateful:  # A state that is not zeros.
+        variables = {**variables, **elmo.apply(variables, tokens, mutable=mutable)[1]}
+    with_tokens = jax.eval_shape(functools.partial(elmo.apply, mutable=mutable), variables, tokens)
+    time = 2 if elmo.keep_sentence_boundaries else 0
+    for char_ids in (batch_to_ids([]), batch_to_ids([[]]), np.zeros((2, 0, 3, 50), np.int32)):
+        got = elmo.apply(variables, char_ids, mutable=mutable)
+        assert jax.tree.structure(got) == jax.tree.structure(with_tokens)
+        out = got[0] if elmo.stateful else got
+        lead = char_ids.shape[:-2] + (char_ids.shape[-2] + time,)
+        for mixed in out["elmo_representations"]:
+            assert mixed.shape == lead + (12,)
+            np.testing.assert_array_equal(mixed, 0.0)
+        assert out["mask"].shape == lead and not np.any(out["mask"])
+        if elmo.stateful:
+            for new, old in zip(leaves(got[1]), leaves(variables["elmo_state"])):
+                np.testing.assert_array_equal(new, old)
+
+
 def test_vocab_to_cache_is_frozen_by_default(bilm):
     elmo, _ = elmo_of(bilm, 2, vocab_to_cache=VOCAB)
     model = TaskModel(elmo)
@@ -503,6 +553,18 @@ def test_elmo_errors(bilm, tmp_path):
         Elmo(str(tmp_path / "missing.json"), bilm[1], 1).max_chars
     with pytest.raises(ValueError, match="Elmo needs a char-CNN biLM, got model.token_encoder='word'"):
         _check_bilm(BiLM(vocab_size=5, token_encoder="word"))
+
+
+def test_a_weight_file_with_nan_is_a_value_error(tmp_path):
+    """Not NaN outputs: the error names the file and the dataset (elmo_jax.interop.bilm_hdf5)."""
+    opts = options(True)
+    paths = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
+    weights = random_bilm_weights(opts, seed=5)
+    weights["RNN_0/RNN/MultiRNNCell/Cell1/LSTMCell/W_0"][2, 5] = np.nan
+    write_bilm_files(opts, weights, *paths)
+    elmo = Elmo(*paths, 1)
+    with pytest.raises(ValueError, match=f"{paths[1]}: dataset 'RNN_0/RNN/MultiRNNCell/Cell1/LSTMCell/W_0' holds non-finite"):
+        jax.eval_shape(elmo.init, jax.random.key(0), batch_to_ids([["a"]]))
 
 
 def test_files_are_read_once_per_modification(tmp_path):

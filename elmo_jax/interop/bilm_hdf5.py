@@ -45,7 +45,7 @@ import numpy as np
 from elmo_jax.config.saved import saved_config
 from elmo_jax.runtime.atomic_write import check_not_inputs, write_atomic, write_files_atomic
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.interop.export_sets import EXPORT_ID, WeightFileError, checkpoint_export_id, write_hdf5
+from elmo_jax.interop.export_sets import EXPORT_ID, WeightFileError, checkpoint_export_id, read_finite, write_hdf5
 from elmo_jax.interop.softmax_hdf5 import softmax_writer
 from elmo_jax.model.lstm import has_projection
 
@@ -376,9 +376,9 @@ def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
     """Reads a bilm-tf/AllenNLP hdf5 weight file into elmo-jax Flax params (float32, no softmax).
 
     `config` is `load_options`' result (or any elmo-jax config with `model`). Every dataset must
-    exist with the shape the options imply, and the file may hold nothing else (a leftover layer
-    or filter means the options do not describe the file); errors name the dataset. When
-    sum(filters) == projection_dim and `CNN_proj` is absent (bilm-tf skips it then), the
+    exist with the shape the options imply and hold finite values (`read_finite`), and the file may
+    hold nothing else (a leftover layer or filter means the options do not describe the file);
+    errors name the dataset. When sum(filters) == projection_dim and `CNN_proj` is absent (bilm-tf skips it then), the
     projection is the identity. When projection_dim == dim the LSTM has no projection: the file
     must have no `W_P_0` (as bilm-tf writes it) and the params get no `W_P`.
     """
@@ -413,7 +413,7 @@ def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
                 raise WeightFileError(f"{path}: dataset '{name}' has shape {dataset.shape}, the options imply {shape}")
             if dataset.dtype.kind != "f":
                 raise WeightFileError(f"{path}: dataset '{name}' has dtype {dataset.dtype}, expected float")
-            data[name] = dataset[...].astype(np.float32, copy=False)
+            data[name] = read_finite(f, name, path)
     return datasets_to_params(data, config)
 
 

@@ -5,6 +5,9 @@ into every file it writes: the hdf5 files' root attribute `elmo_jax_export_id` a
 name in options.json (bilm-tf and AllenNLP ignore both). Loading files whose ids differ, say a
 weight file of step 3 beside a softmax of step 2, is a one-line error naming them. Files without
 an id (bilm-tf's, AllenNLP's) are taken as they are.
+
+Also here, the hdf5 helpers of the weight and softmax files alike: `write_hdf5`, and `read_finite`,
+which refuses a dataset holding a NaN or an infinity.
 """
 
 from __future__ import annotations
@@ -48,6 +51,24 @@ def write_hdf5(path: str, datasets: Mapping[str, np.ndarray], export_id: str | N
             f.create_dataset(name, data=value)
         if export_id:
             f.attrs[EXPORT_ID] = export_id
+
+
+def read_finite(f: h5py.File, name: str, path: str) -> np.ndarray:
+    """Dataset `name` of the open hdf5 file `path` as float32; a one-line WeightFileError naming
+    both unless every value is finite, as a checkpoint's are checked (`workdir.check_finite`).
+    Nothing downstream notices a NaN or an infinity: the embedders, evaluation and continued
+    training compute with it to NaN, or to finite but wrong numbers, and exit 0. The check reads
+    the values once more: 0.4 s for the original ELMo's 93.6M weights on a 2-core machine."""
+    values = f[name][...].astype(np.float32, copy=False)
+    finite = np.isfinite(values)
+    if not finite.all():
+        first = np.argwhere(~finite)[0]
+        raise WeightFileError(
+            f"{path}: dataset '{name}' holds non-finite values ({finite.size - np.count_nonzero(finite)} of "
+            f"{finite.size}, the first {values[tuple(first)]} at {first.tolist()}): a damaged file, or one "
+            "written from a run that diverged"
+        )
+    return values
 
 
 def read_export_id(path: str) -> str | None:

@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 
 from elmo_jax.runtime.atomic_write import write_atomic
-from elmo_jax.interop.export_sets import WeightFileError, write_hdf5
+from elmo_jax.interop.export_sets import WeightFileError, read_finite, write_hdf5
 
 DATASETS = ("softmax/W", "softmax/b")
 
@@ -46,7 +46,8 @@ def softmax_writer(w: np.ndarray, b: np.ndarray, where: str, export_id: str | No
 
 
 def load_softmax(path: str, vocab_size: int, dim: int) -> dict[str, np.ndarray]:
-    """`{'W': [V, P], 'b': [V]}` float32 from a softmax file, checked against the vocabulary and P."""
+    """`{'W': [V, P], 'b': [V]}` float32 from a softmax file, checked against the vocabulary and P
+    (and finite: `read_finite`)."""
     if not os.path.exists(path):
         raise WeightFileError(f"{path}: softmax file not found")
     try:
@@ -57,6 +58,6 @@ def load_softmax(path: str, vocab_size: int, dim: int) -> dict[str, np.ndarray]:
         for name in DATASETS:
             if name not in f or not isinstance(f[name], h5py.Dataset):
                 raise WeightFileError(f"{path}: missing dataset '{name}'")
-        w, b = f["softmax/W"][...].astype(np.float32), f["softmax/b"][...].astype(np.float32)
+        w, b = (read_finite(f, name, path) for name in DATASETS)
     check_softmax(w, b, vocab_size, dim, path)
     return {"W": w, "b": b}

@@ -67,14 +67,16 @@ class ScalarMix(nn.Module):
 
     @staticmethod
     def _layer_norm(layers: jax.Array, mask: jax.Array | None) -> jax.Array:
-        """Per layer k: (h_k - mean) / sqrt(var + eps) with statistics over unmasked elements."""
+        """Per layer k: (h_k - mean) / sqrt(var + eps) with statistics over unmasked elements. A mask
+        with none (an `Elmo` batch without tokens) counts one element, not 0: mean and variance 0
+        instead of 0 / 0 = NaN, which multiplying by the mask would not remove."""
         if mask is None:
             mask = jnp.ones(layers.shape[1:-1])
         if mask.shape != layers.shape[1:-1]:
             raise ValueError(f"mask shape {mask.shape} does not match the layers' {layers.shape[1:-1]}")
         m = mask.astype(layers.dtype)[None, ..., None]
         axes = tuple(range(1, layers.ndim))
-        count = jnp.sum(mask.astype(layers.dtype)) * layers.shape[-1]
+        count = jnp.maximum(jnp.sum(mask.astype(layers.dtype)) * layers.shape[-1], 1)
         mean = jnp.sum(layers * m, axis=axes, keepdims=True) / count
         variance = jnp.sum(((layers - mean) * m) ** 2, axis=axes, keepdims=True) / count
         return (layers - mean) / jnp.sqrt(variance + LAYER_NORM_EPS)

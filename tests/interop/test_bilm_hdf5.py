@@ -234,6 +234,26 @@ def test_options_weights_mismatch(tmp_path):
         load_weights(load_options(write_json(tmp_path / "o2.json", other_dim)), weights_path)
 
 
+@pytest.mark.parametrize(
+    "name, index, value",
+    [("RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_0", (3, 17), np.nan), ("CNN_proj/b_proj", (2,), np.inf),
+     ("char_embed", (0, 0), -np.inf)],
+    ids=["nan_in_an_lstm", "inf_in_the_token_projection", "minus_inf_in_the_char_embeddings"],
+)
+def test_non_finite_values_name_the_file_and_the_dataset(tmp_path, name, index, value):
+    """As a checkpoint's: the biLM would compute NaN, or finite but wrong layers (the C++ engine),
+    with them. The embedder reads its weights through `load_weights` too."""
+    options_path, weights_path, _ = write_model(tmp_path)
+    with h5py.File(weights_path, "a") as f:
+        f[name][index] = value
+        size = f[name].size
+    message = f"{weights_path}: dataset '{name}' holds non-finite values (1 of {size}, the first {value} at {list(index)})"
+    with pytest.raises(WeightFileError, match=re.escape(message)):
+        load_weights(load_options(options_path), weights_path)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ElmoEmbedder(options_path, weights_path)
+
+
 def test_missing_or_invalid_weight_file(tmp_path):
     config = load_options(write_json(tmp_path / "o.json", OPTIONS))
     with pytest.raises(WeightFileError, match="nope.hdf5: weight file not found"):

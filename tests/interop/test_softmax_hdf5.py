@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import h5py
 import numpy as np
 import pytest
@@ -50,6 +52,16 @@ def test_missing_dataset_and_unreadable_files(tmp_path):
         load_softmax(str(tmp_path / "text.hdf5"), 3, 2)
     with pytest.raises(WeightFileError, match="nothing.hdf5: softmax file not found"):
         load_softmax(str(tmp_path / "nothing.hdf5"), 3, 2)
+
+
+def test_non_finite_values_name_the_file_and_the_dataset(tmp_path):
+    w, b = random_softmax()
+    path = str(tmp_path / "softmax.hdf5")
+    b[5] = np.nan
+    save_softmax(w, b, path)
+    message = f"{path}: dataset 'softmax/b' holds non-finite values (1 of 7, the first nan at [5])"
+    with pytest.raises(WeightFileError, match=re.escape(message)):
+        load_softmax(path, vocab_size=7, dim=4)
 
 
 def test_inconsistent_shapes_write_nothing(tmp_path):

@@ -61,6 +61,17 @@ def test_layer_norm_uses_only_unmasked_positions():
     np.testing.assert_allclose(mix.apply({"params": params}, padded, mask)[mask], got[mask], rtol=1e-5, atol=1e-5)
 
 
+def test_layer_norm_of_a_mask_without_positions_is_finite():
+    """No unmasked element (an Elmo batch without tokens): no 0 / 0, in the mix or its gradients."""
+    layers = random_layers(2)
+    mask = np.zeros(layers.shape[1:-1], bool)
+    mix = ScalarMix(3, do_layer_norm=True)
+    params = mix.init(jax.random.key(0), layers, mask)["params"]
+    assert np.all(np.isfinite(mix.apply({"params": params}, layers, mask)))
+    grads = jax.grad(lambda p: jnp.sum(mix.apply({"params": p}, layers, mask)))(params)
+    assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(grads))
+
+
 def test_gradients_reach_the_scalars():
     layers = random_layers(3)
     mix = ScalarMix(3)
