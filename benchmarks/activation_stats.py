@@ -26,7 +26,7 @@ from elmo_jax.data import corpus  # noqa: E402
 from elmo_jax.data.batching import BiLMBatcher  # noqa: E402
 from elmo_jax.data.sources import InMemorySource  # noqa: E402
 from elmo_jax.data.vocab import Vocabulary  # noqa: E402
-from elmo_jax.interop.workdir import load_params  # noqa: E402
+from elmo_jax.workdir.runs import load_params  # noqa: E402
 from elmo_jax.model import softmax as softmax_lib  # noqa: E402
 from elmo_jax.model.bilm import bilm_from_config  # noqa: E402
 

@@ -8,7 +8,7 @@ evaluate.py adds `--config=workdir:WORKDIR` itself when given `--config.KEY` ove
 `--config`.
 """
 
-from elmo_jax.config.saved import saved_config
+from elmo_jax.workdir.saved_config import saved_config
 
 
 def get_config(workdir: str):

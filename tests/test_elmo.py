@@ -18,7 +18,7 @@ import pytest
 
 from elmo_jax.elmo import CACHE_NAME, Elmo, _check_bilm, batch_to_ids, batch_to_word_ids, with_bilm_params
 from elmo_jax.inference.embedder import embedder_from_bilm_files, embedder_from_workdir
-from elmo_jax.interop.workdir import load_params
+from elmo_jax.workdir.runs import load_params
 from elmo_jax.model.bilm import BiLM
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
 from tests.doc_blocks import code_blocks

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import pytest
 
 from elmo_jax import Elmo, batch_to_ids
-from elmo_jax.interop.workdir import load_params
+from elmo_jax.workdir.runs import load_params
 from tests.allennlp_fixtures import ElmoFiles, write_elmo_files
 from tests.training.helpers import make_checkpoint_workdir
 

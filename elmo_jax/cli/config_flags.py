@@ -21,7 +21,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from elmo_jax.config import recipes
-from elmo_jax.config.saved import saved_config
+from elmo_jax.workdir.saved_config import saved_config
 
 
 class ListParser(flags.ArgumentParser):

@@ -27,7 +27,7 @@ from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.vocab import read_words
 from elmo_jax.inference.embedder import DEFAULT_BATCH_SIZE, ENGINES, LAYER_MODES, ElmoEmbedder, dump_token_embeddings
-from elmo_jax.interop.workdir import workdir_inputs
+from elmo_jax.workdir.runs import workdir_inputs
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
 flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)

@@ -38,7 +38,7 @@ from elmo_jax.cli import tool_flags
 from elmo_jax.data.coarsewsd import read_coarsewsd
 from elmo_jax.data.conllu import read_conllu
 from elmo_jax.inference.embedder import ENGINES, PretrainedBiLM, bilm_from_files, bilm_from_workdir
-from elmo_jax.interop.workdir import workdir_inputs
+from elmo_jax.workdir.runs import workdir_inputs
 from elmo_jax.probing import wsd
 from elmo_jax.probing.report import (
     figure_path, markdown_table, read_results, result_path, write_outputs, wsd_markdown_tables,

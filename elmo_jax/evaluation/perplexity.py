@@ -8,7 +8,7 @@ partial batch is masked rather than dropped. perplexity = exp(mean of the two di
 NLL), as bilm-tf reports it.
 
 A workdir's model is built from its config.json and its params restored without the optimizer
-state (`interop.workdir.restore_params`); a bilm-tf/AllenNLP model from its options.json,
+state (`workdir.checkpoints.restore_params`); a bilm-tf/AllenNLP model from its options.json,
 hdf5 weights, softmax hdf5 and vocabulary. Both go through the same `Evaluator`, so their results
 have the same fields and, for an exported checkpoint, the same values.
 """
@@ -40,8 +40,8 @@ from elmo_jax.model import softmax as softmax_lib
 from elmo_jax.data.batching import Batch
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.runtime import data_parallel
-from elmo_jax.config.saved import saved_config
-from elmo_jax.interop.workdir import load_run, workdir_inputs
+from elmo_jax.workdir.saved_config import saved_config
+from elmo_jax.workdir.runs import load_run, workdir_inputs
 from elmo_jax.runtime import workdir_files
 from elmo_jax.runtime.data_parallel import AXIS
 

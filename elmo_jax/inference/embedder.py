@@ -678,7 +678,7 @@ def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
     """The biLM of an elmo-jax training checkpoint (latest step by default; its step is the result's
     `step`), in float32 whatever model.dtype it trained in; a word-input biLM comes with the
     workdir's vocab.txt, which must have a line per row of its tables (`checkpoint_vocabulary`)."""
-    from elmo_jax.interop.workdir import load_run, workdir_vocabulary  # Imported here: only this path needs orbax.
+    from elmo_jax.workdir.runs import load_run, workdir_vocabulary  # Imported here: only this path needs orbax.
 
     run = load_run(workdir, step, with_vocab=False)
     vocab = workdir_vocabulary(workdir, run.params) if run.config.model.token_encoder == "word" else None

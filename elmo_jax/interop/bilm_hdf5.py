@@ -42,7 +42,7 @@ import h5py
 import ml_collections
 import numpy as np
 
-from elmo_jax.config.saved import saved_config
+from elmo_jax.workdir.saved_config import saved_config
 from elmo_jax.runtime.atomic_write import check_not_inputs, write_atomic, write_files_atomic
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.interop.export_sets import EXPORT_ID, WeightFileError, checkpoint_export_id, read_finite, write_hdf5
@@ -459,7 +459,7 @@ def export_checkpoint(
     export id (elmo_jax.interop.export_sets). An output that is a file the export reads is refused.
     """
     # Imported here: reading and writing weight files needs no orbax.
-    from elmo_jax.interop.workdir import load_run, workdir_inputs
+    from elmo_jax.workdir.runs import load_run, workdir_inputs
 
     outputs = {"--options": options_path, "--weights": weights_path, "--softmax_weights": softmax_path,
                "--vocab": vocab_path}

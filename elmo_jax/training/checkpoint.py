@@ -7,7 +7,7 @@ checkpoint that looks valid; old checkpoints are deleted only after a newer one 
 failed write leaves them untouched. A checkpoint that cannot be read (truncated or corrupt files,
 NaN or infinite values) is reported in one line and the next older one is used; the unreadable one
 is moved aside to `<step>.unreadable`, never deleted. Reading a run's params without training:
-elmo_jax/interop/workdir.py.
+elmo_jax/workdir/.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from elmo_jax.config.model_record import record_difference
-from elmo_jax.interop.workdir import (
+from elmo_jax.workdir.checkpoints import (
     CheckpointError, UnreadableCheckpoint, candidate_steps, check_finite, describe_error, first_line, first_readable,
     MODEL_RECORD, first_spec_difference, read_model_record, read_only_notice_hidden,
 )

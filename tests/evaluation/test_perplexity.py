@@ -12,7 +12,7 @@ from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.perplexity import ConfigMismatchError, Evaluator, evaluation_config, format_table
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.runtime import data_parallel
-from elmo_jax.config.saved import saved_config
+from elmo_jax.workdir.saved_config import saved_config
 from elmo_jax.model.initial_params import init_params
 from tests.training.helpers import WORDS, tiny_config
 

@@ -86,9 +86,9 @@ def test_embed_export_and_probe_refuse(transformer_workdir, wider_workdir, tmp_p
 
 def test_a_resumed_run_refuses_a_changed_key_that_changes_no_shape(tmp_path):
     """Training continues the model it trained: the same check as the readers', before any step."""
-    from elmo_jax.interop.workdir import CheckpointError
+    from elmo_jax.workdir.checkpoints import CheckpointError
     from elmo_jax.training.loop import train_and_evaluate
-    from elmo_jax.config.saved import saved_config
+    from elmo_jax.workdir.saved_config import saved_config
 
     workdir = make_checkpoint_workdir(tmp_path, **{"model.contextualizer": "transformer", "train.num_steps": 3})
     before = open(os.path.join(workdir, "config.json")).read()

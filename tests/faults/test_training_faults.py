@@ -16,7 +16,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from elmo_jax.config.saved import saved_config
+from elmo_jax.workdir.saved_config import saved_config
 from elmo_jax.training.loop import train_and_evaluate
 from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
 from tests.entry_points import run_script

@@ -18,7 +18,7 @@ from elmo_jax.inference.embedder import (
     SENTENCE_TO_INDEX, ElmoEmbedder, PretrainedBiLM, embedder_from_bilm_files, embedder_from_workdir,
 )
 
-from elmo_jax.interop.workdir import load_params
+from elmo_jax.workdir.runs import load_params
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, save_options, save_weights
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.training.state import init_params

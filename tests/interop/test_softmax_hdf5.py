@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.interop.workdir import load_params
+from elmo_jax.workdir.runs import load_params
 from elmo_jax.interop.bilm_hdf5 import WeightFileError
 from elmo_jax.cli.export import main as bilm_main
 from elmo_jax.interop.softmax_hdf5 import load_softmax, save_softmax

@@ -17,7 +17,8 @@ import optax
 import orbax.checkpoint as ocp
 import pytest
 
-from elmo_jax.interop.workdir import CheckpointError, load_params, restore_params
+from elmo_jax.workdir.checkpoints import CheckpointError, restore_params
+from elmo_jax.workdir.runs import load_params
 from elmo_jax.training.checkpoint import Checkpointer
 from elmo_jax.training.state import TrainState
 from tests.entry_points import ROOT

@@ -13,7 +13,7 @@ from elmo_jax.evaluation.perplexity import BilmFiles, evaluate_bilm_files
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.cli.export import main as export_main
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.interop.workdir import load_params
+from elmo_jax.workdir.runs import load_params
 from elmo_jax.training.init_from import config_with_init_model, init_params
 from elmo_jax.training.loop import train_and_evaluate
 from elmo_jax.model.initial_params import init_params as fresh_params

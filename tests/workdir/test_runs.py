@@ -8,7 +8,8 @@ import shutil
 
 import pytest
 
-from elmo_jax.interop.workdir import CheckpointError, load_run
+from elmo_jax.workdir.checkpoints import CheckpointError
+from elmo_jax.workdir.runs import load_run
 from tests.training.helpers import make_checkpoint_workdir
 
 

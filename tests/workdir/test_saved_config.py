@@ -9,7 +9,7 @@ import pytest
 
 from elmo_jax.config import schema
 from elmo_jax.config.recipes import load_config
-from elmo_jax.config.saved import saved_config
+from elmo_jax.workdir.saved_config import saved_config
 
 
 def _workdir_with(tmp_path, saved: dict) -> str:
