@@ -9,9 +9,9 @@ directory holds the splits `train` and `test` and optionally `dev`, each either 
 (`DIR/train.data.txt`) or in a directory of its own as WiC is distributed
 (`DIR/train/train.data.txt`; WiC has 5,428 training, 638 dev and 1,400 test pairs).
 
-Errors are ValueErrors naming `file:line` (or the directory): a data line without 5 columns, an
-index pair not `i-j` of non-negative integers or past its sentence, a gold file with fewer or
-more lines than its data file or a label other than T or F, invalid UTF-8.
+Errors are ValueErrors naming `file:line` (or the file or directory): an empty data file, a data
+line without 5 columns, an index pair not `i-j` of non-negative integers or past its sentence, a
+gold file with fewer or more lines than its data file or a label other than T or F, invalid UTF-8.
 """
 
 from __future__ import annotations
@@ -76,6 +76,8 @@ def split_files(directory: str, split: str) -> tuple[str, str] | None:
 def read_split(data_path: str, gold_path: str) -> list[WicPair]:
     """The pairs of one split's data and gold files."""
     parsed = [parse_data_line(data_path, number, line) for number, line in numbered_lines(data_path)]
+    if not parsed:
+        raise ValueError(f"{data_path}: no pairs (an empty file)")
     pairs = []
     for number, label in gold_lines(gold_path, data_path, len(parsed)):
         if label not in LABELS:

@@ -39,6 +39,7 @@ def test_a_made_up_dataset_reads_back(tmp_path):
 @pytest.mark.parametrize(
     "file, text, message",
     [
+        ("train.data.txt", "", "train.data.txt: no pairs (an empty file)"),
         ("train.data.txt", "bank\tN\t1-0\tthe bank\n", "train.data.txt:1: expected 5 tab-separated columns"),
         ("train.data.txt", f"{LINES[0]}\tmore\n", "train.data.txt:1: expected 5 tab-separated columns"),
         ("train.data.txt", "bank\tN\t1\tthe bank\tbank\n", "train.data.txt:1: the indices '1' are not 'i-j'"),
@@ -53,7 +54,7 @@ def test_a_made_up_dataset_reads_back(tmp_path):
         ("test.gold.txt", "T\nyes\n", "test.gold.txt:2: label 'yes' is not T or F"),
         ("test.data.txt", b"bank\tN\t0-0\tbank \xff\tbank\n", "test.data.txt:1: invalid UTF-8"),
     ],
-    ids=["few-columns", "many-columns", "one-index", "negative-index", "past-sentence-1", "past-sentence-2",
+    ids=["empty", "few-columns", "many-columns", "one-index", "negative-index", "past-sentence-1", "past-sentence-2",
          "empty-sentence", "fewer-labels", "more-labels", "bad-label", "utf8"],
 )
 def test_bad_input_is_one_error_naming_file_and_line(tmp_path, file, text, message):
