@@ -1,6 +1,6 @@
 """Tiny directories in WiC's layout (elmo_jax/data/wic.py), of made-up pairs: the words and sense
-contexts of tests/data/coarsewsd_helpers.py, two sentences of one word, each of a sense drawn at
-random, labelled T when the senses are the same (so the context tells the label)."""
+contexts of tests/data/coarsewsd_helpers.py, two sentences of one word, of one sense (T) or of two
+(F), half and half (so the contexts tell the label)."""
 
 from __future__ import annotations
 
@@ -32,15 +32,15 @@ def _sentence(rng: np.random.Generator, word: str, context: list[str]) -> tuple[
 
 
 def made_up_pairs(n: int, seed: int) -> tuple[list[str], list[str]]:
-    """`n` data lines and their gold labels: a word of CONTEXTS in two sentences, each of a sense
-    drawn at random (same or not, about half each)."""
+    """`n` data lines and their gold labels: a word of CONTEXTS in two sentences, of one sense or
+    of two senses drawn at random, half and half."""
     rng = np.random.default_rng(seed)
     lines, gold = [], []
     for _ in range(n):
         word = str(rng.choice(sorted(CONTEXTS)))
         contexts = list(CONTEXTS[word].values())
-        first = int(rng.integers(len(contexts)))
-        second = first if rng.random() < 0.5 else int(rng.integers(len(contexts)))
+        first, other = (int(i) for i in rng.choice(len(contexts), 2, replace=False))
+        second = first if rng.random() < 0.5 else other
         (one, i), (two, j) = _sentence(rng, word, contexts[first]), _sentence(rng, word, contexts[second])
         lines.append(f"{word}\tN\t{i}-{j}\t{one}\t{two}")
         gold.append("T" if first == second else "F")
