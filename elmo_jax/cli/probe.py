@@ -5,6 +5,7 @@
   elmo-probe --options options.json --weights weights.hdf5 --train ... --test ...
   elmo-probe --workdir runs/demo --task wsd --data CoarseWSD-20 [--max_train_per_word 400] [--normalize ...] \\
       [--control ...] [--output DIR]
+  elmo-probe --workdir runs/demo --task wic --data WiC_dataset [--normalize ...] [--control ...] [--output DIR]
 
 Data: CoNLL-U files (Universal Dependencies treebanks); without --dev, a tenth of the training
 sentences is held out for early stopping. A softmax classifier is trained on each layer (0: the
@@ -22,6 +23,14 @@ one noun's directory). For each word, layer and the mix: the nearest sense centr
 a linear probe, scored by accuracy and macro-F1 on the test sentences beside the most frequent
 sense, each word's and their means over the words: `probe_wsd.json`, Markdown tables on stdout and
 `probe_wsd.png` (the centroids' mean macro-F1 by layer). How: elmo_jax/probing/ (wsd.py).
+
+Word in Context (`--task wic`): --data is WiC's directory (`train`, `test` and optionally `dev`,
+each a `<split>.data.txt` of `word, PoS, i-j, sentence 1, sentence 2` lines and a `<split>.gold.txt`
+of T/F lines, beside each other or in `<split>/` as WiC is distributed). For each layer and the
+mix: whether the target word has the same sense in both sentences, by a cosine threshold chosen on
+the training pairs and by a linear probe on the pair's features, scored by test accuracy beside
+the majority class: `probe_wic.json`, a Markdown table on stdout and `probe_wic.png` (the cosine
+threshold's accuracy by layer). How: elmo_jax/probing/ (wic.py).
 """
 
 from __future__ import annotations
@@ -37,11 +46,12 @@ from absl import flags
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.coarsewsd import read_coarsewsd
 from elmo_jax.data.conllu import read_conllu
+from elmo_jax.data.wic import read_wic
 from elmo_jax.inference.embedder import ENGINES, PretrainedBiLM, bilm_from_files, bilm_from_workdir
 from elmo_jax.workdir.runs import workdir_inputs
-from elmo_jax.probing import wsd
+from elmo_jax.probing import wic, wsd
 from elmo_jax.probing.report import (
-    figure_path, markdown_table, read_results, result_path, write_outputs, wsd_markdown_tables,
+    figure_path, markdown_table, read_results, result_path, wic_markdown_table, write_outputs, wsd_markdown_tables,
 )
 from elmo_jax.probing.run import probe
 from elmo_jax.probing.tasks import NORMALIZATIONS, TASKS
@@ -54,8 +64,9 @@ flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --
 flags.DEFINE_string("workdir", None, "elmo-jax training workdir (instead of --options/--weights)", flag_values=_FLAGS)
 flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
 flags.DEFINE_enum(
-    "task", "upos", [*sorted(TASKS), wsd.TASK],
-    "the token label to predict (a CoNLL-U column), or wsd: the senses of CoarseWSD-20's words (--data)",
+    "task", "upos", [*sorted(TASKS), wsd.TASK, wic.TASK],
+    "the token label to predict (a CoNLL-U column), or wsd: the senses of CoarseWSD-20's words (--data), "
+    "or wic: whether a word has one sense in two sentences (WiC, --data)",
     flag_values=_FLAGS,
 )
 flags.DEFINE_string("train", None, "CoNLL-U file the probes train on", flag_values=_FLAGS)
@@ -64,7 +75,9 @@ flags.DEFINE_string(
 )
 flags.DEFINE_string("test", None, "CoNLL-U file the probes are scored on", flag_values=_FLAGS)
 flags.DEFINE_string(
-    "data", None, "with --task wsd: CoarseWSD-20's directory (a directory per word) or one word's directory",
+    "data", None,
+    "with --task wsd: CoarseWSD-20's directory (a directory per word) or one word's directory; with --task wic: "
+    "WiC's directory (train, test and optionally dev, each <split>.data.txt and .gold.txt, or in <split>/)",
     flag_values=_FLAGS,
 )
 flags.DEFINE_integer(
@@ -110,12 +123,13 @@ def _check_flags() -> None:
         raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
     if _FLAGS.max_memory_gib <= 0:
         raise tool_flags.UsageError(f"--max_memory_gib must be > 0, got {_FLAGS.max_memory_gib}")
-    wsd_task = _FLAGS.task == wsd.TASK
-    needed = ["data"] if wsd_task else ["train", "test"]
+    data_task = _FLAGS.task in (wsd.TASK, wic.TASK)
+    needed = ["data"] if data_task else ["train", "test"]
     missing = [f"--{name}" for name in needed if _FLAGS[name].value is None]
     if missing:
         raise tool_flags.UsageError(f"--task {_FLAGS.task} needs {', '.join(missing)}")
-    others = ["train", "dev", "test", "mlp"] if wsd_task else ["data", "max_train_per_word"]
+    others = ["train", "dev", "test", "mlp"] if data_task else ["data", "max_train_per_word"]
+    others += ["max_train_per_word"] if _FLAGS.task == wic.TASK else []
     given = [f"--{name}" for name in others if _FLAGS[name].present]
     if given:
         raise tool_flags.UsageError(f"{', '.join(given)} not taken with --task {_FLAGS.task}")
@@ -187,6 +201,12 @@ def _probe(command: str) -> None:
         )
         result.update(described, command=command, data=_FLAGS.data)
         print(wsd_markdown_tables(write_outputs(output, result), result))
+    elif _FLAGS.task == wic.TASK:
+        data = read_wic(_FLAGS.data)
+        pretrained, described = _model()
+        result = wic.probe_wic(pretrained, data, _FLAGS.normalize, **common)
+        result.update(described, command=command, data=_FLAGS.data)
+        print(wic_markdown_table(write_outputs(output, result)))
     else:
         train, test = read_conllu(_FLAGS.train), read_conllu(_FLAGS.test)
         dev = read_conllu(_FLAGS.dev) if _FLAGS.dev is not None else None

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
+
+from elmo_jax.data.line_files import gold_lines, numbered_lines
 
 CLASSES = "classes_map.txt"
 SPLITS = ("train", "test")
@@ -75,35 +77,16 @@ def _read_classes(path: str) -> dict[str, str]:
     return senses
 
 
-def _lines(path: str) -> Iterator[tuple[int, str]]:
-    """(1-based number, text without its line end) of each line of `path`."""
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                yield number, raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{path}:{number}: invalid UTF-8 ({e.reason})") from None
-
-
 def _read_split(directory: str, split: str, senses: dict[str, str]) -> list[SenseExample]:
     data_path = os.path.join(directory, f"{split}.data.txt")
     gold_path = os.path.join(directory, f"{split}.gold.txt")
-    sentences = [(*_parse_data_line(data_path, number, line), number) for number, line in _lines(data_path)]
+    sentences = [(*_parse_data_line(data_path, number, line), number) for number, line in numbered_lines(data_path)]
     examples = []
-    gold_lines = 0
-    for number, line in _lines(gold_path):
-        gold_lines = number
-        if number > len(sentences):
-            raise ValueError(f"{gold_path}:{number}: a sense past the last line ({len(sentences)}) of {data_path}")
-        sense = line.strip()
+    for number, sense in gold_lines(gold_path, data_path, len(sentences), "sense"):
         if sense not in senses:
             raise ValueError(f"{gold_path}:{number}: sense {sense!r} is not in {CLASSES} ({', '.join(senses)})")
         tokens, position, _ = sentences[number - 1]
         examples.append(SenseExample(tokens, position, sense, (data_path, number)))
-    if gold_lines < len(sentences):
-        raise ValueError(
-            f"{gold_path}:{gold_lines + 1}: no sense for line {gold_lines + 1} of {data_path} ({len(sentences)} lines)"
-        )
     return examples
 
 

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from elmo_jax.inference.embedder import PretrainedBiLM, embedder_from_pretrained, projects_tokens, token_dim
 from elmo_jax.model.bilm import BiLM
+from elmo_jax.probing.tasks import normalize_word
 
 MAX_BYTES = 8 << 30  # `compute_features`' default bound on the arrays of all splits.
 
@@ -90,3 +91,20 @@ def compute_features(
                 offset += len(tokens)
                 bar.update()
     return features
+
+
+def target_features(
+    pretrained: PretrainedBiLM,
+    splits: Sequence[Sequence[tuple[Sequence[str], int]]],
+    normalize: str = "none",
+    batch_size: int = 32,
+    engine: str = "auto",
+    progress: bool = True,
+    max_bytes: int = MAX_BYTES,
+) -> list[np.ndarray]:
+    """For each split, a list of (a sentence's tokens, the index of its target word), the target's
+    layers `[n_sentences, n_layers + 1, D]` (`compute_features` with `targets`), the words spelled
+    by `normalize` (tasks.py): the word-sense probes' representation of an occurrence."""
+    sentences = [[[normalize_word(t, normalize) for t in tokens] for tokens, _ in split] for split in splits]
+    targets = [[position for _, position in split] for split in splits]
+    return compute_features(pretrained, sentences, batch_size, engine, progress, max_bytes, targets=targets)

@@ -3,9 +3,10 @@
 with one line per result (a model and its control side by side), the mix as a point of its own
 and the word-type baseline as a dashed level. Word senses (`wsd`, wsd.py): the tables of
 `wsd_markdown_tables`, and in the figure the result's `metric` (the centroids' mean macro-F1)
-beside the most frequent sense's. Each file is written atomically
-(elmo_jax/runtime/atomic_write.py): complete or not at all. The figure needs matplotlib (`pip install
-'elmo-jax[report]'`); without it only the JSON is written, with a warning.
+beside the most frequent sense's. Word in Context (`wic`, wic.py): `wic_markdown_table`, and in
+the figure the cosine threshold's accuracy beside the majority class's. Each file is written
+atomically (elmo_jax/runtime/atomic_write.py): complete or not at all. The figure needs matplotlib
+(`pip install 'elmo-jax[report]'`); without it only the JSON is written, with a warning.
 """
 
 from __future__ import annotations
@@ -77,23 +78,32 @@ def markdown_table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
-def wsd_markdown_tables(results: Sequence[Result], per_word: Result) -> str:
-    """Word senses: accuracy and macro-F1 of each classifier by layer, as means over the words, one
-    group of columns per result; then `per_word`'s macro-F1 of each word."""
+def _by_layer(results: Sequence[Result], title: str,
+              columns: Sequence[tuple[str, Callable[[Result], dict[str, Any]]]]) -> list[str]:
+    """A table's header and a row per layer and the mix: for each result, a column per (label, the
+    result's scores {`layers`, `mix`} to show)."""
     n_layers = max(len(r["layers"]) for r in results)
-    columns = [("1-NN F1", "centroid", "macro_f1"), ("linear F1", "linear", "macro_f1"),
-               ("1-NN acc", "centroid", "accuracy"), ("linear acc", "linear", "accuracy")]
 
     def cell(scores: dict[str, Any], k: int | None) -> str:
         value = scores["mix"] if k is None else scores["layers"][k] if k < len(scores["layers"]) else None
         return "" if value is None else f"{value:.3f}"
 
-    names = [f"{result_name(r)} {label}" for r in results for label, _, _ in columns]
-    lines = [f"| mean over words | {' | '.join(names)} |", "| --- |" + " ---: |" * len(names)]
+    names = [f"{result_name(r)} {label}" for r in results for label, _ in columns]
+    lines = [f"| {title} | {' | '.join(names)} |", "| --- |" + " ---: |" * len(names)]
     for k in [*range(n_layers), None]:
         label = "mix" if k is None else "layer 0 (static)" if k == 0 else f"layer {k}"
-        cells = [cell(r["mean"][method][metric], k) for r in results for _, method, metric in columns]
-        lines.append(f"| {label} | {' | '.join(cells)} |")
+        lines.append(f"| {label} | {' | '.join(cell(scores(r), k) for r in results for _, scores in columns)} |")
+    return lines
+
+
+def wsd_markdown_tables(results: Sequence[Result], per_word: Result) -> str:
+    """Word senses: accuracy and macro-F1 of each classifier by layer, as means over the words, one
+    group of columns per result; then `per_word`'s macro-F1 of each word."""
+    columns = [("1-NN F1", "centroid", "macro_f1"), ("linear F1", "linear", "macro_f1"),
+               ("1-NN acc", "centroid", "accuracy"), ("linear acc", "linear", "accuracy")]
+    lines = _by_layer(results, "mean over words", [
+        (label, lambda r, method=method, metric=metric: r["mean"][method][metric]) for label, method, metric in columns
+    ])
     baseline = [f"{r['mean']['most_frequent_sense'][metric]:.3f}" if method == "centroid" else ""
                 for r in results for _, method, metric in columns]
     lines.append(f"| most frequent sense | {' | '.join(baseline)} |")
@@ -111,7 +121,19 @@ def wsd_markdown_tables(results: Sequence[Result], per_word: Result) -> str:
     return "\n".join(lines)
 
 
-_BASELINE_NAMES = {"wsd": "most frequent sense"}  # The dashed level of a task's figure (default: word-type).
+def wic_markdown_table(results: Sequence[Result]) -> str:
+    """Word in Context: test accuracy of the cosine threshold and of the linear probe by layer, a
+    pair of columns per result, beside the majority class."""
+    methods = ("cosine", "linear")
+    lines = _by_layer(results, "accuracy", [(method, lambda r, m=method: r[m]) for method in methods])
+    majority = [f"{r['majority_baseline']:.3f}" for r in results for _ in methods]
+    lines.append(f"| majority class | {' | '.join(majority)} |")
+    lines.append(f"| test pairs | {' | '.join(str(r['test_pairs']) for r in results for _ in methods)} |")
+    return "\n".join(lines)
+
+
+# The dashed level of a task's figure (default: word-type).
+_BASELINE_NAMES = {"wsd": "most frequent sense", "wic": "majority class"}
 
 
 def figure(results: Sequence[Result]) -> Any:

@@ -47,7 +47,7 @@ from elmo_jax.probing.baseline import majority_label
 from elmo_jax.probing.classifier import (
     ProbeConfig, mixed_layers, predictions, standardize, train_probes, training_record,
 )
-from elmo_jax.probing.features import MAX_BYTES, compute_features, layer_dims
+from elmo_jax.probing.features import MAX_BYTES, layer_dims, target_features
 from elmo_jax.probing.run import check_shared_labels, held_out_tenth, random_init, unseen_labels
 from elmo_jax.probing.tasks import LabelledTokens, normalize_word
 from elmo_jax.runtime import workdir_files
@@ -186,10 +186,9 @@ def probe_wsd(
         pretrained = random_init(pretrained, seed)
 
     start = time.perf_counter()
-    splits = [[[normalize_word(t, normalize) for t in e.tokens] for e in examples] for examples in (train, test)]
-    train_x, test_x = compute_features(
-        pretrained, splits, batch_size, engine, progress, max_feature_bytes,
-        targets=[[e.position for e in train], [e.position for e in test]],
+    train_x, test_x = target_features(
+        pretrained, [[(e.tokens, e.position) for e in examples] for examples in (train, test)], normalize,
+        batch_size, engine, progress, max_feature_bytes,
     )
     features_done = time.perf_counter()
     offsets = np.cumsum([0] + [len(s) for s in samples])

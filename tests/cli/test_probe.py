@@ -10,6 +10,7 @@ import pytest
 
 from elmo_jax.cli.probe import main
 from tests.data.coarsewsd_helpers import write_made_up_dataset
+from tests.data.wic_helpers import write_made_up_wic
 from tests.entry_points import ROOT
 from tests.probing.helpers import bilm_files, conllu_splits  # noqa: F401 (fixtures)
 from tests.training.helpers import make_checkpoint_workdir
@@ -99,6 +100,43 @@ def test_word_senses_of_a_coarsewsd_directory_then_control(bilm_files, tmp_path,
 )
 def test_bad_word_sense_flags_are_one_error_line(bilm_files, tmp_path, capsys, args, message):  # noqa: F811
     data = write_made_up_dataset(str(tmp_path / "data"))
+    args = [arg.replace("DATA", data) for arg in args]
+    assert main(["--options", bilm_files[0], "--weights", bilm_files[1], *args, *FAST]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
+
+
+def test_word_in_context_of_a_wic_directory_then_control(bilm_files, tmp_path, capsys):  # noqa: F811
+    options, weights = bilm_files
+    data = write_made_up_wic(str(tmp_path / "data"), train=40, dev=10, test=20)
+    args = ["--options", options, "--weights", weights, "--task", "wic", "--data", data, "--output",
+            str(tmp_path / "out"), *FAST]
+    assert main(args) == 0
+    result = json.loads((tmp_path / "out" / "probe_wic.json").read_text())
+    assert result["data"] == data and result["command"].startswith("elmo-probe --options")
+    assert result["dev"] == "dev" and result["train_pairs"] == 40 and len(result["layers"]) == 3
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "| accuracy | weights.hdf5 cosine | weights.hdf5 linear |" and out[-1] == "| test pairs | 20 | 20 |"
+    assert main([*args, "--control", "random_init"]) == 0
+    control = json.loads((tmp_path / "out" / "probe_wic_random_init.json").read_text())
+    assert control["control"] == "random_init" and control["thresholds"] != result["thresholds"]
+    assert "weights.hdf5 (random_init) cosine" in capsys.readouterr().out.splitlines()[0]
+    assert (tmp_path / "out" / "probe_wic.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--task", "wic"], "--task wic needs --data"),
+        (["--task", "wic", "--data", "DATA", "--max_train_per_word", "5"], "--max_train_per_word not taken with"),
+        (["--task", "wic", "--data", "DATA/dev"], "/dev: no train.data.txt, test.data.txt (WiC's layout"),
+        (["--task", "wic", "--data", "DATA", "--weights", "missing.hdf5"], "test.gold.txt:2: label 'X' is not T or F"),
+    ],
+    ids=["no-data", "max-train", "no-splits", "bad-label-before-the-model"],
+)
+def test_bad_word_in_context_input_is_one_error_line(bilm_files, tmp_path, capsys, args, message):  # noqa: F811
+    data = write_made_up_wic(str(tmp_path / "data"), train=4, dev=2, test=3)
+    (tmp_path / "data" / "test" / "test.gold.txt").write_text("T\nX\nF\n")
     args = [arg.replace("DATA", data) for arg in args]
     assert main(["--options", bilm_files[0], "--weights", bilm_files[1], *args, *FAST]) == 1
     err = capsys.readouterr().err.strip().splitlines()

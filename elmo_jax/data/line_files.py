@@ -1,0 +1,35 @@
+"""Line-for-line files of labelled examples (CoarseWSD-20's and WiC's layouts): a data file of one
+example a line beside a gold file of one label a line.
+
+`numbered_lines` reads a UTF-8 file's lines with their 1-based numbers; `gold_lines` reads a gold
+file and checks that it has as many lines as its data file. Line ends may be `\\n` or `\\r\\n`, the
+last line with or without one. Errors are ValueErrors naming `file:line`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+
+def numbered_lines(path: str) -> Iterator[tuple[int, str]]:
+    """(1-based number, text without its line end) of each line of `path`; ValueError for invalid UTF-8."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                yield number, raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}:{number}: invalid UTF-8 ({e.reason})") from None
+
+
+def gold_lines(gold_path: str, data_path: str, data_lines: int, what: str = "label") -> Iterator[tuple[int, str]]:
+    """(1-based number, stripped text) of each line of `gold_path`, the label of that line of
+    `data_path` (`data_lines` lines). ValueError naming the gold file's line where it has a line
+    more or fewer than the data file (`what`: the labels' name in the message)."""
+    last = 0
+    for number, line in numbered_lines(gold_path):
+        if number > data_lines:
+            raise ValueError(f"{gold_path}:{number}: a {what} past the last line ({data_lines}) of {data_path}")
+        last = number
+        yield number, line.strip()
+    if last < data_lines:
+        raise ValueError(f"{gold_path}:{last + 1}: no {what} for line {last + 1} of {data_path} ({data_lines} lines)")

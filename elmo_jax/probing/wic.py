@@ -1,0 +1,241 @@
+"""Word in Context in a biLM's layers (`elmo-probe --task wic`): `probe_wic(pretrained, data)` -> the result dict.
+
+WiC (Pilehvar and Camacho-Collados 2019; elmo_jax/data/wic.py) pairs two sentences sharing a
+target word, labelled by whether the word has the same sense in both: a binary task over all
+words at once, with no sense inventory. A pair's representation at each layer is its two target
+vectors u and v (features.py's `target_features`: each sentence read alone, from zero states).
+Layer 0, the token layer, gives both occurrences one vector whenever they are spelled alike: the
+static baseline. Two classifiers per layer, scored by accuracy on the test pairs:
+
+- `cosine`: same sense when cos(u, v) > a threshold, the one of highest accuracy on the training
+  file's pairs (`best_threshold`; the paper's threshold baseline for contextual embeddings).
+  Nothing else is trained.
+- `linear`: a softmax classifier on the pair features [u * v; |u - v|] (`pair_features`: both
+  symmetric in u and v, as the label is; a weighted sum of u * v is a weighted dot product), the
+  token probes' classifier (classifier.py), early-stopped on the dev pairs, or on a tenth of the
+  training pairs held out at random by `seed` when there is no dev file (run.py's
+  `held_out_tenth`).
+
+The linear probes' `mix` is their learned scalar mix of the layers' standardised pair features;
+the cosine's mix reads u and v mixed with those learned weights, each layer standardised over
+the training vectors (the mix's gamma does not change a cosine). The floor is the majority class
+of the training pairs (WiC's splits are balanced: about 0.5).
+
+`control='random_init'`: the same biLM with fresh random weights (run.py's `random_init`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from elmo_jax.data.wic import WicData, WicPair
+from elmo_jax.inference.embedder import PretrainedBiLM
+from elmo_jax.probing.baseline import majority_baseline
+from elmo_jax.probing.classifier import (
+    ProbeConfig, TrainedProbes, accuracies, column_statistics, layer_statistics, mixed_layers, standardize,
+    train_probes, training_record,
+)
+from elmo_jax.probing.features import MAX_BYTES, layer_dims, target_features
+from elmo_jax.probing.run import held_out_tenth, random_init
+from elmo_jax.probing.tasks import normalize_word
+from elmo_jax.runtime import workdir_files
+
+TASK = "wic"
+METHODS = ("cosine", "linear")
+PAIR_FEATURES = "[u * v; |u - v|]"
+# The linear probes' default training: thousands of pairs, not a treebank's tens of thousands of
+# tokens, so minibatches of 32 (not 256) for enough steps per epoch (as the word-sense probes).
+PROBE_CONFIG = ProbeConfig(batch_size=32)
+
+
+class PairVectors(NamedTuple):
+    """The target vectors of pairs at every layer, `u` and `v` `[N, K, D]`, and their labels
+    `same` `[N]` bool (True: the same sense)."""
+
+    u: np.ndarray
+    v: np.ndarray
+    same: np.ndarray
+
+    def take(self, rows: np.ndarray | Sequence[int]) -> PairVectors:
+        """The pairs of `rows`."""
+        rows = np.asarray(rows, int)
+        return PairVectors(self.u[rows], self.v[rows], self.same[rows])
+
+
+def cosines(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """cos(u, v) over the last axis (`[..., D]` -> `[...]`) in float64; 0 where either is zero."""
+    u, v = u.astype(np.float64), v.astype(np.float64)
+    norms = np.linalg.norm(u, axis=-1) * np.linalg.norm(v, axis=-1)
+    return np.sum(u * v, axis=-1) / np.maximum(norms, np.finfo(np.float64).tiny)
+
+
+def best_threshold(scores: np.ndarray, same: np.ndarray) -> tuple[float, float]:
+    """(threshold, its accuracy) of the rule `scores > threshold` -> same, over `scores` `[N]` with
+    labels `same` `[N]` bool, of highest accuracy. The candidates are the midpoints between
+    consecutive distinct scores, and one below the lowest (all same) and one above the highest
+    (none same); ties go to the lowest candidate. O(N log N): one sort, then running counts."""
+    if not len(scores) or len(scores) != len(same):
+        raise ValueError(f"best_threshold needs as many labels as scores (> 0), got {len(same)}, {len(scores)}")
+    values, index = np.unique(np.asarray(scores, np.float64), return_inverse=True)
+    same = np.asarray(same, bool)
+    # Candidate c puts the c lowest distinct values on the 'different' side: correct are the
+    # different pairs among them and the same pairs among the others.
+    different_below = np.concatenate([[0], np.cumsum(np.bincount(index, weights=~same, minlength=len(values)))])
+    same_below = np.concatenate([[0], np.cumsum(np.bincount(index, weights=same, minlength=len(values)))])
+    correct = different_below + same.sum() - same_below
+    c = int(np.argmax(correct))
+    candidates = np.concatenate([[values[0] - 1], (values[:-1] + values[1:]) / 2, [values[-1] + 1]])
+    return float(candidates[c]), float(correct[c] / len(same))
+
+
+def pair_features(u: np.ndarray, v: np.ndarray, dims: Sequence[int]) -> np.ndarray:
+    """[u * v; |u - v|] of each layer `[N, K, 2 D]` of u, v `[N, K, D]`: layer k's own 2 dims[k]
+    columns first, then its zero padding, as classifier.py's `layer_dims` (2 dims[k]) expect."""
+    n, k, d = u.shape
+    features = np.zeros((n, k, 2 * d), np.float32)
+    for layer, width in enumerate(dims):
+        a, b = u[:, layer, :width], v[:, layer, :width]
+        features[:, layer, : 2 * width] = np.concatenate([a * b, np.abs(a - b)], axis=-1)
+    return features
+
+
+def _mixer(trained: TrainedProbes, train: PairVectors, dims: Sequence[int]) -> Callable[[np.ndarray], np.ndarray]:
+    """The linear probes' learned scalar mix of word vectors, `[N, K, D]` -> `[N, D]`, each layer
+    standardised by its statistics over the training vectors (u and v)."""
+    both = np.concatenate([train.u, train.v])
+    mean, std = column_statistics(*layer_statistics(both, layer_dims=dims), dims, both.shape[2])
+
+    def mixed(x: np.ndarray) -> np.ndarray:
+        return np.asarray(mixed_layers(trained.params, standardize(x, mean, std)))
+
+    return mixed
+
+
+def _cosine_scores(train_cos: np.ndarray, train_same: np.ndarray, test_cos: np.ndarray,
+                   test_same: np.ndarray) -> tuple[float, float]:
+    """(threshold chosen on the training pairs, test accuracy of it) of one layer's cosines."""
+    threshold, _ = best_threshold(train_cos, train_same)
+    return threshold, float(np.mean((test_cos > threshold) == test_same))
+
+
+def _linear_probes(
+    train: PairVectors, dev: PairVectors | None, dims: Sequence[int], config: ProbeConfig, progress: bool
+) -> tuple[TrainedProbes, str, int]:
+    """The linear probes on the pair features of `train`, early-stopped on `dev` (None: a tenth of
+    `train` held out by the config's seed); with where dev came from and its number of pairs."""
+    dev_source = "dev"
+    if dev is None:
+        kept, held = held_out_tenth(range(len(train.same)), config.seed)
+        train, dev, dev_source = train.take(kept), train.take(held), "train_tenth"
+    trained = train_probes(
+        pair_features(train.u, train.v, dims), train.same.astype(np.int32), pair_features(dev.u, dev.v, dims),
+        dev.same.astype(np.int32), 2, config, progress, layer_dims=[2 * d for d in dims],
+    )
+    return trained, dev_source, len(dev.same)
+
+
+def pair_scores(
+    train: PairVectors,
+    dev: PairVectors | None,
+    test: PairVectors,
+    dims: Sequence[int],
+    config: ProbeConfig = PROBE_CONFIG,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """The cosine thresholds and linear probes of every layer and the mix (the module's docstring),
+    trained on `train`, early-stopped on `dev` (None: a tenth of `train` held out by the config's
+    seed) and scored on `test`; `dims`: each layer's own width (features.py's `layer_dims`).
+
+    Returns `cosine` and `linear`, each {`layers` (test accuracy of layer 0..L), `mix`},
+    `thresholds` {`layers`, `mix`}, `dev` ('dev' or 'train_tenth'), `dev_pairs` and
+    classifier.py's `training_record`."""
+    trained, dev_source, dev_pairs = _linear_probes(train, dev, dims, config, progress)
+    linear = accuracies(trained, pair_features(test.u, test.v, dims), test.same.astype(np.int32), config.eval_chunk)
+    layers = [
+        _cosine_scores(cosines(train.u[:, k, :d], train.v[:, k, :d]), train.same,
+                       cosines(test.u[:, k, :d], test.v[:, k, :d]), test.same)
+        for k, d in enumerate(dims)
+    ]
+    mixed = _mixer(trained, train, dims)
+    mix = _cosine_scores(cosines(mixed(train.u), mixed(train.v)), train.same,
+                         cosines(mixed(test.u), mixed(test.v)), test.same)
+    return {
+        "cosine": {"layers": [accuracy for _, accuracy in layers], "mix": mix[1]},
+        "linear": {"layers": linear["linear"].tolist(), "mix": float(linear["mix"][0])},
+        "thresholds": {"layers": [threshold for threshold, _ in layers], "mix": mix[0]},
+        "dev": dev_source,
+        "dev_pairs": dev_pairs,
+        **training_record(trained, config),
+    }
+
+
+def _pair_vectors(x: np.ndarray, pairs: Sequence[WicPair]) -> PairVectors:
+    """The features `[2 N, K, D]` of the first sentences then the second ones, as pairs."""
+    n = len(pairs)
+    return PairVectors(x[:n], x[n:], np.array([p.same for p in pairs], bool))
+
+
+def probe_wic(
+    pretrained: PretrainedBiLM,
+    data: WicData,
+    normalize: str = "none",
+    *,
+    control: str = "none",
+    seed: int = 0,
+    engine: str = "auto",
+    batch_size: int = 32,
+    progress: bool = True,
+    max_feature_bytes: int = MAX_BYTES,
+    config: ProbeConfig | None = None,
+) -> dict[str, Any]:
+    """Probes WiC's pairs `data` on every layer of `pretrained` and on their mix; returns the result dict.
+
+    `pair_scores`' `cosine`, `linear`, `thresholds`, `dev`, `dev_pairs` and training record;
+    headline (what elmo-report and the figure read): `layers` and `mix`, the cosine thresholds'
+    test accuracy, and `word_baseline`, the majority class's (also `majority_baseline`). Also
+    `metric`, `pair_features`, `task`, `normalize`, `control`, `seed`, `train_pairs`,
+    `test_pairs`, `n_layers`, `layer_dims`, `dim`, `seconds` (features, probes). `config`: the
+    linear probes' training (default PROBE_CONFIG; its seed is set from `seed`).
+    """
+    if control not in workdir_files.PROBE_CONTROLS:
+        raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
+    if len(data.train) < 2 or not data.test or data.dev == []:
+        raise ValueError("WiC needs at least 2 training pairs, 1 test pair and, if a dev file, 1 dev pair")
+    config = dataclasses.replace(config or PROBE_CONFIG, seed=seed, mlp_hidden=0)
+    normalize_word("", normalize)  # Checks the mode before any sentence.
+    splits = [s for s in (data.train, data.dev, data.test) if s is not None]
+    if control == "random_init":
+        pretrained = random_init(pretrained, seed)
+    start = time.perf_counter()
+    features = target_features(
+        pretrained, [[(p.tokens[i], p.positions[i]) for i in (0, 1) for p in pairs] for pairs in splits],
+        normalize, batch_size, engine, progress, max_feature_bytes,
+    )
+    train, *dev, test = [_pair_vectors(x, pairs) for x, pairs in zip(features, splits)]
+    features_done = time.perf_counter()
+    dims = layer_dims(pretrained.model)
+    scores = pair_scores(train, dev[0] if dev else None, test, dims, config, progress)
+    majority = majority_baseline(*(["T" if p.same else "F" for p in pairs] for pairs in (data.train, data.test)))
+    return {
+        "task": TASK,
+        "normalize": normalize,
+        "control": control,
+        "metric": "test accuracy of the cosine threshold",
+        "layers": scores["cosine"]["layers"],
+        "mix": scores["cosine"]["mix"],
+        "word_baseline": majority,
+        "majority_baseline": majority,
+        **scores,
+        "pair_features": PAIR_FEATURES,
+        "train_pairs": len(data.train),
+        "test_pairs": len(data.test),
+        "n_layers": pretrained.model.n_layers,
+        "layer_dims": dims,
+        "dim": int(train.u.shape[2]),
+        "seed": seed,
+        "seconds": {"features": features_done - start, "probes": time.perf_counter() - features_done},
+    }
