@@ -83,7 +83,7 @@ from elmo_jax.interop.bilm_hdf5 import save_options, save_weights
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.flops import forward_flops_per_direction
 from elmo_jax.runtime import data_parallel
-from elmo_jax.training.state import init_params
+from elmo_jax.model.initial_params import init_params
 
 MODELS = ("small", "original")  # configs/elmo_<name>.py
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # One per XLA compilation.

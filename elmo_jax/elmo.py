@@ -83,7 +83,8 @@ import numpy as np
 from elmo_jax.data.chars import (
     BOS_CHAR, BOS_TOKEN, EOS_TOKEN, ID_SHIFT, N_CHARACTERS, narrow_char_ids, words_to_char_ids,
 )
-from elmo_jax.inference.embedder import PretrainedBiLM, bilm_from_files, bilm_from_workdir, check_embeddable
+from elmo_jax.inference.embedder import check_embeddable
+from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.scalar_mix import ScalarMix
 from elmo_jax.runtime import workdir_files

@@ -47,7 +47,8 @@ from elmo_jax.cli import tool_flags
 from elmo_jax.data.coarsewsd import read_coarsewsd
 from elmo_jax.data.conllu import read_conllu
 from elmo_jax.data.wic import read_wic
-from elmo_jax.inference.embedder import ENGINES, PretrainedBiLM, bilm_from_files, bilm_from_workdir
+from elmo_jax.inference.embedder import ENGINES
+from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
 from elmo_jax.workdir.runs import workdir_inputs
 from elmo_jax.probing import wic, wsd
 from elmo_jax.probing.report import (

@@ -78,7 +78,6 @@ from typing import IO, Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 import h5py
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 from tqdm import tqdm
 
@@ -87,9 +86,8 @@ from elmo_jax.data.sources import read_lines
 from elmo_jax.data.vocab import Vocabulary, read_words
 from elmo_jax.runtime.atomic_write import write_atomic
 from elmo_jax.inference.cpu_kernels import CpuCharCnn, CpuLstmStack, KernelUnavailable
-from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
-from elmo_jax.interop.export_sets import check_one_export
-from elmo_jax.model.bilm import BiLM, bilm_from_config
+from elmo_jax.model.bilm import BiLM
+from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.inference.ragged_lstm import run_lstms
 from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count
@@ -100,18 +98,6 @@ ENGINES = ("auto", "cpu", "xla")  # What computes the char CNN and the LSTMs (`c
 DEFAULT_BATCH_SIZE = 64  # Sentences per batch, as AllenNLP's `ElmoEmbedder` and `allennlp elmo`.
 SENTENCE_TO_INDEX = "sentence_to_index"  # `embed_file`'s dataset: JSON of sentence -> dataset name.
 TIME_STEP = 16  # `run_contextualizer`'s shortest padded stream length (`padded_count`).
-
-
-class PretrainedBiLM(NamedTuple):
-    """A biLM read for inference: the module (float32, no dropout), its params (no softmax), the
-    characters per token its char ids have, for a word-input biLM its vocabulary (word ids) and,
-    when read from a training checkpoint, that checkpoint's step."""
-
-    model: BiLM
-    params: dict
-    max_chars: int
-    vocab: Vocabulary | None = None
-    step: int | None = None
 
 
 class SentenceLayers(NamedTuple):
@@ -662,41 +648,6 @@ class ElmoEmbedder:
         """Context-independent embeddings `[len(words), P]` (`<S>`/`</S>` use their special chars;
         a word-input biLM: the table rows of the words' vocabulary ids, `<UNK>` for unknown words)."""
         return self.tokens.encode(words)
-
-
-def bilm_from_files(options_path: str, weights_path: str) -> PretrainedBiLM:
-    """The biLM of bilm-tf/AllenNLP files (`options.json` + hdf5 weights), of one export when
-    elmo-jax wrote them (`check_one_export`)."""
-    config = load_options(options_path)
-    params = load_weights(config, weights_path)
-    check_one_export([options_path, weights_path])
-    model = bilm_from_config(config.model, vocab_size=1)  # No softmax is used: any vocabulary size.
-    return PretrainedBiLM(model, params, config.data.max_chars_per_token)
-
-
-def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
-    """The biLM of an elmo-jax training checkpoint (latest step by default; its step is the result's
-    `step`), in float32 whatever model.dtype it trained in; a word-input biLM comes with the
-    workdir's vocab.txt, which must have a line per row of its tables (`checkpoint_vocabulary`)."""
-    from elmo_jax.workdir.runs import load_run, workdir_vocabulary  # Imported here: only this path needs orbax.
-
-    run = load_run(workdir, step, with_vocab=False)
-    vocab = workdir_vocabulary(workdir, run.params) if run.config.model.token_encoder == "word" else None
-    return bilm_from_params(run.config, run.params, vocab, run.step)
-
-
-def bilm_from_params(
-    config: ml_collections.ConfigDict, params: Mapping, vocab: Vocabulary | None = None, step: int | None = None
-) -> PretrainedBiLM:
-    """The biLM of a run's `config` with `params` (a checkpoint's, or a training run's in memory),
-    for inference: float32 whatever model.dtype it trains in, no dropout, the softmax dropped; a
-    word-input biLM keeps `vocab` (its token embeddings are table rows by vocabulary id)."""
-    model_config = ml_collections.ConfigDict(config.model.to_dict())
-    model_config.dtype, model_config.dropout = "float32", 0.0
-    word_input = model_config.token_encoder == "word"
-    model = bilm_from_config(model_config, vocab_size=len(vocab) if word_input else 1)
-    params = {k: v for k, v in params.items() if k != "softmax"}
-    return PretrainedBiLM(model, params, config.data.max_chars_per_token, vocab if word_input else None, step)
 
 
 def embedder_from_pretrained(

@@ -26,7 +26,8 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
-from elmo_jax.inference.embedder import PretrainedBiLM, embedder_from_pretrained, projects_tokens, token_dim
+from elmo_jax.inference.embedder import embedder_from_pretrained, projects_tokens, token_dim
+from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.probing.tasks import normalize_word
 

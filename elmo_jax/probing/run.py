@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from elmo_jax.data.conllu import Sentence
-from elmo_jax.inference.embedder import PretrainedBiLM
+from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_baseline, word_baseline
 from elmo_jax.probing.classifier import ProbeConfig, accuracies, train_probes, training_record
 from elmo_jax.probing.features import MAX_BYTES, compute_features, layer_dims

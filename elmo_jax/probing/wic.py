@@ -33,7 +33,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from elmo_jax.data.wic import WicData, WicPair
-from elmo_jax.inference.embedder import PretrainedBiLM
+from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_baseline
 from elmo_jax.probing.classifier import (
     ProbeConfig, TrainedProbes, accuracies, column_statistics, layer_statistics, mixed_layers, standardize,

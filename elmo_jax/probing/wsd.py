@@ -42,7 +42,7 @@ import jax
 import numpy as np
 
 from elmo_jax.data.coarsewsd import SenseExample, WsdWord
-from elmo_jax.inference.embedder import PretrainedBiLM
+from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_label
 from elmo_jax.probing.classifier import (
     ProbeConfig, mixed_layers, predictions, standardize, train_probes, training_record,

@@ -24,7 +24,7 @@ import numpy as np
 from elmo_jax.data.conllu import Sentence, read_conllu
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.report import best_layer
-from elmo_jax.inference.embedder import PretrainedBiLM, bilm_from_params
+from elmo_jax.pretrained import PretrainedBiLM, bilm_from_params
 from elmo_jax.probing.run import labelled_splits, probe
 from elmo_jax.runtime import data_parallel, workdir_files
 from elmo_jax.runtime.atomic_write import write_json_atomic

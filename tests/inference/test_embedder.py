@@ -15,13 +15,14 @@ from elmo_jax.config.recipes import recipe_module
 from elmo_jax.inference import embedder as embed
 from elmo_jax.cli.embed import main
 from elmo_jax.inference.embedder import (
-    SENTENCE_TO_INDEX, ElmoEmbedder, PretrainedBiLM, embedder_from_bilm_files, embedder_from_workdir,
+    SENTENCE_TO_INDEX, ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir,
 )
+from elmo_jax.pretrained import PretrainedBiLM, bilm_from_workdir
 
 from elmo_jax.workdir.runs import load_params
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, save_options, save_weights
 from elmo_jax.model.bilm import BiLM, bilm_from_config
-from elmo_jax.training.state import init_params
+from elmo_jax.model.initial_params import init_params
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
 from tests.training import helpers
 from tests.training.helpers import make_checkpoint_workdir
@@ -517,7 +518,7 @@ def test_word_workdir_with_a_vocabulary_cut_short_is_refused(word_workdir, tmp_p
 def test_bilm_from_workdir_records_the_step_it_loaded(word_workdir):
     """The latest checkpoint's step when none is asked (make_checkpoint_workdir saves step 2)."""
     workdir, _ = word_workdir
-    assert embed.bilm_from_workdir(workdir).step == 2 and embed.bilm_from_workdir(workdir, 2).step == 2
+    assert bilm_from_workdir(workdir).step == 2 and bilm_from_workdir(workdir, 2).step == 2
 
 
 # Short windows and memory: the embedder's streams run as several windows carrying the memory.

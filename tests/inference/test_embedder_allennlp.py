@@ -16,7 +16,8 @@ import jax
 import numpy as np
 import pytest
 
-from elmo_jax.inference.embedder import ElmoEmbedder, bilm_from_files
+from elmo_jax.inference.embedder import ElmoEmbedder
+from elmo_jax.pretrained import bilm_from_files
 from tests.allennlp_fixtures import ElmoFiles, write_elmo_files
 
 WORDS = "the a of to in and is was on for it with as by at from that this an be King play game school".split()

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from elmo_jax.config.recipes import recipe_module
-from elmo_jax.inference.embedder import ElmoEmbedder, PretrainedBiLM
+from elmo_jax.inference.embedder import ElmoEmbedder
+from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.interop.bilm_hdf5 import (
     OptionsError, WeightFileError, load_options, load_weights, options_dict, save_options, save_weights,
 )

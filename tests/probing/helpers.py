@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from elmo_jax.inference.embedder import PretrainedBiLM
+from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.initial_params import init_params
 from tests.reference.bilm_numpy import random_bilm_weights, write_bilm_files

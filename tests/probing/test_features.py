@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, words_to_char_ids
-from elmo_jax.inference.embedder import ElmoEmbedder, PretrainedBiLM
+from elmo_jax.inference.embedder import ElmoEmbedder
+from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.probing.features import compute_features, feature_shape, layer_dims
 from tests.probing.helpers import CHARS, tiny_bilm
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.data.conllu import read_conllu
-from elmo_jax.inference.embedder import bilm_from_files
+from elmo_jax.pretrained import bilm_from_files
 from elmo_jax.probing.classifier import ProbeConfig
 from elmo_jax.probing.report import markdown_table, read_results, write_outputs
 from elmo_jax.probing.run import held_out_tenth, labelled_splits, probe, random_init

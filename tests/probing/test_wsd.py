@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.data.coarsewsd import read_coarsewsd
-from elmo_jax.inference.embedder import bilm_from_files
+from elmo_jax.pretrained import bilm_from_files
 from elmo_jax.probing.run import held_out_tenth
 from elmo_jax.probing.wsd import centroid_predictions, macro_f1, probe_wsd
 from tests.data.coarsewsd_helpers import write_made_up_dataset
