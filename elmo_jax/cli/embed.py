@@ -11,7 +11,8 @@ Input: one whitespace-tokenized sentence per line (UTF-8). Output: one float32 d
 line, named by its 0-based line number, `(n_layers + 1, n_tokens, 2 * projection_dim)` (`--layers
 all`) or `(n_tokens, 2 * projection_dim)` (`top`, `average`), and `sentence_to_index` (JSON,
 sentence -> dataset name), as AllenNLP's `allennlp elmo`; stateful over batches of --batch_size
-consecutive lines unless --stateless. The formats in full: elmo_jax/inference/embedder.py.
+consecutive lines unless --stateless. The formats in full: elmo_jax/inference/hdf5_output.py; what
+is computed and how: elmo_jax/inference/embedder.py.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from elmo_jax.runtime import quiet_logs
 from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.vocab import read_words
-from elmo_jax.inference.embedder import DEFAULT_BATCH_SIZE, ENGINES, LAYER_MODES, ElmoEmbedder, dump_token_embeddings
+from elmo_jax.inference.embedder import DEFAULT_BATCH_SIZE, ENGINES, ElmoEmbedder, dump_token_embeddings
+from elmo_jax.inference.hdf5_output import LAYER_MODES
 from elmo_jax.workdir.runs import workdir_inputs
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).

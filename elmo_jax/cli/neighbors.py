@@ -18,8 +18,8 @@ from absl import flags
 from elmo_jax.runtime import compilation_cache, host_memory
 from elmo_jax.runtime import quiet_logs
 from elmo_jax.cli import tool_flags
-from elmo_jax.data.sources import expand_globs
-from elmo_jax.inference.embedder import count_lines, embedder_from_bilm_files, embedder_from_workdir
+from elmo_jax.data.sources import count_lines, expand_globs
+from elmo_jax.inference.embedder import embedder_from_bilm_files, embedder_from_workdir
 from elmo_jax.inference.neighbors import (
     check_layer, check_query, format_report, nearest_words, read_corpus, scan_corpus,
 )

@@ -1,27 +1,17 @@
-"""ELMo representations of sentences: `ElmoEmbedder` and the file formats of `elmo-embed`
-(elmo_jax/cli/embed.py).
+"""ELMo representations of sentences: `ElmoEmbedder`, what `elmo-embed` (elmo_jax/cli/embed.py)
+computes.
 
 Input: one whitespace-tokenized sentence per line, UTF-8; invalid bytes are replaced by U+FFFD
 (with a warning). `<S>`/`</S>` are added internally. Tokens longer than
 max_characters_per_token - 2 UTF-8 bytes (48 for released models) are truncated, as in bilm-tf.
-
-Output: one float32 dataset per input line, named by its 0-based line number, shape
-`(n_layers + 1, n_tokens, 2 * projection_dim)` (= 2 * dim for a biLM whose LSTM has no projection,
-projection_dim == dim, as configs/ptb_*.py): layer 0 = `[token embedding; token embedding]`,
-layer j = `[forward_j; backward_j]`, `<S>`/`</S>` removed. An empty line gives shape
-`(n_layers + 1, 0, 2 * projection_dim)` and leaves its row's LSTM states untouched (bilm-tf
-would run `<S> </S>` through them). `--layers top` (the top LSTM layer) or `--layers average` (the
-mean of the n_layers + 1 layers) write `(n_tokens, 2 * projection_dim)` instead, as AllenNLP's
-`allennlp elmo --top/--average`; `--layers all` (the default) is the above. Beside them, as
-AllenNLP's: the string dataset `sentence_to_index`, shape (1,), the JSON of each sentence (tokens
-joined by single spaces) -> its dataset's name (a repeated sentence: its last line's), unless
-`--forget_sentences`; `--use_sentence_keys` names the datasets by their sentence instead (a
-repeated sentence written once, its first line's layers; no `sentence_to_index`).
+Each sentence's layers: `(n_layers + 1, n_tokens, 2 * projection_dim)`, layer 0 =
+`[token embedding; token embedding]`, layer j = `[forward_j; backward_j]`, `<S>`/`</S>` removed;
+the files `embed_file` writes: elmo_jax/inference/hdf5_output.py.
 
 Stateful, as bilm-tf and AllenNLP: lines are taken in batches of N (64, AllenNLP's default)
 consecutive lines and the LSTM states of batch row r carry over to row r of the next batch (zeros
 at the start; a shorter last batch leaves the other rows' states untouched); `--stateless` resets
-them every batch. The forward LSTM reads `<S> w1 .. wn </S>`, the backward LSTM its reverse; a
+them every batch (`stateful=False`). The forward LSTM reads `<S> w1 .. wn </S>`, the backward LSTM its reverse; a
 row's states freeze after its last token, so padding never changes a real token's output.
 
 Word-input biLMs (`model.token_encoder='word'`, e.g. configs/ptb_word_small.py) embed from their
@@ -70,7 +60,6 @@ from __future__ import annotations
 import functools
 import heapq
 import itertools
-import json
 import logging
 import os
 from typing import IO, Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
@@ -82,21 +71,20 @@ import numpy as np
 from tqdm import tqdm
 
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
-from elmo_jax.data.sources import read_lines
+from elmo_jax.data.sources import count_lines, read_lines
 from elmo_jax.data.vocab import Vocabulary, read_words
 from elmo_jax.runtime.atomic_write import write_atomic
 from elmo_jax.inference.cpu_kernels import CpuCharCnn, CpuLstmStack, KernelUnavailable
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
 from elmo_jax.model.lstm import LSTMState
+from elmo_jax.inference.hdf5_output import LAYER_MODES, DatasetWriter, select_layers, write_token_embeddings
 from elmo_jax.inference.ragged_lstm import run_lstms
 from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count
 
 GROUP_POSITIONS = 8192  # `embed_sentences` runs the LSTMs over consecutive batches of about this many positions.
-LAYER_MODES = ("all", "top", "average")  # What `embed_file` writes per sentence (`select_layers`).
 ENGINES = ("auto", "cpu", "xla")  # What computes the char CNN and the LSTMs (`cpu_kernels`).
 DEFAULT_BATCH_SIZE = 64  # Sentences per batch, as AllenNLP's `ElmoEmbedder` and `allennlp elmo`.
-SENTENCE_TO_INDEX = "sentence_to_index"  # `embed_file`'s dataset: JSON of sentence -> dataset name.
 TIME_STEP = 16  # `run_contextualizer`'s shortest padded stream length (`padded_count`).
 
 
@@ -246,19 +234,6 @@ def cpu_kernels(model: BiLM, params: Mapping, engine: str) -> CpuKernels:
             raise
         logging.warning("computing with XLA: %s", e)
         return CpuKernels(None, None)
-
-
-def select_layers(layers: np.ndarray, mode: str) -> np.ndarray:
-    """One sentence's ELMo layers `[n_layers + 1, n_tokens, 2P]` as `mode` asks: 'all' (as they are),
-    'top' (the top LSTM layer, `[n_tokens, 2P]`) or 'average' (the mean over layers, `[n_tokens, 2P]`),
-    as AllenNLP's `allennlp elmo --all/--top/--average`."""
-    if mode == "all":
-        return layers
-    if mode == "top":
-        return layers[-1]
-    if mode == "average":
-        return layers.mean(axis=0)
-    raise ValueError(f"layers must be one of {LAYER_MODES}, got {mode!r}")
 
 
 class _Stream(list):
@@ -525,7 +500,7 @@ class ElmoEmbedder:
         def write(tmp: str) -> None:
             nonlocal count
             with h5py.File(tmp, "w") as out:
-                writer = _DatasetWriter(out, source, forget_sentences, use_sentence_keys)
+                writer = DatasetWriter(out, source, forget_sentences, use_sentence_keys)
                 texts, inputs = itertools.tee(sentences)  # tee buffers the lines embed_sentences reads ahead.
                 # Counted as written, and closed at the end: a bar wrapping the iterator would stop
                 # one short, zip never asking it for the item after the last.
@@ -696,12 +671,6 @@ def embedder_from_workdir(
     return embedder_from_pretrained(pretrained, batch_size, stateful, vocab_to_cache, engine)
 
 
-def count_lines(path: str) -> int:
-    """Newlines in the file at `path` (a progress bar's total), read in 1 MiB chunks."""
-    with open(path, "rb") as f:
-        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-
-
 def _input_sentences(input_file: str | os.PathLike | IO[str]) -> tuple[Iterator[list[str]], int | None, str]:
     """The tokens of each line of `input_file` (a path: `read_lines`; or an open text file), its line
     count when known (a progress bar's total) and its name for messages."""
@@ -713,59 +682,8 @@ def _input_sentences(input_file: str | os.PathLike | IO[str]) -> tuple[Iterator[
     return read_lines(path), count_lines(path), path
 
 
-class _DatasetWriter:
-    """Names and writes `ElmoEmbedder.embed_file`'s datasets, one line at a time."""
-
-    def __init__(self, out: h5py.File, source: str, forget_sentences: bool, use_sentence_keys: bool):
-        self.out, self.source, self.by_sentence = out, source, use_sentence_keys
-        self.sentence_to_index: dict[str, str] | None = None if forget_sentences or use_sentence_keys else {}
-        self.lines = self.repeated = 0
-
-    def add(self, tokens: Sequence[str], layers: np.ndarray) -> None:
-        """Writes the next line's layers (unless its sentence names an earlier line's dataset)."""
-        sentence = " ".join(tokens)
-        self.lines += 1
-        if self.by_sentence:
-            name = self._sentence_name(sentence)
-            if name in self.out:
-                self.repeated += 1
-                return
-        else:
-            name = str(self.lines - 1)
-            if self.sentence_to_index is not None:
-                self.sentence_to_index[sentence] = name
-        self.out.create_dataset(name, data=layers)
-
-    def _sentence_name(self, sentence: str) -> str:
-        """`sentence` as a dataset name; ValueError for what hdf5 cannot take as one (a NUL would end
-        the name there: 'a\\x00b' would name the dataset of 'a')."""
-        if not sentence or sentence == "." or "/" in sentence or "\x00" in sentence:
-            raise ValueError(
-                f"{self.source}:{self.lines}: {sentence!r} cannot name an hdf5 dataset (empty, '.' or holding '/' "
-                "or NUL): leave out use_sentence_keys (--use_sentence_keys) to name the datasets by line number"
-            )
-        return sentence
-
-    def finish(self) -> int:
-        """Writes `sentence_to_index` (when kept) and returns the line count."""
-        if self.sentence_to_index is not None:
-            index = self.out.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
-            index[0] = json.dumps(self.sentence_to_index)
-        if self.repeated:
-            logging.warning(
-                "%s: %d line(s) repeat an earlier line's sentence; each sentence is written once, with the "
-                "layers of its first line (use_sentence_keys)", self.source, self.repeated,
-            )
-        return self.lines
-
-
 def dump_token_embeddings(embedder: ElmoEmbedder, vocab_path: str, output_path: str) -> int:
     """Writes dataset `embedding` `(n_vocab, P)` for the words of `vocab_path`; returns n_vocab."""
     embeddings = embedder.token_embeddings(read_words(vocab_path))
-
-    def write(tmp: str) -> None:
-        with h5py.File(tmp, "w") as out:
-            out.create_dataset("embedding", data=embeddings)
-
-    write_atomic(output_path, write)
+    write_token_embeddings(embeddings, output_path)
     return len(embeddings)

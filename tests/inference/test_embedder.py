@@ -14,9 +14,8 @@ import pytest
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.inference import embedder as embed
 from elmo_jax.cli.embed import main
-from elmo_jax.inference.embedder import (
-    SENTENCE_TO_INDEX, ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir,
-)
+from elmo_jax.inference.embedder import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir
+from elmo_jax.inference.hdf5_output import SENTENCE_TO_INDEX
 from elmo_jax.pretrained import PretrainedBiLM, bilm_from_workdir
 
 from elmo_jax.workdir.runs import load_params
