@@ -4,6 +4,8 @@
 that describe them. `validate` raises ConfigError naming the first key whose value is not allowed,
 e.g. `config key train.keep_checkpoints=0 is out of range (allowed: an integer >= 1)`. Keys a
 config lacks are skipped (the code falls back to their defaults) and keys it adds are left alone.
+The Transformer's and the gated CNN's sizes are bounded together by what the arrays of one row
+can hold (`MAX_ROW_ELEMENTS`), the error naming the key too large and its range given the others.
 Checks that depend on the run (the device count, the vocabulary) are made where that is known.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from elmo_jax.config.overrides import get_key
 
@@ -19,6 +21,9 @@ from elmo_jax.config.overrides import get_key
 MIN_CHARS_PER_TOKEN = 3
 # <S>, </S>, <UNK> and a handful of words: with fewer every word is <UNK> and perplexity means nothing.
 MIN_VOCAB_SIZE = 8
+# JAX indexes with int32, its default integer: an array that one row of the batch needs, or a
+# position in it, past this many elements cannot be built whatever the batch size or the machine.
+MAX_ROW_ELEMENTS = 2**31 - 1
 
 
 class ConfigError(ValueError):
@@ -285,6 +290,109 @@ def _check_probe_files_given(config: Mapping[str, Any]) -> None:
             raise ConfigError(f"config key {key}={path!r}: eval.probe.task={task!r} needs a CoNLL-U file")
 
 
+def _largest_fitting(fits: Callable[[int], bool], low: int) -> int:
+    """The largest n in [low, MAX_ROW_ELEMENTS] with fits(n), for fits true up to some n and false
+    after it, and true at low."""
+    high = MAX_ROW_ELEMENTS
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low
+
+
+def _check_row_sizes(
+    config: Mapping[str, Any],
+    sizes: Sequence[tuple[str, int]],
+    context: Mapping[str, Any],
+    elements: Callable[..., int],
+    arrays: str,
+) -> None:
+    """Size keys (key, minimum), in the order given, against `elements(**values)`, the element
+    count of the largest array one row needs (keyword arguments: each key's last part, and
+    `context`): each key is checked with the keys before it at their values and those after it
+    at their minimums, so the error names the key that is too large, and its range given the
+    others. Skipped when a key is missing (the code's default then holds)."""
+    found = [_lookup(config, key) for key, _ in sizes]
+    if not all(present for present, _ in found):
+        return
+    values = {key.rsplit(".", 1)[1]: minimum for key, minimum in sizes}
+    for (key, minimum), (_, value) in zip(sizes, found):
+        name = key.rsplit(".", 1)[1]
+
+        def fits(n: int, name: str = name) -> bool:
+            return elements(**context, **{**values, name: n}) <= MAX_ROW_ELEMENTS
+
+        if fits(minimum) and not fits(value):
+            largest = _largest_fitting(fits, minimum)
+            raise ConfigError(
+                f"config key {key}={value!r} is out of range (allowed: an integer in [{minimum}, {largest}]: "
+                f"{arrays} must stay within 2^31 - 1 elements, JAX's int32 indexing)"
+            )
+        values[name] = value
+
+
+def _transformer_row_elements(
+    max_window: int, memory_length: int, ff_dim: int, n_heads: int, n_layers: int, width: int
+) -> int:
+    """The largest array of one row and direction of the Transformer: its attention scores
+    `[heads, W, M + W]`, its memory `[L, M, P]`, keys, values and positions `[M + W, P]`, the
+    feed-forward layer's hidden units `[W, ff_dim]` and weights `[P, ff_dim]`."""
+    context = memory_length + max_window
+    return max(n_heads * max_window * context, n_layers * memory_length * width, context * width,
+               max_window * ff_dim, width * ff_dim)
+
+
+def _gated_cnn_row_elements(kernel_width: int, dilation_base: int, n_layers: int, token_dim: int, width: int) -> int:
+    """The largest array of one row and direction of the gated CNN: the carried inputs `[(k - 1)
+    r_l, F_l]` of its first layer (r = 1, the token embeddings' width) and its last (r =
+    base^(L-1), P wide), and a layer's weights `[k, F, P]`."""
+    first = (kernel_width - 1) * token_dim
+    # base^(L-1), capped at base^32 (past MAX_ROW_ELEMENTS already for base >= 2): no huge powers.
+    last_dilation = dilation_base ** min(n_layers - 1, 32)
+    last = (kernel_width - 1) * last_dilation * width if n_layers > 1 else 0
+    return max(first, last, kernel_width * max(token_dim, width) * width)
+
+
+def _token_dim(config: Mapping[str, Any]) -> int | None:
+    """The token embeddings' width: the char CNN's channels without a token projection, else
+    model.lstm.projection_dim (None when a key it needs is missing)."""
+    _, width = _lookup(config, "model.lstm.projection_dim")
+    _, encoder = _lookup(config, "model.token_encoder")
+    _, projection = _lookup(config, "model.char_cnn.projection")
+    if encoder == "char_cnn" and projection is False:
+        _, filters = _lookup(config, "model.char_cnn.filters")
+        return None if filters is None else sum(channels for _, channels in filters)
+    return width
+
+
+def _check_contextualizer_sizes(config: Mapping[str, Any]) -> None:
+    """The Transformer's and the gated CNN's size keys within what one row's arrays can hold
+    (`MAX_ROW_ELEMENTS`): such values otherwise fail late, after minutes and gigabytes."""
+    _, contextualizer = _lookup(config, "model.contextualizer")
+    _, width = _lookup(config, "model.lstm.projection_dim")
+    if width is None:
+        return
+    if contextualizer == "transformer":
+        _, n_heads = _lookup(config, "model.transformer.n_heads")
+        _, n_layers = _lookup(config, "model.transformer.n_layers")
+        if n_heads is None or n_layers is None:
+            return
+        sizes = [("model.transformer.max_window", 1), ("model.transformer.memory_length", 0),
+                 ("model.transformer.ff_dim", 1)]
+        context = {"n_heads": n_heads, "n_layers": n_layers, "width": width}
+        arrays = "one row's attention scores, memory and feed-forward layer"
+        _check_row_sizes(config, sizes, context, _transformer_row_elements, arrays)
+    elif contextualizer == "gated_cnn":
+        _, n_layers = _lookup(config, "model.gated_cnn.n_layers")
+        token_dim = _token_dim(config)
+        if n_layers is None or token_dim is None:
+            return
+        sizes = [("model.gated_cnn.kernel_width", 2), ("model.gated_cnn.dilation_base", 1)]
+        context = {"n_layers": n_layers, "token_dim": token_dim, "width": width}
+        arrays = "one row's carried inputs and convolution weights"
+        _check_row_sizes(config, sizes, context, _gated_cnn_row_elements, arrays)
+
+
 def check_negative_samples(config: Mapping[str, Any], vocab_size: int, vocabulary: str) -> None:
     """The sampled softmax draws distinct candidates (model.softmax.unique_samples) from the
     vocabulary, so it needs fewer than its `vocab_size` words; `vocabulary` says where they come
@@ -310,4 +418,5 @@ def validate(config: Mapping[str, Any]) -> None:
     _check_chars_fit_filters(config)
     _check_init_range_is_uniform(config)
     _check_heads_divide_width(config)
+    _check_contextualizer_sizes(config)
     _check_probe_files_given(config)

@@ -206,15 +206,46 @@ class BiLM(nn.Module):
     ) -> tuple[list[jax.Array], Any]:
         """The Transformer over consecutive windows of at most max_window positions, each carrying
         the memory to the next (as training's windows do), so any length runs, 'learned' positions
-        included; one window when T <= max_window."""
-        windows = []
-        for start in range(0, x.shape[2], self.max_window):
-            end = start + self.max_window
-            outputs, state = self.stack(x[:, :, start:end], mask[:, :, start:end], state, train)
-            windows.append(outputs)
-        if len(windows) == 1:
-            return windows[0], state
-        return [jnp.concatenate(layer, axis=2) for layer in zip(*windows)], state
+        included; one window when T <= max_window.
+
+        The whole windows run in a loop the compiler sees once (`_scan_windows`) and a last partial
+        window in one more call, so the program holds at most two windows whatever T, and the
+        work grows linearly with T (not a copy of the stack per window).
+        """
+        steps = x.shape[2]
+        whole = steps - steps % self.max_window if steps > self.max_window else 0
+        parts = []
+        if whole:
+            outputs, state = self._scan_windows(x[:, :, :whole], mask[:, :, :whole], state, train)
+            parts.append(outputs)
+        if whole < steps:
+            outputs, state = self.stack(x[:, :, whole:], mask[:, :, whole:], state, train)
+            parts.append(outputs)
+        if len(parts) == 1:
+            return parts[0], state
+        return [jnp.concatenate(layer, axis=2) for layer in zip(*parts)], state
+
+    def _scan_windows(
+        self, x: jax.Array, mask: jax.Array, state: Any, train: bool
+    ) -> tuple[list[jax.Array], Any]:
+        """The Transformer over n whole windows as one scan: x `[2, B, n W, F]`, mask `[2, B, n W]`
+        (W = max_window) -> (L outputs `[2, B, n W, P]`, the state after the last window). Each
+        window draws its own dropout; the parameters are the same in every window."""
+        n_windows = x.shape[2] // self.max_window
+
+        def windows(a: jax.Array) -> jax.Array:  # [2, B, n W, ...] -> [n, 2, B, W, ...]
+            return jnp.moveaxis(a.reshape(*a.shape[:2], n_windows, self.max_window, *a.shape[3:]), 2, 0)
+
+        def positions(a: jax.Array) -> jax.Array:  # [n, 2, B, W, P] -> [2, B, n W, P]
+            return jnp.moveaxis(a, 0, 2).reshape(*a.shape[1:3], -1, a.shape[-1])
+
+        def window(stack: TransformerStack, state: Any, inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, Any]:
+            outputs, state = stack(*inputs, state, train)
+            return state, outputs
+
+        scan = nn.scan(window, variable_broadcast="params", split_rngs={"params": False, "dropout": True})
+        state, outputs = scan(self.stack, state, (windows(x), windows(mask)))
+        return [positions(out) for out in outputs], state
 
     def _lstm_layers(
         self,

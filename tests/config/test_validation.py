@@ -211,6 +211,48 @@ def test_transformer_heads_must_divide_the_projection_dim():
     validate(_config(**{"model.lstm.projection_dim": 8, "model.transformer.n_heads": 3}))  # An LSTM: no heads.
 
 
+TRANSFORMER, GATED_CNN = {"model.contextualizer": "transformer"}, {"model.contextualizer": "gated_cnn"}
+# Sizes that built arrays for minutes and gigabytes, then failed (out of memory, an int32 overflow),
+# and the range each takes with configs/tests/tiny.py's other values (width 8, 8 heads, window 20).
+HUGE_SIZES = [
+    ({**TRANSFORMER, "model.transformer.memory_length": 10**9}, "model.transformer.memory_length", 0, 13421752),
+    ({**TRANSFORMER, "model.transformer.memory_length": 30_000_000}, "model.transformer.memory_length", 0, 13421752),
+    ({**TRANSFORMER, "model.transformer.max_window": 10**9}, "model.transformer.max_window", 1, 16383),
+    ({**TRANSFORMER, "model.transformer.ff_dim": 10**9}, "model.transformer.ff_dim", 1, 107374182),
+    ({**GATED_CNN, "model.gated_cnn.dilation_base": 10**6}, "model.gated_cnn.dilation_base", 1, 11585),
+    ({**GATED_CNN, "model.gated_cnn.kernel_width": 10**9}, "model.gated_cnn.kernel_width", 2, 33554431),
+    ({**GATED_CNN, "model.gated_cnn.n_layers": 40, "model.gated_cnn.dilation_base": 2},
+     "model.gated_cnn.dilation_base", 1, 1),
+]
+
+
+@pytest.mark.parametrize("overrides,key,low,high", HUGE_SIZES, ids=[k for _, k, _, _ in HUGE_SIZES])
+def test_sizes_beyond_what_a_row_can_hold_name_the_key_and_its_range(overrides, key, low, high):
+    with pytest.raises(ConfigError) as error:
+        validate(_config(**overrides))
+    assert str(error.value) == (
+        f"config key {key}={overrides[key]!r} is out of range (allowed: an integer in [{low}, {high}]: "
+        + ("one row's attention scores, memory and feed-forward layer" if "transformer" in key
+           else "one row's carried inputs and convolution weights")
+        + " must stay within 2^31 - 1 elements, JAX's int32 indexing)"
+    )
+
+
+BOUNDARIES = [HUGE_SIZES[i] for i in (0, 3, 4)]  # The others' largest value leaves no room for the next keys.
+
+
+@pytest.mark.parametrize("overrides,key,low,high", BOUNDARIES, ids=[k for _, k, _, _ in BOUNDARIES])
+def test_the_largest_size_a_row_can_hold_passes(overrides, key, low, high):
+    validate(_config(**{**overrides, key: high}))
+    with pytest.raises(ConfigError, match=f"config key {key}={high + 1} is out of range"):
+        validate(_config(**{**overrides, key: high + 1}))
+
+
+def test_sizes_of_another_contextualizer_are_not_bounded():
+    """An LSTM biLM builds neither the Transformer's nor the gated CNN's arrays."""
+    validate(_config(**{"model.transformer.memory_length": 10**9, "model.gated_cnn.dilation_base": 10**6}))
+
+
 def test_a_word_model_ignores_the_filter_widths():
     validate(_config(**{"data.max_chars_per_token": 5, "model.token_encoder": "word"}))
 

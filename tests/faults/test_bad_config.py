@@ -46,6 +46,24 @@ def test_train_py_rejects_the_value_before_creating_the_workdir(tmp_path, key, v
     assert not workdir.exists()
 
 
+@pytest.mark.parametrize(
+    "overrides,key,value",
+    [
+        (["--config.model.contextualizer=transformer"], "model.transformer.memory_length", "1000000000"),  # 25 s, a
+        # NumPy ArrayMemoryError traceback; 30000000: 119 s and 23.5 GB.
+        (["--config.model.contextualizer=transformer"], "model.transformer.max_window", "1000000000"),  # No key named.
+        (["--config.model.contextualizer=gated_cnn"], "model.gated_cnn.dilation_base", "1000000"),  # An int32
+        # OverflowError traceback.
+    ],
+)
+def test_train_py_rejects_sizes_no_row_can_hold_before_creating_the_workdir(tmp_path, overrides, key, value):
+    workdir = tmp_path / "run"
+    done = run_script("train.py", TINY, *overrides, f"--config.{key}={value}", f"--workdir={workdir}",
+                      compile_cache=str(tmp_path / "cache"))
+    _assert_one_error_naming(done, f"error: config key {key}={value} is out of range (allowed: an integer in [")
+    assert not workdir.exists()
+
+
 def test_train_py_leaves_an_existing_workdir_untouched(tmp_path):
     workdir = tmp_path / "run"
     workdir.mkdir()

@@ -469,3 +469,96 @@ def test_lstm_only_methods_refuse_a_transformer() -> None:
     params = model.init(jax.random.key(0), make_inputs(0, steps=T), model.initial_state(B))["params"]
     with pytest.raises(ValueError, match="LSTM biLMs; this one's contextualizer is 'transformer'"):
         model.apply({"params": params}, jnp.zeros((P,)), method=BiLM.first_layer_gates)
+
+
+WINDOW = 3  # max_window of the windowed-Transformer tests below.
+
+
+def windowed_transformer(positions: str = "learned", memory_length: int = 2, dropout: float = 0.1) -> BiLM:
+    """A tiny Transformer biLM whose windows are WINDOW positions long."""
+    return tiny_model("transformer", **TRANSFORMER, **{
+        "model.transformer.positions": positions, "model.transformer.max_window": WINDOW,
+        "model.transformer.memory_length": memory_length, "model.dropout": dropout, "model.token_dropout": dropout,
+    })
+
+
+def holey_inputs(seed: int, steps: int) -> dict[str, np.ndarray]:
+    """`make_inputs` with a whole window of padding in row 0 of the forward stream (its memory
+    must pass over it unchanged) and a stream that ends early in row 1 of the backward one."""
+    inputs = make_inputs(seed, steps)
+    inputs["mask"][0, 0, WINDOW : 2 * WINDOW] = 0
+    inputs["mask"][1, 1, steps - WINDOW - 1 :] = 0
+    return inputs
+
+
+def one_call_per_window(apply: Callable[..., Any], params: Any, inputs: dict, state: Any) -> tuple[list, Any]:
+    """The layers and state of one `apply(params, inputs, state)` per window of WINDOW positions
+    in turn, each from the state the one before ended with: the windows as separate programs."""
+    parts = []
+    for start in range(0, inputs["mask"].shape[2], WINDOW):
+        layers, _, state = apply(params, {k: v[:, :, start : start + WINDOW] for k, v in inputs.items()}, state)
+        parts.append(layers)
+    return [jnp.concatenate(layer, axis=2) for layer in zip(*parts)], state
+
+
+@pytest.mark.parametrize("positions,memory_length", [("learned", 2), ("sinusoidal", 5), ("none", 0)])
+def test_transformer_windows_in_one_call_equal_one_call_per_window(positions: str, memory_length: int) -> None:
+    """Several windows and a last partial one in one call give each window's layers and the
+    carried memory of one call per window, also when the next call continues from that memory."""
+    model = windowed_transformer(positions, memory_length)
+    params = model.init(jax.random.key(1), make_inputs(0, steps=T), model.initial_state(B))["params"]
+    apply = jax.jit(lambda params, inputs, state: model.apply({"params": params}, inputs, state))
+    state = want_state = model.initial_state(B)
+    for seed, steps in ((4, 4 * WINDOW + 2), (5, 2 * WINDOW + 1), (6, 3 * WINDOW)):
+        inputs = holey_inputs(seed, steps)
+        layers, _, state = apply(params, inputs, state)
+        want, want_state = one_call_per_window(apply, params, inputs, want_state)
+        for j in range(N_LAYERS + 2):
+            np.testing.assert_allclose(layers[j], want[j], rtol=RTOL, atol=1e-5, err_msg=f"{steps} steps, layer {j}")
+        jax.tree.map(lambda got, expected: np.testing.assert_allclose(got, expected, rtol=RTOL, atol=1e-5),
+                     state, want_state)
+    assert np.asarray(state.mask).sum() == 2 * B * memory_length
+
+
+def test_transformer_windows_in_one_call_train_like_one_call_per_window() -> None:
+    """Training's path: without dropout, the gradient of windows in one call is that of one call
+    per window; with dropout, each window draws its own mask."""
+    model = windowed_transformer(dropout=0.0)
+    inputs = holey_inputs(7, 3 * WINDOW + 1)
+    params = model.init(jax.random.key(1), inputs, model.initial_state(B))["params"]
+
+    def apply(params: Any, inputs: dict, state: Any) -> tuple:
+        return model.apply({"params": params}, inputs, state, train=True)
+
+    @functools.partial(jax.jit, static_argnums=1)
+    @functools.partial(jax.grad)
+    def gradient(params: Any, one_call: bool) -> jax.Array:
+        state = model.initial_state(B)
+        layers = apply(params, inputs, state)[0] if one_call else one_call_per_window(apply, params, inputs, state)[0]
+        return sum(jnp.sum(jnp.sin(layer)) for layer in layers[1:])
+
+    got, want = gradient(params, True), gradient(params, False)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5), got, want)
+    dropped = windowed_transformer(memory_length=0, dropout=0.5)  # Windows independent of each other.
+    same = {k: np.concatenate([v[:, :, :WINDOW]] * 3, axis=2) for k, v in make_inputs(8, WINDOW).items()}
+    dropped_params = dropped.init(jax.random.key(1), same, dropped.initial_state(B))["params"]
+    top = dropped.apply({"params": dropped_params}, same, dropped.initial_state(B), train=True,
+                        rngs={"dropout": jax.random.key(2)})[1]
+    first, second = np.asarray(top[:, :, :WINDOW]), np.asarray(top[:, :, WINDOW : 2 * WINDOW])
+    assert np.abs(first - second).max() > 1e-3
+
+
+def test_transformer_program_does_not_grow_with_the_windows() -> None:
+    """Long inputs compile one loop over the windows, not a copy of the stack per window: the
+    contextualizer's program of 40 windows is as long as that of 4 (with and without a last
+    partial window)."""
+    model = windowed_transformer()
+    params = model.init(jax.random.key(1), make_inputs(0, steps=T), model.initial_state(B))["params"]
+
+    def program_lines(steps: int) -> int:
+        x, mask = jnp.zeros((2, B, steps, P)), jnp.ones((2, B, steps), bool)
+        contextualize = functools.partial(model.apply, {"params": params}, method=BiLM.contextualize)
+        return len(str(jax.make_jaxpr(contextualize)(x, mask, model.initial_state(B))).splitlines())
+
+    assert program_lines(40 * WINDOW) == program_lines(4 * WINDOW)
+    assert program_lines(40 * WINDOW + 1) == program_lines(4 * WINDOW + 1)
