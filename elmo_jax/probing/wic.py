@@ -129,7 +129,7 @@ def _linear_probes(
     `train` held out by the config's seed); with where dev came from and its number of pairs."""
     dev_source = "dev"
     if dev is None:
-        kept, held = held_out_tenth(range(len(train.same)), config.seed)
+        kept, held = held_out_tenth(range(len(train.same)), config.seed, "the training pairs")
         train, dev, dev_source = train.take(kept), train.take(held), "train_tenth"
     trained = train_probes(
         pair_features(train.u, train.v, dims), train.same.astype(np.int32), pair_features(dev.u, dev.v, dims),
