@@ -4,7 +4,7 @@
       [--task upos|xpos|deprel] [--normalize none|lower|ptb] [--control none|random_init] [--mlp] [--output DIR]
   elmo-probe --options options.json --weights weights.hdf5 --train ... --test ...
   elmo-probe --workdir runs/demo --task wsd --data CoarseWSD-20 [--max_train_per_word 400] [--normalize ...] \\
-      [--control ...] [--output DIR]
+      [--control ...] [--show_predictions] [--output DIR]
   elmo-probe --workdir runs/demo --task wic --data WiC_dataset [--normalize ...] [--control ...] [--output DIR]
 
 Data: CoNLL-U files (Universal Dependencies treebanks); without --dev, a tenth of the training
@@ -22,7 +22,9 @@ one noun's directory). For each word, layer and the mix: the nearest sense centr
 (centroids of the training sentences; layer 0 is the static baseline, one vector per spelling) and
 a linear probe, scored by accuracy and macro-F1 on the test sentences beside the most frequent
 sense, each word's and their means over the words: `probe_wsd.json`, Markdown tables on stdout and
-`probe_wsd.png` (the centroids' mean macro-F1 by layer). How: elmo_jax/probing/ (wsd.py).
+`probe_wsd.png` (the centroids' mean macro-F1 by layer); --show_predictions adds each test
+sentence's nearest sense at each layer (examples/senses: "apple" and "play" in sentences of the
+project's own, docs/probing.md). How: elmo_jax/probing/ (wsd.py).
 
 Word in Context (`--task wic`): --data is WiC's directory (`train`, `test` and optionally `dev`,
 each a `<split>.data.txt` of `word, PoS, i-j, sentence 1, sentence 2` lines and a `<split>.gold.txt`
@@ -53,6 +55,7 @@ from elmo_jax.workdir.runs import workdir_inputs
 from elmo_jax.probing import wic, wsd
 from elmo_jax.probing.report import (
     figure_path, markdown_table, read_results, result_path, wic_markdown_table, write_outputs, wsd_markdown_tables,
+    wsd_prediction_tables,
 )
 from elmo_jax.probing.run import probe
 from elmo_jax.probing.tasks import NORMALIZATIONS, TASKS
@@ -84,6 +87,11 @@ flags.DEFINE_string(
 flags.DEFINE_integer(
     "max_train_per_word", wsd.MAX_TRAIN_PER_WORD,
     "with --task wsd: training sentences read of each word, a sample by --seed (0: all)", flag_values=_FLAGS,
+)
+flags.DEFINE_bool(
+    "show_predictions", False,
+    "with --task wsd: also the nearest sense centroid of each test sentence at each layer, a table per word "
+    "(and in the JSON: it then holds the test sentences)", flag_values=_FLAGS,
 )
 flags.DEFINE_enum(
     "normalize", "none", NORMALIZATIONS,
@@ -129,8 +137,8 @@ def _check_flags() -> None:
     missing = [f"--{name}" for name in needed if _FLAGS[name].value is None]
     if missing:
         raise tool_flags.UsageError(f"--task {_FLAGS.task} needs {', '.join(missing)}")
-    others = ["train", "dev", "test", "mlp"] if data_task else ["data", "max_train_per_word"]
-    others += ["max_train_per_word"] if _FLAGS.task == wic.TASK else []
+    others = ["train", "dev", "test", "mlp"] if data_task else ["data", "max_train_per_word", "show_predictions"]
+    others += ["max_train_per_word", "show_predictions"] if _FLAGS.task == wic.TASK else []
     given = [f"--{name}" for name in others if _FLAGS[name].present]
     if given:
         raise tool_flags.UsageError(f"{', '.join(given)} not taken with --task {_FLAGS.task}")
@@ -198,10 +206,13 @@ def _probe(command: str) -> None:
         words = read_coarsewsd(_FLAGS.data)
         pretrained, described = _model()
         result = wsd.probe_wsd(
-            pretrained, words, _FLAGS.normalize, max_train_per_word=_FLAGS.max_train_per_word, **common
+            pretrained, words, _FLAGS.normalize, max_train_per_word=_FLAGS.max_train_per_word,
+            per_sentence=_FLAGS.show_predictions, **common
         )
         result.update(described, command=command, data=_FLAGS.data)
         print(wsd_markdown_tables(write_outputs(output, result), result))
+        if _FLAGS.show_predictions:
+            print(f"\n{wsd_prediction_tables(result)}")
     elif _FLAGS.task == wic.TASK:
         data = read_wic(_FLAGS.data)
         pretrained, described = _model()

@@ -121,6 +121,25 @@ def wsd_markdown_tables(results: Sequence[Result], per_word: Result) -> str:
     return "\n".join(lines)
 
 
+def wsd_prediction_tables(result: Result, mark: str = "[[{}]]") -> str:
+    """The nearest sense centroid of each test sentence at each layer and the mix (`probe_wsd`'s
+    `per_sentence`), a table per word; the target word marked `mark`."""
+    lines: list[str] = []
+    for word, scores in result["words"].items():
+        rows = scores["predictions"]
+        k_range = range(len(rows[0]["centroid"]["layers"])) if rows else range(0)
+        header = ["test sentence", "sense", *(f"layer {k}" for k in k_range), "mix"]
+        lines += [f"nearest sense centroid: {word}", "", f"| {' | '.join(header)} |",
+                  "| --- |" + " --- |" * (len(header) - 1)]
+        for row in rows:
+            tokens = list(row["tokens"])
+            tokens[row["position"]] = mark.format(tokens[row["position"]])
+            lines.append(f"| {' '.join(tokens)} | {row['gold']} | " + " | ".join(
+                [*row["centroid"]["layers"], row["centroid"]["mix"]]) + " |")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
 def wic_markdown_table(results: Sequence[Result]) -> str:
     """Word in Context: test accuracy of the cosine threshold and of the linear probe by layer, a
     pair of columns per result, beside the majority class."""

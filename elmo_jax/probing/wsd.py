@@ -101,6 +101,22 @@ def _scores(gold: Sequence[str], predicted: Sequence[Sequence[str]], mix: Sequen
             for i, metric in enumerate(("accuracy", "macro_f1"))}
 
 
+def _sentence_predictions(
+    word: WsdWord, centroid: Sequence[Sequence[str]], centroid_mix: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Each test sentence of `word` with its gold sense and the nearest centroid's at each layer
+    (`centroid[layer][sentence]`) and the mix, sense ids named as `word.senses` names them."""
+    name = word.senses.get
+    return [
+        {
+            "tokens": example.tokens, "position": example.position, "gold": name(example.sense, example.sense),
+            "centroid": {"layers": [name(str(layer[j]), str(layer[j])) for layer in centroid],
+                         "mix": name(str(centroid_mix[j]), str(centroid_mix[j]))},
+        }
+        for j, example in enumerate(word.test)
+    ]
+
+
 def _mean_scores(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The unweighted mean over words of `_scores` dicts (or of the baseline's numbers)."""
     return jax.tree.map(lambda *values: float(np.mean(values)), *scores)
@@ -145,6 +161,7 @@ def probe_wsd(
     progress: bool = True,
     max_feature_bytes: int = MAX_BYTES,
     config: ProbeConfig | None = None,
+    per_sentence: bool = False,
 ) -> dict[str, Any]:
     """Probes the senses of `words` on every layer of `pretrained` and on their mix; returns the result dict.
 
@@ -159,7 +176,10 @@ def probe_wsd(
     held-out sentences, all words pooled), `epochs`, `best_epoch`, `probe_config`, `task`,
     `normalize`, `control`, `seed`, `max_train_per_word`, `n_layers`, `layer_dims`, `dim`, the
     sentence counts, `seconds` (features, probes, centroids). `config`: the linear probes'
-    training (default PROBE_CONFIG; its seed is set from `seed`).
+    training (default PROBE_CONFIG; its seed is set from `seed`). `per_sentence`: each word also
+    gets `predictions`, one per test sentence: its `tokens`, the target's `position`, the `gold`
+    sense and the nearest centroid's at each layer and the mix (`centroid` {`layers`, `mix`}), by
+    sense name; they hold the test sentences, so keep them out of results of data not to be copied.
     """
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
@@ -215,6 +235,7 @@ def probe_wsd(
         gold = [e.sense for e in word.test]
         centroid = [centroid_predictions(train_x[rows, k, :d], senses, test_x[test_rows, k, :d])
                     for k, d in enumerate(dims)]
+        centroid_mix = centroid_predictions(train_mixed[rows], senses, test_mixed[test_rows])
         majority = majority_label([e.sense for e in word.train])
         per_word[word.word] = {
             "senses": len(word.senses),
@@ -229,9 +250,11 @@ def probe_wsd(
                 "sense": majority, "accuracy": float(np.mean(np.asarray(gold) == majority)),
                 "macro_f1": macro_f1(gold, [majority] * len(gold)),
             },
-            "centroid": _scores(gold, centroid, centroid_predictions(train_mixed[rows], senses, test_mixed[test_rows])),
+            "centroid": _scores(gold, centroid, centroid_mix),
             "linear": _scores(gold, sense_of[linear["linear"][:, test_rows]], sense_of[linear["mix"][0, test_rows]]),
         }
+        if per_sentence:
+            per_word[word.word]["predictions"] = _sentence_predictions(word, centroid, centroid_mix)
     mean = {
         name: _mean_scores([{k: v for k, v in w[name].items() if k != "sense"} for w in per_word.values()])
         for name in ("most_frequent_sense", *METHODS)

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import subprocess
 import sys
 
 import pytest
 
 from elmo_jax.cli.probe import main
+from elmo_jax.data.coarsewsd import read_coarsewsd
 from tests.data.coarsewsd_helpers import write_made_up_dataset
 from tests.data.wic_helpers import write_made_up_wic
+from tests.doc_blocks import code_blocks
 from tests.entry_points import ROOT
 from tests.probing.helpers import bilm_files, conllu_splits  # noqa: F401 (fixtures)
 from tests.training.helpers import make_checkpoint_workdir
@@ -86,6 +90,42 @@ def test_word_senses_of_a_coarsewsd_directory_then_control(bilm_files, tmp_path,
     assert (tmp_path / "out" / "probe_wsd.png").stat().st_size > 0
 
 
+def test_the_documented_apple_and_play_command_shows_each_sentences_nearest_sense(bilm_files, tmp_path, capsys):  # noqa: F811
+    """docs/probing.md's command as written, on a small model for the demo's workdir."""
+    options, weights = bilm_files
+    (command,) = [line for block in code_blocks(os.path.join(ROOT, "docs", "probing.md"), "bash")
+                  for line in block.splitlines() if "examples/senses" in line]
+    args = shlex.split(command)[1:]
+    args[args.index("--workdir") : args.index("--workdir") + 2] = ["--options", options, "--weights", weights]
+    args[args.index("--output") + 1] = str(tmp_path / "senses")
+    args[args.index("--data") + 1] = os.path.join(ROOT, args[args.index("--data") + 1])
+    assert main([*args, *FAST]) == 0
+    out = capsys.readouterr().out
+    words = read_coarsewsd(os.path.join(ROOT, "examples", "senses"))
+    for word in words:
+        assert f"nearest sense centroid: {word.word}" in out
+        for example in word.test:
+            tokens = list(example.tokens)
+            tokens[example.position] = f"[[{tokens[example.position]}]]"
+            row = next(line for line in out.splitlines() if line.startswith(f"| {' '.join(tokens)} |"))
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            assert cells[1] == word.senses[example.sense] and set(cells[2:]) <= set(word.senses.values())
+            assert len(cells) == 2 + 3 + 1  # Sentence, gold sense, layers 0..2, mix.
+    predictions = json.loads((tmp_path / "senses" / "probe_wsd.json").read_text())["words"]["play"]["predictions"]
+    assert len(predictions) == 6 and predictions[3]["gold"] == "play_theatre"
+
+
+def test_the_sense_examples_are_two_words_of_two_senses_each():
+    words = read_coarsewsd(os.path.join(ROOT, "examples", "senses"))
+    assert [w.word for w in words] == ["apple", "play"]
+    for word in words:
+        assert len(word.senses) == 2
+        for split in (word.train, word.test):
+            assert all(e.tokens[e.position] == word.word for e in split)
+            counts = [sum(e.sense == sense for e in split) for sense in word.senses]
+            assert counts == [len(split) // 2] * 2, counts  # As many sentences of each sense.
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -95,8 +135,9 @@ def test_word_senses_of_a_coarsewsd_directory_then_control(bilm_files, tmp_path,
         (["--task", "wsd", "--data", "DATA", "--max_train_per_word", "1"], "--max_train_per_word must be 0 (all) or >= 2"),
         (["--task", "wsd", "--data", "DATA", "--output", "DATA/bank"], "refusing to overwrite an input"),
         (["--task", "wsd", "--data", "DATA/bank/train.gold.txt"], "train.gold.txt: not a directory"),
+        (["--train", "x", "--test", "y", "--show_predictions"], "--show_predictions not taken with --task upos"),
     ],
-    ids=["no-data", "train", "data", "max-train", "output", "not-a-directory"],
+    ids=["no-data", "train", "data", "max-train", "output", "not-a-directory", "show-predictions"],
 )
 def test_bad_word_sense_flags_are_one_error_line(bilm_files, tmp_path, capsys, args, message):  # noqa: F811
     data = write_made_up_dataset(str(tmp_path / "data"))
