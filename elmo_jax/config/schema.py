@@ -152,7 +152,7 @@ def get_config() -> ml_collections.ConfigDict:
     ev.stateful = True
     # Linear probes of what each layer of the biLM knows (elmo_jax/probing/, as `elmo-probe`) on the params
     # being trained: trained on train_file, early-stopped on dev_file, scored on test_file (CoNLL-U files);
-    # each result goes to probe_<task>_<step>.json in the workdir.
+    # each result goes to probe_<task>_<step>.json in the workdir; word senses of wsd_data beside them.
     ev.probe = probe = ml_collections.ConfigDict()
     probe.task = ""  # '' (no probes) | 'upos' | 'xpos' | 'deprel': the token label to predict.
     probe.train_file = ""  # CoNLL-U file the probes train on (needed with a task).
@@ -160,6 +160,8 @@ def get_config() -> ml_collections.ConfigDict:
     probe.test_file = ""  # CoNLL-U file the probes are scored on (needed with a task).
     probe.normalize = "none"  # Spell the words as the training text: 'none' | 'lower' | 'ptb' (lower, numbers as N).
     probe.every_steps = 0  # Probe every N training steps (0 = only at the end); always at the end.
+    probe.wsd_data = ""  # CoarseWSD-20's directory (a directory per word, or one word's): also probe word senses
+    #                      as `elmo-probe --task wsd` (probe_wsd_<step>.json); '' = none. With or without a task.
 
     # Continued training of a bilm-tf/AllenNLP model (elmo_jax/training/init_from.py): its shape comes
     # from options.json, a new run starts from its weights (and its softmax rows for the words the

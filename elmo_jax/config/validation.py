@@ -226,6 +226,7 @@ SCHEMA: dict[str, Check] = {
     "eval.probe.test_file": string(),
     "eval.probe.normalize": one_of("none", "lower", "ptb"),
     "eval.probe.every_steps": integer(0),
+    "eval.probe.wsd_data": string(),
     "init.options": string(),
     "init.weights": string(),
     "init.softmax_weights": string(),

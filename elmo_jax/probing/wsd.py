@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -148,6 +148,30 @@ def _dev_senses(
     return [unseen_labels(dev, fit, "dev") for dev, fit in splits]
 
 
+class SenseSplits(NamedTuple):
+    """How the probes split each word's training sentences: its sample (`max_train_per_word`), the
+    (kept, held-out) indices into it, and the held-out senses its kept sentences lack (`_dev_senses`)."""
+
+    samples: list[list[SenseExample]]
+    held_out: list[tuple[list[int], list[int]]]
+    untrained_dev: list[dict[str, Any]]
+
+
+def sense_splits(words: Sequence[WsdWord], max_train_per_word: int, seed: int) -> SenseSplits:
+    """The splits `probe_wsd` takes of `words`, checked: ValueError for no words, a bad
+    `max_train_per_word`, a word of fewer than 2 training sentences, or held-out senses none of
+    which training has. What training's probes check before step 1 (config.eval.probe.wsd_data)."""
+    if max_train_per_word < 0 or max_train_per_word == 1:
+        raise ValueError(f"max_train_per_word must be 0 (all) or >= 2, got {max_train_per_word}")
+    if not words:
+        raise ValueError("no words to probe")
+    samples = [_sample(w.train, max_train_per_word, seed + i) for i, w in enumerate(words)]
+    held_out = [
+        held_out_tenth(range(len(sample)), seed + i, word.word) for i, (word, sample) in enumerate(zip(words, samples))
+    ]
+    return SenseSplits(samples, held_out, _dev_senses(words, samples, held_out))
+
+
 def probe_wsd(
     pretrained: PretrainedBiLM,
     words: Sequence[WsdWord],
@@ -183,17 +207,9 @@ def probe_wsd(
     """
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
-    if max_train_per_word < 0 or max_train_per_word == 1:
-        raise ValueError(f"max_train_per_word must be 0 (all) or >= 2, got {max_train_per_word}")
-    if not words:
-        raise ValueError("no words to probe")
     config = dataclasses.replace(config or PROBE_CONFIG, seed=seed, mlp_hidden=0)
     normalize_word("", normalize)  # Checks the mode before any sentence.
-    samples = [_sample(w.train, max_train_per_word, seed + i) for i, w in enumerate(words)]
-    held_out = [
-        held_out_tenth(range(len(sample)), seed + i, word.word) for i, (word, sample) in enumerate(zip(words, samples))
-    ]
-    untrained_dev = _dev_senses(words, samples, held_out)
+    samples, held_out, untrained_dev = sense_splits(words, max_train_per_word, seed)
     train = [e for sample in samples for e in sample]
     test = [e for w in words for e in w.test]
     keys = [(i, sense) for i, w in enumerate(words) for sense in w.senses]  # One label per sense of each word.

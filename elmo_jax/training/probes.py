@@ -1,12 +1,14 @@
 """Probes during training (`config.eval.probe`): what each layer of the biLM being trained knows.
 
-The CoNLL-U files are read, and their splits checked as the probes will take them
-(elmo_jax/probing/run.py's `labelled_splits`: labels present, enough training sentences to hold out
-a tenth for dev without a dev file, dev labels shared with training), before any training work, so
+The CoNLL-U files of the token task and the word senses of `wsd_data` (CoarseWSD-20's layout) are
+read, and their splits checked as the probes will take them (elmo_jax/probing/run.py's
+`labelled_splits`: labels present, enough training sentences to hold out a tenth for dev without a
+dev file, dev labels shared with training; wsd.py's `sense_splits`), before any training work, so
 that a bad file is an error at once rather than after hours of training. The probes run on the
 params in memory (elmo_jax/probing/run.py's `probe`, the biLM as `bilm_from_workdir` reads it:
 float32, no dropout, no softmax) at the end of training and every `eval.probe.every_steps`, and
-write `probe_<task>_<step>.json` atomically beside `eval_<split>_<step>.json`. A step whose file
+write `probe_<task>_<step>.json` (and `probe_wsd_<step>.json`) atomically beside
+`eval_<split>_<step>.json`. A step whose file
 exists (a resumed or rerun run) is not probed again. Only process 0 probes; the other processes
 wait for it, so that all go on (or fail) together.
 """
@@ -21,10 +23,12 @@ import jax
 import ml_collections
 import numpy as np
 
+from elmo_jax.data.coarsewsd import WsdWord, read_coarsewsd
 from elmo_jax.data.conllu import Sentence, read_conllu
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.report import best_layer
 from elmo_jax.pretrained import PretrainedBiLM, bilm_from_params
+from elmo_jax.probing import wsd
 from elmo_jax.probing.run import labelled_splits, probe
 from elmo_jax.runtime import data_parallel, workdir_files
 from elmo_jax.runtime.atomic_write import write_json_atomic
@@ -34,19 +38,36 @@ SEED = 0  # The probes' seed (elmo-probe's default: the same result for a checkp
 
 
 class ProbeData(NamedTuple):
-    """The sentences of config.eval.probe's files (`dev` None: a tenth of train is held out)."""
+    """What config.eval.probe's probes read: the token task's sentences (None without a task; `dev`
+    None: a tenth of train is held out) and the words of `wsd_data` (None without)."""
 
-    train: list[Sentence]
+    train: list[Sentence] | None
     dev: list[Sentence] | None
-    test: list[Sentence]
+    test: list[Sentence] | None
+    words: list[WsdWord] | None = None
 
 
 def read_probe_data(settings: ml_collections.ConfigDict) -> ProbeData | None:
-    """The files of `settings` (config.eval.probe) read and their splits checked, or None without a
-    task. FileNotFoundError naming the key and path of a missing file; ValueError naming the file
-    (and line) of a malformed one or of splits the probes cannot use (`labelled_splits`)."""
-    if not settings.task:
+    """The files of `settings` (config.eval.probe) read and their splits checked as the probes will
+    take them, or None without a task or word senses. FileNotFoundError naming the key and path of a
+    missing file or directory; ValueError naming the file (and line) of a malformed one or of splits
+    the probes cannot use (`labelled_splits`, `wsd.sense_splits`)."""
+    if not settings.task and not settings.wsd_data:
         return None
+    sentences = _read_token_files(settings) if settings.task else (None, None, None)
+    return ProbeData(*sentences, words=_read_words(settings.wsd_data) if settings.wsd_data else None)
+
+
+def _read_words(directory: str) -> list[WsdWord]:
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"config key eval.probe.wsd_data={directory!r}: no such directory")
+    words = read_coarsewsd(directory)
+    wsd.sense_splits(words, wsd.MAX_TRAIN_PER_WORD, SEED)  # What the probes will fail on fails now.
+    return words
+
+
+def _read_token_files(settings: ml_collections.ConfigDict) -> tuple[Any, Any, Any]:
+    """(train, dev or None, test) sentences of the token task's CoNLL-U files, their splits checked."""
     splits = {}
     for key in FILE_KEYS:
         path = settings[key]
@@ -56,9 +77,9 @@ def read_probe_data(settings: ml_collections.ConfigDict) -> ProbeData | None:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"config key eval.probe.{key}={path!r}: no such file")
         splits[key] = read_conllu(path)
-    data = ProbeData(splits["train_file"], splits["dev_file"], splits["test_file"])
-    labelled_splits(*data, settings.task, settings.normalize, SEED)  # What the probes will fail on fails now.
-    return data
+    sentences = (splits["train_file"], splits["dev_file"], splits["test_file"])
+    labelled_splits(*sentences, settings.task, settings.normalize, SEED)  # What the probes will fail on fails now.
+    return sentences
 
 
 def result_path(workdir: str, task: str, step: int) -> str:
@@ -99,23 +120,40 @@ class TrainingProbes:
             raise failure or RuntimeError(f"the probe at step {step} failed on process 0")
 
     def _probe(self, params: Any, step: int) -> None:
-        path = result_path(self.workdir, self.settings.task, step)
-        if os.path.exists(path):
-            logging.info("%s exists: step %d is not probed again", path, step)
+        """The probes of config.eval.probe whose result at `step` is not on disk yet."""
+        tasks = ([self.settings.task] if self.data.train is not None else []) + ([wsd.TASK] if self.data.words else [])
+        pending = []
+        for task in tasks:
+            path = result_path(self.workdir, task, step)
+            if os.path.exists(path):
+                logging.info("%s exists: step %d is not probed again", path, step)
+            else:
+                pending.append(task)
+        if not pending:
             return
+        pretrained = pretrained_bilm(self.config, params, self.vocab)
+        for task in pending:
+            self._write(task, step, self._run(task, pretrained))
+
+    def _run(self, task: str, pretrained: PretrainedBiLM) -> dict[str, Any]:
+        """The result of `task`'s probes of `pretrained`, with what names its data."""
         settings = self.settings
+        if task == wsd.TASK:
+            result = wsd.probe_wsd(pretrained, self.data.words, settings.normalize, seed=SEED, progress=False)
+            return {**result, "data": settings.wsd_data}
         result = probe(
-            pretrained_bilm(self.config, params, self.vocab), self.data.train, self.data.dev, self.data.test,
-            settings.task, settings.normalize, seed=SEED, progress=False,
+            pretrained, self.data.train, self.data.dev, self.data.test, task, settings.normalize, seed=SEED,
+            progress=False,
         )
+        return {**result, "train": settings.train_file, "dev_file": settings.dev_file or None,
+                "test": settings.test_file}
+
+    def _write(self, task: str, step: int, result: dict[str, Any]) -> None:
         name = os.path.basename(os.path.normpath(self.workdir))
-        result.update(
-            model=f"{name} step {step}", workdir=self.workdir, step=step, train=settings.train_file,
-            dev_file=settings.dev_file or None, test=settings.test_file,
-        )
-        write_json_atomic(path, result)
+        result.update(model=f"{name} step {step}", workdir=self.workdir, step=step)
+        write_json_atomic(result_path(self.workdir, task, step), result)
         layer = best_layer(result)
         logging.info(
             "probe %s @ step %d: best layer %d (%.4f), mix %.4f, word baseline %.4f",
-            settings.task, step, layer, result["layers"][layer], result["mix"], result["word_baseline"],
+            task, step, layer, result["layers"][layer], result["mix"], result["word_baseline"],
         )

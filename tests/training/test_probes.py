@@ -17,6 +17,7 @@ from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.training import probes
 from elmo_jax.training.loop import train_and_evaluate
 from elmo_jax.model.initial_params import init_params
+from tests.data.coarsewsd_helpers import write_made_up_dataset
 from tests.entry_points import run_script
 from tests.probing.helpers import random_sentences, write_conllu
 from tests.training.helpers import WORDS, tiny_config, write_corpus
@@ -119,6 +120,38 @@ def test_train_py_refuses_a_missing_probe_file_before_creating_the_workdir(probe
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert errors == [f"error: config key eval.probe.test_file={missing!r}: no such file"]
     assert not workdir.exists()
+
+
+def test_word_senses_are_read_and_their_splits_checked_with_or_without_a_task(tmp_path):
+    data_dir = write_made_up_dataset(str(tmp_path / "senses"))
+    data = probes.read_probe_data(_probe_config(task="", wsd_data=data_dir))
+    assert data.train is None and [w.word for w in data.words] == ["bank", "bass"]
+    missing = str(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match=re.escape(f"config key eval.probe.wsd_data={missing!r}: no such directory")):
+        probes.read_probe_data(_probe_config(task="", wsd_data=missing))
+    write_made_up_dataset(str(tmp_path / "one"), train=1)  # Nothing left to hold out a dev sentence from.
+    with pytest.raises(ValueError, match="bank: 1 training sentence"):
+        probes.read_probe_data(_probe_config(task="", wsd_data=str(tmp_path / "one")))
+
+
+def test_word_senses_are_probed_once_per_step_beside_the_token_task(probe_files, tmp_path, monkeypatch):
+    config = tiny_config(**{f"eval.probe.{key}": path for key, path in probe_files.items()},
+                         **{"eval.probe.task": "upos", "eval.probe.wsd_data": write_made_up_dataset(str(tmp_path / "s"))})
+    vocab = Vocabulary(["<S>", "</S>", "<UNK>", *WORDS])
+    params = init_params(bilm_from_config(config.model, len(vocab)), jax.random.key(0), 12)
+    calls = []
+    real_probe_wsd = probes.wsd.probe_wsd
+    monkeypatch.setattr(probes.wsd, "probe_wsd", lambda *a, **k: calls.append("wsd") or real_probe_wsd(*a, **k))
+    prober = probes.TrainingProbes(config, vocab, probes.read_probe_data(config.eval.probe), str(tmp_path))
+    prober(params, 7)
+    with open(probes.result_path(str(tmp_path), "wsd", 7)) as f:
+        saved = json.load(f)
+    assert saved["task"] == "wsd" and saved["step"] == 7 and saved["data"] == config.eval.probe.wsd_data
+    assert len(saved["layers"]) == config.model.lstm.n_layers + 1 and list(saved["words"]) == ["bank", "bass"]
+    assert os.path.exists(probes.result_path(str(tmp_path), "upos", 7))
+    prober(params, 7)  # Both files exist: nothing is probed again.
+    assert calls == ["wsd"]
+    assert set(report.read_probes(str(tmp_path))) == {"upos", "wsd"}  # elmo-report shows both.
 
 
 def _metrics_without_timings(workdir):
