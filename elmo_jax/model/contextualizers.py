@@ -1,0 +1,42 @@
+"""The registry of contextualizers: `model.contextualizer`'s name -> its class (model/contextualizer.py).
+
+The biLM, the FLOPs count and the config's validation (the allowed names) all ask this registry, so
+a new contextualizer is one module (a `Contextualizer` subclass), its config section
+(`model.<name>`, config/schema.py) and one `register_contextualizer` call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from elmo_jax.config.validation import ConfigError
+from elmo_jax.model.contextualizer import Contextualizer
+from elmo_jax.model.gated_cnn import GatedCNNContextualizer
+from elmo_jax.model.lstm_stack import LSTMContextualizer
+from elmo_jax.model.transformer import TransformerContextualizer
+
+CONTEXTUALIZERS: dict[str, type[Contextualizer]] = {
+    "lstm": LSTMContextualizer,
+    "gated_cnn": GatedCNNContextualizer,
+    "transformer": TransformerContextualizer,
+}
+
+
+def register_contextualizer(name: str, cls: type[Contextualizer]) -> None:
+    """Makes `model.contextualizer=name` build `cls` (its options from `config.model[name]`)."""
+    CONTEXTUALIZERS[name] = cls
+
+
+def contextualizer_class(name: str) -> type[Contextualizer]:
+    """The class registered as `name`; ConfigError naming the key and the registered names if none is."""
+    if name not in CONTEXTUALIZERS:
+        allowed = ", ".join(repr(n) for n in CONTEXTUALIZERS)
+        raise ConfigError(f"config key model.contextualizer={name!r} is not one of {allowed}")
+    return CONTEXTUALIZERS[name]
+
+
+def contextualizer_from_config(model: Mapping[str, Any], input_dim: int) -> Contextualizer:
+    """The (unbound) contextualizer `config.model` names, `input_dim` wide inputs: what it costs and holds."""
+    cls = contextualizer_class(model["contextualizer"])
+    options = cls.options_from_config(model)
+    return cls(width=model["lstm"]["projection_dim"], input_dim=input_dim, **options, parent=None)
