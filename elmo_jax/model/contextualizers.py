@@ -1,15 +1,16 @@
 """The registry of contextualizers: `model.contextualizer`'s name -> its class (model/contextualizer.py).
 
-The biLM, the FLOPs count and the config's validation (the allowed names) all ask this registry, so
-a new contextualizer is one module (a `Contextualizer` subclass), its config section
-(`model.<name>`, config/schema.py) and one `register_contextualizer` call.
+The biLM and the FLOPs count ask this registry, and the config's validation allows its names (it
+sits a layer below, so registering tells it: `allow_contextualizer`). A new contextualizer is one
+module (a `Contextualizer` subclass), its config section (`model.<name>`) and one
+`register_contextualizer` call.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from elmo_jax.config.validation import ConfigError
+from elmo_jax.config.validation import ConfigError, allow_contextualizer
 from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.gated_cnn import GatedCNNContextualizer
 from elmo_jax.model.lstm_stack import LSTMContextualizer
@@ -19,12 +20,14 @@ CONTEXTUALIZERS: dict[str, type[Contextualizer]] = {
     "lstm": LSTMContextualizer,
     "gated_cnn": GatedCNNContextualizer,
     "transformer": TransformerContextualizer,
-}
+}  # Their names are validation.CONTEXTUALIZER_NAMES' first ones.
 
 
 def register_contextualizer(name: str, cls: type[Contextualizer]) -> None:
-    """Makes `model.contextualizer=name` build `cls` (its options from `config.model[name]`)."""
+    """Makes `model.contextualizer=name` build `cls` (its options from `config.model[name]`) and
+    a config naming it valid."""
     CONTEXTUALIZERS[name] = cls
+    allow_contextualizer(name)
 
 
 def contextualizer_class(name: str) -> type[Contextualizer]:

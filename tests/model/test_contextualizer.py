@@ -15,8 +15,8 @@ import optax
 import pytest
 from flax.core import FrozenDict
 
-from elmo_jax.config.validation import ConfigError
-from elmo_jax.model.bilm import BiLM
+from elmo_jax.config.validation import CONTEXTUALIZER_NAMES, SCHEMA, ConfigError, validate
+from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.contextualizers import (
     CONTEXTUALIZERS,
@@ -67,9 +67,21 @@ class RunningMean(Contextualizer):
 
 @pytest.fixture
 def running_mean():
+    registry, names, check = dict(CONTEXTUALIZERS), list(CONTEXTUALIZER_NAMES), SCHEMA["model.contextualizer"]
     register_contextualizer("running_mean", RunningMean)
     yield RunningMean
-    del CONTEXTUALIZERS["running_mean"]
+    CONTEXTUALIZERS.clear()
+    CONTEXTUALIZERS.update(registry)
+    CONTEXTUALIZER_NAMES[:] = names
+    SCHEMA["model.contextualizer"] = check
+
+
+def toy_config() -> ml_collections.ConfigDict:
+    """tests/tiny with word embeddings and the toy's config section."""
+    config = tiny_config(**{"model.token_encoder": "word"})
+    config.model.contextualizer = "running_mean"
+    config.model.running_mean = ml_collections.ConfigDict({"n_layers": 2})
+    return config
 
 
 def toy_model() -> BiLM:
@@ -113,14 +125,23 @@ def test_a_registered_contextualizer_trains_one_step(running_mean) -> None:
     assert np.all(np.isfinite(jax.tree.leaves(grads)[0])) and after < before
 
 
-def test_flops_and_the_registry_consult_the_registered_class(running_mean) -> None:
-    config = tiny_config()
-    config.model.contextualizer = "running_mean"
-    config.model.running_mean = ml_collections.ConfigDict({"n_layers": 2})
-    config.model.token_encoder = "word"
+def test_flops_validation_and_bilm_from_config_consult_the_registry(running_mean) -> None:
+    config = toy_config()
     p = config.model.lstm.projection_dim
     assert forward_flops_per_direction(config.model, 100, 12)["running_mean"] == 2 * p * 2 * p
     assert isinstance(contextualizer_from_config(config.model, p), RunningMean)
+    validate(config)
+    model = bilm_from_config(config.model, 100)
+    assert model.contextualizer == "running_mean" and model.n_layers == 2
+
+
+def test_a_name_not_registered_is_refused_by_validation_in_one_line() -> None:
+    with pytest.raises(ConfigError, match=r"^config key model.contextualizer='running_mean' is not one of 'lstm', "):
+        validate(toy_config())
+
+
+def test_the_registry_and_validation_name_the_same_contextualizers() -> None:
+    assert list(CONTEXTUALIZERS) == CONTEXTUALIZER_NAMES == ["lstm", "gated_cnn", "transformer"]
 
 
 def test_an_unregistered_name_is_one_error_naming_the_key() -> None:
