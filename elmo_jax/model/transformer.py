@@ -279,7 +279,7 @@ class TransformerStack(nn.Module):
     padding positions, next state).
     F != dim: a linear map (W_input, b_input) takes x to dim. T may be at most `max_window`
     with 'learned' positions (a table of memory_length + max_window rows): a longer input is an
-    error here, and `BiLM.contextualize` feeds it as consecutive windows carrying the state.
+    error here, and `TransformerContextualizer` feeds it as consecutive windows carrying the state.
     memory_length 0: windows are independent.
     """
 
@@ -358,7 +358,7 @@ def transformer_flops_per_token(
 
 class TransformerContextualizer(Contextualizer):
     """The Transformer as the biLM's contextualizer: a `TransformerStack` named `transformer`, P
-    wide, run over windows of at most max_window positions (`_transformer_windows`), so inputs of
+    wide, run over windows of at most max_window positions (`__call__`), so inputs of
     any length run. State: its `TransformerState`."""
 
     ff_dim: int = 2048  # Feed-forward width.
@@ -394,11 +394,6 @@ class TransformerContextualizer(Contextualizer):
     def __call__(
         self, x: jax.Array, mask: jax.Array, state: TransformerState, train: bool = False
     ) -> tuple[list[jax.Array], TransformerState]:
-        return self._transformer_windows(x, mask, state, train)
-
-    def _transformer_windows(
-        self, x: jax.Array, mask: jax.Array, state: Any, train: bool
-    ) -> tuple[list[jax.Array], Any]:
         """The Transformer over consecutive windows of at most max_window positions, each carrying
         the memory to the next (as training's windows do), so any length runs, 'learned' positions
         included; one window when T <= max_window.
