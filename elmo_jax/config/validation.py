@@ -24,6 +24,9 @@ MIN_VOCAB_SIZE = 8
 # JAX indexes with int32, its default integer: an array that one row of the batch needs, or a
 # position in it, past this many elements cannot be built whatever the batch size or the machine.
 MAX_ROW_ELEMENTS = 2**31 - 1
+# The values of model.contextualizer: the registry's names (elmo_jax/model/contextualizers.py, a
+# layer above, adds each contextualizer it registers through `allow_contextualizer`).
+CONTEXTUALIZER_NAMES = ["lstm", "gated_cnn", "transformer"]
 
 
 class ConfigError(ValueError):
@@ -159,7 +162,7 @@ SCHEMA: dict[str, Check] = {
     "model.char_cnn.activation": one_of("relu", "tanh"),
     "model.char_cnn.n_highway": integer(0),
     "model.char_cnn.projection": boolean(),
-    "model.contextualizer": one_of("lstm", "gated_cnn", "transformer"),
+    "model.contextualizer": one_of(*CONTEXTUALIZER_NAMES),
     "model.lstm.dim": integer(1),
     "model.lstm.projection_dim": integer(1),
     "model.lstm.n_layers": integer(1),
@@ -407,6 +410,13 @@ def check_negative_samples(config: Mapping[str, Any], vocab_size: int, vocabular
             f"the {vocab_size} words of {vocabulary}): set it lower, or "
             "--config.model.softmax.sampled=False for the full softmax"
         )
+
+
+def allow_contextualizer(name: str) -> None:
+    """Lets model.contextualizer name `name` (called by the contextualizers' registry)."""
+    if name not in CONTEXTUALIZER_NAMES:
+        CONTEXTUALIZER_NAMES.append(name)
+    SCHEMA["model.contextualizer"] = one_of(*CONTEXTUALIZER_NAMES)
 
 
 def validate(config: Mapping[str, Any]) -> None:

@@ -228,7 +228,7 @@ def cpu_kernels(model: BiLM, params: Mapping, engine: str) -> CpuKernels:
         return CpuKernels(None, None)
     try:
         char_cnn = CpuCharCnn(model, params) if model.token_encoder == "char_cnn" else None
-        return CpuKernels(char_cnn, CpuLstmStack(model, params) if model.contextualizer == "lstm" else None)
+        return CpuKernels(char_cnn, CpuLstmStack(model, params) if model.has_lstm_gates else None)
     except KernelUnavailable as e:
         if engine == "cpu":
             raise
@@ -538,7 +538,7 @@ class ElmoEmbedder:
         empty = SentenceLayers(np.zeros((0, token_dim(self.model)), np.float32),
                                np.zeros((self.model.n_layers, 0, 2 * p), np.float32))
         out = [empty] * len(sentences)
-        lstm = self.model.contextualizer == "lstm"
+        lstm = self.model.has_lstm_gates
         edge = 1 if self.stateful or not lstm else 0  # Boundary tokens at each end of a sentence's positions.
         if self.stateful:
             streams, state = self._stateful_streams(batches, self._state_rows(rows)), self._state

@@ -1,5 +1,7 @@
 """Analytic model FLOPs of the biLM (matmuls and convolutions; elementwise work not counted).
 
+The contextualizer's part is its own count (`Contextualizer.flops_per_token`), keyed by its name.
+
 The Transformer's count is for windows of model.transformer.max_window positions (training's and
 evaluation's unroll_steps where they equal it) over a full memory.
 
@@ -12,13 +14,12 @@ from __future__ import annotations
 
 import ml_collections
 
-from elmo_jax.model.lstm import has_projection
-from elmo_jax.model.transformer import transformer_flops_per_token
+from elmo_jax.model.contextualizers import contextualizer_from_config
 
 
 def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: int, max_chars: int) -> dict[str, int]:
     """Forward FLOPs for one token in one direction, by component."""
-    p, d = model.lstm.projection_dim, model.lstm.dim
+    p = model.lstm.projection_dim
     parts = {}
     token_dim = p  # The first contextual layer's input width.
     if model.token_encoder == "char_cnn":
@@ -30,18 +31,7 @@ def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: in
             parts["token_projection"] = 2 * n_filters * p
         else:
             token_dim = n_filters
-    contextualizer = model.get("contextualizer", "lstm")
-    if contextualizer == "gated_cnn":
-        parts["gated_cnn"] = gated_cnn_flops(model, token_dim)
-    elif contextualizer == "transformer":
-        tfm = model.transformer
-        parts["transformer"] = transformer_flops_per_token(
-            tfm.n_layers, p, tfm.ff_dim, tfm.max_window, tfm.memory_length, token_dim
-        )
-    else:
-        projection = 2 * d * p if has_projection(d, p) else 0
-        layer_inputs = (model.lstm.n_layers - 1) * p + token_dim
-        parts["lstm"] = 2 * (layer_inputs + model.lstm.n_layers * p) * 4 * d + model.lstm.n_layers * projection
+    parts[model.contextualizer] = contextualizer_from_config(model, token_dim).flops_per_token()
     softmax_rows = model.softmax.n_negative_samples + 1 if model.softmax.sampled else vocab_size
     parts["softmax"] = 2 * p * softmax_rows
     return parts
@@ -51,10 +41,3 @@ def train_flops_per_token(model: ml_collections.ConfigDict, vocab_size: int, max
     """Training FLOPs per token: 2 directions x 3 (forward + backward pass)."""
     return 6 * sum(forward_flops_per_direction(model, vocab_size, max_chars).values())
 
-
-def gated_cnn_flops(model: ml_collections.ConfigDict, token_dim: int) -> int:
-    """Forward FLOPs of the gated CNN for one token in one direction: per layer one matmul of the
-    k-wide window (k x its input width) by W and V (2 P outputs)."""
-    gcnn, p = model.gated_cnn, model.lstm.projection_dim
-    layer_inputs = token_dim + (gcnn.n_layers - 1) * p
-    return 2 * gcnn.kernel_width * layer_inputs * 2 * p

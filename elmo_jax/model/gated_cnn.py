@@ -23,11 +23,13 @@ would, since no tap of layer l reaches further back.
 from __future__ import annotations
 
 import math
+from typing import Any, Mapping
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.initializers import uniform_symmetric, weight_init
 from elmo_jax.model.precision import matmul
 
@@ -161,3 +163,39 @@ class GatedCNNStack(nn.Module):
             x = layer(x, state[i])
             outputs.append(jnp.where(mask[..., None].astype(bool), take_time(x, inverse), 0.0))
         return outputs, new_state
+
+
+class GatedCNNContextualizer(Contextualizer):
+    """The gated CNN as the biLM's contextualizer: a `GatedCNNStack` named `gated_cnn`, P wide,
+    dropping its own inputs. State: its carried buffers (`initial_buffers`)."""
+
+    kernel_width: int = 3  # Positions each convolution sees.
+    residual: bool = True  # Residual connections around layers 2..L.
+    dilation_base: int = 1  # Layer l's taps dilation_base^(l-1) positions apart.
+
+    @classmethod
+    def options_from_config(cls, model: Mapping[str, Any]) -> dict[str, Any]:
+        gcnn = model["gated_cnn"]
+        return {key: gcnn[key] for key in ("n_layers", "kernel_width", "residual", "dilation_base")}
+
+    def setup(self) -> None:
+        super().setup()
+        self.stack = GatedCNNStack(
+            self.width, self.n_layers, self.kernel_width, self.residual, self.dropout, self.token_dropout,
+            self.dtype, self.init_range, self.dilation_base, name="gated_cnn",
+        )
+
+    def initial_state(self, batch_size: int) -> list[jax.Array]:
+        return initial_buffers(
+            batch_size, self.input_dim, self.width, self.n_layers, self.kernel_width, self.dilation_base
+        )
+
+    def __call__(
+        self, x: jax.Array, mask: jax.Array, state: list[jax.Array], train: bool = False
+    ) -> tuple[list[jax.Array], list[jax.Array]]:
+        return self.stack(x, mask, state, train)
+
+    def flops_per_token(self) -> int:
+        """Per layer one matmul of the k-wide window (k x its input width) by W and V (2 P outputs)."""
+        layer_inputs = self.input_dim + (self.n_layers - 1) * self.width
+        return 2 * self.kernel_width * layer_inputs * 2 * self.width

@@ -48,13 +48,14 @@ input) and on each sublayer's output before its residual add (`dropout`). Matmul
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.initializers import weight_init
 from elmo_jax.model.precision import matmul
 
@@ -278,7 +279,7 @@ class TransformerStack(nn.Module):
     padding positions, next state).
     F != dim: a linear map (W_input, b_input) takes x to dim. T may be at most `max_window`
     with 'learned' positions (a table of memory_length + max_window rows): a longer input is an
-    error here, and `BiLM.contextualize` feeds it as consecutive windows carrying the state.
+    error here, and `TransformerContextualizer` feeds it as consecutive windows carrying the state.
     memory_length 0: windows are independent.
     """
 
@@ -353,3 +354,90 @@ def transformer_flops_per_token(
     if input_dim != dim:
         per_window += window * 2 * input_dim * dim
     return round(per_window / window)
+
+
+class TransformerContextualizer(Contextualizer):
+    """The Transformer as the biLM's contextualizer: a `TransformerStack` named `transformer`, P
+    wide, run over windows of at most max_window positions (`__call__`), so inputs of
+    any length run. State: its `TransformerState`."""
+
+    ff_dim: int = 2048  # Feed-forward width.
+    n_heads: int = 8
+    norm: str = "pre"  # 'pre' | 'post'.
+    positions: str = "sinusoidal"  # 'learned' | 'sinusoidal' | 'none'.
+    shared_directions: bool = False  # One stack's weights for both directions.
+    memory_length: int = 20  # Carried positions per row and direction.
+    max_window: int = 20  # Positions read at once.
+
+    @classmethod
+    def options_from_config(cls, model: Mapping[str, Any]) -> dict[str, Any]:
+        tfm = model["transformer"]
+        keys = ("n_layers", "ff_dim", "n_heads", "norm", "positions", "shared_directions", "memory_length",
+                "max_window")
+        return {key: tfm[key] for key in keys}
+
+    def setup(self) -> None:
+        super().setup()
+        self.stack = self._stack(name="transformer")
+
+    def _stack(self, **module_args: Any) -> TransformerStack:
+        """The Transformer stack of these fields (it drops its own input)."""
+        return TransformerStack(
+            self.n_layers, self.width, self.ff_dim, self.n_heads, self.dropout, self.token_dropout, self.norm,
+            self.positions, self.shared_directions, self.memory_length, self.max_window, self.remat, self.dtype,
+            self.init_range, **module_args,
+        )
+
+    def initial_state(self, batch_size: int) -> TransformerState:
+        return self._stack(parent=None).initial_state(batch_size)
+
+    def __call__(
+        self, x: jax.Array, mask: jax.Array, state: TransformerState, train: bool = False
+    ) -> tuple[list[jax.Array], TransformerState]:
+        """The Transformer over consecutive windows of at most max_window positions, each carrying
+        the memory to the next (as training's windows do), so any length runs, 'learned' positions
+        included; one window when T <= max_window.
+
+        The whole windows run in a loop the compiler sees once (`_scan_windows`) and a last partial
+        window in one more call, so the program holds at most two windows whatever T, and the
+        work grows linearly with T (not a copy of the stack per window).
+        """
+        steps = x.shape[2]
+        whole = steps - steps % self.max_window if steps > self.max_window else 0
+        parts = []
+        if whole:
+            outputs, state = self._scan_windows(x[:, :, :whole], mask[:, :, :whole], state, train)
+            parts.append(outputs)
+        if whole < steps:
+            outputs, state = self.stack(x[:, :, whole:], mask[:, :, whole:], state, train)
+            parts.append(outputs)
+        if len(parts) == 1:
+            return parts[0], state
+        return [jnp.concatenate(layer, axis=2) for layer in zip(*parts)], state
+
+    def _scan_windows(
+        self, x: jax.Array, mask: jax.Array, state: Any, train: bool
+    ) -> tuple[list[jax.Array], Any]:
+        """The Transformer over n whole windows as one scan: x `[2, B, n W, F]`, mask `[2, B, n W]`
+        (W = max_window) -> (L outputs `[2, B, n W, P]`, the state after the last window). Each
+        window draws its own dropout; the parameters are the same in every window."""
+        n_windows = x.shape[2] // self.max_window
+
+        def windows(a: jax.Array) -> jax.Array:  # [2, B, n W, ...] -> [n, 2, B, W, ...]
+            return jnp.moveaxis(a.reshape(*a.shape[:2], n_windows, self.max_window, *a.shape[3:]), 2, 0)
+
+        def positions(a: jax.Array) -> jax.Array:  # [n, 2, B, W, P] -> [2, B, n W, P]
+            return jnp.moveaxis(a, 0, 2).reshape(*a.shape[1:3], -1, a.shape[-1])
+
+        def window(stack: TransformerStack, state: Any, inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, Any]:
+            outputs, state = stack(*inputs, state, train)
+            return state, outputs
+
+        scan = nn.scan(window, variable_broadcast="params", split_rngs={"params": False, "dropout": True})
+        state, outputs = scan(self.stack, state, (windows(x), windows(mask)))
+        return [positions(out) for out in outputs], state
+
+    def flops_per_token(self) -> int:
+        return transformer_flops_per_token(
+            self.n_layers, self.width, self.ff_dim, self.max_window, self.memory_length, self.input_dim
+        )

@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import flax.errors
 import jax
+from flax.core import FrozenDict
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -32,8 +33,8 @@ def make_model(token_encoder: str = "char_cnn", skip: bool = True, dropout: floa
     """The tiny biLM used throughout."""
     return BiLM(
         vocab_size=VOCAB, token_encoder=token_encoder, char_embed_dim=EMBED, filters=FILTERS,
-        n_highway=N_HIGHWAY, dim=DIM, projection_dim=P, n_layers=N_LAYERS, cell_clip=CELL_CLIP,
-        proj_clip=PROJ_CLIP, use_skip_connections=skip, dropout=dropout,
+        n_highway=N_HIGHWAY, projection_dim=P, dropout=dropout,
+        options=FrozenDict(dim=DIM, n_layers=N_LAYERS, cell_clip=CELL_CLIP, proj_clip=PROJ_CLIP, use_skip_connections=skip),
     )
 
 
@@ -204,9 +205,11 @@ def small_model_config(**overrides: Any) -> Any:
 
 def test_bilm_from_config_builds_the_same_model() -> None:
     model = bilm_from_config(small_model_config(), VOCAB)
-    # Every field equal to the model whose forward pass is checked against NumPy above.
-    assert model == make_model()
-    assert model != make_model(skip=False)  # (equality does compare fields)
+    # Every field equal to the model whose forward pass is checked against NumPy above (the options
+    # of the config hold every LSTM field; make_model's take the defaults of the others).
+    assert model.clone(options=FrozenDict()) == make_model().clone(options=FrozenDict())
+    assert model.stack_spec == make_model().stack_spec
+    assert model.stack_spec != make_model(skip=False).stack_spec  # (equality does compare fields)
     shapes = jax.eval_shape(model.init, jax.random.key(0), make_inputs(), model.initial_state(B))["params"]
     assert jax.tree_util.tree_map(lambda a: a.shape, shapes) == jax.tree_util.tree_map(
         lambda a: a.shape, random_params(make_model(), seed=0)
@@ -219,9 +222,10 @@ def test_bilm_from_config_conversions() -> None:
                               "token_encoder": "word", "lstm.use_skip_connections": False}),
         VOCAB,
     )
-    assert model.cell_clip is None and model.proj_clip is None  # 0 = no clipping
+    lstm = model.stack_spec
+    assert lstm.cell_clip is None and lstm.proj_clip is None  # 0 = no clipping
     assert model.dtype == jnp.bfloat16 and model.remat and model.token_encoder == "word"
-    assert not model.use_skip_connections and model.vocab_size == VOCAB
+    assert not lstm.use_skip_connections and model.vocab_size == VOCAB
     assert model.filters == FILTERS and model.projection_dim == P
 
 
@@ -415,7 +419,7 @@ def test_lstm_only_methods_refuse_a_gated_cnn_and_bad_contextualizer_is_an_error
     with pytest.raises(ValueError, match=r"^BiLM.contextualize_from_gates is for LSTM biLMs"):
         model.apply({"params": params}, jnp.zeros((2, B, T, 4 * DIM)), jnp.ones((2, B, T), bool),
                     model.initial_state(B), method=BiLM.contextualize_from_gates)
-    with pytest.raises(ValueError, match="model.contextualizer must be one of"):
+    with pytest.raises(ValueError, match="^config key model.contextualizer='rnn' is not one of 'lstm', 'gated_cnn'"):
         BiLM(vocab_size=VOCAB, contextualizer="rnn").init(jax.random.key(0), make_inputs(0, steps=T), [])
 
 

@@ -45,8 +45,8 @@ class _Args(ctypes.Structure):
 
 
 class CpuLstmStack:
-    """The LSTM stacks of a float32 biLM (`model`: its `n_layers`, `dim`, `projection_dim`, clips
-    and skip connections; `params`: its variables' params) ready for `run`. Builds the kernel on
+    """The LSTM stacks of a float32 biLM (`model`: its `projection_dim`, and its `stack_spec`'s
+    n_layers, dim, clips and skip connections; `params`: its variables' params) ready for `run`. Builds the kernel on
     first use (`load_library`; KernelUnavailable when it cannot)."""
 
     def __init__(self, model: Any, params: Mapping, n_threads: int | None = None):
@@ -56,7 +56,8 @@ class CpuLstmStack:
         self._library = library
         self._table = np.empty(0, np.float32)  # Scratch kept between calls: its pages are mapped once.
         self._lock = threading.Lock()  # One call at a time: each uses every core (and the scratch).
-        self.n_layers, self.dim, self.proj = model.n_layers, model.dim, model.projection_dim
+        lstm = model.stack_spec  # The biLM's LSTMContextualizer.
+        self.n_layers, self.dim, self.proj = lstm.n_layers, lstm.dim, model.projection_dim
         self.n_threads = n_threads or cpu_threads()
         layers = [params[f"lstm_{i}"] for i in range(model.n_layers)]
         projected = has_projection(self.dim, self.proj)
@@ -66,8 +67,8 @@ class CpuLstmStack:
         }
         weights["w_proj"] = f32(np.stack([layer["W_P"] for layer in layers])) if projected else None
         args = _ModelArgs(
-            self.n_layers, self.dim, self.proj, int(bool(model.use_skip_connections)),
-            float(model.cell_clip or 0.0), float(model.proj_clip or 0.0) if projected else 0.0,
+            self.n_layers, self.dim, self.proj, int(bool(lstm.use_skip_connections)),
+            float(lstm.cell_clip or 0.0), float(lstm.proj_clip or 0.0) if projected else 0.0,
             *(pointer(weights[name], F32) for name in ("bias", "w_input", "w_hidden", "w_proj")),
         )
         self._model = packed_model(self, library, "lstm", args)

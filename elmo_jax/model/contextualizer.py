@@ -1,0 +1,60 @@
+"""The contextualizer interface: what the biLM asks of the stacks between its token encoder and softmax.
+
+A contextualizer reads both streams at once (direction axis of size 2, the backward stream holding
+the reversed text) and carries a state from one window to the next. The biLM builds it from its
+shared fields (`Contextualizer`'s) and its own options (its config section, `options_from_config`),
+and makes it share the biLM's scope, so its parameters sit where its module puts them under the
+biLM's params (`lstm_{i}`, `gated_cnn`, `transformer`) and its dropouts are the biLM's `drop` and
+`token_drop` (the top layer's dropout is `drop` too). The registry of names is
+model/contextualizers.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+
+class Contextualizer(nn.Module):
+    """Base of every contextualizer: the biLM's shared fields and the contract.
+
+    `__call__(x, mask, state, train)`: token embeddings x `[2, B, T, input_dim]`, mask `[2, B, T]`
+    -> (the L = n_layers outputs `[2, B, T, width]`, zero or carried at masked positions as the
+    subclass says, the next state). `initial_state(B)`: the zero state, rows on axis 1 of every leaf.
+    `flops_per_token()`: forward matmul FLOPs for one token in one direction (model/flops.py).
+    Subclasses add their own fields and `options_from_config`, and call `super().setup()`.
+    """
+
+    n_layers: int = 2
+    width: int = 512  # P (model.lstm.projection_dim): every layer's output width.
+    input_dim: int = 512  # F: the token embeddings' width.
+    dropout: float = 0.1  # Before the layers after the first, and on the top layer (the biLM's).
+    token_dropout: float = 0.1  # On the token embeddings, the first layer's input.
+    remat: bool = False
+    dtype: Any = jnp.float32
+    init_range: float = 0.0  # > 0: every weight from U(-init_range, init_range).
+
+    @classmethod
+    def options_from_config(cls, model: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields beyond the shared ones, from `config.model` (complete: `with_defaults`)."""
+        raise NotImplementedError
+
+    def setup(self) -> None:
+        self.drop = nn.Dropout(self.dropout)
+        self.token_drop = nn.Dropout(self.token_dropout)
+
+    def __call__(self, x: jax.Array, mask: jax.Array, state: Any, train: bool = False) -> tuple[list[jax.Array], Any]:
+        raise NotImplementedError
+
+    def initial_state(self, batch_size: int) -> Any:
+        raise NotImplementedError
+
+    def flops_per_token(self) -> int:
+        raise NotImplementedError
+
+    def drop_top(self, top: jax.Array, train: bool) -> jax.Array:
+        """Dropout on the last layer, the softmax input."""
+        return self.drop(top, deterministic=not train)

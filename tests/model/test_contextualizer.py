@@ -1,0 +1,149 @@
+"""The `Contextualizer` interface is enough for a new contextualizer: a toy one, registered through
+the public registry, builds inside BiLM, contextualizes, carries its state, trains and is counted by
+model/flops.py, without a change to BiLM."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+import pytest
+from flax.core import FrozenDict
+
+from elmo_jax.config.validation import CONTEXTUALIZER_NAMES, SCHEMA, ConfigError, validate
+from elmo_jax.model.bilm import BiLM, bilm_from_config
+from elmo_jax.model.contextualizer import Contextualizer
+from elmo_jax.model.contextualizers import (
+    CONTEXTUALIZERS,
+    contextualizer_class,
+    contextualizer_from_config,
+    register_contextualizer,
+)
+from elmo_jax.model.flops import forward_flops_per_direction
+from tests.model.test_bilm import VOCAB, make_inputs
+from tests.training.helpers import tiny_config
+
+B, T, P = 2, 4, 5
+
+
+class RunningMean(Contextualizer):
+    """Each layer: the causal mean of its real inputs so far (carried across calls as a sum and a
+    count per row), through one Dense layer `running_mean_{l}` to P. State: (sums `[2, B, L, F_l]`
+    as one array per layer, counts `[2, B]`)."""
+
+    @classmethod
+    def options_from_config(cls, model: Mapping[str, Any]) -> dict[str, Any]:
+        return {"n_layers": model["running_mean"]["n_layers"]}
+
+    def setup(self) -> None:
+        super().setup()
+        self.dense = [nn.Dense(self.width, name=f"running_mean_{i}") for i in range(self.n_layers)]
+
+    def initial_state(self, batch_size: int) -> tuple[list[jax.Array], jax.Array]:
+        widths = [self.input_dim] + [self.width] * (self.n_layers - 1)
+        return [jnp.zeros((2, batch_size, w)) for w in widths], jnp.zeros((2, batch_size))
+
+    def __call__(self, x, mask, state, train=False):
+        sums, count = state
+        real = mask.astype(x.dtype)[..., None]
+        counts = count[..., None, None] + jnp.cumsum(real, axis=2)
+        outputs, new_sums = [], []
+        for i, dense in enumerate(self.dense):
+            x = (self.token_drop if i == 0 else self.drop)(x, deterministic=not train)
+            running = sums[i][:, :, None] + jnp.cumsum(x * real, axis=2)
+            new_sums.append(running[:, :, -1])
+            x = dense(running / jnp.maximum(counts, 1.0)) * real
+            outputs.append(x)
+        return outputs, (new_sums, counts[:, :, -1, 0])
+
+    def flops_per_token(self) -> int:
+        return 2 * self.width * (self.input_dim + (self.n_layers - 1) * self.width)
+
+
+@pytest.fixture
+def running_mean():
+    registry, names, check = dict(CONTEXTUALIZERS), list(CONTEXTUALIZER_NAMES), SCHEMA["model.contextualizer"]
+    register_contextualizer("running_mean", RunningMean)
+    yield RunningMean
+    CONTEXTUALIZERS.clear()
+    CONTEXTUALIZERS.update(registry)
+    CONTEXTUALIZER_NAMES[:] = names
+    SCHEMA["model.contextualizer"] = check
+
+
+def toy_config() -> ml_collections.ConfigDict:
+    """tests/tiny with word embeddings and the toy's config section."""
+    config = tiny_config(**{"model.token_encoder": "word"})
+    config.model.contextualizer = "running_mean"
+    config.model.running_mean = ml_collections.ConfigDict({"n_layers": 2})
+    return config
+
+
+def toy_model() -> BiLM:
+    return BiLM(
+        vocab_size=VOCAB, token_encoder="word", projection_dim=P, dropout=0.0,
+        contextualizer="running_mean", options=FrozenDict(n_layers=2),
+    )
+
+
+def test_a_registered_contextualizer_builds_runs_and_carries_its_state_in_bilm(running_mean) -> None:
+    model = toy_model()
+    inputs = make_inputs(0, steps=T)
+    params = model.init(jax.random.key(0), inputs, model.initial_state(B))["params"]
+    assert set(params) == {"encoder", "running_mean_0", "running_mean_1", "softmax"}
+    layers, top, state = model.apply({"params": params}, inputs, model.initial_state(B))
+    assert len(layers) == 3 == model.n_layers + 1 and top.shape == (2, B, T, P)
+    # Two calls of T / 2 positions, the state carried, give the one call's layers.
+    first, second = ({k: v[:, :, s] for k, v in inputs.items()} for s in (slice(0, 2), slice(2, T)))
+    layers_a, _, carried = model.apply({"params": params}, first, model.initial_state(B))
+    layers_b, _, _ = model.apply({"params": params}, second, carried)
+    for whole, a, b in zip(layers, layers_a, layers_b):
+        np.testing.assert_allclose(np.concatenate([a, b], axis=2), whole, rtol=1e-6, atol=1e-6)
+    assert not model.has_lstm_gates
+
+
+def test_a_registered_contextualizer_trains_one_step(running_mean) -> None:
+    """One SGD step on the biLM's next-token loss lowers it."""
+    model = toy_model()
+    inputs = make_inputs(1, steps=T)
+    params = model.init(jax.random.key(0), inputs, model.initial_state(B))["params"]
+    targets = jnp.roll(inputs["token_ids"], -1, axis=2)
+
+    def loss(params):
+        _, top, _ = model.apply({"params": params}, inputs, model.initial_state(B), train=True,
+                                rngs={"dropout": jax.random.key(1)})
+        logits = top @ params["softmax"]["W"].T + params["softmax"]["b"]
+        return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
+
+    before, grads = jax.value_and_grad(loss)(params)
+    after = loss(jax.tree.map(lambda p, g: p - 0.5 * g, params, grads))
+    assert np.all(np.isfinite(jax.tree.leaves(grads)[0])) and after < before
+
+
+def test_flops_validation_and_bilm_from_config_consult_the_registry(running_mean) -> None:
+    config = toy_config()
+    p = config.model.lstm.projection_dim
+    assert forward_flops_per_direction(config.model, 100, 12)["running_mean"] == 2 * p * 2 * p
+    assert isinstance(contextualizer_from_config(config.model, p), RunningMean)
+    validate(config)
+    model = bilm_from_config(config.model, 100)
+    assert model.contextualizer == "running_mean" and model.n_layers == 2
+
+
+def test_a_name_not_registered_is_refused_by_validation_in_one_line() -> None:
+    with pytest.raises(ConfigError, match=r"^config key model.contextualizer='running_mean' is not one of 'lstm', "):
+        validate(toy_config())
+
+
+def test_the_registry_and_validation_name_the_same_contextualizers() -> None:
+    assert list(CONTEXTUALIZERS) == CONTEXTUALIZER_NAMES == ["lstm", "gated_cnn", "transformer"]
+
+
+def test_an_unregistered_name_is_one_error_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"^config key model.contextualizer='rnn' is not one of 'lstm', "):
+        contextualizer_class("rnn")
