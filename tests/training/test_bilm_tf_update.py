@@ -298,9 +298,9 @@ def test_uniform_lstm_kernels_are_the_default_and_unknown_names_are_errors():
         assert_uniform(params[name], 0.05)
     config = tiny_config()
     del config.model.lstm["initializer"]  # a config saved before the key existed
-    assert bilm_from_config(config.model, VOCAB).lstm_initializer == "uniform"
+    assert bilm_from_config(config.model, VOCAB).stack_spec.initializer == "uniform"
     config = tiny_config(**{"model.lstm.initializer": "glorot_uniform"})
-    assert bilm_from_config(config.model, VOCAB).lstm_initializer == "glorot_uniform"
+    assert bilm_from_config(config.model, VOCAB).stack_spec.initializer == "glorot_uniform"
     with pytest.raises(ValueError, match="model.lstm.initializer must be one of .*got 'orthogonal'"):
         lstm_params("orthogonal")
 
