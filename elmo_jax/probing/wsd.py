@@ -106,12 +106,14 @@ def _sentence_predictions(
 ) -> list[dict[str, Any]]:
     """Each test sentence of `word` with its gold sense and the nearest centroid's at each layer
     (`centroid[layer][sentence]`) and the mix, sense ids named as `word.senses` names them."""
-    name = word.senses.get
+
+    def name(sense: Any) -> str:  # Every id is in the classes map: the reader checks the gold files.
+        return word.senses[str(sense)]
+
     return [
         {
-            "tokens": example.tokens, "position": example.position, "gold": name(example.sense, example.sense),
-            "centroid": {"layers": [name(str(layer[j]), str(layer[j])) for layer in centroid],
-                         "mix": name(str(centroid_mix[j]), str(centroid_mix[j]))},
+            "tokens": example.tokens, "position": example.position, "gold": name(example.sense),
+            "centroid": {"layers": [name(layer[j]) for layer in centroid], "mix": name(centroid_mix[j])},
         }
         for j, example in enumerate(word.test)
     ]

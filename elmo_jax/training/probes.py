@@ -8,9 +8,8 @@ that a bad file is an error at once rather than after hours of training. The pro
 params in memory (elmo_jax/probing/run.py's `probe`, the biLM as `bilm_from_workdir` reads it:
 float32, no dropout, no softmax) at the end of training and every `eval.probe.every_steps`, and
 write `probe_<task>_<step>.json` (and `probe_wsd_<step>.json`) atomically beside
-`eval_<split>_<step>.json`. A step whose file
-exists (a resumed or rerun run) is not probed again. Only process 0 probes; the other processes
-wait for it, so that all go on (or fail) together.
+`eval_<split>_<step>.json`. A step whose file exists (a resumed or rerun run) is not probed again.
+Only process 0 probes; the other processes wait for it, so that all go on (or fail) together.
 """
 
 from __future__ import annotations
