@@ -156,7 +156,7 @@ def _token_table(source: tuple, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
     Computed now, by a compiled executable, even when called while `init` is traced."""
     pretrained = _load(source)
     model, params, max_chars = pretrained.model, pretrained.params, pretrained.max_chars
-    table = np.zeros((len(vocab_to_cache), model.projection_dim), np.float32)
+    table = np.zeros((len(vocab_to_cache), model.width), np.float32)
     ids = np.zeros((_TABLE_CHUNK, max_chars), np.int32)  # One shape: one compilation.
     embed = _embed_tokens.lower(model, params, ids).compile()
     for start in range(1, len(vocab_to_cache), _TABLE_CHUNK):

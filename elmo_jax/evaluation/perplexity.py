@@ -283,7 +283,7 @@ def bilm_params(files: BilmFiles, config: ml_collections.ConfigDict, vocab: Voca
     against the vocabulary, row i for word i, and the model's P). Files of different elmo-jax
     exports (say, a re-export interrupted half way) are refused (`check_one_export`)."""
     params = load_weights(config, files.weights)
-    params["softmax"] = load_softmax(files.softmax_weights, len(vocab), config.model.lstm.projection_dim)
+    params["softmax"] = load_softmax(files.softmax_weights, len(vocab), config.model.width)
     check_one_export([files.options, files.weights, files.softmax_weights])
     return params
 

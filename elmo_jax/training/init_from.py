@@ -28,7 +28,7 @@ SHAPE_KEYS = (
     "model.char_cnn.n_highway",
     "model.char_cnn.projection",
     "model.lstm.dim",
-    "model.lstm.projection_dim",
+    "model.width",
     "model.lstm.n_layers",
     "model.lstm.cell_clip",
     "model.lstm.proj_clip",

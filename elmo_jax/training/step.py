@@ -45,8 +45,8 @@ class NegativeSampler:
         self.num_tries = (
             softmax_lib.unique_sampling_tries(vocab_size, self.num_sampled) if self.unique else None
         )
-        self.groups = draw_groups(int(softmax_config.get("streams_per_draw", 0)), batch_size)
-        self.directions = 2 if softmax_config.get("negatives_per_direction", False) else 1
+        self.groups = draw_groups(softmax_config.streams_per_draw, batch_size)
+        self.directions = 2 if softmax_config.negatives_per_direction else 1
 
     def draw(self, rng: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Every set's negative ids and their log expected counts, `[D, G, K]` each (D directions).
@@ -215,9 +215,7 @@ def make_train_step(
     )
     row_updates = uses_row_updates(config)
     stateful = config.train.stateful
-    loss_scale = float(config.train.get("loss_scale", 1.0))
-    if not loss_scale > 0:
-        raise ValueError(f"train.loss_scale must be > 0, got {loss_scale}")
+    loss_scale = config.train.loss_scale
     loss_fn = functools.partial(training_loss, model, softmax_config.chunk_size, loss_scale)
 
     def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
