@@ -3,9 +3,8 @@
 `SCHEMA` is a tree of `Section`s whose leaves are `Key`s. From it come `get_config()` (the
 ml_collections config that recipes (configs/*.py) start from and any key of which can be overridden
 on the command line, e.g. `--config.model.lstm.dim=1024`), the checks of validation.py
-(`KEYS`), the keyword arguments of the module a section configures (`section_options`: a key's
-"off" value becomes None) and the table of docs/config.md (`schema_table`, printed by
-`python -m elmo_jax.config.schema`).
+(`keys()`), the keyword arguments of the module a section configures (`section_options`: a key's
+"off" value becomes None) and the table of docs/config.md (`schema_table()`).
 """
 
 from __future__ import annotations
@@ -372,7 +371,3 @@ def schema_table() -> str:
 
     add(SCHEMA, "")
     return "\n".join(rows) + "\n"
-
-
-if __name__ == "__main__":
-    print(schema_table(), end="")

@@ -9,7 +9,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "config.md"
 
 def test_docs_config_md_holds_the_table_the_schema_prints():
     assert schema.schema_table() in DOCS.read_text(encoding="utf-8"), (
-        "docs/config.md is out of date: paste the output of `python -m elmo_jax.config.schema` into it"
+        "docs/config.md is out of date: paste `elmo_jax.config.schema.schema_table()` into it"
     )
 
 
