@@ -164,7 +164,9 @@ def training_loss(
     token counts, as its always full training batches do); the sampled softmax scores each set's
     tokens against its negatives, the full softmax all rows of `params['softmax']`.
     """
-    _, top, new_state = model.apply({"params": params}, inputs, carried_state, train=True, rngs={"dropout": dropout_rng})
+    _, top, new_state = model.apply(
+        {"params": params}, inputs, carried_state, train=True, rngs={"dropout": dropout_rng}
+    )
     w, b = params["softmax"]["W"], params["softmax"]["b"]  # All rows, or the touched ones.
     mask = inputs["mask"].astype(jnp.float32)  # [2, b, T]
     if scored.layout is not None:
@@ -287,4 +289,6 @@ def _apply_gradients(
     if view is not None:
         new_params = view.scatter(state.params, new_params)
         new_opt_state = view.scatter(state.opt_state, new_opt_state)
-    return state.replace(step=state.step + 1, params=new_params, opt_state=new_opt_state, carried_state=new_carried_state)
+    return state.replace(
+        step=state.step + 1, params=new_params, opt_state=new_opt_state, carried_state=new_carried_state
+    )
