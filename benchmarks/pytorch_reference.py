@@ -335,7 +335,7 @@ class TorchBiLM(torch.nn.Module):
         cnn, lstm = model_config.char_cnn, model_config.lstm
         self.filters = [tuple(f) for f in cnn.filters]
         self.activation = {"relu": torch.relu, "tanh": torch.tanh}[cnn.activation]
-        self.dim, self.proj_dim, self.n_layers = lstm.dim, lstm.projection_dim, lstm.n_layers
+        self.dim, self.proj_dim, self.n_layers = lstm.dim, model_config.width, lstm.n_layers
         self.cell_clip, self.proj_clip = float(lstm.cell_clip or 0.0), float(lstm.proj_clip or 0.0)
         self.skip = lstm.use_skip_connections
         self.dropout = float(model_config.dropout)
