@@ -335,7 +335,7 @@ class TorchBiLM(torch.nn.Module):
         cnn, lstm = model_config.char_cnn, model_config.lstm
         self.filters = [tuple(f) for f in cnn.filters]
         self.activation = {"relu": torch.relu, "tanh": torch.tanh}[cnn.activation]
-        self.dim, self.proj_dim, self.n_layers = lstm.dim, lstm.projection_dim, lstm.n_layers
+        self.dim, self.proj_dim, self.n_layers = lstm.dim, model_config.width, lstm.n_layers
         self.cell_clip, self.proj_clip = float(lstm.cell_clip or 0.0), float(lstm.proj_clip or 0.0)
         self.skip = lstm.use_skip_connections
         self.dropout = float(model_config.dropout)
@@ -750,7 +750,7 @@ def compare_with_jax(config, vocab_size: int, impl: str, conv: str, params, np_b
                      ref: dict) -> dict:
     """This model (`--lstm=impl --conv=conv`) against `jax_reference`'s `ref`: relative differences
     of the loss, the top layer, the new states, the gradients and one optimizer update."""
-    batch_size, p = config.train.batch_size, config.model.lstm.projection_dim
+    batch_size, p = config.train.batch_size, config.model.width
     tb = to_torch_batch(np_batch)
     trainer = Trainer(config, vocab_size, batch_size, impl, "dense", conv, None)
     model = trainer.model
@@ -797,7 +797,7 @@ def run_check(config, vocab_size: int) -> None:
     np_batch = jax.tree.map(np.copy, full_batch)
     np_batch["mask"][0, 0, -2:] = False
     np_batch["mask"][1, 1, 1] = False
-    d, p = config.model.lstm.dim, config.model.lstm.projection_dim
+    d, p = config.model.lstm.dim, config.model.width
     # Carried states and W_P large enough that the cell and projection clips are active.
     state_np = [(3.0 * rng.standard_normal((2, batch_size, d)).astype(np.float32),
                  1.0 * rng.standard_normal((2, batch_size, p)).astype(np.float32)) for _ in range(config.model.lstm.n_layers)]

@@ -19,7 +19,7 @@ def get_config():
     m.char_cnn.filters = [[1, 32], [2, 32], [3, 64], [4, 128]]
     m.char_cnn.n_highway = 1
     m.lstm.dim = 256
-    m.lstm.projection_dim = 128
+    m.width = 128
     m.lstm.n_layers = 2
     m.dropout = 0.0
     m.softmax.n_negative_samples = 1024

@@ -40,7 +40,7 @@ def ptb_config(
     m.distinct_fraction = 0.5  # A PTB batch is 45% distinct words: the char CNN encodes each once.
     m.init_range = 0.05
     m.lstm.dim = dim
-    m.lstm.projection_dim = dim  # = dim: no projection.
+    m.width = dim  # = dim: no projection.
     m.lstm.n_layers = 2
     m.lstm.cell_clip = 0.0
     m.lstm.proj_clip = 0.0

@@ -28,7 +28,7 @@ def released_config(dim: int, projection_dim: int, n_highway: int):
     m.char_cnn.n_highway = n_highway
     m.char_cnn.activation = "relu"
     m.lstm.dim = dim
-    m.lstm.projection_dim = projection_dim
+    m.width = projection_dim
     m.lstm.n_layers = 2
     m.lstm.cell_clip = 3.0
     m.lstm.proj_clip = 3.0

@@ -4,8 +4,9 @@ The public API, each name imported on first use (so `import elmo_jax.data` stays
 
 - ELMo representations: `ElmoEmbedder`, `embedder_from_bilm_files`, `embedder_from_workdir`;
   inside a Flax task model, built and called as AllenNLP's: `Elmo(options_file, weight_file, K)`,
-  `batch_to_ids`, `ScalarMix`; with them `batch_to_word_ids` (vocab_to_cache's ids) and
-  `with_bilm_params` (a biLM's weights into variables made without `init`).
+  `batch_to_ids`, `ScalarMix`; with them `ElmoBiLM` (a biLM read once, for Elmos to share),
+  `batch_to_word_ids` (vocab_to_cache's ids) and `with_bilm_params` (a biLM's weights into
+  variables made without `init`).
 - The model: `BiLM`, `bilm_from_config`; a training workdir's run: `load_run` (config, params,
   vocabulary), `load_params`.
 - bilm-tf/AllenNLP files: `load_options`, `save_options`, `load_weights`, `save_weights`,
@@ -18,6 +19,7 @@ __version__ = "0.1.0"
 
 _HOMES = {
     "Elmo": "elmo_jax.elmo",
+    "ElmoBiLM": "elmo_jax.elmo",
     "batch_to_ids": "elmo_jax.elmo",
     "batch_to_word_ids": "elmo_jax.elmo",
     "with_bilm_params": "elmo_jax.elmo",

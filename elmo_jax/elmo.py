@@ -12,11 +12,16 @@
 AllenNLP's arguments, in its order: `Elmo(options_file, weight_file, num_output_representations,
 requires_grad=False, do_layer_norm=False, dropout=0.5, vocab_to_cache=None,
 keep_sentence_boundaries=False, scalar_mix_parameters=None)`, and its call `elmo(inputs,
-word_inputs=None)`. `init` reads the biLM's weights from the files (once per path and modification
-time, on the host; AllenNLP reads them when the module is built): its initialisers return them, so
-the variables need no second step. In a task model `Elmo` is a field or submodule like any other.
-A biLM trained with elmo-jax: `Elmo(None, None, K, workdir="runs/demo")` (`step`: that checkpoint
-instead of the latest), as AllenNLP's `Elmo(None, None, K, module=...)`.
+word_inputs=None)`. Building an `Elmo` reads the biLM from the files, as AllenNLP's, into an
+`ElmoBiLM` that the instance holds (its field `bilm`), and never again: Flax's clones of it (`bind`,
+`init`, `apply`, `jit`) share that one; `init`'s initialisers return its weights, so the variables
+need no second step. No module-level state: Elmos built separately read separately, and share a
+read only through `Elmo(None, None, K, bilm=ElmoBiLM(options_file, weight_file))` (AllenNLP's
+`module=`): do so for an Elmo built anew at every `init` and `apply` (in a parent's `setup` or
+compact `__call__`); as a field of the task model, built once, it needs none. In a task model
+`Elmo` is a field or submodule like any other. A biLM trained with elmo-jax: `Elmo(None, None, K,
+workdir="runs/demo")` (`step`: that checkpoint instead of the latest; `ElmoBiLM(None, None,
+workdir=..., step=...)` likewise), as AllenNLP's `Elmo(None, None, K, module=...)`.
 
 Dropout is off unless asked for: `apply(..., deterministic=False, rngs={'dropout': key})` drops
 out each representation with rate `dropout` (AllenNLP's `model.train()`); `deterministic=True`,
@@ -37,17 +42,17 @@ Each output representation k mixes the layers with its own `ScalarMix` ('params'
 With `scalar_mix_parameters` the mixes are fixed (those scalars, gamma 1) and have no params, as
 AllenNLP's (`ScalarMix(trainable=False)`).
 
-`vocab_to_cache` (AllenNLP's option): `init` runs the char CNN over these words once and stores
-their token embeddings as the variable `token_embeddings` `[len(words), P]` beside the biLM's
-weights. A call may then take `word_inputs` `[..., T]`, indices into `words` with 0 = padding (as
-AllenNLP: `words[0]` is the padding entry, e.g. '@@PADDING@@', and is never looked up;
-`batch_to_word_ids` makes them): the char CNN is skipped for those words (`<S>`/`</S>`, two tokens,
-still go through it) and the outputs are those of the char ids of the same words. Char ids may
-come too, as AllenNLP: a batch holding a word id outside `words` is then embedded from its char
-ids (AllenNLP's fallback); without char ids such an id is a ValueError (a host check; under `jit`,
-where the ids are traced, a debug callback raises it when the computation runs). Without
-`vocab_to_cache`, `word_inputs` beside char ids are ignored, as AllenNLP. Where the cache lives
-follows the biLM's weights:
+`vocab_to_cache` (AllenNLP's option): `init` runs the char CNN over these words (once per
+`ElmoBiLM` and vocabulary: the table is kept in it) and stores their token embeddings as the
+variable `token_embeddings` `[len(words), P]` beside the biLM's weights. A call may then take
+`word_inputs` `[..., T]`, indices into `words` with 0 = padding (as AllenNLP: `words[0]` is the
+padding entry, e.g. '@@PADDING@@', and is never looked up; `batch_to_word_ids` makes them): the
+char CNN is skipped for those words (`<S>`/`</S>`, two tokens, still go through it) and the outputs
+are those of the char ids of the same words. Char ids may come too, as AllenNLP: a batch holding a
+word id outside `words` is then embedded from its char ids (AllenNLP's fallback); without char ids
+such an id is a ValueError (a host check; under `jit`, where the ids are traced, a debug callback
+raises it when the computation runs). Without `vocab_to_cache`, `word_inputs` beside char ids are
+ignored, as AllenNLP. Where the cache lives follows the biLM's weights:
 - `requires_grad=False` (default): in 'elmo_bilm', read through `stop_gradient`: frozen.
 - `requires_grad=True`: in 'params', fine-tuned as a parameter of its own, as AllenNLP's cache
   (an `Embedding` with `trainable=requires_grad`): a cached word's embedding then moves away from
@@ -59,7 +64,7 @@ Stateless by default: every call starts the biLM's contextualizer from its zero 
 representations depend on its sentence alone (padding and other rows never change them, except
 through `do_layer_norm`'s batch statistics). With `stateful=True` (AllenNLP's Elmo and bilm-tf),
 row r's final state carries over to row r of the next call in the collection 'elmo_state' (rows:
-the leading dimensions flattened; the variable is named 'lstm' whatever the contextualizer):
+the leading dimensions flattened; the variable 'carried', the contextualizer's state):
 apply with `mutable=['elmo_state']` and pass the returned collection to the next call. A call
 with fewer rows leaves the other rows' states as they were, and an all-padding row leaves its own.
 
@@ -84,10 +89,9 @@ from elmo_jax.data.chars import (
     BOS_CHAR, BOS_TOKEN, EOS_TOKEN, ID_SHIFT, N_CHARACTERS, narrow_char_ids, words_to_char_ids,
 )
 from elmo_jax.inference.embedder import check_embeddable
-from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
+from elmo_jax.pretrained import bilm_from_files, bilm_from_workdir
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.scalar_mix import ScalarMix
-from elmo_jax.runtime import workdir_files
 
 FROZEN_COLLECTION = "elmo_bilm"  # The biLM's weights when requires_grad=False.
 STATE_COLLECTION = "elmo_state"  # The biLM's carried state when stateful=True.
@@ -134,29 +138,85 @@ def batch_to_word_ids(sentences: Sequence[Sequence[str]], vocab_to_cache: Sequen
 # ----------------------------------------------------------------------------- the pretrained biLM, host side
 
 
-def _stamp(path: str) -> tuple[str, int]:
-    """(absolute path, modification time): a file or directory as the caches know it."""
-    return os.path.abspath(path), os.stat(path).st_mtime_ns
+def _source(options_file: str | None, weight_file: str | None, workdir: str | None, step: int | None) -> tuple:
+    """Where a biLM is read from: ('files', options path, weights path) or ('workdir', path, step),
+    paths absolute. Raises ValueError unless the arguments name files or a workdir, not both."""
+    files = (options_file, weight_file)
+    if workdir is not None and files == (None, None):
+        return "workdir", os.path.abspath(workdir), step
+    if workdir is None and step is None and None not in files:
+        return "files", os.path.abspath(options_file), os.path.abspath(weight_file)
+    raise ValueError(
+        "Elmo reads options_file and weight_file, or a training workdir (step: its checkpoint) with "
+        f"options_file=weight_file=None; got options_file={options_file!r}, weight_file={weight_file!r}, "
+        f"workdir={workdir!r}, step={step!r}"
+    )
 
 
-@functools.lru_cache(maxsize=2)
-def _load(source: tuple) -> PretrainedBiLM:
-    """The biLM of `source` (`_source_key`), read once per key. Its module is built afresh, unbound:
-    read inside an Elmo's `__call__`, Flax would make it a submodule of that Elmo."""
-    if source[0] == "files":
-        pretrained = bilm_from_files(source[1][0], source[2][0])
-    else:
-        pretrained = bilm_from_workdir(source[1], source[2])
-    return pretrained._replace(model=pretrained.model.clone(parent=None, name=None))
+def _check_bilm(bilm: BiLM) -> None:
+    """Raises ValueError unless Elmo can run `bilm`: a char-CNN biLM whose layers are one width."""
+    check_embeddable(bilm)
+    if bilm.token_encoder != "char_cnn":
+        raise ValueError(
+            f"Elmo needs a char-CNN biLM, got model.token_encoder={bilm.token_encoder!r}: embed a word-input "
+            "biLM with elmo_jax.inference.embedder (ElmoEmbedder.from_workdir)"
+        )
 
 
-@functools.lru_cache(maxsize=2)
-def _token_table(source: tuple, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
-    """The char CNN's token embeddings `[V, P]` float32 of `vocab_to_cache` (row 0, padding: zeros).
-    Computed now, by a compiled executable, even when called while `init` is traced."""
-    pretrained = _load(source)
-    model, params, max_chars = pretrained.model, pretrained.params, pretrained.max_chars
-    table = np.zeros((len(vocab_to_cache), model.projection_dim), np.float32)
+class ElmoBiLM:
+    """The pretrained biLM of an `Elmo`, read from disk once, when built (as AllenNLP's `Elmo` reads
+    it): `ElmoBiLM(options_file, weight_file)` (bilm-tf/AllenNLP files) or `ElmoBiLM(None, None,
+    workdir=..., step=...)` (an elmo-jax training checkpoint, the latest by default).
+
+    `Elmo(options_file, weight_file, K)` builds its own; `Elmo(None, None, K, bilm=ElmoBiLM(...))`
+    runs the one given, so Elmos of the same biLM (or an Elmo built anew in a parent's `setup` or
+    compact `__call__`, that is at every `init` and `apply`) share one read. Flax's clones of an
+    Elmo (`bind`, `init`, `apply`, transforms) carry it over and never read again.
+
+    Holds `model` (the `BiLM`, unbound), `params` (its weights, no softmax), `max_chars` (characters
+    per token of its char ids), `source` (where it was read from, as `_source`) and the
+    `vocab_to_cache` tables computed so far (`token_table`). Compared and hashed by identity.
+    """
+
+    def __init__(
+        self,
+        options_file: str | None,
+        weight_file: str | None,
+        *,
+        workdir: str | None = None,
+        step: int | None = None,
+    ) -> None:
+        self.source = _source(options_file, weight_file, workdir, step)
+        if self.source[0] == "files":
+            pretrained = bilm_from_files(options_file, weight_file)
+        else:
+            pretrained = bilm_from_workdir(workdir, step)
+        _check_bilm(pretrained.model)
+        # Built unbound: read while a parent module runs (an Elmo made in its compact `__call__`),
+        # the BiLM would be made that parent's submodule.
+        self.model: BiLM = pretrained.model.clone(parent=None, name=None)
+        self.params: dict = pretrained.params
+        self.max_chars: int = pretrained.max_chars
+        self._tables: dict[tuple[str, ...], np.ndarray] = {}
+
+    def __repr__(self) -> str:
+        if self.source[0] == "files":
+            return f"ElmoBiLM({self.source[1]!r}, {self.source[2]!r})"
+        return f"ElmoBiLM(None, None, workdir={self.source[1]!r}, step={self.source[2]!r})"
+
+    def token_table(self, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
+        """The char CNN's token embeddings `[V, P]` float32 of `vocab_to_cache` (row 0, padding:
+        zeros), computed once per vocabulary: now, by a compiled executable, even when called while
+        `init` is traced."""
+        if vocab_to_cache not in self._tables:
+            self._tables[vocab_to_cache] = _token_table(self.model, self.params, self.max_chars, vocab_to_cache)
+        return self._tables[vocab_to_cache]
+
+
+def _token_table(model: BiLM, params: Any, max_chars: int, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
+    """The token embeddings `[V, P]` float32 of `vocab_to_cache` by the char CNN of `model` (row 0,
+    padding: zeros), `_TABLE_CHUNK` words per call."""
+    table = np.zeros((len(vocab_to_cache), model.width), np.float32)
     ids = np.zeros((_TABLE_CHUNK, max_chars), np.int32)  # One shape: one compilation.
     embed = _embed_tokens.lower(model, params, ids).compile()
     for start in range(1, len(vocab_to_cache), _TABLE_CHUNK):
@@ -170,15 +230,6 @@ def _token_table(source: tuple, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
 def _embed_tokens(model: BiLM, params: Any, char_ids: jax.Array) -> jax.Array:
     """char ids `[..., C]` -> the biLM's token embeddings `[..., P]`."""
     return model.apply({"params": params}, {"char_ids": char_ids}, method=BiLM.embed_tokens)
-
-
-def _check_bilm(bilm: BiLM) -> None:
-    check_embeddable(bilm)
-    if bilm.token_encoder != "char_cnn":
-        raise ValueError(
-            f"Elmo needs a char-CNN biLM, got model.token_encoder={bilm.token_encoder!r}: embed a word-input "
-            "biLM with elmo_jax.inference.embedder (ElmoEmbedder.from_workdir)"
-        )
 
 
 # ----------------------------------------------------------------------------- the computation
@@ -305,7 +356,9 @@ class Elmo(nn.Module):
     positions, then dropout (rate `dropout`, rng 'dropout') when `deterministic=False`.
 
     The biLM: bilm-tf/AllenNLP files (`options_file`, `weight_file`) or an elmo-jax training
-    `workdir` (then pass None for both files; `step`: its checkpoint, default the latest). See the
+    `workdir` (then pass None for both files; `step`: its checkpoint, default the latest), read when
+    the Elmo is built into `bilm`; or `bilm`, an `ElmoBiLM` read before (then pass None for the
+    files and the workdir, or those it was read from), shared with the Elmos given it. See the
     module docstring for where its params and states live. `max_chars`: the char ids' width it
     reads, `C`; wider char ids, such as AllenNLP's 50 of `batch_to_ids(sentences)` for a biLM
     trained with 20, are narrowed to it as `batch_to_ids(sentences, elmo.max_chars)` would spell
@@ -324,42 +377,42 @@ class Elmo(nn.Module):
     stateful: bool = False
     workdir: str | None = None
     step: int | None = None
+    bilm: ElmoBiLM | None = None
+
+    def __post_init__(self) -> None:
+        """Reads the biLM unless `bilm` holds it: a clone (Flax's `bind`, `init`, `apply`, ...) gets
+        this one's `bilm` with its other fields, so only the Elmo a user builds reads."""
+        if self.bilm is None:
+            bilm = ElmoBiLM(self.options_file, self.weight_file, workdir=self.workdir, step=self.step)
+            object.__setattr__(self, "bilm", bilm)  # Flax's __setattr__ allows fields in `setup` only.
+        elif (self.options_file, self.weight_file, self.workdir, self.step) != (None, None, None, None):
+            source = _source(self.options_file, self.weight_file, self.workdir, self.step)
+            if source != self.bilm.source:
+                raise ValueError(
+                    f"Elmo's bilm={self.bilm!r} was not read from {source[1:]}: pass bilm with the files and "
+                    "workdir it was read from, or with None for them"
+                )
+        super().__post_init__()
 
     @property
     def max_chars(self) -> int:
         """Characters per token of the biLM's char ids (50 for bilm-tf/AllenNLP models)."""
-        return _load(self._source_key()).max_chars
+        return self.bilm.max_chars
 
     @property
     def bilm_params(self) -> dict:
         """The pretrained biLM's weights, as `init` stores them under `bilm`."""
-        return _load(self._source_key()).params
-
-    def _source_key(self) -> tuple:
-        """What `_load` reads: ('files', options stamp, weights stamp) or ('workdir', path, step,
-        modification time of its checkpoints)."""
-        files = (self.options_file, self.weight_file)
-        if self.workdir is not None and files == (None, None):
-            checkpoints = os.path.join(self.workdir, workdir_files.CHECKPOINTS)  # A new checkpoint changes its time.
-            changed = _stamp(checkpoints if os.path.isdir(checkpoints) else self.workdir)[1]
-            return "workdir", os.path.abspath(self.workdir), self.step, changed
-        if self.workdir is None and None not in files:
-            return "files", _stamp(self.options_file), _stamp(self.weight_file)
-        raise ValueError(
-            "Elmo reads options_file and weight_file, or a training workdir with options_file=weight_file=None; "
-            f"got options_file={self.options_file!r}, weight_file={self.weight_file!r}, workdir={self.workdir!r}"
-        )
+        return self.bilm.params
 
     @nn.compact
     def __call__(
         self, inputs: jax.Array | None = None, word_inputs: jax.Array | None = None, *, deterministic: bool = True
     ) -> dict[str, Any]:
-        source = self._source_key()
-        pretrained = _load(source)
+        pretrained = self.bilm
         self._check_fields(pretrained.model)
         char_ids, word_ids = self._inputs(inputs, word_inputs, pretrained.max_chars)
         params = self._bilm_weights(pretrained.params)
-        table = self._cached_table(source)
+        table = self._cached_table()
         lead = char_ids.shape[:-2] if char_ids is not None else word_ids.shape[:-1]
         char_ids, word_ids = _flatten(char_ids, 2), _flatten(word_ids, 1)
         mask = word_ids > 0 if char_ids is None else jnp.any(char_ids > 0, axis=-1)
@@ -380,7 +433,6 @@ class Elmo(nn.Module):
         }
 
     def _check_fields(self, bilm: BiLM) -> None:
-        _check_bilm(bilm)
         if self.num_output_representations < 1:
             raise ValueError(f"num_output_representations must be >= 1, got {self.num_output_representations}")
         fixed, n_layers = self.scalar_mix_parameters, bilm.n_layers + 1
@@ -427,13 +479,13 @@ class Elmo(nn.Module):
             return self.param(BILM_NAME, lambda _: initial())
         return jax.lax.stop_gradient(self.variable(FROZEN_COLLECTION, BILM_NAME, initial).value)
 
-    def _cached_table(self, source: tuple) -> jax.Array | None:
+    def _cached_table(self) -> jax.Array | None:
         """The `vocab_to_cache` token embeddings `[V, P]` (None without it), beside the biLM's params."""
         if not self.vocab_to_cache:
             return None
 
         def initial(*_: Any) -> jax.Array:
-            return jnp.asarray(_token_table(source, tuple(self.vocab_to_cache)))
+            return jnp.asarray(self.bilm.token_table(tuple(self.vocab_to_cache)))
 
         if self.requires_grad:
             if self.is_initializing():
@@ -446,7 +498,7 @@ class Elmo(nn.Module):
 
     def _token_embeddings(
         self,
-        pretrained: PretrainedBiLM,
+        pretrained: ElmoBiLM,
         params: Any,
         table: jax.Array | None,
         char_ids: jax.Array | None,
@@ -478,7 +530,7 @@ class Elmo(nn.Module):
             return _bilm_layers(bilm, params, x, mask, bilm.initial_state(batch))[0]
         if not (self.is_initializing() or self.is_mutable_collection(STATE_COLLECTION)):
             raise ValueError(f"a stateful Elmo updates its carried state: apply it with mutable=[{STATE_COLLECTION!r}]")
-        carried = self.variable(STATE_COLLECTION, "lstm", bilm.initial_state, batch)
+        carried = self.variable(STATE_COLLECTION, "carried", bilm.initial_state, batch)
         state = carried.value
         extra_rows = batch - jax.tree.leaves(state)[0].shape[1]
         if extra_rows > 0:  # More rows than any call before: they start from zeros.

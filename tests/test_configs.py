@@ -22,7 +22,7 @@ TINY_SHAPES = {
     "model.char_cnn.embed_dim": 4,
     "model.char_cnn.filters": [[1, 4], [2, 8]],
     "model.lstm.dim": 16,
-    "model.lstm.projection_dim": 8,
+    "model.width": 8,
     "model.softmax.n_negative_samples": 16,
     "model.softmax.chunk_size": 64,
     "train.batch_size": 4,

@@ -16,7 +16,8 @@ import numpy as np
 import optax
 import pytest
 
-from elmo_jax.elmo import CACHE_NAME, Elmo, _check_bilm, batch_to_ids, batch_to_word_ids, with_bilm_params
+import elmo_jax.elmo
+from elmo_jax.elmo import CACHE_NAME, Elmo, ElmoBiLM, _check_bilm, batch_to_ids, batch_to_word_ids, with_bilm_params
 from elmo_jax.inference.embedder import embedder_from_bilm_files, embedder_from_workdir
 from elmo_jax.workdir.runs import load_params
 from elmo_jax.model.bilm import BiLM
@@ -264,7 +265,7 @@ def test_stateful_carries_states_as_the_embedder(bilm):
     states of the rows it does not fill as they were, as the stateful embedder does."""
     elmo, bilm_params = elmo_of(bilm, 1, stateful=True, scalar_mix_parameters=(0.0,) * 4)
     variables = init(elmo, bilm_params, rows=2)  # the first call has a row more: it starts from zeros
-    assert variables["elmo_state"]["lstm"][0].c.shape == (2, 2, 12)
+    assert variables["elmo_state"]["carried"][0].c.shape == (2, 2, 12)
     apply = apply_fn(elmo, mutable=("elmo_state",))
     embedder = embedder_from_bilm_files(*bilm[:2], batch_size=3, stateful=True)
     calls = [
@@ -287,7 +288,7 @@ def test_stateful_carries_states_as_the_embedder(bilm):
             fresh = apply(variables, batch_to_ids(sentences))[0]["elmo_representations"][0]
             assert np.abs(fresh - out["elmo_representations"][0]).max() > 1e-3
         state = new["elmo_state"]
-        assert state["lstm"][0].c.shape == (2, 3, 12)
+        assert state["carried"][0].c.shape == (2, 3, 12)
     with pytest.raises(ValueError, match="mutable=\\['elmo_state'\\]"):
         elmo.apply(variables, batch_to_ids(calls[0]))
 
@@ -546,11 +547,11 @@ def test_elmo_errors(bilm, tmp_path):
     with pytest.raises(ValueError, match="build the Elmo with vocab_to_cache"):
         jax.eval_shape(plain.init, jax.random.key(0), None, word_ids)
     with pytest.raises(ValueError, match="options_file and weight_file, or a training workdir"):
-        Elmo(bilm[0], None, 1).max_chars
+        Elmo(bilm[0], None, 1)
     with pytest.raises(ValueError, match="options_file and weight_file, or a training workdir"):
-        Elmo(*bilm[:2], 1, workdir=str(tmp_path)).max_chars
-    with pytest.raises(FileNotFoundError, match="missing.json"):
-        Elmo(str(tmp_path / "missing.json"), bilm[1], 1).max_chars
+        Elmo(*bilm[:2], 1, workdir=str(tmp_path))
+    with pytest.raises(ValueError, match="missing.json: options file not found"):
+        Elmo(str(tmp_path / "missing.json"), bilm[1], 1)
     with pytest.raises(ValueError, match="Elmo needs a char-CNN biLM, got model.token_encoder='word'"):
         _check_bilm(BiLM(vocab_size=5, token_encoder="word"))
 
@@ -562,26 +563,92 @@ def test_a_weight_file_with_nan_is_a_value_error(tmp_path):
     weights = random_bilm_weights(opts, seed=5)
     weights["RNN_0/RNN/MultiRNNCell/Cell1/LSTMCell/W_0"][2, 5] = np.nan
     write_bilm_files(opts, weights, *paths)
-    elmo = Elmo(*paths, 1)
     with pytest.raises(ValueError, match=f"{paths[1]}: dataset 'RNN_0/RNN/MultiRNNCell/Cell1/LSTMCell/W_0' holds non-finite"):
-        jax.eval_shape(elmo.init, jax.random.key(0), batch_to_ids([["a"]]))
+        Elmo(*paths, 1)  # Read when built, as AllenNLP's.
 
 
-def test_files_are_read_once_per_modification(tmp_path):
-    """The biLM's weights come from a cache keyed by path and modification time: read once, read
-    again once rewritten."""
+def counted(monkeypatch, name: str) -> list[tuple]:
+    """The arguments of each call of `elmo_jax.elmo.<name>` from now on (the test's end)."""
+    calls, original = [], getattr(elmo_jax.elmo, name)
+
+    def count(*args):
+        calls.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(elmo_jax.elmo, name, count)
+    return calls
+
+
+def test_an_elmo_reads_its_bilm_once_whatever_flax_does_with_it(bilm, monkeypatch):
+    """Built: the files read, once. Flax's clones (init, apply, jit, eval_shape, grad, bind, copy)
+    carry the same ElmoBiLM over and read nothing; vocab_to_cache's table is computed at the first
+    init and kept in it."""
+    reads, tables = counted(monkeypatch, "bilm_from_files"), counted(monkeypatch, "_token_table")
+    elmo = Elmo(*bilm[:2], 2, vocab_to_cache=VOCAB)
+    assert reads == [bilm[:2]] and not tables
+    model = TaskModel(elmo)
+    char_ids, word_ids = batch_to_ids(SENTENCES), batch_to_word_ids(SENTENCES, VOCAB)
+    jax.eval_shape(model.init, jax.random.key(0), char_ids)
+    variables = jax.jit(model.init)(jax.random.key(0), char_ids)
+    assert len(tables) == 1
+    np.testing.assert_array_equal(variables["elmo_bilm"]["elmo"][CACHE_NAME], elmo.bilm.token_table(VOCAB))
+    jitted = jax.jit(model.apply)
+    outputs = [model.apply(variables, char_ids, word_ids) for _ in range(2)]
+    outputs += [jitted(variables, char_ids, word_ids), jitted(variables, None, word_ids)]
+    for scores, _ in outputs[1:]:
+        np.testing.assert_allclose(scores, outputs[0][0], rtol=1e-5, atol=1e-6)
+    jax.jit(jax.grad(lambda p: task_loss(model, {**variables, "params": p}, char_ids)))(variables["params"])
+    bound = model.bind(variables)
+    for clone in (elmo.clone(), elmo.copy(), model.clone().elmo, bound.elmo):
+        assert clone.bilm is elmo.bilm
+    assert elmo.clone() == elmo and hash(elmo.clone()) == hash(elmo)  # Usable as a static argument.
+    assert reads == [bilm[:2]] and len(tables) == 1
+
+
+class InlineElmo(nn.Module):
+    """An Elmo built in a compact `__call__` (anew at each init and apply) of a shared biLM."""
+
+    bilm: ElmoBiLM
+
+    @nn.compact
+    def __call__(self, char_ids):
+        return Elmo(None, None, 1, scalar_mix_parameters=(0.0,) * 4, bilm=self.bilm)(char_ids)
+
+
+def test_elmos_share_a_read_only_through_an_elmo_bilm(bilm, monkeypatch, tmp_path):
+    """No state between Elmos but what they are given: two built from the same files read them
+    twice (an Elmo built after the files change runs the new weights, one built before its own);
+    an ElmoBiLM read once serves every Elmo given it, those built inside a parent module too."""
+    reads = counted(monkeypatch, "bilm_from_files")
+    first, second = Elmo(*bilm[:2], 1), Elmo(*bilm[:2], 1)
+    assert len(reads) == 2 and first.bilm is not second.bilm and first != second
+    shared = ElmoBiLM(*bilm[:2])
+    assert repr(shared) == f"ElmoBiLM({os.path.abspath(bilm[0])!r}, {os.path.abspath(bilm[1])!r})"
+    for elmo in (Elmo(None, None, 1, bilm=shared), Elmo(*bilm[:2], 2, bilm=shared)):
+        assert elmo.bilm is shared and elmo.bilm_params is shared.params
+    inline = InlineElmo(shared)
+    variables = init(inline, shared.params)
+    out = jax.jit(inline.apply)(variables, batch_to_ids(SENTENCES))
+    assert len(reads) == 3
+    direct = Elmo(None, None, 1, scalar_mix_parameters=(0.0,) * 4, bilm=shared)
+    want = apply_fn(direct)({"elmo_bilm": variables["elmo_bilm"]["Elmo_0"]}, batch_to_ids(SENTENCES))
+    np.testing.assert_array_equal(out["elmo_representations"][0], want["elmo_representations"][0])
+    with pytest.raises(ValueError, match="was not read from .*/other.json'"):
+        Elmo("other.json", bilm[1], 1, bilm=shared)
+    with pytest.raises(ValueError, match="or a training workdir"):
+        Elmo(*bilm[:2], 1, step=3, bilm=shared)
+    assert len(reads) == 3
+
     opts = options(True)
     paths = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
     write_bilm_files(opts, random_bilm_weights(opts, seed=5), *paths)
-    elmo = Elmo(*paths, 1)
-    first = elmo.bilm_params
-    assert Elmo(*paths, 2, dropout=0.0).bilm_params is first
+    before = Elmo(*paths, 1)
+    old = before.bilm_params["encoder"]["char_embed"].copy()
     write_bilm_files(opts, random_bilm_weights(opts, seed=6), *paths)
-    stat = os.stat(paths[1])
-    os.utime(paths[1], ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # whatever the clock's resolution
-    second = elmo.bilm_params
-    assert second is not first
-    assert not np.array_equal(second["encoder"]["char_embed"], first["encoder"]["char_embed"])
+    after = Elmo(*paths, 1)
+    assert len(reads) == 5
+    np.testing.assert_array_equal(before.bilm_params["encoder"]["char_embed"], old)
+    assert not np.array_equal(after.bilm_params["encoder"]["char_embed"], old)
 
 
 @pytest.mark.parametrize("contextualizer", ["gated_cnn", "transformer"])

@@ -256,7 +256,7 @@ def test_elmo_with_module(tmp_path):
     output = elmo.apply(init(elmo, character_ids), character_ids)
     elmo_representations = output["elmo_representations"]
 
-    width = 2 * load_params(workdir)[0].model.lstm.projection_dim
+    width = 2 * load_params(workdir)[0].model.width
     assert len(elmo_representations) == 2
     for k in range(2):
         assert list(elmo_representations[k].shape) == [2, 7, width]

@@ -11,5 +11,5 @@ tiny = recipe_module("tests/tiny")
 def get_config():
     config = tiny.get_config()
     config.model.lstm.dim = 8
-    config.model.lstm.projection_dim = 8  # = dim: no W_P, h = sigmoid(o) tanh(c), proj_clip unused.
+    config.model.width = 8  # = dim: no W_P, h = sigmoid(o) tanh(c), proj_clip unused.
     return config

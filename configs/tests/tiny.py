@@ -15,7 +15,7 @@ def get_config():
     m.char_cnn.filters = [[1, 4], [2, 8], [3, 8]]
     m.char_cnn.n_highway = 1
     m.lstm.dim = 16
-    m.lstm.projection_dim = 8
+    m.width = 8
     m.lstm.n_layers = 2
     m.softmax.n_negative_samples = 16
     m.softmax.chunk_size = 64

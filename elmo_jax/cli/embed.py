@@ -8,8 +8,8 @@
   elmo-embed --options options.json --weights weights.hdf5 --token_embeddings vocab.txt --output tokens.hdf5
 
 Input: one whitespace-tokenized sentence per line (UTF-8). Output: one float32 dataset per input
-line, named by its 0-based line number, `(n_layers + 1, n_tokens, 2 * projection_dim)` (`--layers
-all`) or `(n_tokens, 2 * projection_dim)` (`top`, `average`), and `sentence_to_index` (JSON,
+line, named by its 0-based line number, `(n_layers + 1, n_tokens, 2 * width)` (`--layers
+all`) or `(n_tokens, 2 * width)` (`top`, `average`), and `sentence_to_index` (JSON,
 sentence -> dataset name), as AllenNLP's `allennlp elmo`; stateful over batches of --batch_size
 consecutive lines unless --stateless. The formats in full: elmo_jax/inference/hdf5_output.py; what
 is computed and how: elmo_jax/inference/embedder.py.

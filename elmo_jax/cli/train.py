@@ -16,7 +16,6 @@ from absl import app, flags
 
 from elmo_jax.runtime import compilation_cache, host_memory
 from elmo_jax.runtime import quiet_logs
-from elmo_jax.config import validate
 from elmo_jax.cli.config_flags import CONFIG_HELP, define_config_flag, flags_parser
 from elmo_jax.training import preemption
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
@@ -34,7 +33,6 @@ def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     try:
-        validate(FLAGS.config)  # Before anything starts or touches the workdir.
         host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
         quiet_logs.configure(FLAGS.log_library)
         compilation_cache.configure(FLAGS.compilation_cache)

@@ -1,5 +1,8 @@
-"""The config schema: the allowed values of every key and their validation (elmo_jax/config/validation.py)."""
+"""The config: every key declared once (schema.py), its checks (checks.py) and the validation of a
+config where it enters (validation.py)."""
 
-from elmo_jax.config.validation import MIN_VOCAB_SIZE, SCHEMA, ConfigError, check_negative_samples, validate
+from elmo_jax.config.checks import ConfigError
+from elmo_jax.config.schema import MIN_VOCAB_SIZE
+from elmo_jax.config.validation import check_negative_samples, validate
 
-__all__ = ["MIN_VOCAB_SIZE", "SCHEMA", "ConfigError", "check_negative_samples", "validate"]
+__all__ = ["MIN_VOCAB_SIZE", "ConfigError", "check_negative_samples", "validate"]

@@ -4,7 +4,7 @@ computes.
 Input: one whitespace-tokenized sentence per line, UTF-8; invalid bytes are replaced by U+FFFD
 (with a warning). `<S>`/`</S>` are added internally. Tokens longer than
 max_characters_per_token - 2 UTF-8 bytes (48 for released models) are truncated, as in bilm-tf.
-Each sentence's layers: `(n_layers + 1, n_tokens, 2 * projection_dim)`, layer 0 =
+Each sentence's layers: `(n_layers + 1, n_tokens, 2 * width)`, layer 0 =
 `[token embedding; token embedding]`, layer j = `[forward_j; backward_j]`, `<S>`/`</S>` removed;
 the files `embed_file` writes: elmo_jax/inference/hdf5_output.py.
 
@@ -49,7 +49,7 @@ sentences as one stream continuing from row r's carried state; stateless, each s
 as consecutive windows carrying its memory, as in training. The C++ kernels and the once-per-word first layer are
 the LSTMs' (with `--engine cpu` or `auto` the C++ char CNN still computes the token embeddings).
 
-`--token_embeddings VOCAB` writes the dataset `embedding` `(n_vocab, projection_dim)`: the
+`--token_embeddings VOCAB` writes the dataset `embedding` `(n_vocab, width)`: the
 context-independent token embedding of each vocabulary line (first tab-separated field), as
 bilm-tf's `dump_token_embeddings` (a word-input biLM: the embedding row of each word, `<UNK>`'s
 for words outside its vocabulary).
@@ -156,7 +156,7 @@ def projects_tokens(model: BiLM) -> bool:
 
 def token_dim(model: BiLM) -> int:
     """The width of `model`'s token embeddings: P, or the char CNN's channels without a token projection."""
-    return model.projection_dim if projects_tokens(model) else sum(channels for _, channels in model.filters)
+    return model.width if projects_tokens(model) else sum(channels for _, channels in model.filters)
 
 
 def check_token_encoder(model: BiLM) -> None:
@@ -428,7 +428,7 @@ class ElmoEmbedder:
         longest sentence; `<S>`/`</S>` removed)."""
         layers = self.embed_batch(batch)
         longest = max((x.shape[1] for x in layers), default=0)
-        activations = np.zeros((len(batch), self.n_outputs, longest, 2 * self.model.projection_dim), np.float32)
+        activations = np.zeros((len(batch), self.n_outputs, longest, 2 * self.model.width), np.float32)
         mask = np.zeros((len(batch), longest), bool)
         for row, x in enumerate(layers):
             activations[row, :, : x.shape[1]] = x
@@ -534,7 +534,7 @@ class ElmoEmbedder:
         its own stream from the zero state; all streams in one `run_contextualizer` call.
         """
         sentences = [sentence for batch in batches for sentence in batch]
-        p = self.model.projection_dim
+        p = self.model.width
         empty = SentenceLayers(np.zeros((0, token_dim(self.model)), np.float32),
                                np.zeros((self.model.n_layers, 0, 2 * p), np.float32))
         out = [empty] * len(sentences)

@@ -2,12 +2,12 @@
 and bilm-tf's `dump_token_embeddings` file; each written whole or not at all (`write_atomic`).
 
 One float32 dataset per input line, named by its 0-based line number, shape `(n_layers + 1,
-n_tokens, 2 * projection_dim)` (= 2 * dim for a biLM whose LSTM has no projection, projection_dim
-== dim, as configs/ptb_*.py): layer 0 = `[token embedding; token embedding]`, layer j =
+n_tokens, 2 * width)` (width = model.width, = dim for a biLM whose LSTM has no projection,
+as configs/ptb_*.py): layer 0 = `[token embedding; token embedding]`, layer j =
 `[forward_j; backward_j]`, `<S>`/`</S>` removed. An empty line gives shape `(n_layers + 1, 0, 2 *
-projection_dim)` and leaves its row's LSTM states untouched (bilm-tf would run `<S> </S>` through
+width)` and leaves its row's LSTM states untouched (bilm-tf would run `<S> </S>` through
 them). `output_format='top'` (the top LSTM layer; `--layers top`) or 'average' (the mean of the
-n_layers + 1 layers) write `(n_tokens, 2 * projection_dim)` instead, as AllenNLP's `allennlp elmo
+n_layers + 1 layers) write `(n_tokens, 2 * width)` instead, as AllenNLP's `allennlp elmo
 --top/--average`; 'all' (the default) is the above. Beside them, as AllenNLP's: the string dataset
 `sentence_to_index`, shape (1,), the JSON of each sentence (tokens joined by single spaces) -> its
 dataset's name (a repeated sentence: its last line's), unless `forget_sentences`

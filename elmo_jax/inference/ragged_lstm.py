@@ -157,7 +157,7 @@ def run_lstms(
             model, params, first_gates, mask[:n_rows, time], resets[:n_rows, time], reset_state, sorted_state
         )
         chunks.append((n_rows, out))
-    layers = np.zeros((model.n_layers, 2, n, n_chunks * CHUNK, model.projection_dim), np.float32)
+    layers = np.zeros((model.n_layers, 2, n, n_chunks * CHUNK, model.width), np.float32)
     for k, (n_rows, out) in enumerate(chunks):
         kept = min(n_rows, n)
         layers[:, :, :kept, k * CHUNK : (k + 1) * CHUNK] = np.asarray(out)[:, :, :kept]

@@ -42,6 +42,8 @@ import h5py
 import ml_collections
 import numpy as np
 
+from elmo_jax.config import schema
+from elmo_jax.config.validation import validate
 from elmo_jax.workdir.saved_config import saved_config
 from elmo_jax.runtime.atomic_write import check_not_inputs, write_atomic, write_files_atomic
 from elmo_jax.data.chars import N_CHARACTERS
@@ -96,12 +98,32 @@ def _clip(value: Any, key: str, path: str) -> float:
     return float(value)
 
 
+# The keys an options.json decides (`load_options`): the biLM's shape. Everything else of a config
+# that runs it (evaluation's batches, continued training's optimizer) is the run's own.
+SHAPE_KEYS = (
+    "model.token_encoder",
+    "model.contextualizer",
+    "model.width",
+    "model.char_cnn.embed_dim",
+    "model.char_cnn.filters",
+    "model.char_cnn.activation",
+    "model.char_cnn.n_highway",
+    "model.char_cnn.projection",
+    "model.lstm.dim",
+    "model.lstm.n_layers",
+    "model.lstm.cell_clip",
+    "model.lstm.proj_clip",
+    "model.lstm.use_skip_connections",
+    "data.max_chars_per_token",
+)
+
+
 def load_options(path: str) -> ml_collections.ConfigDict:
     """Reads a bilm-tf/AllenNLP `options.json` into an elmo-jax config.
 
-    Returns `{model: ..., data: {max_chars_per_token}}`, the keys the file describes: a config
-    updated with it (or `schema.with_defaults` of it) builds the biLM with `bilm_from_config`.
-    Unknown or missing keys raise `OptionsError` naming the key.
+    Returns a complete config: the keys the file describes (`model` and
+    `data.max_chars_per_token`, float32 without dropout), the schema's defaults for the rest,
+    validated. Unknown or missing keys raise `OptionsError` naming the key.
     """
     if not os.path.exists(path):
         raise OptionsError(f"{path}: options file not found")
@@ -144,9 +166,10 @@ def load_options(path: str) -> ml_collections.ConfigDict:
     if not isinstance(lstm["use_skip_connections"], bool):
         raise OptionsError(f"{path}: 'lstm.use_skip_connections' must be true or false")
 
-    return ml_collections.ConfigDict({
+    config = schema.with_defaults({
         "model": {
             "token_encoder": "char_cnn",
+            "width": _int(lstm["projection_dim"], "lstm.projection_dim", path),
             "char_cnn": {
                 "embed_dim": _int(cnn["embedding"]["dim"], "char_cnn.embedding.dim", path),
                 "filters": [[pair[0], pair[1]] for pair in filters],
@@ -156,7 +179,6 @@ def load_options(path: str) -> ml_collections.ConfigDict:
             },
             "lstm": {
                 "dim": _int(lstm["dim"], "lstm.dim", path),
-                "projection_dim": _int(lstm["projection_dim"], "lstm.projection_dim", path),
                 "n_layers": _int(lstm.get("n_layers", 1), "lstm.n_layers", path),
                 "cell_clip": _clip(lstm.get("cell_clip"), "lstm.cell_clip", path),
                 "proj_clip": _clip(lstm.get("proj_clip"), "lstm.proj_clip", path),
@@ -167,12 +189,14 @@ def load_options(path: str) -> ml_collections.ConfigDict:
         },
         "data": {"max_chars_per_token": max_chars},
     })
+    validate(config)
+    return config
 
 
 def options_dict(config: ml_collections.ConfigDict) -> dict:
     """The bilm-tf `options.json` content of an elmo-jax config (`model` and `data` sections)."""
     model = config.model
-    if model.get("contextualizer", "lstm") != "lstm":
+    if model.contextualizer != "lstm":
         raise OptionsError(
             "the bilm-tf/AllenNLP format holds LSTM biLMs only; this one's contextualizer is "
             f"model.contextualizer={model.contextualizer!r}"
@@ -181,17 +205,17 @@ def options_dict(config: ml_collections.ConfigDict) -> dict:
         raise OptionsError(
             f"only char-CNN biLMs have a bilm-tf/AllenNLP format (model.token_encoder={model.token_encoder!r})"
         )
-    if not model.char_cnn.get("projection", True):
+    if not model.char_cnn.projection:
         raise OptionsError(
             "bilm-tf/AllenNLP models always project the char CNN's output (model.char_cnn.projection=False)"
         )
     return {
         "lstm": {
             "dim": model.lstm.dim,
-            "projection_dim": model.lstm.projection_dim,
+            "projection_dim": model.width,
             "n_layers": model.lstm.n_layers,
-            "cell_clip": model.lstm.cell_clip or None,
-            "proj_clip": model.lstm.proj_clip or None,
+            "cell_clip": schema.option(config, "model.lstm.cell_clip"),
+            "proj_clip": schema.option(config, "model.lstm.proj_clip"),
             "use_skip_connections": model.lstm.use_skip_connections,
         },
         "char_cnn": {
@@ -245,15 +269,15 @@ def _lstm_root(direction: int, layer: int) -> str:
     return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
 
 
-def has_lstm_projection(lstm: ml_collections.ConfigDict) -> bool:
-    """Whether the `model.lstm` layers have a projection `W_P` (`lstm.has_projection`)."""
-    return has_projection(lstm.dim, lstm.projection_dim)
+def has_lstm_projection(model: ml_collections.ConfigDict) -> bool:
+    """Whether the LSTM layers of `config.model` have a projection `W_P` (`lstm.has_projection`)."""
+    return has_projection(model.lstm.dim, model.width)
 
 
 def dataset_shapes(config: ml_collections.ConfigDict) -> dict[str, tuple[int, ...]]:
     """Every dataset of the weight file described by `config`, with its shape."""
     cnn, lstm = config.model.char_cnn, config.model.lstm
-    d, p, gates = cnn.embed_dim, lstm.projection_dim, 4 * lstm.dim
+    d, p, gates = cnn.embed_dim, config.model.width, 4 * lstm.dim
     n_filters = sum(n for _, n in cnn.filters)
     shapes: dict[str, tuple[int, ...]] = {"char_embed": (N_CHARACTERS - 1, d)}
     for i, (width, channels) in enumerate(cnn.filters):
@@ -268,7 +292,7 @@ def dataset_shapes(config: ml_collections.ConfigDict) -> dict[str, tuple[int, ..
             root = _lstm_root(direction, layer)
             shapes[f"{root}/W_0"] = (p + p, gates)
             shapes[f"{root}/B"] = (gates,)
-            if has_lstm_projection(lstm):
+            if has_lstm_projection(config.model):
                 shapes[f"{root}/W_P_0"] = (lstm.dim, p)
     return shapes
 
@@ -295,7 +319,7 @@ def params_to_datasets(params: Mapping, config: ml_collections.ConfigDict) -> di
     out["CNN_proj/W_proj"] = _param(params, "encoder", "W_proj")
     out["CNN_proj/b_proj"] = _param(params, "encoder", "b_proj")
     for layer in range(lstm.n_layers):
-        out.update(_lstm_datasets(params, layer, has_lstm_projection(lstm)))
+        out.update(_lstm_datasets(params, layer, has_lstm_projection(config.model)))
     return out
 
 
@@ -335,7 +359,7 @@ def datasets_to_params(data: Mapping[str, np.ndarray], config: ml_collections.Co
             f"{name}_{k}": data[f"CNN_high_{k}/{name}"] for k in range(cnn.n_highway) for name in _HIGHWAY
         }
     params: dict[str, Any] = {"encoder": encoder}
-    p = lstm.projection_dim
+    p = config.model.width
     for layer in range(lstm.n_layers):
         roots = [_lstm_root(direction, layer) for direction in (0, 1)]
         params[f"lstm_{layer}"] = {
@@ -343,7 +367,7 @@ def datasets_to_params(data: Mapping[str, np.ndarray], config: ml_collections.Co
             "W_hidden": np.stack([data[f"{r}/W_0"][p:] for r in roots]),
             "B": np.stack([data[f"{r}/B"] for r in roots]),
         }
-        if has_lstm_projection(lstm):
+        if has_lstm_projection(config.model):
             params[f"lstm_{layer}"]["W_P"] = np.stack([data[f"{r}/W_P_0"] for r in roots])
     return params
 
@@ -359,16 +383,16 @@ def _dataset_names(f: h5py.File) -> list[str]:
     return names
 
 
-def _mismatch(name: str, shapes: Mapping[str, tuple[int, ...]], lstm: ml_collections.ConfigDict) -> str:
+def _mismatch(name: str, shapes: Mapping[str, tuple[int, ...]], model: ml_collections.ConfigDict) -> str:
     """Why dataset `name` is missing from, or unexpected in, a file whose options imply `shapes`."""
     shape = shapes.get(name)
     lstm_projection = name.endswith("/LSTMCell/W_P_0")
-    if shape is None and lstm_projection and not has_lstm_projection(lstm):
-        return f"projection_dim == dim == {lstm.dim}: no LSTM projection, as in bilm-tf"
+    if shape is None and lstm_projection and not has_lstm_projection(model):
+        return f"projection_dim == dim == {model.lstm.dim}: no LSTM projection, as in bilm-tf"
     if shape is None:
         return "options/weights mismatch: check n_layers, filters, n_highway"
     if lstm_projection:
-        return f"projection_dim {lstm.projection_dim} != dim {lstm.dim}: an LSTM projection of shape {shape}"
+        return f"projection_dim {model.width} != dim {model.lstm.dim}: an LSTM projection of shape {shape}"
     return f"the options imply shape {shape}"
 
 
@@ -388,7 +412,7 @@ def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
         )
     if not os.path.exists(path):
         raise WeightFileError(f"{path}: weight file not found")
-    shapes, lstm = dataset_shapes(config), config.model.lstm
+    shapes = dataset_shapes(config)
     try:
         f = h5py.File(path, "r")
     except OSError as e:
@@ -397,9 +421,9 @@ def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
         present = _dataset_names(f)
         unexpected = [name for name in present if name not in shapes]
         if unexpected:
-            why = _mismatch(unexpected[0], shapes, lstm)
+            why = _mismatch(unexpected[0], shapes, config.model)
             raise WeightFileError(f"{path}: dataset '{unexpected[0]}' is not described by the options ({why})")
-        p, n_filters = lstm.projection_dim, sum(n for _, n in config.model.char_cnn.filters)
+        p, n_filters = config.model.width, sum(n for _, n in config.model.char_cnn.filters)
         data: dict[str, np.ndarray] = {}
         if n_filters == p and "CNN_proj/W_proj" not in present and "CNN_proj/b_proj" not in present:
             data["CNN_proj/W_proj"], data["CNN_proj/b_proj"] = np.eye(p, dtype=np.float32), np.zeros(p, np.float32)
@@ -407,7 +431,7 @@ def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
             if name in data:
                 continue
             if name not in present:
-                raise WeightFileError(f"{path}: missing dataset '{name}' ({_mismatch(name, shapes, lstm)})")
+                raise WeightFileError(f"{path}: missing dataset '{name}' ({_mismatch(name, shapes, config.model)})")
             dataset = f[name]
             if dataset.shape != shape:
                 raise WeightFileError(f"{path}: dataset '{name}' has shape {dataset.shape}, the options imply {shape}")

@@ -18,11 +18,10 @@ from flax.core import FrozenDict
 import jax
 import jax.numpy as jnp
 
-from elmo_jax.config.schema import with_defaults
-from elmo_jax.config.validation import validate
+from elmo_jax.config import schema
 from elmo_jax.model.char_cnn import CharCNNEncoder
 from elmo_jax.model.contextualizer import Contextualizer
-from elmo_jax.model.contextualizers import contextualizer_class
+from elmo_jax.model.contextualizers import contextualizer_class, contextualizer_options
 from elmo_jax.model.conv_pool import resolve_block
 from elmo_jax.model.distinct_rows import distinct_rows
 from elmo_jax.model.lstm import LSTMState
@@ -43,7 +42,7 @@ class BiLM(nn.Module):
     layer 1, ..., layer L]`, each `[2, B, T, P]` (the token embedding `[2, B, T, sum of channels]`
     without a token projection); top = the last layer after dropout (the softmax input).
     The contextualizer is the class registered as `contextualizer`, built from the shared fields
-    (P = projection_dim, dropout, token_dropout, remat, dtype, init_range) and `options`, its own
+    (P = width, dropout, token_dropout, remat, dtype, init_range) and `options`, its own
     fields (e.g. `LSTMContextualizer`'s dim and clips; n_layers = L); `stack_spec` is it unbound.
     """
 
@@ -54,7 +53,7 @@ class BiLM(nn.Module):
     n_highway: int = 2
     activation: str = "relu"
     token_projection: bool = True  # False: the char CNN's output feeds the first layer (Kim et al.).
-    projection_dim: int = 512
+    width: int = 512  # P: the token embeddings', each layer's and the softmax input's width.
     init_range: float = 0.0  # > 0: every weight from U(-init_range, init_range) (Kim et al.: 0.05).
     dropout: float = 0.1
     token_dropout: float | None = None  # Dropout on the token embeddings (None = `dropout`).
@@ -70,22 +69,22 @@ class BiLM(nn.Module):
         if self.token_encoder == "char_cnn":
             self.encoder = CharCNNEncoder(
                 self.char_embed_dim, tuple(map(tuple, self.filters)), self.n_highway,
-                self.projection_dim, self.activation, self.dtype, resolve_block(self.conv_block),
+                self.width, self.activation, self.dtype, resolve_block(self.conv_block),
                 self.init_range, self.token_projection, self.conv_kernel,
             )
         elif self.token_encoder == "word":
-            self.encoder = WordEncoder(self.vocab_size, self.projection_dim, self.init_range)
+            self.encoder = WordEncoder(self.vocab_size, self.width, self.init_range)
         else:
             raise ValueError(f"model.token_encoder must be 'char_cnn' or 'word', got {self.token_encoder!r}")
         self.stack = self._contextualizer()
         nn.share_scope(self, self.stack)  # Its params and dropouts directly under the biLM's.
-        self.softmax = SoftmaxWeights(self.vocab_size, self.projection_dim, self.init_range)
+        self.softmax = SoftmaxWeights(self.vocab_size, self.width, self.init_range)
 
     def _contextualizer(self, **module_args: Any) -> Contextualizer:
         """The registered contextualizer of this biLM's fields."""
         token_rate = self.dropout if self.token_dropout is None else self.token_dropout
         return contextualizer_class(self.contextualizer)(
-            width=self.projection_dim, input_dim=self.token_dim, dropout=self.dropout, token_dropout=token_rate,
+            width=self.width, input_dim=self.token_dim, dropout=self.dropout, token_dropout=token_rate,
             remat=self.remat, dtype=self.dtype, init_range=self.init_range, **self.options, **module_args,
         )
 
@@ -110,7 +109,7 @@ class BiLM(nn.Module):
         """Width of the token embeddings: the char CNN's channels without a token projection, else P."""
         if self.token_encoder == "char_cnn" and not self.token_projection:
             return sum(n for _, n in self.filters)
-        return self.projection_dim
+        return self.width
 
     def initial_state(self, batch_size: int) -> Any:
         """Zero carried state for `batch_size` rows per direction (the contextualizer's: an
@@ -190,29 +189,25 @@ class BiLM(nn.Module):
 
 
 def bilm_from_config(model: Mapping[str, Any], vocab_size: int) -> BiLM:
-    """Builds the biLM from `config.model`, complete or not (a config saved before a key existed, the
-    model of an options.json): a missing key takes the schema's default (elmo_jax/config/schema.py),
-    and every value must pass the config's validation (ConfigError names the first that does not)."""
-    model = with_defaults({"model": model.to_dict() if hasattr(model, "to_dict") else dict(model)})
-    validate(model)
-    model = model.model
+    """Builds the biLM of `config.model`, complete and validated where it entered (the commands, a
+    workdir's config.json, an options.json: elmo_jax/config/validation.py)."""
     return BiLM(
         vocab_size=vocab_size,
-        token_encoder=model.token_encoder,
-        char_embed_dim=model.char_cnn.embed_dim,
-        filters=tuple(tuple(f) for f in model.char_cnn.filters),
-        n_highway=model.char_cnn.n_highway,
-        activation=model.char_cnn.activation,
-        token_projection=model.char_cnn.projection,
-        projection_dim=model.lstm.projection_dim,
-        init_range=model.init_range,
-        dropout=model.dropout,
-        token_dropout=None if model.token_dropout < 0 else model.token_dropout,
-        remat=model.remat,
-        dtype=DTYPES[model.dtype],
-        conv_block=model.conv_block,
-        conv_kernel=model.conv_kernel,
-        distinct_fraction=model.distinct_fraction,
-        contextualizer=model.contextualizer,
-        options=FrozenDict(contextualizer_class(model.contextualizer).options_from_config(model)),
+        token_encoder=model["token_encoder"],
+        char_embed_dim=model["char_cnn"]["embed_dim"],
+        filters=tuple(tuple(f) for f in model["char_cnn"]["filters"]),
+        n_highway=model["char_cnn"]["n_highway"],
+        activation=model["char_cnn"]["activation"],
+        token_projection=model["char_cnn"]["projection"],
+        width=model["width"],
+        init_range=model["init_range"],
+        dropout=model["dropout"],
+        token_dropout=schema.option({"model": model}, "model.token_dropout"),
+        remat=model["remat"],
+        dtype=DTYPES[model["dtype"]],
+        conv_block=model["conv_block"],
+        conv_kernel=model["conv_kernel"],
+        distinct_fraction=model["distinct_fraction"],
+        contextualizer=model["contextualizer"],
+        options=FrozenDict(contextualizer_options(model)),
     )

@@ -2,7 +2,7 @@
 
 A contextualizer reads both streams at once (direction axis of size 2, the backward stream holding
 the reversed text) and carries a state from one window to the next. The biLM builds it from its
-shared fields (`Contextualizer`'s) and its own options (its config section, `options_from_config`),
+shared fields (`Contextualizer`'s) and its own options (its config section `model.<name>`, passed whole),
 and makes it share the biLM's scope, so its parameters sit where its module puts them under the
 biLM's params (`lstm_{i}`, `gated_cnn`, `transformer`) and its dropouts are the biLM's `drop` and
 `token_drop` (the top layer's dropout is `drop` too). The registry of names is
@@ -25,11 +25,11 @@ class Contextualizer(nn.Module):
     -> (the L = n_layers outputs `[2, B, T, width]`, zero or carried at masked positions as the
     subclass says, the next state). `initial_state(B)`: the zero state, rows on axis 1 of every leaf.
     `flops_per_token()`: forward matmul FLOPs for one token in one direction (model/flops.py).
-    Subclasses add their own fields and `options_from_config`, and call `super().setup()`.
+    Subclasses add their own fields (their config section's keys) and call `super().setup()`.
     """
 
     n_layers: int = 2
-    width: int = 512  # P (model.lstm.projection_dim): every layer's output width.
+    width: int = 512  # P (model.width): every layer's output width.
     input_dim: int = 512  # F: the token embeddings' width.
     dropout: float = 0.1  # Before the layers after the first, and on the top layer (the biLM's).
     token_dropout: float = 0.1  # On the token embeddings, the first layer's input.
@@ -38,9 +38,10 @@ class Contextualizer(nn.Module):
     init_range: float = 0.0  # > 0: every weight from U(-init_range, init_range).
 
     @classmethod
-    def options_from_config(cls, model: Mapping[str, Any]) -> dict[str, Any]:
-        """The fields beyond the shared ones, from `config.model` (complete: `with_defaults`)."""
-        raise NotImplementedError
+    def model_options(cls, model: Mapping[str, Any]) -> dict[str, Any]:
+        """Fields from keys of `config.model` outside the contextualizer's own section (which is
+        passed whole: model/contextualizers.py), such as the LSTM's kernel choice; none by default."""
+        return {}
 
     def setup(self) -> None:
         self.drop = nn.Dropout(self.dropout)

@@ -1,16 +1,18 @@
 """The registry of contextualizers: `model.contextualizer`'s name -> its class (model/contextualizer.py).
 
-The biLM and the FLOPs count ask this registry, and the config's validation allows its names (it
-sits a layer below, so registering tells it: `allow_contextualizer`). A new contextualizer is one
-module (a `Contextualizer` subclass), its config section (`model.<name>`) and one
-`register_contextualizer` call.
+The biLM and the FLOPs count ask this registry, and the config's schema allows its names and holds
+their sections (it sits a layer below, so registering declares them there:
+`schema.declare_contextualizer`). A new contextualizer is one module (a `Contextualizer` subclass
+whose fields beyond the shared ones are its section's keys), its config section (`model.<name>`, a
+`schema.Section`) and one `register_contextualizer` call.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from elmo_jax.config.validation import ConfigError, allow_contextualizer
+from elmo_jax.config import schema
+from elmo_jax.config.checks import ConfigError
 from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.gated_cnn import GatedCNNContextualizer
 from elmo_jax.model.lstm_stack import LSTMContextualizer
@@ -20,14 +22,14 @@ CONTEXTUALIZERS: dict[str, type[Contextualizer]] = {
     "lstm": LSTMContextualizer,
     "gated_cnn": GatedCNNContextualizer,
     "transformer": TransformerContextualizer,
-}  # Their names are validation.CONTEXTUALIZER_NAMES' first ones.
+}  # Their names and sections are declared in the schema (schema.CONTEXTUALIZER_NAMES).
 
 
-def register_contextualizer(name: str, cls: type[Contextualizer]) -> None:
-    """Makes `model.contextualizer=name` build `cls` (its options from `config.model[name]`) and
-    a config naming it valid."""
+def register_contextualizer(name: str, cls: type[Contextualizer], section: schema.Section) -> None:
+    """Makes `model.contextualizer=name` build `cls`, its fields from the config section
+    `model.<name>` that `section` declares."""
     CONTEXTUALIZERS[name] = cls
-    allow_contextualizer(name)
+    schema.declare_contextualizer(name, section)
 
 
 def contextualizer_class(name: str) -> type[Contextualizer]:
@@ -38,8 +40,14 @@ def contextualizer_class(name: str) -> type[Contextualizer]:
     return CONTEXTUALIZERS[name]
 
 
+def contextualizer_options(model: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of the contextualizer that `config.model` (complete) names beyond the shared
+    ones: its section passed whole (an "off" value as None), and the keys outside it it reads."""
+    name = model["contextualizer"]
+    return {**schema.section_options(model[name], f"model.{name}"), **contextualizer_class(name).model_options(model)}
+
+
 def contextualizer_from_config(model: Mapping[str, Any], input_dim: int) -> Contextualizer:
     """The (unbound) contextualizer `config.model` names, `input_dim` wide inputs: what it costs and holds."""
     cls = contextualizer_class(model["contextualizer"])
-    options = cls.options_from_config(model)
-    return cls(width=model["lstm"]["projection_dim"], input_dim=input_dim, **options, parent=None)
+    return cls(width=model["width"], input_dim=input_dim, **contextualizer_options(model), parent=None)

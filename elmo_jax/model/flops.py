@@ -19,7 +19,7 @@ from elmo_jax.model.contextualizers import contextualizer_from_config
 
 def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: int, max_chars: int) -> dict[str, int]:
     """Forward FLOPs for one token in one direction, by component."""
-    p = model.lstm.projection_dim
+    p = model.width
     parts = {}
     token_dim = p  # The first contextual layer's input width.
     if model.token_encoder == "char_cnn":
@@ -27,7 +27,7 @@ def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: in
         n_filters = sum(n for _, n in cnn.filters)
         parts["char_cnn"] = sum(2 * w * cnn.embed_dim * n * (max_chars - w + 1) for w, n in cnn.filters)
         parts["highway"] = cnn.n_highway * 2 * (2 * n_filters * n_filters)
-        if cnn.get("projection", True):
+        if cnn.projection:
             parts["token_projection"] = 2 * n_filters * p
         else:
             token_dim = n_filters

@@ -23,7 +23,6 @@ would, since no tap of layer l reaches further back.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
 
 import flax.linen as nn
 import jax
@@ -172,11 +171,6 @@ class GatedCNNContextualizer(Contextualizer):
     kernel_width: int = 3  # Positions each convolution sees.
     residual: bool = True  # Residual connections around layers 2..L.
     dilation_base: int = 1  # Layer l's taps dilation_base^(l-1) positions apart.
-
-    @classmethod
-    def options_from_config(cls, model: Mapping[str, Any]) -> dict[str, Any]:
-        gcnn = model["gated_cnn"]
-        return {key: gcnn[key] for key in ("n_layers", "kernel_width", "residual", "dilation_base")}
 
     def setup(self) -> None:
         super().setup()

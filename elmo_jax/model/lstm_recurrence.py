@@ -72,15 +72,18 @@ def _stacked(step_shape: tuple[int, ...], n_steps: int, axis: int) -> jax.Array:
 
 def recurrence_inputs(xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis: int, bias):
     """The argument handling `lstm_recurrence` and `pallas_lstm_recurrence` share: checks
-    `time_axis`, turns clips of None or 0 into None (proj_clip also without a projection), casts
+    `time_axis` and the clips (None: no clipping, else > 0), makes proj_clip None without a projection, casts
     xw and the state to float32 and makes bias zeros `[2, 4*dim]` when None.
 
     Returns (xw, c0, h0, bias, cell_clip, proj_clip).
     """
     if time_axis not in (0, 2):
         raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
-    cell_clip = float(cell_clip) if cell_clip else None
-    proj_clip = float(proj_clip) if proj_clip and w_proj is not None else None
+    for name, clip in (("cell_clip", cell_clip), ("proj_clip", proj_clip)):
+        if clip is not None and not clip > 0:  # A clip of 0 would zero the layer: the config's 0 is None here.
+            raise ValueError(f"{name} must be None (no clipping) or > 0, got {clip}")
+    cell_clip = None if cell_clip is None else float(cell_clip)
+    proj_clip = None if proj_clip is None or w_proj is None else float(proj_clip)
     xw, c0, h0 = (jnp.asarray(a, jnp.float32) for a in (xw, c0, h0))
     bias = jnp.zeros((2, xw.shape[-1]), jnp.float32) if bias is None else jnp.asarray(bias, jnp.float32)
     return xw, c0, h0, bias, cell_clip, proj_clip

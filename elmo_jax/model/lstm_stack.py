@@ -25,13 +25,8 @@ class LSTMContextualizer(Contextualizer):
     kernel: str = "xla"  # The time loop: 'xla' | 'pallas' (BiLSTMLayer.kernel).
 
     @classmethod
-    def options_from_config(cls, model: Mapping[str, Any]) -> dict[str, Any]:
-        lstm = model["lstm"]
-        return {
-            "n_layers": lstm["n_layers"], "dim": lstm["dim"], "cell_clip": lstm["cell_clip"] or None,
-            "proj_clip": lstm["proj_clip"] or None, "use_skip_connections": lstm["use_skip_connections"],
-            "initializer": lstm["initializer"], "unroll": model["unroll"], "kernel": model["lstm_kernel"],
-        }
+    def model_options(cls, model: Mapping[str, Any]) -> dict[str, Any]:
+        return {"unroll": model["unroll"], "kernel": model["lstm_kernel"]}
 
     def setup(self) -> None:
         super().setup()

@@ -48,7 +48,7 @@ input) and on each sublayer's output before its residual add (`dropout`). Matmul
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -368,13 +368,6 @@ class TransformerContextualizer(Contextualizer):
     shared_directions: bool = False  # One stack's weights for both directions.
     memory_length: int = 20  # Carried positions per row and direction.
     max_window: int = 20  # Positions read at once.
-
-    @classmethod
-    def options_from_config(cls, model: Mapping[str, Any]) -> dict[str, Any]:
-        tfm = model["transformer"]
-        keys = ("n_layers", "ff_dim", "n_heads", "norm", "positions", "shared_directions", "memory_length",
-                "max_window")
-        return {key: tfm[key] for key in keys}
 
     def setup(self) -> None:
         super().setup()

@@ -5,7 +5,7 @@ sentence in its own context (`<S> w1 .. wn </S>` from zero states), so a token's
 does not depend on the sentences around it or on the batch. The rows of a batch are independent,
 so sentences go through in batches of `batch_size` for speed.
 
-Layers (`layer_dims`): layer j >= 1 is `[forward_j; backward_j]` (2 x projection_dim). Layer 0,
+Layers (`layer_dims`): layer j >= 1 is `[forward_j; backward_j]` (2 x width). Layer 0,
 the token layer, is ELMo's `[x; x]` when the token embedding x is as wide as an LSTM direction
 (a token projection, or word input): then every layer has one width. A char-CNN biLM without a
 token projection (`model.char_cnn.projection=False`, Kim et al.'s design) has no ELMo layers:
@@ -36,7 +36,7 @@ MAX_BYTES = 8 << 30  # `compute_features`' default bound on the arrays of all sp
 
 def layer_dims(model: BiLM) -> list[int]:
     """The width of each layer 0..L of `model`'s features, before padding."""
-    lstm = 2 * model.projection_dim
+    lstm = 2 * model.width
     return [lstm if projects_tokens(model) else token_dim(model)] + [lstm] * model.n_layers
 
 

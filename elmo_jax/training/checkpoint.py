@@ -12,10 +12,11 @@ elmo_jax/workdir/.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import jax
 import numpy as np
@@ -32,6 +33,8 @@ if TYPE_CHECKING:  # Annotations only: the train state module imports optax.
     from elmo_jax.training.state import TrainState
 
 UNREADABLE_SUFFIX = ".unreadable"
+# Train-state fields renamed since a checkpoint was written: the name in older checkpoints -> today's.
+RENAMED_FIELDS = {"lstm_state": "carried_state"}
 
 
 def abstract_like(tree: Any) -> Any:
@@ -65,6 +68,25 @@ def local_process_state(saved: dict) -> dict | None:
             f"checkpoint holds data positions for {len(states)} processes, this run has {jax.process_count()}"
         )
     return states[jax.process_index()]
+
+
+def _saved_names(saved: Any) -> dict[str, str]:
+    """{today's field name: its name in the checkpoint} for the renamed fields a checkpoint's state
+    metadata holds under an old name (empty for a checkpoint of today)."""
+    names = saved.keys() if hasattr(saved, "keys") else ()  # orbax's TreeMetadata: a mapping of the fields.
+    return {new: old for old, new in RENAMED_FIELDS.items() if old in names}
+
+
+def _array_fields(state: TrainState) -> list[str]:
+    return [f.name for f in dataclasses.fields(state) if f.metadata.get("pytree_node", True)]
+
+
+def _fields_as_saved(state: TrainState, saved_names: Mapping[str, str]) -> Any:
+    """`state` itself, or, for a checkpoint that names fields as they were (`saved_names`), a dict of
+    its array fields under those names: the structure to compare and restore into."""
+    if not saved_names:
+        return state
+    return {saved_names.get(field, field): getattr(state, field) for field in _array_fields(state)}
 
 
 def describe_mismatch(saved: Any, target: Any) -> str | None:
@@ -162,7 +184,9 @@ class Checkpointer:
             raise UnreadableCheckpoint(describe_error(e)) from e
         if saved is None:
             raise UnreadableCheckpoint("no state metadata")
-        mismatch = self._record_mismatch(step) or describe_mismatch(saved, target)  # The key tells more.
+        saved_names = _saved_names(saved)
+        stored = _fields_as_saved(target, saved_names)
+        mismatch = self._record_mismatch(step) or describe_mismatch(saved, stored)  # The key tells more.
         if mismatch:
             raise CheckpointError(
                 f"{self.directory}/{step}: checkpoint does not match the configured model/optimizer ({mismatch})"
@@ -171,13 +195,16 @@ class Checkpointer:
             restored = self.manager.restore(
                 step,
                 args=ocp.args.Composite(
-                    state=ocp.args.StandardRestore(abstract_like(target)), data=ocp.args.JsonRestore()
+                    state=ocp.args.StandardRestore(abstract_like(stored)), data=ocp.args.JsonRestore()
                 ),
             )
         except Exception as e:  # Shapes matched: what fails now is reading or decoding the files.
             raise UnreadableCheckpoint(describe_error(e)) from e
         check_finite(restored.state)
-        return restored.state, dict(restored.data or {})
+        state = restored.state
+        if saved_names:
+            state = target.replace(**{field: state[saved_names.get(field, field)] for field in _array_fields(target)})
+        return state, dict(restored.data or {})
 
     def _record_mismatch(self, step: int) -> str | None:
         """How this run's model record differs from checkpoint `step`'s (keys that change no shape

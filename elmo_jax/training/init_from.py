@@ -16,25 +16,8 @@ import numpy as np
 from elmo_jax.config import schema
 from elmo_jax.config.overrides import apply_overrides, as_json, get_key
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
+from elmo_jax.interop.bilm_hdf5 import SHAPE_KEYS, load_options, load_weights
 from elmo_jax.interop.softmax_hdf5 import load_softmax
-
-# The keys that options.json decides: the model's shape.
-SHAPE_KEYS = (
-    "model.token_encoder",
-    "model.char_cnn.embed_dim",
-    "model.char_cnn.filters",
-    "model.char_cnn.activation",
-    "model.char_cnn.n_highway",
-    "model.char_cnn.projection",
-    "model.lstm.dim",
-    "model.lstm.projection_dim",
-    "model.lstm.n_layers",
-    "model.lstm.cell_clip",
-    "model.lstm.proj_clip",
-    "model.lstm.use_skip_connections",
-    "data.max_chars_per_token",
-)
 
 
 def config_with_init_model(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:

@@ -295,7 +295,8 @@ class _Run:
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
-    """Trains (or resumes) in `workdir`, then returns the final evaluation result.
+    """Trains (or resumes) in `workdir`, then returns the final evaluation result. `config` is
+    validated here, where it enters, before the workdir is touched (ConfigError naming the key).
 
     Raises WorkdirInUseError if another run trains in `workdir`, and TrainingPreempted after
     checkpointing when SIGTERM arrives (call from the main thread).

@@ -24,7 +24,7 @@ def train_state_spec(state: TrainState) -> TrainState:
         step=P(),
         params=replicated(state.params),
         opt_state=replicated(state.opt_state),
-        lstm_state=carried_state_spec(state.lstm_state),
+        carried_state=carried_state_spec(state.carried_state),
         rng=P(),
     )
 

@@ -14,13 +14,14 @@ from elmo_jax.model.initial_params import init_params
 
 
 class TrainState(flax.struct.PyTreeNode):
-    """step, params, opt_state, the contextualizer's carried state (`BiLM.initial_state`: LSTM states
-    or gated-CNN buffers, `[2, B, ...]` leaves; the field keeps its name, that of the checkpoints) and the RNG."""
+    """step, params, opt_state, the contextualizer's carried state (`BiLM.initial_state`: LSTM states,
+    gated-CNN buffers or Transformer memory, `[2, B, ...]` leaves) and the RNG. Checkpoints written
+    before the carried state had this name hold it as `lstm_state` (training/checkpoint.py reads both)."""
 
     step: jax.Array
     params: Any
     opt_state: Any
-    lstm_state: list[Any]
+    carried_state: list[Any]
     rng: jax.Array
     tx: optax.GradientTransformation = flax.struct.field(pytree_node=False)
 
@@ -37,7 +38,7 @@ def create_train_state(
         step=jnp.zeros((), jnp.int32),
         params=params,
         opt_state=jax.jit(tx.init)(params),
-        lstm_state=model.initial_state(batch_size),
+        carried_state=model.initial_state(batch_size),
         rng=jax.random.key_data(rng),
         tx=tx,
     )

@@ -45,8 +45,8 @@ class NegativeSampler:
         self.num_tries = (
             softmax_lib.unique_sampling_tries(vocab_size, self.num_sampled) if self.unique else None
         )
-        self.groups = draw_groups(int(softmax_config.get("streams_per_draw", 0)), batch_size)
-        self.directions = 2 if softmax_config.get("negatives_per_direction", False) else 1
+        self.groups = draw_groups(softmax_config.streams_per_draw, batch_size)
+        self.directions = 2 if softmax_config.negatives_per_direction else 1
 
     def draw(self, rng: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Every set's negative ids and their log expected counts, `[D, G, K]` each (D directions).
@@ -151,7 +151,7 @@ def training_loss(
     loss_scale: float,
     params: Any,
     inputs: dict[str, jax.Array],
-    lstm_state: list[Any],
+    carried_state: list[Any],
     scored: Scored,
     dropout_rng: jax.Array,
     global_count: jax.Array,
@@ -164,7 +164,9 @@ def training_loss(
     token counts, as its always full training batches do); the sampled softmax scores each set's
     tokens against its negatives, the full softmax all rows of `params['softmax']`.
     """
-    _, top, new_state = model.apply({"params": params}, inputs, lstm_state, train=True, rngs={"dropout": dropout_rng})
+    _, top, new_state = model.apply(
+        {"params": params}, inputs, carried_state, train=True, rngs={"dropout": dropout_rng}
+    )
     w, b = params["softmax"]["W"], params["softmax"]["b"]  # All rows, or the touched ones.
     mask = inputs["mask"].astype(jnp.float32)  # [2, b, T]
     if scored.layout is not None:
@@ -215,15 +217,13 @@ def make_train_step(
     )
     row_updates = uses_row_updates(config)
     stateful = config.train.stateful
-    loss_scale = float(config.train.get("loss_scale", 1.0))
-    if not loss_scale > 0:
-        raise ValueError(f"train.loss_scale must be > 0, got {loss_scale}")
+    loss_scale = config.train.loss_scale
     loss_fn = functools.partial(training_loss, model, softmax_config.chunk_size, loss_scale)
 
     def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
         inputs = batch
         sample_rng, dropout_rng = _step_rngs(state)
-        lstm_state = state.lstm_state if stateful else jax.tree.map(jnp.zeros_like, state.lstm_state)
+        carried_state = state.carried_state if stateful else jax.tree.map(jnp.zeros_like, state.carried_state)
         global_count = jnp.maximum(jax.lax.psum(inputs["mask"].astype(jnp.float32).sum(axis=(1, 2)), AXIS), 1.0)
         targets = inputs["targets"]  # [2, b, T]
         scored, all_ids = Scored(targets), None
@@ -245,15 +245,15 @@ def make_train_step(
                 target_rows=view.positions(targets), sampled_rows=view.positions(scored.sampled_rows)
             )
 
-        (scaled_loss, (new_lstm_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-            params, inputs, lstm_state, scored, dropout_rng, global_count
+        (scaled_loss, (new_carried_state, direction_nll)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            params, inputs, carried_state, scored, dropout_rng, global_count
         )
         grads = jax.lax.psum(grads, AXIS)
         loss = jax.lax.psum(scaled_loss, AXIS) / loss_scale
         direction_nll = jax.lax.psum(direction_nll, AXIS)
         grad_norm = _grad_norm(grads)
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)  # Equal on every device (psum-ed).
-        new_state = _apply_gradients(state, params, opt_state, grads, new_lstm_state, finite, skip_nonfinite, view)
+        new_state = _apply_gradients(state, params, opt_state, grads, new_carried_state, finite, skip_nonfinite, view)
         metrics = {
             "train_loss": loss,
             "train_forward_loss": direction_nll[0],
@@ -272,7 +272,7 @@ def _apply_gradients(
     params: Any,
     opt_state: Any,
     grads: Any,
-    new_lstm_state: list[Any],
+    new_carried_state: list[Any],
     finite: jax.Array,
     skip_nonfinite: bool,
     view: softmax_rows.RowView | None,
@@ -281,12 +281,14 @@ def _apply_gradients(
     `view` written back into the full tables), the new carried state, the step + 1; with
     `skip_nonfinite`, a non-finite step keeps the old params, optimizer and carried state."""
     updates, new_opt_state = state.tx.update(grads, opt_state, params)
-    updated = (optax.apply_updates(params, updates), new_opt_state, jax.lax.stop_gradient(new_lstm_state))
+    updated = (optax.apply_updates(params, updates), new_opt_state, jax.lax.stop_gradient(new_carried_state))
     if skip_nonfinite:
-        kept = (params, opt_state, state.lstm_state)
+        kept = (params, opt_state, state.carried_state)
         updated = jax.tree.map(lambda new, old: jnp.where(finite, new, old), updated, kept)
-    new_params, new_opt_state, new_lstm_state = updated
+    new_params, new_opt_state, new_carried_state = updated
     if view is not None:
         new_params = view.scatter(state.params, new_params)
         new_opt_state = view.scatter(state.opt_state, new_opt_state)
-    return state.replace(step=state.step + 1, params=new_params, opt_state=new_opt_state, lstm_state=new_lstm_state)
+    return state.replace(
+        step=state.step + 1, params=new_params, opt_state=new_opt_state, carried_state=new_carried_state
+    )

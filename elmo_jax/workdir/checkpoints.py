@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
+from elmo_jax.config.migration import migrated_record
 from elmo_jax.runtime import quiet_logs, workdir_files
 
 T = TypeVar("T")
@@ -161,14 +162,15 @@ class Checkpoint(NamedTuple):
 
 
 def read_model_record(manager: ocp.CheckpointManager, step: int) -> dict[str, Any] | None:
-    """Checkpoint `step`'s model record, or None when it was written without one."""
+    """Checkpoint `step`'s model record (keys renamed since under their names of today), or None
+    when it was written without one."""
     if not os.path.isdir(os.path.join(str(manager.directory), str(step), MODEL_RECORD)):
         return None
     try:
         restored = manager.restore(step, args=ocp.args.Composite(**{MODEL_RECORD: ocp.args.JsonRestore()}))
     except Exception as e:
         raise UnreadableCheckpoint(describe_error(e)) from e
-    return dict(restored[MODEL_RECORD] or {})
+    return migrated_record(restored[MODEL_RECORD] or {})
 
 
 def _read_params(manager: ocp.CheckpointManager, step: int, sharding: jax.sharding.Sharding | None) -> Checkpoint:

@@ -8,14 +8,17 @@ import os
 
 import ml_collections
 
-from elmo_jax.config import schema
+from elmo_jax.config import ConfigError, schema, validate
+from elmo_jax.config.migration import migrated_config
 from elmo_jax.runtime import workdir_files
 
 
 def saved_config(workdir: str) -> ml_collections.ConfigDict:
-    """`workdir`'s config.json, keys that the run's elmo-jax did not write yet taking the schema's
-    defaults; FileNotFoundError naming `workdir` when it has none, ValueError naming the file when
-    it is not a JSON object (cut short, say)."""
+    """`workdir`'s config.json, complete and validated: keys renamed since it was written under
+    their names of today (config/migration.py), keys that the run's elmo-jax did not write yet
+    taking the schema's defaults. FileNotFoundError naming `workdir` when it has none; ValueError
+    naming the file when it is not a JSON object (cut short, say); ConfigError naming the file and
+    the key whose value is not allowed."""
     config_path = os.path.join(workdir, workdir_files.CONFIG)
     if not os.path.exists(config_path):
         raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
@@ -26,4 +29,9 @@ def saved_config(workdir: str) -> ml_collections.ConfigDict:
             raise ValueError(f"{config_path}: not valid JSON ({e})") from e
     if not isinstance(saved, dict):
         raise ValueError(f"{config_path}: not a JSON object of config sections")
-    return schema.with_defaults(saved)
+    config = schema.with_defaults(migrated_config(saved, config_path))
+    try:
+        validate(config)
+    except ConfigError as e:
+        raise ConfigError(f"{config_path}: {e}") from None
+    return config

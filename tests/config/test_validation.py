@@ -8,7 +8,7 @@ import pytest
 from elmo_jax.config import schema
 from elmo_jax.config.overrides import apply_overrides
 from elmo_jax.config.recipes import recipe_module, recipe_names
-from elmo_jax.config import SCHEMA, ConfigError, check_negative_samples, validate
+from elmo_jax.config import ConfigError, check_negative_samples, validate
 
 ablations = recipe_module("ablations")
 released = recipe_module("released")
@@ -27,7 +27,7 @@ BAD_VALUES = [
     ("model.char_cnn.n_highway", -1),
     ("train.batch_size", -4),
     ("train.batch_size", 0),
-    ("model.lstm.projection_dim", 0),
+    ("model.width", 0),
     ("model.lstm.n_layers", 0),
     ("model.contextualizer", "rnn"),
     ("model.contextualizer", "LSTM"),
@@ -197,18 +197,18 @@ def test_a_probe_task_needs_its_train_and_test_files(missing):
     validate(_config(**{"eval.probe.task": "", "eval.probe.train_file": ""}))  # No task, no files.
 
 
-def test_transformer_heads_must_divide_the_projection_dim():
-    config = _config(**{"model.contextualizer": "transformer", "model.lstm.projection_dim": 8,
+def test_transformer_heads_must_divide_the_width():
+    config = _config(**{"model.contextualizer": "transformer", "model.width": 8,
                         "model.transformer.n_heads": 3})
     with pytest.raises(ConfigError) as error:
         validate(config)
     assert str(error.value) == (
         "config key model.transformer.n_heads=3 is out of range (allowed: a divisor of "
-        "model.lstm.projection_dim=8, the Transformer's width)"
+        "model.width=8, the Transformer's width)"
     )
     config.model.transformer.n_heads = 4
     validate(config)
-    validate(_config(**{"model.lstm.projection_dim": 8, "model.transformer.n_heads": 3}))  # An LSTM: no heads.
+    validate(_config(**{"model.width": 8, "model.transformer.n_heads": 3}))  # An LSTM: no heads.
 
 
 TRANSFORMER, GATED_CNN = {"model.contextualizer": "transformer"}, {"model.contextualizer": "gated_cnn"}
@@ -265,7 +265,7 @@ def test_missing_keys_are_skipped_and_added_keys_pass():
 
 
 def test_the_schema_checks_every_key_of_the_default_config():
-    assert set(SCHEMA) == _leaf_keys(schema.get_config())
+    assert set(schema.keys()) == _leaf_keys(schema.get_config())
 
 
 def _shipped_configs() -> list[tuple[str, ml_collections.ConfigDict]]:
@@ -309,7 +309,7 @@ def test_choices_are_those_the_code_accepts():
     from elmo_jax.training import optim, step
 
     def choices(key):
-        return {c for c in SCHEMA[key].allowed.removeprefix("one of ").replace("'", "").split(", ")}
+        return {c for c in schema.keys()[key].check.allowed.removeprefix("one of ").replace("'", "").split(", ")}
 
     assert choices("data.source") == set(corpus.SOURCES)
     assert choices("data.streams") == set(corpus.STREAMS)

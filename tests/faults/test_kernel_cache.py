@@ -26,7 +26,7 @@ from elmo_jax.inference.embedder import _embed_tokens, cpu_kernels
 from flax.core import FrozenDict
 from elmo_jax.model.bilm import BiLM
 
-model = BiLM(vocab_size=1, projection_dim=8, options=FrozenDict(dim=8, n_layers=1), filters=((1, 4), (2, 4)), char_embed_dim=4, dropout=0.0)
+model = BiLM(vocab_size=1, width=8, options=FrozenDict(dim=8, n_layers=1), filters=((1, 4), (2, 4)), char_embed_dim=4, dropout=0.0)
 inputs = {"char_ids": jnp.ones((2, 1, 3, 7), jnp.int32), "mask": jnp.ones((2, 1, 3), bool)}
 params = model.init(jax.random.key(0), inputs, model.initial_state(1))["params"]
 kernels = cpu_kernels(model, params, "auto")

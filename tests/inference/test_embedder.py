@@ -388,7 +388,7 @@ def test_cli_layers_top_and_average(skip_bilm, tmp_path, mode):
 # configs/tests/tiny.py with word inputs: as configs/ptb_word_small.py (no LSTM projection, so layers
 # of 2 * dim; no skip connections or clipping), and with tiny.py's projection 16 -> 8, skips and clips.
 WORD_MODELS = {
-    "ptb_like": {"model.token_encoder": "word", "model.lstm.projection_dim": 16, "model.lstm.use_skip_connections": False,
+    "ptb_like": {"model.token_encoder": "word", "model.width": 16, "model.lstm.use_skip_connections": False,
                  "model.lstm.cell_clip": 0.0, "model.lstm.proj_clip": 0.0},
     "projected": {"model.token_encoder": "word"},
 }

@@ -18,7 +18,7 @@ BATCH, DIM, PROJ = 12, 10, 6
 
 @pytest.fixture(scope="module")
 def bilm():
-    model = BiLM(vocab_size=1, projection_dim=PROJ, options=FrozenDict(dim=DIM, n_layers=2, cell_clip=3.0, proj_clip=3.0,
+    model = BiLM(vocab_size=1, width=PROJ, options=FrozenDict(dim=DIM, n_layers=2, cell_clip=3.0, proj_clip=3.0,
                                                                     use_skip_connections=True), dropout=0.0, filters=((1, 4), (2, 4)), char_embed_dim=4)
     x = jnp.zeros((2, 1, 3, PROJ))
     variables = model.init(jax.random.key(0), x, jnp.ones((2, 1, 3), bool), model.initial_state(1),

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from elmo_jax.config import schema
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.inference.embedder import ElmoEmbedder
 from elmo_jax.pretrained import PretrainedBiLM
@@ -72,20 +73,21 @@ def read_datasets(path) -> dict[str, np.ndarray]:
 
 
 def test_load_options_maps_every_key(tmp_path):
+    """The keys options.json describes, and the schema's defaults for the rest (a complete config)."""
     config = load_options(write_json(tmp_path / "o.json", OPTIONS))
-    assert config.model.to_dict() == {
+    described = {
         "token_encoder": "char_cnn",
+        "width": 6,
         "char_cnn": {
             "embed_dim": 4, "filters": [[1, 4], [2, 6], [3, 8]], "activation": "relu", "n_highway": 2, "projection": True
         },
-        "lstm": {
-            "dim": 12, "projection_dim": 6, "n_layers": 2, "cell_clip": 3.0, "proj_clip": 3.0,
-            "use_skip_connections": True,
-        },
+        "lstm": {"dim": 12, "n_layers": 2, "cell_clip": 3.0, "proj_clip": 3.0, "use_skip_connections": True},
         "dropout": 0.0,
         "dtype": "float32",
     }
-    assert config.data.max_chars_per_token == 50
+    expected = schema.with_defaults({"model": described, "data": {"max_chars_per_token": 50}})
+    assert config.to_dict() == expected.to_dict()
+    assert config.model.lstm.initializer == schema.get_config().model.lstm.initializer  # A default.
 
 
 def test_load_options_accepts_bilm_tf_training_options(tmp_path):
@@ -376,7 +378,7 @@ def test_export_import_round_trip_by_projection(tmp_path, caplog, dim, warning):
     config = no_projection.get_config()
     config.model.lstm.dim = dim
     params = random_params(config, seed=4)
-    projected = dim != config.model.lstm.projection_dim
+    projected = dim != config.model.width
     assert all(("W_P" in params[f"lstm_{layer}"]) == projected for layer in range(2))
     options_path, weights_path = str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5")
     save_options(config, options_path)

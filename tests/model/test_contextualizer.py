@@ -4,8 +4,6 @@ model/flops.py, without a change to BiLM."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -15,7 +13,8 @@ import optax
 import pytest
 from flax.core import FrozenDict
 
-from elmo_jax.config.validation import CONTEXTUALIZER_NAMES, SCHEMA, ConfigError, validate
+from elmo_jax.config import ConfigError, schema, validate
+from elmo_jax.config.checks import integer
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.contextualizers import (
@@ -35,10 +34,6 @@ class RunningMean(Contextualizer):
     """Each layer: the causal mean of its real inputs so far (carried across calls as a sum and a
     count per row), through one Dense layer `running_mean_{l}` to P. State: (sums `[2, B, L, F_l]`
     as one array per layer, counts `[2, B]`)."""
-
-    @classmethod
-    def options_from_config(cls, model: Mapping[str, Any]) -> dict[str, Any]:
-        return {"n_layers": model["running_mean"]["n_layers"]}
 
     def setup(self) -> None:
         super().setup()
@@ -65,28 +60,35 @@ class RunningMean(Contextualizer):
         return 2 * self.width * (self.input_dim + (self.n_layers - 1) * self.width)
 
 
+# The toy's config section, model.running_mean: its one field.
+RUNNING_MEAN = schema.Section("A running mean per layer (a test's toy).", {
+    "n_layers": schema.Key(2, integer(1), "Layers per direction."),
+})
+
+
 @pytest.fixture
 def running_mean():
-    registry, names, check = dict(CONTEXTUALIZERS), list(CONTEXTUALIZER_NAMES), SCHEMA["model.contextualizer"]
-    register_contextualizer("running_mean", RunningMean)
+    registry, names = dict(CONTEXTUALIZERS), list(schema.CONTEXTUALIZER_NAMES)
+    model_keys = dict(schema.SCHEMA.keys["model"].keys)
+    register_contextualizer("running_mean", RunningMean, RUNNING_MEAN)
     yield RunningMean
     CONTEXTUALIZERS.clear()
     CONTEXTUALIZERS.update(registry)
-    CONTEXTUALIZER_NAMES[:] = names
-    SCHEMA["model.contextualizer"] = check
+    schema.CONTEXTUALIZER_NAMES[:] = names
+    schema.SCHEMA.keys["model"].keys.clear()
+    schema.SCHEMA.keys["model"].keys.update(model_keys)
 
 
 def toy_config() -> ml_collections.ConfigDict:
-    """tests/tiny with word embeddings and the toy's config section."""
+    """tests/tiny with word embeddings and the toy contextualizer (its section: the schema's once registered)."""
     config = tiny_config(**{"model.token_encoder": "word"})
     config.model.contextualizer = "running_mean"
-    config.model.running_mean = ml_collections.ConfigDict({"n_layers": 2})
     return config
 
 
 def toy_model() -> BiLM:
     return BiLM(
-        vocab_size=VOCAB, token_encoder="word", projection_dim=P, dropout=0.0,
+        vocab_size=VOCAB, token_encoder="word", width=P, dropout=0.0,
         contextualizer="running_mean", options=FrozenDict(n_layers=2),
     )
 
@@ -127,12 +129,17 @@ def test_a_registered_contextualizer_trains_one_step(running_mean) -> None:
 
 def test_flops_validation_and_bilm_from_config_consult_the_registry(running_mean) -> None:
     config = toy_config()
-    p = config.model.lstm.projection_dim
+    assert config.model.running_mean.n_layers == 2  # The declared default: the section is the schema's.
+    assert "| `model.running_mean.n_layers` | `2` | an integer >= 1 | Layers per direction. |" in schema.schema_table()
+    p = config.model.width
     assert forward_flops_per_direction(config.model, 100, 12)["running_mean"] == 2 * p * 2 * p
     assert isinstance(contextualizer_from_config(config.model, p), RunningMean)
     validate(config)
     model = bilm_from_config(config.model, 100)
     assert model.contextualizer == "running_mean" and model.n_layers == 2
+    config.model.running_mean.n_layers = 0
+    with pytest.raises(ConfigError, match=r"^config key model.running_mean.n_layers=0 is out of range"):
+        validate(config)
 
 
 def test_a_name_not_registered_is_refused_by_validation_in_one_line() -> None:
@@ -140,8 +147,10 @@ def test_a_name_not_registered_is_refused_by_validation_in_one_line() -> None:
         validate(toy_config())
 
 
-def test_the_registry_and_validation_name_the_same_contextualizers() -> None:
-    assert list(CONTEXTUALIZERS) == CONTEXTUALIZER_NAMES == ["lstm", "gated_cnn", "transformer"]
+def test_the_registry_and_the_schema_name_the_same_contextualizers_each_with_its_section() -> None:
+    assert list(CONTEXTUALIZERS) == schema.CONTEXTUALIZER_NAMES == ["lstm", "gated_cnn", "transformer"]
+    model = schema.SCHEMA.keys["model"].keys
+    assert all(isinstance(model[name], schema.Section) for name in CONTEXTUALIZERS)
 
 
 def test_an_unregistered_name_is_one_error_naming_the_key() -> None:

@@ -208,11 +208,17 @@ def test_automatic_unroll_is_one_and_negative_unroll_is_an_error() -> None:
         _resolve_unroll(-1, T)
 
 
-def test_clip_zero_means_no_clip_and_mask_dtype() -> None:
+def test_clip_none_is_no_clip_zero_is_refused_and_any_mask_dtype() -> None:
+    """None is no clipping (the config's 0 arrives as None); a clip of 0 would zero the layer."""
     xw, w_hidden, w_proj, mask, c0, h0 = make_inputs(3)
     hs_none, _ = lstm_recurrence(xw, w_hidden, w_proj, mask, c0, h0, None, None)
-    hs_zero, _ = lstm_recurrence(xw, w_hidden, w_proj, mask.astype(np.int32), c0, h0, 0.0, 0.0)
-    np.testing.assert_array_equal(hs_zero, hs_none)
+    hs_int_mask, _ = lstm_recurrence(xw, w_hidden, w_proj, mask.astype(np.int32), c0, h0, None, None)
+    np.testing.assert_array_equal(hs_int_mask, hs_none)
+    hs_huge, _ = lstm_recurrence(xw, w_hidden, w_proj, mask, c0, h0, 1e6, 1e6)
+    np.testing.assert_allclose(hs_huge, hs_none, rtol=1e-6, atol=1e-6)
+    for clips in ((0.0, None), (None, 0.0)):
+        with pytest.raises(ValueError, match="must be None \\(no clipping\\) or > 0, got 0.0"):
+            lstm_recurrence(xw, w_hidden, w_proj, mask, c0, h0, *clips)
 
 
 def test_bilstm_bfloat16_runs_on_cpu_and_is_close_to_float32() -> None:

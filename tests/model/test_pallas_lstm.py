@@ -232,15 +232,17 @@ def test_bfloat16_operands_match_xla_bfloat16() -> None:
         np.testing.assert_allclose(p32, ref32, rtol=RTOL, atol=ATOL * max(1.0, scale), err_msg=str(n))
 
 
-def test_clip_zero_means_no_clip_int_mask_and_no_steps() -> None:
+def test_clip_none_is_no_clip_zero_is_refused_int_mask_and_no_steps() -> None:
     inputs = make_inputs(5)
     args = (inputs["xw"], inputs["w_hidden"], inputs["w_proj"])
     state = (inputs["c0"], inputs["h0"])
     kw = {"interpret": True, "block_batch": 4, "block_hidden": 8}
     hs_none, _ = pallas_lstm_recurrence(*args, inputs["mask"], *state, None, None, **kw)
-    hs_zero, _ = pallas_lstm_recurrence(*args, inputs["mask"].astype(np.int32), *state, 0.0, 0.0, **kw)
-    np.testing.assert_array_equal(hs_zero, hs_none)
-    assert np.abs(np.asarray(hs_none)).max() > 1.0  # a clip at 0 would have zeroed it
+    hs_int_mask, _ = pallas_lstm_recurrence(*args, inputs["mask"].astype(np.int32), *state, None, None, **kw)
+    np.testing.assert_array_equal(hs_int_mask, hs_none)
+    assert np.abs(np.asarray(hs_none)).max() > 1.0  # unclipped: a clip at 0 would have zeroed it
+    with pytest.raises(ValueError, match="cell_clip must be None"):
+        pallas_lstm_recurrence(*args, inputs["mask"], *state, 0.0, None, **kw)
 
     empty = (inputs["xw"][:0], inputs["w_hidden"], inputs["w_proj"], inputs["mask"][:0])
     for time_axis in (0, 2):
@@ -326,7 +328,7 @@ def test_lowers_to_triton_at_the_model_shapes(recipe: str, batch: int, monkeypat
     and have no dot dimension below 16, at batch 1 (model init), 3 (an evaluation batch) and 128:
     the wrapper pads what Triton cannot take. Inputs are abstract (no memory for the weights)."""
     config = recipe_module(recipe).get_config()
-    dim, p, steps = config.model.lstm.dim, config.model.lstm.projection_dim, config.train.unroll_steps
+    dim, p, steps = config.model.lstm.dim, config.model.width, config.train.unroll_steps
     clips = config.model.lstm.cell_clip, config.model.lstm.proj_clip
     shapes = [(2, batch, steps, 4 * dim), (2, 4 * dim), (2, p, 4 * dim), (2, dim, p), (2, batch, dim), (2, batch, p)]
     args = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]

@@ -85,7 +85,7 @@ def make_checkpoint_workdir(tmp_path, recipe: str = "tests/tiny", recorded: bool
     tx, _ = optim.make_optimizer(config.train, config.train.num_steps)
     state = TrainState(
         step=jnp.asarray(2, jnp.int32), params=params, opt_state=tx.init(params),
-        lstm_state=model.initial_state(config.train.batch_size), rng=jax.random.key_data(jax.random.key(0)), tx=tx,
+        carried_state=model.initial_state(config.train.batch_size), rng=jax.random.key_data(jax.random.key(0)), tx=tx,
     )
     record = model_record(config) if recorded else None
     checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"), model_record=record)

@@ -33,7 +33,7 @@ def _state(value: float, size: int = 3) -> TrainState:
         step=jnp.asarray(int(value), jnp.int32),
         params=params,
         opt_state=tx.init(params),
-        lstm_state=[],
+        carried_state=[],
         rng=jnp.zeros((2,), jnp.uint32),
         tx=tx,
     )
@@ -268,3 +268,30 @@ def test_a_failed_save_lets_the_process_exit(tmp_path):
             timeout=120, cwd=ROOT, env={**os.environ, "JAX_PLATFORMS": "cpu"},
         )
         assert done.returncode == 0 and "Cannot save arrays with zero size" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_checkpoint_written_when_the_carried_state_was_lstm_state_resumes(tmp_path):
+    """Checkpoints written before `TrainState.carried_state` had its name hold it as `lstm_state`:
+    restored into today's state, every array equal."""
+    tx = optax.adagrad(0.1)
+    params = {"w": jnp.arange(3.0), "b": jnp.ones((2, 3))}
+    carried = [jnp.full((2, 4, 5), 0.25), jnp.full((2, 4, 3), -1.5)]
+    old = {"step": jnp.asarray(7, jnp.int32), "params": params, "opt_state": tx.init(params),
+           "lstm_state": carried, "rng": jnp.arange(2, dtype=jnp.uint32)}
+    directory = str(tmp_path / "checkpoints")
+    checkpointer = Checkpointer(directory)
+    checkpointer.manager.save(7, args=ocp.args.Composite(state=ocp.args.StandardSave(old),
+                                                         data=ocp.args.JsonSave({"position": 7})), force=True)
+    checkpointer.manager.wait_until_finished()
+    target = TrainState(step=jnp.zeros((), jnp.int32), params=jax.tree.map(jnp.zeros_like, params),
+                        opt_state=tx.init(params), carried_state=[jnp.zeros((2, 4, 5)), jnp.zeros((2, 4, 3))],
+                        rng=jnp.zeros((2,), jnp.uint32), tx=tx)
+    state, data, step = checkpointer.restore(target)
+    checkpointer.close()
+    assert step == 7 and data == {"position": 7} and isinstance(state, TrainState) and state.tx is tx
+    for field, saved_as in (("step", "step"), ("params", "params"), ("opt_state", "opt_state"),
+                            ("carried_state", "lstm_state"), ("rng", "rng")):
+        got, want = jax.tree.leaves(getattr(state, field)), jax.tree.leaves(old[saved_as])
+        assert len(got) == len(want) > 0, field
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)

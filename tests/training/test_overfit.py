@@ -22,7 +22,7 @@ def test_tiny_model_memorises_three_sentences():
     config = tiny_config(
         **{
             "model.lstm.dim": 32,
-            "model.lstm.projection_dim": 16,
+            "model.width": 16,
             "model.dropout": 0.0,
             "model.softmax.sampled": False,
             "train.batch_size": 1,

@@ -48,7 +48,7 @@ def test_full_softmax_loss_is_mean_of_directions():
     np.testing.assert_allclose(metrics["train_backward_loss"], expected[1], rtol=1e-5)
     np.testing.assert_allclose(metrics["train_loss"], 0.5 * sum(expected), rtol=1e-5)
     assert float(metrics["tokens"]) == 4 * 5 - 2
-    for got, want in zip(jax.device_get(new_state.lstm_state), final):
+    for got, want in zip(jax.device_get(new_state.carried_state), final):
         np.testing.assert_allclose(got.h, want.h, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(got.c, want.c, rtol=1e-5, atol=1e-6)
     assert int(new_state.step) == 1
@@ -112,7 +112,7 @@ def _overflow_gradients(state):
 
 
 def _leaves(state):
-    return jax.tree.leaves(jax.device_get((state.params, state.opt_state, state.lstm_state)))
+    return jax.tree.leaves(jax.device_get((state.params, state.opt_state, state.carried_state)))
 
 
 @pytest.mark.parametrize("fault", ["nan_loss", "gradient_overflow"])
@@ -154,12 +154,12 @@ def test_gated_cnn_step_carries_its_buffers_and_trains_in_both_dtypes(dtype):
     """The train state holds the gated CNN's buffers `[2, B, k-1, .]` (float32 whatever the dtype);
     a step gives a finite loss and changes the convolutions' weights."""
     config, model, state, step, mesh = _setup(**{"model.contextualizer": "gated_cnn", "model.dtype": dtype})
-    assert [s.shape for s in state.lstm_state] == [(2, 4, 2, 8)] * 3
+    assert [s.shape for s in state.carried_state] == [(2, 4, 2, 8)] * 3
     batch = random_batch(np.random.default_rng(2), VOCAB, 4, 5, config.data.max_chars_per_token, mask_tail=2)
     before = jax.device_get(state.params["gated_cnn"]["glu_0"]["W"])
     new_state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
     assert np.isfinite(float(metrics["train_loss"])) and float(metrics["nonfinite"]) == 0.0
-    assert all(s.dtype == jnp.float32 and np.any(np.asarray(s) != 0) for s in new_state.lstm_state)
+    assert all(s.dtype == jnp.float32 and np.any(np.asarray(s) != 0) for s in new_state.carried_state)
     assert not np.array_equal(jax.device_get(new_state.params["gated_cnn"]["glu_0"]["W"]), before)
 
 
@@ -172,13 +172,13 @@ def test_transformer_step_carries_its_memory_and_trains_in_both_dtypes(dtype):
         "model.contextualizer": "transformer", "model.dtype": dtype, "model.transformer.memory_length": 3,
         "model.transformer.max_window": 5, "model.transformer.ff_dim": 16, "model.transformer.n_heads": 2,
     })
-    assert state.lstm_state.inputs.shape == (2, 4, 2, 3, 8) and state.lstm_state.mask.shape == (2, 4, 3)
+    assert state.carried_state.inputs.shape == (2, 4, 2, 3, 8) and state.carried_state.mask.shape == (2, 4, 3)
     batch = random_batch(np.random.default_rng(2), VOCAB, 4, 5, config.data.max_chars_per_token, mask_tail=2)
     weights = lambda s: jax.device_get(s.params["transformer"]["directions"]["block_0"]["attention"]["W_query"])
     before = weights(state)
     new_state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
     assert np.isfinite(float(metrics["train_loss"])) and float(metrics["nonfinite"]) == 0.0
-    memory = jax.device_get(new_state.lstm_state)
+    memory = jax.device_get(new_state.carried_state)
     assert memory.inputs.dtype == jnp.float32 and memory.mask.all() and np.any(memory.inputs != 0)
     assert not np.array_equal(weights(new_state), before)
 

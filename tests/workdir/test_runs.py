@@ -57,3 +57,30 @@ def test_a_changed_shape_is_named_by_its_array_without_a_record(tmp_path):
     expected = r"config.json does not fit checkpoint 2: lstm_0.B: checkpoint \(2, 64\) float32, the model of config.json"
     with pytest.raises(CheckpointError, match=expected + r" \(2, 96\) float32$"):
         load_run(workdir)
+
+
+def test_a_workdir_written_before_model_width_was_named_so_loads(transformer_workdir, tmp_path):
+    """config.json and the checkpoint's model record of a run trained when the width was
+    model.lstm.projection_dim: read under today's name, and still checked against each other."""
+    old = shutil.copytree(transformer_workdir, str(tmp_path / "old"))
+    config_path = os.path.join(old, "config.json")
+    with open(config_path) as f:
+        config = json.load(f)
+    config["model"]["lstm"]["projection_dim"] = config["model"].pop("width")
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    (record_path,) = [os.path.join(root, "metadata") for root, _, files in os.walk(os.path.join(old, "checkpoints"))
+                      if root.endswith(os.sep + "model") and "metadata" in files]
+    with open(record_path) as f:
+        record = json.load(f)
+    record["model.lstm.projection_dim"] = record.pop("model.width")
+    with open(record_path, "w") as f:
+        json.dump(record, f)
+    run, today = load_run(old), load_run(transformer_workdir)
+    assert run.config.model.width == today.config.model.width == 8
+    assert run.config.to_dict() == today.config.to_dict()
+    config["model"]["lstm"]["projection_dim"] = 16  # Now another width than the record's.
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    with pytest.raises(CheckpointError, match="model.width"):
+        load_run(old)

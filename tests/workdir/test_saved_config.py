@@ -4,10 +4,11 @@ recipe (`--config=workdir:WORKDIR`) that loads it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from elmo_jax.config import schema
+from elmo_jax.config import ConfigError, schema
 from elmo_jax.config.recipes import load_config
 from elmo_jax.workdir.saved_config import saved_config
 
@@ -43,3 +44,28 @@ def test_a_config_json_that_is_no_config_is_named(tmp_path, text):
     (tmp_path / "config.json").write_text(text)
     with pytest.raises(ValueError, match=f"^{tmp_path}/config.json: not "):
         saved_config(str(tmp_path))
+
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+
+
+def test_every_committed_config_json_loads_with_todays_keys(tmp_path):
+    """The configs of the runs under benchmarks/results/, written before model.lstm.projection_dim
+    became model.width, read as complete, valid configs of today."""
+    paths = sorted(RESULTS.rglob("config.json"))
+    assert len(paths) >= 20
+    for i, path in enumerate(paths):
+        saved = json.loads(path.read_text())
+        workdir = tmp_path / str(i)
+        workdir.mkdir()
+        config = saved_config(_workdir_with(workdir, saved))
+        old_width = saved["model"].get("lstm", {}).get("projection_dim")
+        assert config.model.width == (old_width if old_width is not None else saved["model"]["width"]), path
+        assert "projection_dim" not in config.model.lstm, path
+
+
+def test_a_saved_value_the_schema_does_not_allow_is_an_error_naming_the_file(tmp_path):
+    saved = schema.get_config().to_dict()
+    saved["train"]["keep_checkpoints"] = 0
+    with pytest.raises(ConfigError, match=r"/config.json: config key train.keep_checkpoints=0 is out of range"):
+        saved_config(_workdir_with(tmp_path, saved))

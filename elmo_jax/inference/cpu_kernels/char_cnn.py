@@ -48,7 +48,7 @@ class _Args(ctypes.Structure):
 
 class CpuCharCnn:
     """The char CNN of a float32 biLM with a token projection (`model`: its `filters`,
-    `n_highway`, `activation`, `projection_dim`; `params`: its variables' params, whose `encoder`
+    `n_highway`, `activation`, `width`; `params`: its variables' params, whose `encoder`
     holds the char CNN) ready for `encode`. Builds the kernels on first use (`load_library`;
     KernelUnavailable when it cannot)."""
 
@@ -62,7 +62,7 @@ class CpuCharCnn:
         self._library = library
         self._lock = threading.Lock()  # One call at a time: each uses every core.
         self.n_threads = n_threads or cpu_threads()
-        self.out_dim = model.projection_dim
+        self.out_dim = model.width
         self.widest_filter = max(width for width, _ in model.filters)
         encoder = params["encoder"]
         highway = encoder.get("highway", {})

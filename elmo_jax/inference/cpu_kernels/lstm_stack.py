@@ -45,7 +45,7 @@ class _Args(ctypes.Structure):
 
 
 class CpuLstmStack:
-    """The LSTM stacks of a float32 biLM (`model`: its `projection_dim`, and its `stack_spec`'s
+    """The LSTM stacks of a float32 biLM (`model`: its `width`, and its `stack_spec`'s
     n_layers, dim, clips and skip connections; `params`: its variables' params) ready for `run`. Builds the kernel on
     first use (`load_library`; KernelUnavailable when it cannot)."""
 
@@ -57,7 +57,7 @@ class CpuLstmStack:
         self._table = np.empty(0, np.float32)  # Scratch kept between calls: its pages are mapped once.
         self._lock = threading.Lock()  # One call at a time: each uses every core (and the scratch).
         lstm = model.stack_spec  # The biLM's LSTMContextualizer.
-        self.n_layers, self.dim, self.proj = lstm.n_layers, lstm.dim, model.projection_dim
+        self.n_layers, self.dim, self.proj = lstm.n_layers, lstm.dim, model.width
         self.n_threads = n_threads or cpu_threads()
         layers = [params[f"lstm_{i}"] for i in range(model.n_layers)]
         projected = has_projection(self.dim, self.proj)

@@ -48,7 +48,7 @@ def reference_char_cnn(params, filters, n_highway, activation, char_ids):
 
 
 def make_char_cnn(filters, n_highway, activation, proj, max_chars, embed_dim=5, seed=0):
-    model = BiLM(vocab_size=1, projection_dim=proj, options=FrozenDict(dim=8, n_layers=1), filters=filters, n_highway=n_highway,
+    model = BiLM(vocab_size=1, width=proj, options=FrozenDict(dim=8, n_layers=1), filters=filters, n_highway=n_highway,
                  activation=activation, char_embed_dim=embed_dim, dropout=0.0)
     variables = model.init(jax.random.key(seed), {"char_ids": jnp.ones((1, max_chars), jnp.int32)},
                            method=BiLM.embed_tokens)

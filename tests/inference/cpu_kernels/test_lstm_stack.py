@@ -54,7 +54,7 @@ def reference_stack(params, n_layers, cell_clip, proj_clip, residual, words, ids
 
 def make_bilm(dim, proj, n_layers, skip, clip, scale=4.0, cell_clip=None):
     cell_clip = clip if cell_clip is None else cell_clip
-    model = BiLM(vocab_size=1, projection_dim=proj, options=FrozenDict(dim=dim, n_layers=n_layers, cell_clip=cell_clip, proj_clip=clip,
+    model = BiLM(vocab_size=1, width=proj, options=FrozenDict(dim=dim, n_layers=n_layers, cell_clip=cell_clip, proj_clip=clip,
                                                                            use_skip_connections=skip), dropout=0.0, filters=((1, 4),), char_embed_dim=4)
     variables = model.init(jax.random.key(0), jnp.zeros((2, 1, 2, proj)), jnp.ones((2, 1, 2), bool),
                            model.initial_state(1), method=BiLM.contextualize)
@@ -64,16 +64,16 @@ def make_bilm(dim, proj, n_layers, skip, clip, scale=4.0, cell_clip=None):
 def random_inputs(seed, model, lengths, n_words=9, with_reset=False):
     rng = np.random.default_rng(seed)
     n_rows, n_steps = len(lengths), max(lengths)
-    words = rng.normal(size=(n_words, model.projection_dim)).astype(np.float32)
+    words = rng.normal(size=(n_words, model.width)).astype(np.float32)
     ids = rng.integers(0, n_words, size=(2, n_rows, n_steps))
     state = [LSTMState(rng.normal(size=(2, n_rows, model.stack_spec.dim)).astype(np.float32),
-                       rng.normal(size=(2, n_rows, model.projection_dim)).astype(np.float32))
+                       rng.normal(size=(2, n_rows, model.width)).astype(np.float32))
              for _ in range(model.n_layers)]
     reset = reset_state = None
     if with_reset:
         reset = (rng.random((n_rows, n_steps)) < 0.2) & (np.arange(n_steps) < np.array(lengths)[:, None])
         reset_state = [LSTMState(rng.normal(size=(2, 1, model.stack_spec.dim)).astype(np.float32),
-                                 rng.normal(size=(2, 1, model.projection_dim)).astype(np.float32))
+                                 rng.normal(size=(2, 1, model.width)).astype(np.float32))
                        for _ in range(model.n_layers)]
     return words, ids, np.array(lengths), state, reset, reset_state
 
