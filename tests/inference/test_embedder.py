@@ -409,8 +409,8 @@ class WordReference(ReferenceBiLM):
                 weights[root + "B"] = lstm["B"][d]
                 if "W_P" in lstm:
                     weights[root + "W_P_0"] = lstm["W_P"][d]
-        opts = {k: config.model.lstm[k] for k in ("dim", "projection_dim", "n_layers", "cell_clip", "proj_clip",
-                                                   "use_skip_connections")}
+        opts = {k: config.model.lstm[k] for k in ("dim", "n_layers", "cell_clip", "proj_clip", "use_skip_connections")}
+        opts["projection_dim"] = config.model.width  # bilm-tf's name for the width.
         super().__init__({"lstm": opts, "char_cnn": {"max_characters_per_token": 0}}, weights)
         self.table = np.asarray(params["encoder"]["embedding"], np.float64)
         with open(vocab_path, encoding="utf-8") as f:
