@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.config.recipes import recipe_module
+from elmo_jax.config import schema
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.softmax import sample_log_uniform, unique_sampling_tries
@@ -297,8 +298,8 @@ def test_uniform_lstm_kernels_are_the_default_and_unknown_names_are_errors():
     for name in ("W_input", "W_hidden", "W_P"):
         assert_uniform(params[name], 0.05)
     config = tiny_config()
-    del config.model.lstm["initializer"]  # a config saved before the key existed
-    assert bilm_from_config(config.model, VOCAB).stack_spec.initializer == "uniform"
+    del config.model.lstm["initializer"]  # a config saved before the key existed, completed as saved_config does
+    assert bilm_from_config(schema.with_defaults(config.to_dict()).model, VOCAB).stack_spec.initializer == "uniform"
     config = tiny_config(**{"model.lstm.initializer": "glorot_uniform"})
     assert bilm_from_config(config.model, VOCAB).stack_spec.initializer == "glorot_uniform"
     with pytest.raises(ValueError, match="model.lstm.initializer must be one of .*got 'orthogonal'"):
