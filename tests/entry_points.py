@@ -9,6 +9,9 @@ import sys
 from typing import Sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The test session's persistent compilation cache (set by tests/conftest.py), shared by the session's
+# in-process compilations and the scripts it runs.
+SESSION_CACHE_ENV_VAR = "ELMO_JAX_TEST_XLA_CACHE"
 
 
 def script_command(script: str, *args: str) -> list[str]:
@@ -16,11 +19,13 @@ def script_command(script: str, *args: str) -> list[str]:
 
 
 def script_env(compile_cache: str) -> dict[str, str]:
-    """CPU JAX with a persistent compilation cache shared by a test's runs (each compiles once)."""
+    """CPU JAX with a persistent compilation cache: the test session's, where there is one (every
+    program compiles once per session, whichever test runs it first), else `compile_cache`, shared by
+    a test's runs (each compiles once)."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env.update(
         JAX_PLATFORMS="cpu",
-        JAX_COMPILATION_CACHE_DIR=compile_cache,
+        JAX_COMPILATION_CACHE_DIR=os.environ.get(SESSION_CACHE_ENV_VAR) or compile_cache,
         JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
         JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
     )
@@ -30,8 +35,12 @@ def script_env(compile_cache: str) -> dict[str, str]:
 def run_script(script: str, *args: str, compile_cache: str, prefix: Sequence[str] = ()) -> subprocess.CompletedProcess:
     """Runs the script to completion; `prefix` wraps the command (e.g. a shell setting limits)."""
     return subprocess.run(
-        [*prefix, *script_command(script, *args)], env=script_env(compile_cache), capture_output=True, text=True,
-        timeout=600, cwd=ROOT,
+        [*prefix, *script_command(script, *args)],
+        env=script_env(compile_cache),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
     )
 
 
