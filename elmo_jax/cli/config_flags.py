@@ -21,6 +21,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from elmo_jax.config import recipes
+from elmo_jax.config.migration import RENAMED
 from elmo_jax.workdir.saved_config import saved_config
 
 
@@ -112,13 +113,16 @@ def command_help(usage: str, flag_values: flags.FlagValues) -> str:
 def check_config_arguments(args: Sequence[str]) -> None:
     """Loads `--config`'s file as ml_collections will and checks every `--config.KEY` against it:
     CommandLineError naming a missing file (with the nearest file of its directory), the config
-    file's own error, or an unknown key (with the nearest known key)."""
+    file's own error, a key renamed since (with its name of today), or an unknown key (with the
+    nearest known key)."""
     spec = _config_argument(args)
     if spec is None:
         return
     config = load_config_file(spec)
     known = set(_dotted_keys(config))
     for key in _override_keys(args):
+        if key in RENAMED:
+            raise CommandLineError(f"config key {key!r} is now {RENAMED[key]!r}")
         if key not in known:
             raise CommandLineError(f"unknown config key {key!r}{_did_you_mean(key, known)}")
 

@@ -21,6 +21,7 @@ TINY = "--config=configs/tests/tiny.py"
         ([TINY, "--config.opt.learning_rate=0.1"],
          "error: unknown config key 'opt.learning_rate' (did you mean 'train.optimizer.learning_rate'?)"),
         ([TINY, "--noconfig.train.statefull"], "error: unknown config key 'train.statefull' (did you mean 'train.stateful'?)"),
+        ([TINY, "--config.model.lstm.projection_dim=8"], "error: config key 'model.lstm.projection_dim' is now 'model.width'"),
         (["--config=configs/dmeo.py"], "error: config file 'configs/dmeo.py' not found (did you mean 'configs/demo.py'?)"),
         (["--config=configs/ablations.py:no_higway"], "error: configs/ablations.py:no_higway: unknown ablation 'no_higway'; choose one of"),
         ([TINY, "--config.train.batch_size=four"], "error: flag --config.train.batch_size=four: invalid literal for int()"),
