@@ -8,6 +8,7 @@ move the old keys before anything reads them.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Mapping
 
 from elmo_jax.config.overrides import leaves
@@ -25,7 +26,7 @@ def migrated_config(saved: Mapping[str, Any], source: str) -> dict[str, Any]:
     ValueError naming `source` and both keys when it holds an old key and its new name with
     different values."""
     flat = leaves(saved)
-    config = _copy(saved)
+    config = copy.deepcopy(dict(saved))
     for old, new in RENAMED.items():
         if old not in flat:
             continue
@@ -36,10 +37,6 @@ def migrated_config(saved: Mapping[str, Any], source: str) -> dict[str, Any]:
         *new_parents, new_leaf = new.split(".")
         _section(config, new_parents)[new_leaf] = value
     return config
-
-
-def _copy(tree: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _copy(v) if isinstance(v, Mapping) else v for k, v in tree.items()}
 
 
 def _section(config: dict[str, Any], path: list[str]) -> dict[str, Any]:

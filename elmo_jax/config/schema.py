@@ -24,6 +24,7 @@ from elmo_jax.config.checks import (
     string,
     zero_or_integer,
 )
+from elmo_jax.config.overrides import get_key
 
 # A char-CNN token is [BOW, chars..., EOW, pad...] (elmo_jax/data/chars.py): room for one character.
 MIN_CHARS_PER_TOKEN = 3
@@ -328,10 +329,7 @@ def section_options(values: Mapping[str, Any], path: str) -> dict[str, Any]:
 
 def option(config: Mapping[str, Any], path: str) -> Any:
     """The value of dotted key `path` in the complete `config`, its `off` value as None."""
-    value: Any = config
-    for name in path.split("."):
-        value = value[name]
-    return _none_if_off(keys()[path], value)
+    return _none_if_off(keys()[path], get_key(config, path))
 
 
 def _none_if_off(key: Key, value: Any) -> Any:

@@ -28,12 +28,12 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from tqdm import tqdm
 
 from elmo_jax.runtime.atomic_write import check_not_inputs, write_json_atomic
-from elmo_jax.config.overrides import apply_overrides, as_json, get_key, leaves, under
+from elmo_jax.config.overrides import apply_overrides, as_json, leaves, under
 from elmo_jax.data import corpus
 from elmo_jax.data.corpus import count_positions, evaluation_batcher
 from elmo_jax.data.sources import DataError, read_sentences
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.interop.bilm_hdf5 import SHAPE_KEYS, load_options, load_weights
+from elmo_jax.interop.bilm_hdf5 import load_weights, options_shape
 from elmo_jax.interop.export_sets import check_one_export
 from elmo_jax.interop.softmax_hdf5 import load_softmax
 from elmo_jax.model import softmax as softmax_lib
@@ -267,15 +267,14 @@ class BilmFiles:
 
 def bilm_files_config(files: BilmFiles, base: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """The config that evaluates `files`: `base` (configs/default.py's, or a given --config) with
-    the biLM's shape that its options.json decides (`SHAPE_KEYS`), in float32.
+    the biLM's shape that its options.json decides (`options_shape`), in float32.
 
     Everything else is `base`'s: eval.batch_size and eval.unroll_steps (the perplexity depends on
     the batch size, as states carry across the sentences dealt to each row), model.softmax.chunk_size,
     and data.streams ('sentences', bilm-tf's layout, in configs/default.py).
     """
     config = ml_collections.ConfigDict(base.to_dict())
-    described = load_options(files.options)
-    apply_overrides(config, {key: get_key(described, key) for key in (*SHAPE_KEYS, "model.dtype")}, files.options)
+    apply_overrides(config, {**options_shape(files.options), "model.dtype": "float32"}, files.options)
     return config
 
 

@@ -44,6 +44,7 @@ import numpy as np
 
 from elmo_jax.config import schema
 from elmo_jax.config.validation import validate
+from elmo_jax.config.overrides import get_key
 from elmo_jax.workdir.saved_config import saved_config
 from elmo_jax.runtime.atomic_write import check_not_inputs, write_atomic, write_files_atomic
 from elmo_jax.data.chars import N_CHARACTERS
@@ -116,6 +117,12 @@ SHAPE_KEYS = (
     "model.lstm.use_skip_connections",
     "data.max_chars_per_token",
 )
+
+
+def options_shape(path: str) -> dict[str, Any]:
+    """{dotted key: value} of the `SHAPE_KEYS` that the options.json at `path` decides."""
+    described = load_options(path)
+    return {key: get_key(described, key) for key in SHAPE_KEYS}
 
 
 def load_options(path: str) -> ml_collections.ConfigDict:

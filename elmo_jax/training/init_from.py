@@ -16,7 +16,7 @@ import numpy as np
 from elmo_jax.config import schema
 from elmo_jax.config.overrides import apply_overrides, as_json, get_key
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.interop.bilm_hdf5 import SHAPE_KEYS, load_options, load_weights
+from elmo_jax.interop.bilm_hdf5 import load_weights, options_shape
 from elmo_jax.interop.softmax_hdf5 import load_softmax
 
 
@@ -30,9 +30,8 @@ def config_with_init_model(config: ml_collections.ConfigDict) -> ml_collections.
         raise ValueError("config.init.options needs config.init.weights (the model's hdf5 weights)")
     if bool(config.init.softmax_weights) != bool(config.init.vocab_file):
         raise ValueError("config.init.softmax_weights and config.init.vocab_file go together (line i = softmax row i)")
-    model_config = load_options(config.init.options)
     defaults = schema.get_config()
-    shape = {key: get_key(model_config, key) for key in SHAPE_KEYS}
+    shape = options_shape(config.init.options)
     for key, wanted in shape.items():
         given = as_json(get_key(config, key))
         if given != as_json(get_key(defaults, key)) and given != as_json(wanted):
