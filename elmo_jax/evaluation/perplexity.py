@@ -1,16 +1,9 @@
-"""The one home of perplexity: the full-softmax evaluation of a biLM over a corpus, forward,
-backward and combined (`Evaluator`), and what evaluate.py evaluates with it: a training workdir's
-checkpoint or a bilm-tf/AllenNLP model's files.
+"""Full-softmax perplexity of a biLM over a corpus, forward, backward and combined (`Evaluator`),
+of a training workdir's checkpoint or of a bilm-tf/AllenNLP model's files (docs/training.md).
 
-States are carried across batches (each of the B rows is a continuous stream of sentences),
-every target token (each word and each sentence end) is counted exactly once, and the final
-partial batch is masked rather than dropped. perplexity = exp(mean of the two directions' mean
-NLL), as bilm-tf reports it.
-
-A workdir's model is built from its config.json and its params restored without the optimizer
-state (`workdir.checkpoints.restore_params`); a bilm-tf/AllenNLP model from its options.json,
-hdf5 weights, softmax hdf5 and vocabulary. Both go through the same `Evaluator`, so their results
-have the same fields and, for an exported checkpoint, the same values.
+States are carried across batches, every target token is counted once and the final partial batch
+is masked. Both kinds of model go through the same `Evaluator`, so an exported checkpoint
+evaluates to the checkpoint's own perplexity.
 """
 
 from __future__ import annotations
@@ -54,12 +47,11 @@ def make_eval_step(model: BiLM, chunk_size: int) -> Callable[[Any, Any, Batch], 
     """
 
     def eval_step(params: Any, state: Any, batch: Batch) -> tuple[Any, dict]:
-        inputs = batch
-        _, top, new_state = model.apply({"params": params}, inputs, state, train=False)
+        _, top, new_state = model.apply({"params": params}, batch, state, train=False)
         w, b = params["softmax"]["W"], params["softmax"]["b"]
         hidden = top.reshape(-1, top.shape[-1])
-        nll = softmax_lib.full_softmax_nll(w, b, hidden, inputs["targets"].reshape(-1), chunk_size)
-        mask = inputs["mask"].astype(jnp.float32)
+        nll = softmax_lib.full_softmax_nll(w, b, hidden, batch["targets"].reshape(-1), chunk_size)
+        mask = batch["mask"].astype(jnp.float32)
         sums = {
             "nll": jax.lax.psum((nll.reshape(mask.shape) * mask).sum(axis=(1, 2)), AXIS),
             "count": jax.lax.psum(mask.sum(axis=(1, 2)), AXIS),
@@ -160,11 +152,8 @@ def format_table(result: dict[str, float], title: str) -> str:
 def restore_model(
     config: ml_collections.ConfigDict, workdir: str, step: int | None = None
 ) -> tuple[BiLM, Any, Vocabulary, int, jax.sharding.Mesh]:
-    """(model, params, vocab, step, mesh) of the checkpoint of `workdir` (latest or `step`).
-
-    The params are replicated over the mesh of all devices, as the evaluation step takes them;
-    only they are read from the checkpoint. The vocabulary must have a line per softmax row.
-    """
+    """(model, params, vocab, step, mesh) of the checkpoint of `workdir` (latest or `step`), the
+    params alone read and replicated over the mesh of all devices."""
     mesh = data_parallel.make_mesh()
     run = load_run(workdir, step, NamedSharding(mesh, P()))
     return bilm_from_config(config.model, len(run.vocab)), run.params, run.vocab, run.step, mesh
@@ -186,10 +175,9 @@ class ConfigMismatchError(ValueError):
 def evaluation_config(workdir: str, given: ml_collections.ConfigDict | None = None) -> ml_collections.ConfigDict:
     """The config that evaluates `workdir`: its config.json, with the evaluation keys of `given`.
 
-    The model is always built from config.json: evaluating a checkpoint with another model config
-    (say, without the skip connections it was trained with) would give a wrong perplexity, or fail
-    on a shape, without saying why. A model key (MODEL_KEYS) that `given` sets to another value is
-    a ConfigMismatchError naming it; its training keys (train.*, seed, training data) are not used.
+    The model is always built from config.json: another model config would give a wrong perplexity
+    or fail on a shape without saying why. A model key (MODEL_KEYS) that `given` sets to another
+    value is a ConfigMismatchError naming it; its other keys are not used.
     """
     config = saved_config(workdir)
     if given is None:
@@ -215,8 +203,8 @@ def _report(result: dict, title: str, paths: list[str]) -> None:
 
 
 def _output_paths(output: str | None, inputs: Sequence[tuple[str, str]]) -> list[str]:
-    """[output] with its directory created (before the evaluation, so that a bad path fails at once);
-    an output that is one of `inputs` (`check_not_inputs`) is refused."""
+    """[output] with its directory created (before the evaluation: a bad path fails at once); an
+    output that is one of `inputs` is refused."""
     if not output:
         return []
     check_not_inputs([("--output", output)], inputs)
@@ -232,12 +220,9 @@ def evaluate_checkpoint(
     step: int | None = None,
     output: str | None = None,
 ) -> dict:
-    """Perplexity of a checkpoint; prints a table and writes `eval_<name>_<step>.json` (and
-    `output`), `name` the split, or 'files' for `eval_files` and data.source='text' (where a
-    `split` asked for is a DataError: the files have none).
-
-    The config is `evaluation_config(workdir, given)`: the trained model, `given`'s evaluation keys.
-    """
+    """Perplexity of a checkpoint under `evaluation_config(workdir, given)`; prints a table and
+    writes `eval_<name>_<step>.json` (and `output`), `name` the split or 'files' (`eval_files`,
+    data.source='text', where a `split` is a DataError)."""
     config = evaluation_config(workdir, given)
     outputs = _output_paths(output, workdir_inputs(workdir))
     if split is not None:
@@ -257,7 +242,7 @@ def evaluate_checkpoint(
 @dataclasses.dataclass(frozen=True)
 class BilmFiles:
     """A bilm-tf/AllenNLP model: options.json, hdf5 weights, softmax hdf5 and vocabulary (line i
-    is softmax row i), as the released ELMo models and `elmo-export` give them."""
+    is softmax row i)."""
 
     options: str
     weights: str
@@ -267,12 +252,8 @@ class BilmFiles:
 
 def bilm_files_config(files: BilmFiles, base: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """The config that evaluates `files`: `base` (configs/default.py's, or a given --config) with
-    the biLM's shape that its options.json decides (`options_shape`), in float32.
-
-    Everything else is `base`'s: eval.batch_size and eval.unroll_steps (the perplexity depends on
-    the batch size, as states carry across the sentences dealt to each row), model.softmax.chunk_size,
-    and data.streams ('sentences', bilm-tf's layout, in configs/default.py).
-    """
+    the biLM's shape from its options.json (`options_shape`), in float32; the rest (eval.*,
+    data.streams, model.softmax.chunk_size) is `base`'s."""
     config = ml_collections.ConfigDict(base.to_dict())
     apply_overrides(config, {**options_shape(files.options), "model.dtype": "float32"}, files.options)
     return config
@@ -280,8 +261,7 @@ def bilm_files_config(files: BilmFiles, base: ml_collections.ConfigDict) -> ml_c
 
 def bilm_params(files: BilmFiles, config: ml_collections.ConfigDict, vocab: Vocabulary) -> dict:
     """Host params of `files`: the weight file's, and the softmax `W [V, P]`, `b [V]` (checked
-    against the vocabulary, row i for word i, and the model's P). Files of different elmo-jax
-    exports (say, a re-export interrupted half way) are refused (`check_one_export`)."""
+    against the vocabulary and the model's P); files of different exports are refused."""
     params = load_weights(config, files.weights)
     params["softmax"] = load_softmax(files.softmax_weights, len(vocab), config.model.width)
     check_one_export([files.options, files.weights, files.softmax_weights])
@@ -291,12 +271,9 @@ def bilm_params(files: BilmFiles, config: ml_collections.ConfigDict, vocab: Voca
 def evaluate_bilm_files(
     files: BilmFiles, eval_files: str, base: ml_collections.ConfigDict, output: str | None = None
 ) -> dict:
-    """Perplexity of a bilm-tf/AllenNLP model on the text files `eval_files` (globs); prints a table
-    and writes `output` (JSON, the fields of a workdir evaluation; its step is null).
-
-    The config is `bilm_files_config(files, base)`; the evaluation is a workdir's, so an exported
-    checkpoint evaluates to the perplexity of the checkpoint itself.
-    """
+    """Perplexity of a bilm-tf/AllenNLP model on the text files `eval_files` (globs) under
+    `bilm_files_config(files, base)`; prints a table and writes `output` (a workdir evaluation's
+    fields, step null)."""
     config = bilm_files_config(files, base)
     outputs = _output_paths(output, [(f"--{f.name}", getattr(files, f.name)) for f in dataclasses.fields(files)])
     vocab = Vocabulary.load(files.vocab)

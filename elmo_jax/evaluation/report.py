@@ -1,29 +1,9 @@
-"""Compare training runs: curves of training loss and evaluation perplexity, and a Markdown table
-of each run's final metrics, with what the probes of each run's layers scored beside them.
-
-`elmo-report runs/a runs/b --output report.png` (elmo_jax/cli/report.py).
-
-Reads each workdir's `metrics.jsonl` (training and evaluation records by step) and `config.json`
-(tokens per step = train.batch_size x train.unroll_steps). Draws train loss and eval perplexity
-against steps and against tokens (2 x 2 plots, one line per run) and prints the table to stdout.
-Evaluations during training over the first `eval.max_tokens` tokens are drawn apart (dashed,
-labelled with their token count) from evaluations of the whole split, which the table reports.
-
-Test perplexity: a run evaluated on its test split by `evaluate.py --split=test` (which writes
-`eval_test_<step>.json` into the workdir) gains the test forward / backward / biLM perplexity of
-its latest such file beside the training-time evaluation, which is of `data.eval_split` (PTB's
-recipes validate on valid), or of the files of `data.source='text'`. Runs without one show n/a;
-without any, the columns are left out.
-
-Probes (elmo_jax/probing/): of each task a run was probed on, the result shown is the
-`probe_<task>.json` that `elmo-probe` wrote into the workdir, or else the latest
-`probe_<task>_<step>.json` of training (`config.eval.probe`), and `probe_<task>_random_init.json`
-is its control. The table then gains, per task, the score of each layer, the best layer, the
-mix, the word-type baseline and the control's best layer; the figure a panel per task of scores
-by layer, a line per run (its control dashed, its mix a star). Scores are test accuracies, except
-where a result names its `metric` (word senses: the centroids' mean macro-F1, beside the most
-frequent sense of each word as its word baseline), which the table's note and the panel say.
-Runs without probe files show as without probes. Needs matplotlib: `pip install 'elmo-jax[report]'`.
+"""Compare training runs (`elmo-report`, docs/training.md "Comparing runs"): curves of training
+loss and evaluation perplexity against steps and tokens, and a Markdown table of each run's final
+metrics, its latest test evaluation (`eval_test_<step>.json`) and what the probes of its layers
+scored (`probe_<task>.json`, else the latest `probe_<task>_<step>.json`, beside the control
+`probe_<task>_random_init.json`). Scores are test accuracies unless a result names its `metric`.
+Needs matplotlib: `pip install 'elmo-jax[report]'`.
 """
 
 from __future__ import annotations
@@ -54,8 +34,7 @@ class Probe:
 
 @dataclasses.dataclass
 class Run:
-    """One workdir's records: `train` and `evals` by increasing step, one record per step; its
-    probes by task."""
+    """One workdir's records: `train` and `evals` by increasing step, one record per step."""
 
     name: str
     tokens_per_step: int
@@ -70,9 +49,8 @@ class Run:
         return max((r["step"] for r in self.train + self.evals), default=0)
 
     def evals_by_tokens(self) -> dict[int | None, list[dict[str, Any]]]:
-        """The evaluations grouped by how many tokens they covered, most first: the first group is the
-        whole split (a run's final evaluation), the others evaluations of its first `eval.max_tokens`.
-        Records without `eval_tokens` form one group, keyed None."""
+        """The evaluations grouped by `eval_tokens` (None: not recorded), most first: the whole split,
+        then evaluations of its first `eval.max_tokens`."""
         groups = _group_by_tokens(self.evals)
         return dict(sorted(groups.items(), key=lambda item: -1 if item[0] is None else -item[0]))
 
@@ -86,11 +64,8 @@ INTEGER_KEYS = ("eval_tokens",)
 
 def read_jsonl(path: str) -> list[dict[str, Any]]:
     """The records of a metrics.jsonl, NUMERIC_KEYS as floats; each must be a JSON object with an
-    integer `step`.
-
-    A last line cut short (no final newline: the writer was killed mid-line) is skipped with a
-    warning; any other bad line is an error naming the file and line.
-    """
+    integer `step`. A last line cut short (the writer was killed mid-line) is skipped with a warning;
+    any other bad line is a ReportError naming the file and line."""
     with open(path) as f:
         lines = f.readlines()
     records = []
@@ -138,13 +113,6 @@ def _read_json(path: str) -> Any:
             raise ReportError(f"{path}: malformed JSON ({e})") from e
 
 
-def _read_config(run_dir: str) -> dict[str, Any]:
-    try:
-        return _read_json(os.path.join(run_dir, workdir_files.CONFIG))
-    except FileNotFoundError:
-        raise ReportError(f"{run_dir}: no config.json (needed for tokens per step)") from None
-
-
 def _read_probe_result(path: str) -> dict[str, Any]:
     """A probe result file: a JSON object with a non-empty list of accuracies `layers` and a `mix`."""
     result = _read_json(path)
@@ -174,7 +142,7 @@ def read_test_evaluation(run_dir: str) -> dict[str, Any] | None:
 
 
 def read_probes(run_dir: str) -> dict[str, Probe]:
-    """The probes of each task in `run_dir` (see the module's docstring), by task."""
+    """The probes of each task in `run_dir` (the module's docstring), by task."""
     found: dict[str, dict[str, Any]] = {}
     for name in sorted(os.listdir(run_dir)):
         probe = workdir_files.parse_probe_file(name)
@@ -201,7 +169,10 @@ def load_run(run_dir: str, name: str | None = None) -> Run:
     path = os.path.join(run_dir, workdir_files.METRICS)
     if not os.path.isfile(path):
         raise ReportError(f"{run_dir}: no metrics.jsonl (not a training workdir?)")
-    config = _read_config(run_dir)
+    try:
+        config = _read_json(os.path.join(run_dir, workdir_files.CONFIG))
+    except FileNotFoundError:
+        raise ReportError(f"{run_dir}: no config.json (needed for tokens per step)") from None
     try:
         tokens_per_step = int(config["train"]["batch_size"]) * int(config["train"]["unroll_steps"])
     except (KeyError, TypeError, ValueError) as e:
@@ -239,9 +210,8 @@ def _value(record: dict[str, Any] | None, key: str) -> float:
 
 
 def summary(run: Run) -> dict[str, Any]:
-    """Final metrics of a run: the last training record, the last evaluation of the most tokens (the
-    whole split once the run has finished), and tokens/s as the median over logged windows (the first
-    includes compilation)."""
+    """Final metrics of a run: the last training record, the last evaluation of the most tokens, and
+    tokens/s as the median over logged windows (the first includes compilation)."""
     last_train = run.train[-1] if run.train else None
     evals = next(iter(run.evals_by_tokens().values()), [])
     last_eval = evals[-1] if evals else None
@@ -276,8 +246,7 @@ DEFAULT_MEASURE = "test accuracy"
 
 
 def probe_measure(runs: Sequence[Run], task: str) -> str:
-    """What the scores of `task` measure, as its results say (`metric`; word senses: the centroids'
-    macro-F1), else DEFAULT_MEASURE."""
+    """What the scores of `task` measure, as its results say (`metric`), else DEFAULT_MEASURE."""
     probes = [run.probes[task] for run in runs if task in run.probes]
     metrics = [result.get("metric") for probe in probes for result in (probe.result, probe.control) if result]
     return next((metric for metric in metrics if isinstance(metric, str)), DEFAULT_MEASURE)
@@ -319,10 +288,8 @@ def _probe_cells(probe: Probe) -> list[str]:
 
 
 def markdown_table(runs: Sequence[Run]) -> str:
-    """One row per run: steps, tokens, final train loss, final eval tokens and perplexities, tokens/s;
-    TEST_COLUMNS when a run has a test evaluation; then, for each task a run was probed on,
-    PROBE_COLUMNS (fractions), and below the table a line saying what a task's scores measure when
-    it is not test accuracy (word senses: macro-F1; the word baseline, the most frequent sense)."""
+    """One row per run: `summary`, TEST_COLUMNS when a run has a test evaluation, PROBE_COLUMNS of
+    each probed task; below the table, what a task's scores measure when not test accuracy."""
     tasks = probe_tasks(runs)
     tested = any(run.test for run in runs)
     header = ["run", "steps", "tokens", "train loss", "eval split", "eval tokens", "forward ppl", "backward ppl",
@@ -351,8 +318,7 @@ def markdown_table(runs: Sequence[Run]) -> str:
 
 def _log_tick_positions(values: Sequence[float]) -> list[float]:
     """Tick values for a log axis over `values` whose labels read the data: 1-1.5-2-3-5-7 x 10^k
-    within two decades, 1-2-5 within four, powers of ten beyond; one tick at or below the smallest
-    value and one at or above the largest, so that every point lies between labelled ticks."""
+    within two decades, 1-2-5 within four, powers of ten beyond; every point lies between ticks."""
     low, high = min(values), max(values)
     decades = math.log10(high / low)
     mantissas = (1, 1.5, 2, 3, 5, 7) if decades <= 2 else (1, 2, 5) if decades <= 4 else (1,)
@@ -364,8 +330,7 @@ def _log_tick_positions(values: Sequence[float]) -> list[float]:
 
 
 def _probe_panel(ax: Any, runs: Sequence[Run], task: str) -> None:
-    """The scores of `task` by layer (`probe_measure`), a line per run (its control dashed), each run's mix a star
-    after the last layer, the word-type baselines dotted gray levels."""
+    """The scores of `task` by layer, a line per run (its control dashed, its mix a star)."""
     results = [(i, run, run.probes.get(task, Probe())) for i, run in enumerate(runs)]
     n_layers = max(len(r["layers"]) for _, _, p in results for r in (p.result, p.control) if r)
     baselines = set()
@@ -389,9 +354,8 @@ def _probe_panel(ax: Any, runs: Sequence[Run], task: str) -> None:
 
 
 def figure(runs: Sequence[Run]) -> Any:
-    """2 x 2 matplotlib Figure: train loss and eval perplexity (log scale) against steps and against
-    tokens. Evaluations of fewer tokens than a run's largest are dashed and labelled with their count.
-    A run probed on a task adds a panel of the task's accuracy by layer on the right, one per task."""
+    """2 x 2 matplotlib Figure: train loss and eval perplexity (log scale) against steps and tokens
+    (subset evaluations dashed); then a panel per probed task."""
     try:
         from matplotlib.figure import Figure
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator

@@ -1,38 +1,28 @@
 """Probes: classifiers trained on frozen token representations `[N, K, D]` (K = n_layers + 1).
 
-Three heads, each a stack of probes with a leading probe axis in all its params:
-- `linear`: a softmax classifier on each layer (K probes; Liu et al. 2019);
-- `mix`: one on ELMo's scalar mix of all layers, gamma * sum_k softmax(s)_k h_k (`ScalarMix`;
-  Peters et al. 2018, eq. 1), s and gamma trained with the classifier;
-- `mlp` (optional): one hidden ReLU layer on each layer (K probes).
+Three heads, each a stack of probes with a leading probe axis in all its params: `linear`, a
+softmax classifier on each layer (Liu et al. 2019); `mix`, one on ELMo's scalar mix of all layers
+(`ScalarMix`, Peters et al. 2018, eq. 1), trained with the classifier; `mlp` (optional), one
+hidden ReLU layer on each layer.
 
 Every layer is first standardised by its mean and standard deviation over the training tokens
-(scalars per layer, fixed): an affine map, so a linear probe can express the same functions, but
-the mix weighs layers of one scale (as ELMo's `do_layer_norm`, with fixed statistics).
+(fixed scalars per layer): an affine map a linear probe can undo, but the mix then weighs layers
+of one scale (as ELMo's `do_layer_norm`). Layers narrower than the widest (`layer_dims`) come
+zero-padded to D; their statistics cover their own columns and their padding stays zero, so a
+probe on a padded layer is one on the layer itself.
 
-Layers of different widths (`layer_dims`, e.g. a biLM whose token layer is wider than its LSTM
-layers) come zero-padded to the widest, D. A layer's statistics are taken over its own columns
-only, and its padding columns stay zero after standardisation (mean 0, std 1 there: nothing is
-divided by a zero std), so a linear probe on a padded layer is one on the layer itself (the
-padding's weights multiply zeros). The mix mixes the padded, standardised layers: a narrower
-layer contributes nothing to the columns past its width.
+All probes train at once: minibatch Adam on the sum of their losses, whose gradient in each
+probe's params is that probe's own (disjoint params, elementwise Adam), one epoch a compiled scan.
+Each probe keeps the params of its best dev epoch; training stops once no probe improved for
+`patience` epochs. The seed fixes the initialisation and the permutations.
 
-All probes train at once: minibatch Adam on the sum of their mean cross-entropies, whose gradient
-in each probe's params is that probe's own (the params are disjoint and Adam is elementwise), so
-each probe trains as if alone. One epoch (a permutation of the training tokens) runs as one
-compiled scan. After each epoch every probe's dev accuracy is measured; each probe keeps the
-params of its best epoch, and training stops once no probe improved for `patience` epochs. The
-seed fixes the initialisation and the permutations: the same inputs give the same probes.
-
-Labels are ints; -1 marks a dev or test token whose label the training tokens never had: always
-an error.
+Labels are ints; -1 marks a dev or test token whose label training never had: always an error.
 
 Groups (optional) train several small tasks as one: each label belongs to a group (`label_groups`
-`[n_labels]`) and each token to one (`groups` `[N]`), and a token's softmax and prediction range
-over its group's labels only. The labels of a group have their own columns of the classifiers,
-which only that group's tokens reach, so each group's linear probe is a classifier of its own
-(e.g. one per ambiguous word, probing word senses); they share the standardisation, the mix's
-weights, the minibatches and the early stopping. Without groups every token is in group 0.
+`[n_labels]`), each token to one (`groups` `[N]`), and a token's softmax and prediction range over
+its group's labels only, so each group's linear probe is a classifier of its own (e.g. one per
+ambiguous word); they share the standardisation, the mix's weights, the minibatches and the early
+stopping. Without groups every token is in group 0.
 """
 
 from __future__ import annotations
@@ -54,9 +44,8 @@ Params = dict[str, dict[str, jax.Array]]  # head name -> param name -> `[n_probe
 
 @dataclasses.dataclass(frozen=True)
 class ProbeConfig:
-    """How the probes train: Adam's learning rate, tokens per minibatch, at most `max_epochs`
-    epochs, stopping after `patience` epochs without a better dev accuracy; `mlp_hidden` > 0 adds
-    the MLP probes of that width; `eval_chunk` tokens are scored per step of an evaluation."""
+    """How the probes train; `mlp_hidden` > 0 adds the MLP probes of that width; `eval_chunk` tokens
+    are scored per step of an evaluation."""
 
     learning_rate: float = 1e-3
     batch_size: int = 256
@@ -70,8 +59,7 @@ class ProbeConfig:
 @dataclasses.dataclass
 class TrainedProbes:
     """The best params of each probe, the standardisation they read features through (`mean`, `std`
-    `[K, D]`: `column_statistics`), each probe's dev accuracy and epoch (1-based) at its best (head
-    name -> `[n_probes]`), and the epochs run."""
+    `[K, D]`), each probe's dev accuracy and 1-based epoch at its best (head -> `[n_probes]`)."""
 
     params: Params
     mean: np.ndarray
@@ -83,8 +71,7 @@ class TrainedProbes:
 
 
 def training_record(trained: TrainedProbes, config: ProbeConfig) -> dict[str, Any]:
-    """What a probe result records of its training, the same for every task: the learned mix's
-    weights (softmax) and gamma, the dev accuracies at the best epochs, the epochs and the config."""
+    """What a probe result records of its training, the same for every task."""
     mix = trained.params["mix"]
     return {
         "mix_weights": np.asarray(jax.nn.softmax(mix["scalar_parameters"][0])).tolist(),
@@ -100,10 +87,9 @@ def training_record(trained: TrainedProbes, config: ProbeConfig) -> dict[str, An
 def layer_statistics(
     x: np.ndarray, chunk: int = 8192, layer_dims: Sequence[int] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard deviation `[K]` of each layer of `x` `[N, K, D]` over tokens and features
-    (layer k: its first `layer_dims[k]` columns; default all D), accumulated in float64 chunk by
-    chunk (no copy of `x`); a constant layer gets std 1. Padding columns hold zeros, so they add
-    nothing to the sums."""
+    """Mean and standard deviation `[K]` of each layer of `x` `[N, K, D]` over tokens and its first
+    `layer_dims[k]` columns (default all D; padding zeros add nothing to the sums), in float64 chunk
+    by chunk (no copy of `x`); a constant layer gets std 1."""
     total = np.zeros(x.shape[1])
     squares = np.zeros(x.shape[1])
     for start in range(0, x.shape[0], chunk):
@@ -127,8 +113,7 @@ def column_statistics(
 
 
 def standardize(x: jax.Array, mean: jax.Array, std: jax.Array) -> jax.Array:
-    """`[B, K, D]` with each layer k as (x - mean_k) / std_k; mean and std `[K]` (per layer) or
-    `[K, D]` (per column, `column_statistics`)."""
+    """`[B, K, D]` with each layer k as (x - mean_k) / std_k; mean and std `[K]` or `[K, D]`."""
     k = mean.shape[0]
     return (x - mean.reshape(k, -1)) / std.reshape(k, -1)
 

@@ -1,21 +1,16 @@
 """The frozen representations the probes read: every token's biLM layers, computed once.
 
-`compute_features` runs the fast embedder (elmo_jax/inference/embedder.py) stateless, each
-sentence in its own context (`<S> w1 .. wn </S>` from zero states), so a token's representation
-does not depend on the sentences around it or on the batch. The rows of a batch are independent,
-so sentences go through in batches of `batch_size` for speed.
+`compute_features` runs the embedder (elmo_jax/inference/embedder.py) stateless, each sentence
+from zero states, so a token's representation does not depend on its neighbouring sentences or
+its batch.
 
-Layers (`layer_dims`): layer j >= 1 is `[forward_j; backward_j]` (2 x width). Layer 0,
-the token layer, is ELMo's `[x; x]` when the token embedding x is as wide as an LSTM direction
-(a token projection, or word input): then every layer has one width. A char-CNN biLM without a
-token projection (`model.char_cnn.projection=False`, Kim et al.'s design) has no ELMo layers:
-its layer 0 is x once, at the char CNN's width (ELMo duplicates x to give layer 0 the LSTM layers'
-width; here the widths differ either way). Layers narrower than the widest are zero-padded to it.
+Layers (`layer_dims`): layer j >= 1 is `[forward_j; backward_j]` (2 x width). Layer 0 is ELMo's
+`[x; x]` when the token embedding x is as wide as an LSTM direction; a char-CNN biLM without a
+token projection has its layer 0 x once, at the char CNN's width. Narrower layers are zero-padded
+to the widest, D.
 
-Each split gets one float32 array `[n_tokens, n_layers + 1, D]` (D = the widest layer), allocated
-once from its token count: memory is these arrays plus one group of the embedder's batches. With
-`targets` (one token of each sentence: the ambiguous word of a word-sense task), only that token's
-layers are kept, `[n_sentences, n_layers + 1, D]`: the sentences are still read whole.
+Each split gets one float32 array `[n_tokens, n_layers + 1, D]`, allocated once; with `targets`
+(one token of each sentence) only that token's layers are kept, `[n_sentences, n_layers + 1, D]`.
 Arrays over `max_bytes` in all are refused up front rather than risking the host's memory.
 """
 

@@ -1,12 +1,7 @@
 """Probe results on disk and on screen: `probe_<task>.json` (a control's:
-`probe_<task>_<control>.json`), a Markdown table and `probe_<task>.png`, the accuracy by layer
-with one line per result (a model and its control side by side), the mix as a point of its own
-and the word-type baseline as a dashed level. Word senses (`wsd`, wsd.py): the tables of
-`wsd_markdown_tables`, and in the figure the result's `metric` (the centroids' mean macro-F1)
-beside the most frequent sense's. Word in Context (`wic`, wic.py): `wic_markdown_table`, and in
-the figure the cosine threshold's accuracy beside the majority class's. Each file is written
-atomically (elmo_jax/runtime/atomic_write.py): complete or not at all. The figure needs matplotlib
-(`pip install 'elmo-jax[report]'`); without it only the JSON is written, with a warning.
+`probe_<task>_<control>.json`, written atomically), Markdown tables and `probe_<task>.png`, the
+score by layer with a line per result, the mix as a point and the baseline as a dashed level. The
+figure needs matplotlib (`pip install 'elmo-jax[report]'`); without it only the JSON is written.
 """
 
 from __future__ import annotations

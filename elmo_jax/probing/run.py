@@ -1,16 +1,12 @@
 """Probing a biLM in memory: `probe(pretrained, train, dev, test, task)` -> the result dict.
 
-The words of each split are normalised (tasks.py), their representations computed once
-(features.py), the probes trained on train and early-stopped on dev (classifier.py; without dev
-sentences, on a tenth of the training sentences held out at random by `seed`) and scored on test,
-beside the word-type and majority baselines (baseline.py). Accuracies are fractions of the test
-tokens. A test or dev label the training tokens never had cannot be predicted: its tokens count as
-errors, and a warning names how many and the file and line of the first. Dev tokens none of whose
-labels training has are refused (`labelled_splits`): no epoch could score above 0 on them, so
-early stopping would keep the untrained probes.
+The words are normalised (tasks.py), their representations computed once (features.py), the
+probes trained on train and early-stopped on dev (classifier.py; without dev sentences, on a
+tenth of train held out by `seed`) and scored on test beside the baselines (baseline.py). A test
+or dev label that training never had counts as an error, with a warning; dev tokens none of whose
+labels training has are refused, as early stopping would keep the untrained probes.
 
-`control='random_init'` probes the same biLM with fresh random weights instead (`random_init`;
-Liu et al. 2019's control): what the architecture gives without pretraining.
+`control='random_init'`: the same biLM with fresh random weights (`random_init`; Liu et al. 2019).
 """
 
 from __future__ import annotations

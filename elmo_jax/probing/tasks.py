@@ -1,15 +1,12 @@
-"""Probing tasks and the text the biLM reads.
+"""Probing tasks and the text the biLM reads (docs/probing.md).
 
-A task is a small function of a token's CoNLL-U columns (elmo_jax/data/conllu.py) returning its
-label: `upos` (universal part of speech), `xpos` (the treebank's own tag, e.g. PTB tags in
-English), `deprel` (the relation to its head, the whole DEPREL column with its subtype:
-`nmod:poss` and `nmod` are two labels). A label of `_` (not annotated) is an error naming the
-file and line; a task on a treebank without that column fails at its first token.
+A task is a function of a token's CoNLL-U columns (elmo_jax/data/conllu.py) returning its label:
+`upos`, `xpos` or `deprel` (the whole DEPREL column, subtype included). A label of `_` (not
+annotated) is an error naming the file and line.
 
-Normalisation makes the words look like the biLM's training text: `none` (as written), `lower`,
-or `ptb`, the Penn Treebank language-model text (Mikolov's, `data.source='ptb'`): lower case, and
-a token with a digit and no letter (`3.5`, `1,000`, `1/2`) becomes `N`. PTB's text also lacks
-most punctuation; punctuation tokens are kept here, each word needs a representation.
+Normalisation spells the words as the biLM's training text: `none`, `lower`, or `ptb` (Mikolov's
+Penn Treebank text: lower case, a token with a digit and no letter becomes `N`; punctuation is
+kept, each word needs a representation).
 """
 
 from __future__ import annotations

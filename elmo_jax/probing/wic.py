@@ -1,27 +1,18 @@
-"""Word in Context in a biLM's layers (`elmo-probe --task wic`): `probe_wic(pretrained, data)` -> the result dict.
+"""Word in Context in a biLM's layers (`elmo-probe --task wic`, docs/probing.md): `probe_wic(pretrained, data)`.
 
-WiC (Pilehvar and Camacho-Collados 2019; elmo_jax/data/wic.py) pairs two sentences sharing a
-target word, labelled by whether the word has the same sense in both: a binary task over all
-words at once, with no sense inventory. A pair's representation at each layer is its two target
-vectors u and v (features.py's `target_features`: each sentence read alone, from zero states).
-Layer 0, the token layer, gives both occurrences one vector whenever they are spelled alike: the
-static baseline. Two classifiers per layer, scored by accuracy on the test pairs:
+WiC (elmo_jax/data/wic.py) pairs two sentences sharing a target word, labelled by whether the word
+has the same sense in both. A pair's representation at each layer is its two target vectors u
+and v (features.py's `target_features`). Two classifiers per layer, scored by test accuracy:
 
-- `cosine`: same sense when cos(u, v) > a threshold, the one of highest accuracy on the training
-  file's pairs (`best_threshold`; the paper's threshold baseline for contextual embeddings).
-  Nothing else is trained.
-- `linear`: a softmax classifier on the pair features [u * v; |u - v|] (`pair_features`: both
-  symmetric in u and v, as the label is; a weighted sum of u * v is a weighted dot product), the
-  token probes' classifier (classifier.py), early-stopped on the dev pairs, or on a tenth of the
-  training pairs held out at random by `seed` when there is no dev file (run.py's
-  `held_out_tenth`).
+- `cosine`: same sense when cos(u, v) > the threshold of highest accuracy on the training pairs
+  (`best_threshold`); nothing else is trained.
+- `linear`: the token probes' classifier on the pair features [u * v; |u - v|] (`pair_features`:
+  symmetric in u and v, as the label is), early-stopped on the dev pairs, or on a tenth of the
+  training pairs held out by `seed`.
 
-The linear probes' `mix` is their learned scalar mix of the layers' standardised pair features;
-the cosine's mix reads u and v mixed with those learned weights, each layer standardised over
-the training vectors (the mix's gamma does not change a cosine). The floor is the majority class
-of the training pairs (WiC's splits are balanced: about 0.5).
-
-`control='random_init'`: the same biLM with fresh random weights (run.py's `random_init`).
+The linear probes' `mix` is their learned scalar mix of the standardised pair features; the
+cosine's mix reads u and v mixed with those weights, each layer standardised over the training
+vectors. The floor is the training pairs' majority class.
 """
 
 from __future__ import annotations

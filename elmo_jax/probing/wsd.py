@@ -1,35 +1,20 @@
-"""Word senses in a biLM's layers (`elmo-probe --task wsd`): `probe_wsd(pretrained, words)` -> the result dict.
+"""Word senses in a biLM's layers (`elmo-probe --task wsd`, docs/probing.md): `probe_wsd(pretrained, words)`.
 
-The words are CoarseWSD-20's ambiguous nouns (elmo_jax/data/coarsewsd.py), each with its own
-senses. The representation of an example is the ambiguous word's vector in its sentence at each
-layer (features.py with `targets`: each sentence read alone, from zero states, as the token
-probes read theirs). Layer 0, the token layer (the char CNN), gives every occurrence of a spelling
-one vector whatever its sentence: the static baseline, a word-type embedding as word2vec's or
-GloVe's. Three classifiers per word and layer, scored on the word's test sentences:
+The words are CoarseWSD-20's ambiguous nouns (elmo_jax/data/coarsewsd.py). An example's
+representation is the ambiguous word's vector at each layer (features.py with `targets`). Three
+classifiers per word and layer, scored on the word's test sentences:
 
-- `centroid`: the 1-nearest sense centroid by cosine (Peters et al. 2018, section 5.3; Loureiro et
-  al. 2021): a sense's centroid is the mean of its training vectors; nothing is trained. Senses
-  without a training sentence have no centroid: their test sentences count as errors (a warning
-  names the first).
-- `linear`: a softmax classifier on the layer (classifier.py), one per word. All words' probes
-  train as one, each word a group of its own senses (classifier.py's groups: the same
-  predictions as separate probes, one compilation instead of one per word), early-stopped on a
-  tenth of each word's training sentences held out at random by `seed`. A held-out sentence
-  whose sense the word's other training sentences lack counts as an error there (a warning names
-  the first); when that is so of every held-out sentence, the probe is refused, as it would stop
-  early untrained (run.py's `check_shared_labels`).
+- `centroid`: the nearest sense centroid by cosine (Peters et al. 2018, section 5.3); senses
+  without a training sentence have no centroid, their test sentences count as errors.
+- `linear`: a softmax classifier per word; all words' probes train as one, a group of labels per
+  word (classifier.py's groups), early-stopped on a tenth of each word's training sentences held
+  out by `seed` (refused when no held-out sense is one training has, run.py's `check_shared_labels`).
 - `most_frequent_sense`: the sense most frequent among all the word's training sentences.
 
-The `mix` is the linear probes' learned scalar mix of the standardised layers (classifier.py; one
-set of weights for all words); the centroids read the same mixed vectors.
-
-Scores: each word's accuracy and macro-F1 (`macro_f1`), and their means over the words (each word
-counts once, whatever its number of test sentences). Training reads at most `max_train_per_word`
-sentences of each word (a sample by `seed`, default 400): the centroids and probes need few, and
-embedding the sentences is the run's cost (CoarseWSD-20 has 23,351 training sentences, 10,176
-test ones). The most frequent sense counts all training gold senses, which cost nothing.
-
-`control='random_init'`: the same biLM with fresh random weights (run.py's `random_init`).
+The `mix` is the linear probes' learned scalar mix of the standardised layers; the centroids read
+the same mixed vectors. Scores: each word's accuracy and macro-F1, and their unweighted means over
+the words. Training reads at most `max_train_per_word` sentences of each word (a sample by `seed`):
+embedding the sentences is the run's cost.
 """
 
 from __future__ import annotations
