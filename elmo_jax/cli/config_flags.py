@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Sequence
 from absl import flags
 from ml_collections import config_flags
 
+from elmo_jax.cli.tool_flags import HELP_ARGS
 from elmo_jax.config import recipes
 from elmo_jax.config.migration import RENAMED
 from elmo_jax.workdir.saved_config import saved_config
@@ -36,8 +37,7 @@ class ListParser(flags.ArgumentParser):
                 value = ast.literal_eval(argument)
             except (ValueError, SyntaxError, TypeError):
                 value = None
-        if not isinstance(value, (list, tuple)):
-            # absl prefixes the flag and its value.
+        if not isinstance(value, (list, tuple)):  # absl prefixes the flag and its value.
             raise ValueError("expected a Python list literal such as '[[1, 8], [2, 8]]'")
         return _as_lists(value)
 
@@ -58,9 +58,6 @@ def define_config_flag(help_string: str, flag_values: flags.FlagValues = flags.F
     config_flags.DEFINE_config_file("config", None, help_string, flag_values=flag_values, lock_config=True)
 
 
-# ----------------------------------------------------------------------------- the command line
-
-HELP_ARGS = ("-h", "--help", "--helpshort", "--helpfull")
 CONFIG_HELP = (
     "A recipe file (configs/demo.py, in the repository) or a shipped recipe by name, from any directory "
     "(demo, ablations:no_highway, ptb_char_small, ...)."
@@ -79,10 +76,9 @@ def flags_parser(
     usage: str, flag_values: flags.FlagValues = flags.FLAGS, config_from_workdir: bool = False
 ) -> Callable[[list[str]], list[str]]:
     """absl's `app.run(main, flags_parser=...)` for train and evaluate: `--help` prints `usage` and
-    the command's own flags (exit 0); a misspelled config path or key, a config file that fails, or
-    a flag absl cannot parse is one line `error: ...` on stderr (exit 1), before any work.
-    `config_from_workdir`: `--config.KEY` overrides without `--config` apply to the config that
-    `--workdir` was trained with (`add_workdir_config`)."""
+    the command's own flags (exit 0); a bad config path, key or file, or a flag absl cannot parse,
+    is one line `error: ...` on stderr (exit 1), before any work. `config_from_workdir`: overrides
+    without `--config` apply to `--workdir`'s config (`add_workdir_config`)."""
 
     def parse(argv: list[str]) -> list[str]:
         if any(arg in HELP_ARGS for arg in argv[1:]):
@@ -112,10 +108,9 @@ def command_help(usage: str, flag_values: flags.FlagValues) -> str:
 
 def check_config_arguments(args: Sequence[str]) -> None:
     """Loads `--config`'s file as ml_collections will and checks every `--config.KEY` against it:
-    CommandLineError naming a missing file (with the nearest file of its directory), the config
-    file's own error, a key renamed since (with its name of today), or an unknown key (with the
-    nearest known key)."""
-    spec = _config_argument(args)
+    CommandLineError for a missing file, the file's own error, a renamed or an unknown key, each
+    with the nearest name that would do."""
+    spec = _flag_value(args, "config")
     if spec is None:
         return
     config = load_config_file(spec)
@@ -144,8 +139,8 @@ def load_config_file(spec: str) -> Any:
 
 
 def _recipe_by_name(spec: str) -> str:
-    """The hint for a missing recipe file whose path ends in a shipped recipe (configs/demo.py,
-    configs/ablations.py:no_highway run outside the repository): its name, which works anywhere."""
+    """The hint for a missing recipe file whose path ends in a shipped recipe (configs/demo.py run
+    outside the repository): its name, which works anywhere."""
     path, colon, arg = spec.partition(":")
     stem = path.removesuffix(".py").replace(os.sep, "/")
     names = [name for name in recipes.recipe_names() if stem == name or stem.endswith("/" + name)]
@@ -159,7 +154,7 @@ def add_workdir_config(args: Sequence[str]) -> list[str]:
     they override config keys without a `--config` and name `--workdir=WORKDIR`;
     FileNotFoundError when WORKDIR has no config.json."""
     workdir = _flag_value(args, "workdir")
-    if _config_argument(args) is not None or not _override_keys(args) or workdir is None:
+    if _flag_value(args, "config") is not None or not _override_keys(args) or workdir is None:
         return list(args)
     saved_config(workdir)  # Its one-line error for a directory that is no training workdir.
     return [f"--config=workdir:{workdir}", *args]
@@ -174,10 +169,6 @@ def resolve_config_argument(args: Sequence[str]) -> list[str]:
         elif arg == "--config" and i + 1 < len(resolved):
             resolved[i + 1] = recipes.recipe_path(resolved[i + 1])
     return resolved
-
-
-def _config_argument(args: Sequence[str]) -> str | None:
-    return _flag_value(args, "config")
 
 
 def _flag_value(args: Sequence[str], name: str) -> str | None:

@@ -1,17 +1,13 @@
-"""absl flags for the tools whose `main(argv)` returns an exit status: elmo-embed, elmo-export,
-elmo-vocab, elmo-report and `elmo-neighbors`.
+"""absl flags for the tools whose `main(argv)` returns an exit status (elmo-embed, elmo-export,
+elmo-vocab, elmo-report, elmo-neighbors, elmo-probe).
 
-train.py and evaluate.py define their flags on absl's global FLAGS and run under `app.run`, which
-parses them once and exits the process. A tool's `main(argv)` is also called in process, many
-times (tests, notebooks, beside train/evaluate's flags): so each tool defines its flags on a
-`flags.FlagValues` of its own, and `run` parses every argv from the defaults again and returns
-the exit status instead of exiting.
+A tool's `main(argv)` is also called in process, many times (tests, notebooks, beside train and
+evaluate's global FLAGS): so each tool defines its flags on a `flags.FlagValues` of its own, and
+`run` parses every argv from the defaults again and returns the exit status instead of exiting.
 
-Exit status, as train.py and evaluate.py give it: 0, also after printing the help (-h, --help);
-1 with one line `error: ...` on stderr for bad input: a flag absl cannot parse (unknown, without
-its value, not an integer, not one of its choices), a required flag or argument not given, an
-argument the tool does not take, a `UsageError` of the tool (flags that do not go together, a
-value out of range), or one of the tool's `errors` (a missing or unreadable file, ...).
+Exit status, as train.py and evaluate.py give it: 0, also after the help (-h, --help); 1 with one
+line `error: ...` on stderr for a flag absl cannot parse, a required flag or argument missing, an
+argument the tool does not take, a `UsageError` or one of the tool's `errors`.
 """
 
 from __future__ import annotations
@@ -50,12 +46,9 @@ def run(
     errors: tuple[type[Exception], ...] = (),
 ) -> int:
     """Parses `argv` (default: sys.argv[1:]) into `flag_values`, calls `body(*arguments)` and returns
-    the exit status (see the module docstring).
-
-    `required` names the flags that must be given. `positional` names the tool's arguments (one or
-    more, e.g. 'RUN_DIR'); without it the tool takes none and `body()` gets no arguments. Help is
-    `doc` (the tool's usage) and the flags.
-    """
+    the exit status (the module docstring). `required`: the flags that must be given; `positional`:
+    the name of the tool's arguments (one or more, e.g. 'RUN_DIR'), without which it takes none.
+    Help is `doc` and the flags."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if _wants_help(argv):
         print(f"{doc.strip()}\n{flag_values.get_help(include_special_flags=False)}")

@@ -56,6 +56,11 @@ class ProbeConfig:
     eval_chunk: int = 4096
 
 
+# The training of probes on a few thousand examples (word senses, WiC) rather than a treebank's
+# tens of thousands of tokens: minibatches of 32 for enough steps per epoch.
+SMALL_TASK_CONFIG = ProbeConfig(batch_size=32)
+
+
 @dataclasses.dataclass
 class TrainedProbes:
     """The best params of each probe, the standardisation they read features through (`mean`, `std`

@@ -27,7 +27,7 @@ def figure_path(output_dir: str, task: str) -> str:
 
 
 def read_results(output_dir: str, task: str) -> list[Result]:
-    """The results of `task` in `output_dir`: the model's, then each control's, those present.
+    """The results of `task` in `output_dir`: the model's, then each control's, those present;
     ValueError naming a file that is not a result."""
     results = []
     for control in workdir_files.PROBE_CONTROLS:
@@ -75,8 +75,8 @@ def markdown_table(results: Sequence[Result]) -> str:
 
 def _by_layer(results: Sequence[Result], title: str,
               columns: Sequence[tuple[str, Callable[[Result], dict[str, Any]]]]) -> list[str]:
-    """A table's header and a row per layer and the mix: for each result, a column per (label, the
-    result's scores {`layers`, `mix`} to show)."""
+    """A table's lines, a row per layer and the mix: for each result, a column per (label, the
+    result's scores {`layers`, `mix`})."""
     n_layers = max(len(r["layers"]) for r in results)
 
     def cell(scores: dict[str, Any], k: int | None) -> str:
@@ -92,8 +92,8 @@ def _by_layer(results: Sequence[Result], title: str,
 
 
 def wsd_markdown_tables(results: Sequence[Result], per_word: Result) -> str:
-    """Word senses: accuracy and macro-F1 of each classifier by layer, as means over the words, one
-    group of columns per result; then `per_word`'s macro-F1 of each word."""
+    """Word senses: mean accuracy and macro-F1 over the words of each classifier by layer, a group
+    of columns per result; then `per_word`'s macro-F1 of each word."""
     columns = [("1-NN F1", "centroid", "macro_f1"), ("linear F1", "linear", "macro_f1"),
                ("1-NN acc", "centroid", "accuracy"), ("linear acc", "linear", "accuracy")]
     lines = _by_layer(results, "mean over words", [
@@ -118,7 +118,7 @@ def wsd_markdown_tables(results: Sequence[Result], per_word: Result) -> str:
 
 def wsd_prediction_tables(result: Result, mark: str = "[[{}]]") -> str:
     """The nearest sense centroid of each test sentence at each layer and the mix (`probe_wsd`'s
-    `per_sentence`), a table per word; the target word marked `mark`."""
+    `per_sentence`), a table per word, the target word marked `mark`."""
     lines: list[str] = []
     for word, scores in result["words"].items():
         rows = scores["predictions"]
@@ -137,7 +137,7 @@ def wsd_prediction_tables(result: Result, mark: str = "[[{}]]") -> str:
 
 def wic_markdown_table(results: Sequence[Result]) -> str:
     """Word in Context: test accuracy of the cosine threshold and of the linear probe by layer, a
-    pair of columns per result, beside the majority class."""
+    pair of columns per result."""
     methods = ("cosine", "linear")
     lines = _by_layer(results, "accuracy", [(method, lambda r, m=method: r[m]) for method in methods])
     majority = [f"{r['majority_baseline']:.3f}" for r in results for _ in methods]

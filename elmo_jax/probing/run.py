@@ -45,7 +45,7 @@ def random_init(pretrained: PretrainedBiLM, seed: int = 0) -> PretrainedBiLM:
 
 def held_out_tenth(sentences: Sequence[T], seed: int, name: str) -> tuple[list[T], list[T]]:
     """(the other sentences, a tenth of them, at least one, chosen at random by `seed`), each in file
-    order; ValueError naming `name` (where the sentences come from) for fewer than 2."""
+    order; ValueError naming `name` (where they come from) for fewer than 2."""
     if len(sentences) < 2:
         raise ValueError(f"{name}: {len(sentences)} training sentence(s); without dev sentences the probes need "
                          "at least 2 (a tenth is held out for early stopping)")
@@ -60,7 +60,7 @@ def _label_ids(tokens: LabelledTokens, ids: dict[str, int]) -> np.ndarray:
 
 def unseen_labels(tokens: LabelledTokens, known: set[str], split: str = "test") -> dict[str, Any]:
     """The tokens of `split` whose label training never had (`known`): their count, their labels and
-    where the first is, which a warning names."""
+    where the first is; a warning names them."""
     unseen = [i for i, label in enumerate(tokens.labels) if label not in known]
     report: dict[str, Any] = {"tokens": len(unseen), "labels": sorted({tokens.labels[i] for i in unseen})}
     if unseen:
@@ -81,8 +81,7 @@ def _some(labels: Sequence[str], shown: int = 5) -> str:
 
 def check_shared_labels(dev: LabelledTokens, known: set[str]) -> None:
     """ValueError naming `dev`'s file(s) and some of both label sets when no dev label is one of
-    training's (`known`): the probes could not be right on any dev token, so early stopping on
-    dev would keep them as initialised (a wrong spelling or column, e.g. lower-cased tags)."""
+    training's (`known`): early stopping on dev would keep the probes as initialised."""
     labels = sorted(set(dev.labels))
     if known.isdisjoint(labels):
         files = ", ".join(sorted({path for path, _ in dev.where}))
@@ -106,9 +105,9 @@ def labelled_splits(
     train: Sequence[Sentence], dev: Sequence[Sentence] | None, test: Sequence[Sentence], task: str, normalize: str,
     seed: int,
 ) -> LabelledSplits:
-    """The splits of `task` (dev None or empty: a tenth of `train` held out by `seed`), checked as
-    the probes need them; ValueError naming the file: fewer than 2 training sentences without dev,
-    a token without a label (tasks.py), dev labels none of which training has."""
+    """The splits of `task` (dev None or empty: a tenth of `train` held out by `seed`); ValueError
+    naming the file for fewer than 2 training sentences without dev, a token without a label, or
+    dev labels none of which training has."""
     dev_source = "dev"
     if not dev:
         train, dev = held_out_tenth(train, seed, train[0].path if train else "the training file")
@@ -138,15 +137,10 @@ def probe(
     """Probes `task` on every layer of `pretrained` and on their mix; returns the result dict.
 
     Test accuracies: `layers` (layer 0..L), `mix`, `mlp` (with `mlp`), `word_baseline`,
-    `majority_baseline`; their dev accuracies `dev_layers`, `dev_mix`, `dev_mlp`; the mix's
-    softmax weights `mix_weights` and `mix_gamma`; `train_tokens`, `dev_tokens`, `test_tokens`,
-    `dev` ('dev' or 'train_tenth'), `labels` (classes in train), `unseen_dev_labels`,
-    `unseen_test_labels` (`unseen_labels`); `task`,
-    `normalize`, `control`, `seed`, `n_layers`, `dim` (the widest layer), `layer_dims` (each layer's
-    own width; narrower layers are zero-padded to `dim` for the probes and the mix: features.py,
-    classifier.py), `epochs`, `best_epoch`, `probe_config`,
-    `seconds` (features, probes). `config`: the probes' training (its seed and MLP width are set
-    from `seed` and `mlp`).
+    `majority_baseline`; `dev_mlp` and the `training_record`; token and label counts, `dev`
+    ('dev' or 'train_tenth'), `unseen_dev_labels`, `unseen_test_labels`; the run's settings,
+    `n_layers`, `layer_dims`, `dim` (the widest layer) and `seconds`. `config`: the probes'
+    training (its seed and MLP width are set from `seed` and `mlp`).
     """
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")

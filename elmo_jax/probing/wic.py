@@ -27,8 +27,8 @@ from elmo_jax.data.wic import WicData, WicPair
 from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_baseline
 from elmo_jax.probing.classifier import (
-    ProbeConfig, TrainedProbes, accuracies, column_statistics, layer_statistics, mixed_layers, standardize,
-    train_probes, training_record,
+    SMALL_TASK_CONFIG, ProbeConfig, TrainedProbes, accuracies, column_statistics, layer_statistics, mixed_layers,
+    standardize, train_probes, training_record,
 )
 from elmo_jax.probing.features import MAX_BYTES, layer_dims, target_features
 from elmo_jax.probing.run import held_out_tenth, random_init
@@ -38,14 +38,11 @@ from elmo_jax.runtime import workdir_files
 TASK = "wic"
 METHODS = ("cosine", "linear")
 PAIR_FEATURES = "[u * v; |u - v|]"
-# The linear probes' default training: thousands of pairs, not a treebank's tens of thousands of
-# tokens, so minibatches of 32 (not 256) for enough steps per epoch (as the word-sense probes).
-PROBE_CONFIG = ProbeConfig(batch_size=32)
 
 
 class PairVectors(NamedTuple):
-    """The target vectors of pairs at every layer, `u` and `v` `[N, K, D]`, and their labels
-    `same` `[N]` bool (True: the same sense)."""
+    """The target vectors of pairs at every layer, `u` and `v` `[N, K, D]`, and whether each pair's
+    word has the same sense, `same` `[N]` bool."""
 
     u: np.ndarray
     v: np.ndarray
@@ -66,9 +63,8 @@ def cosines(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def best_threshold(scores: np.ndarray, same: np.ndarray) -> tuple[float, float]:
     """(threshold, its accuracy) of the rule `scores > threshold` -> same, over `scores` `[N]` with
-    labels `same` `[N]` bool, of highest accuracy. The candidates are the midpoints between
-    consecutive distinct scores, and one below the lowest (all same) and one above the highest
-    (none same); ties go to the lowest candidate. O(N log N): one sort, then running counts."""
+    labels `same` `[N]` bool, of highest accuracy among the midpoints between consecutive distinct
+    scores and one past each end; ties go to the lowest. One sort, then running counts."""
     if not len(scores) or len(scores) != len(same):
         raise ValueError(f"best_threshold needs as many labels as scores (> 0), got {len(same)}, {len(scores)}")
     values, index = np.unique(np.asarray(scores, np.float64), return_inverse=True)
@@ -96,7 +92,7 @@ def pair_features(u: np.ndarray, v: np.ndarray, dims: Sequence[int]) -> np.ndarr
 
 def _mixer(trained: TrainedProbes, train: PairVectors, dims: Sequence[int]) -> Callable[[np.ndarray], np.ndarray]:
     """The linear probes' learned scalar mix of word vectors, `[N, K, D]` -> `[N, D]`, each layer
-    standardised by its statistics over the training vectors (u and v)."""
+    standardised over the training vectors (u and v)."""
     both = np.concatenate([train.u, train.v])
     mean, std = column_statistics(*layer_statistics(both, layer_dims=dims), dims, both.shape[2])
 
@@ -134,16 +130,15 @@ def pair_scores(
     dev: PairVectors | None,
     test: PairVectors,
     dims: Sequence[int],
-    config: ProbeConfig = PROBE_CONFIG,
+    config: ProbeConfig = SMALL_TASK_CONFIG,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """The cosine thresholds and linear probes of every layer and the mix (the module's docstring),
-    trained on `train`, early-stopped on `dev` (None: a tenth of `train` held out by the config's
-    seed) and scored on `test`; `dims`: each layer's own width (features.py's `layer_dims`).
+    """The cosine thresholds and linear probes of every layer and the mix, trained on `train`,
+    early-stopped on `dev` (as `_linear_probes`) and scored on `test`; `dims`: each layer's width.
 
     Returns `cosine` and `linear`, each {`layers` (test accuracy of layer 0..L), `mix`},
-    `thresholds` {`layers`, `mix`}, `dev` ('dev' or 'train_tenth'), `dev_pairs` and
-    classifier.py's `training_record`."""
+    `thresholds` {`layers`, `mix`}, `dev` ('dev' or 'train_tenth'), `dev_pairs` and the
+    `training_record`."""
     trained, dev_source, dev_pairs = _linear_probes(train, dev, dims, config, progress)
     linear = accuracies(trained, pair_features(test.u, test.v, dims), test.same.astype(np.int32), config.eval_chunk)
     layers = [
@@ -183,20 +178,15 @@ def probe_wic(
     max_feature_bytes: int = MAX_BYTES,
     config: ProbeConfig | None = None,
 ) -> dict[str, Any]:
-    """Probes WiC's pairs `data` on every layer of `pretrained` and on their mix; returns the result dict.
-
-    `pair_scores`' `cosine`, `linear`, `thresholds`, `dev`, `dev_pairs` and training record;
-    headline (what elmo-report and the figure read): `layers` and `mix`, the cosine thresholds'
-    test accuracy, and `word_baseline`, the majority class's (also `majority_baseline`). Also
-    `metric`, `pair_features`, `task`, `normalize`, `control`, `seed`, `train_pairs`,
-    `test_pairs`, `n_layers`, `layer_dims`, `dim`, `seconds` (features, probes). `config`: the
-    linear probes' training (default PROBE_CONFIG; its seed is set from `seed`).
-    """
+    """Probes WiC's pairs `data` on every layer of `pretrained` and on their mix; returns the result dict:
+    `pair_scores`' and, as the headline (what elmo-report reads), `layers` and `mix`, the cosine
+    thresholds' test accuracy, and `word_baseline`, the majority class's; also the run's settings,
+    shapes and `seconds`. `config`: the linear probes' training (its seed is `seed`)."""
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
     if len(data.train) < 2 or not data.test or data.dev == []:
         raise ValueError("WiC needs at least 2 training pairs, 1 test pair and, if a dev file, 1 dev pair")
-    config = dataclasses.replace(config or PROBE_CONFIG, seed=seed, mlp_hidden=0)
+    config = dataclasses.replace(config or SMALL_TASK_CONFIG, seed=seed, mlp_hidden=0)
     normalize_word("", normalize)  # Checks the mode before any sentence.
     splits = [s for s in (data.train, data.dev, data.test) if s is not None]
     if control == "random_init":

@@ -30,7 +30,7 @@ from elmo_jax.data.coarsewsd import SenseExample, WsdWord
 from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_label
 from elmo_jax.probing.classifier import (
-    ProbeConfig, mixed_layers, predictions, standardize, train_probes, training_record,
+    SMALL_TASK_CONFIG, ProbeConfig, mixed_layers, predictions, standardize, train_probes, training_record,
 )
 from elmo_jax.probing.features import MAX_BYTES, layer_dims, target_features
 from elmo_jax.probing.run import check_shared_labels, held_out_tenth, random_init, unseen_labels
@@ -40,15 +40,11 @@ from elmo_jax.runtime import workdir_files
 TASK = "wsd"
 MAX_TRAIN_PER_WORD = 400  # `probe_wsd`'s default sample of each word's training sentences.
 METHODS = ("centroid", "linear")
-# The linear probes' default training: a word has hundreds of training sentences, not a treebank's
-# tens of thousands of tokens, so minibatches of 32 (not 256) for enough steps per epoch.
-PROBE_CONFIG = ProbeConfig(batch_size=32)
 
 
 def macro_f1(gold: Sequence[str], predicted: Sequence[str]) -> float:
     """The mean over the labels of `gold` or `predicted` of each label's F1, 2 tp / (2 tp + fp + fn)
-    (sklearn's `f1_score(average='macro')`): every sense counts alike, a rare one as a frequent one,
-    so always guessing the frequent sense scores low where accuracy would not."""
+    (sklearn's `f1_score(average='macro')`): always guessing the frequent sense scores low."""
     gold, predicted = np.asarray(gold), np.asarray(predicted)
     if len(gold) != len(predicted) or not len(gold):
         raise ValueError(f"macro_f1 needs as many predictions as gold labels (> 0), got {len(predicted)}, {len(gold)}")
@@ -61,9 +57,8 @@ def macro_f1(gold: Sequence[str], predicted: Sequence[str]) -> float:
 
 
 def centroid_predictions(train_x: np.ndarray, train_labels: Sequence[str], test_x: np.ndarray) -> np.ndarray:
-    """The label of the centroid nearest by cosine to each test vector `[M]`: a centroid is the mean
-    of a label's training vectors `train_x` `[N, D]`; ties go to the label first in sorted order.
-    A zero vector is as near to every centroid (cosine 0)."""
+    """The label `[M]` of the centroid nearest by cosine to each test vector `test_x` `[M, D]`, a
+    centroid the mean of a label's training vectors `train_x` `[N, D]`; ties: the first label."""
     train_labels = np.asarray(train_labels)
     labels = np.unique(train_labels)
     centroids = np.stack([train_x[train_labels == label].mean(axis=0) for label in labels])
@@ -90,9 +85,9 @@ def _sentence_predictions(
     word: WsdWord, centroid: Sequence[Sequence[str]], centroid_mix: Sequence[str]
 ) -> list[dict[str, Any]]:
     """Each test sentence of `word` with its gold sense and the nearest centroid's at each layer
-    (`centroid[layer][sentence]`) and the mix, sense ids named as `word.senses` names them."""
+    (`centroid[layer][sentence]`) and the mix, by sense name."""
 
-    def name(sense: Any) -> str:  # Every id is in the classes map: the reader checks the gold files.
+    def name(sense: Any) -> str:
         return word.senses[str(sense)]
 
     return [
@@ -119,10 +114,9 @@ def _sample(examples: Sequence[SenseExample], limit: int, seed: int) -> list[Sen
 def _dev_senses(
     words: Sequence[WsdWord], samples: Sequence[Sequence[SenseExample]], held_out: Sequence[tuple[list[int], list[int]]]
 ) -> list[dict[str, Any]]:
-    """Each word's held-out (dev) sentences whose sense none of its other training sentences has,
-    as `unseen_labels` reports (and warns of) them; ValueError naming the files when that is so of
-    every held-out sentence of every word: the linear probes, early-stopped on them all, would stay
-    untrained. `held_out`: (kept, held-out) indices into each word's `samples`."""
+    """Each word's `unseen_labels` of its held-out (dev) sentences; ValueError naming the files when
+    no held-out sentence of any word has a sense training has. `held_out`: (kept, held-out)
+    indices into each word's `samples`."""
     splits, pooled_dev, pooled_fit, where = [], [], set(), []
     for word, sample, (kept, out) in zip(words, samples, held_out):
         fit = {sample[j].sense for j in kept}
@@ -136,8 +130,8 @@ def _dev_senses(
 
 
 class SenseSplits(NamedTuple):
-    """How the probes split each word's training sentences: its sample (`max_train_per_word`), the
-    (kept, held-out) indices into it, and the held-out senses its kept sentences lack (`_dev_senses`)."""
+    """Each word's sample of training sentences, the (kept, held-out) indices into it, and the
+    held-out senses its kept sentences lack (`_dev_senses`)."""
 
     samples: list[list[SenseExample]]
     held_out: list[tuple[list[int], list[int]]]
@@ -145,9 +139,8 @@ class SenseSplits(NamedTuple):
 
 
 def sense_splits(words: Sequence[WsdWord], max_train_per_word: int, seed: int) -> SenseSplits:
-    """The splits `probe_wsd` takes of `words`, checked: ValueError for no words, a bad
-    `max_train_per_word`, a word of fewer than 2 training sentences, or held-out senses none of
-    which training has. What training's probes check before step 1 (config.eval.probe.wsd_data)."""
+    """The splits `probe_wsd` takes of `words`; ValueError for no words, a bad `max_train_per_word`,
+    a word of fewer than 2 training sentences, or held-out senses none of which training has."""
     if max_train_per_word < 0 or max_train_per_word == 1:
         raise ValueError(f"max_train_per_word must be 0 (all) or >= 2, got {max_train_per_word}")
     if not words:
@@ -176,25 +169,18 @@ def probe_wsd(
 ) -> dict[str, Any]:
     """Probes the senses of `words` on every layer of `pretrained` and on their mix; returns the result dict.
 
-    `words`: {word: {`senses`, `train_sentences` (the sample), `dev_sentences` (held out of it for
-    the linear probes), `test_sentences`, `untrained_dev_senses` and `untrained_test_senses` (run.py's
-    `unseen_labels`),
-    `most_frequent_sense` {`sense`, `accuracy`, `macro_f1`}, `centroid` and `linear`, each
-    {`accuracy`, `macro_f1`}, each {`layers` (layer 0..L), `mix`}}}; `mean`: the same scores
-    averaged over the words. Headline (what elmo-report and the figure read): `layers` and `mix`,
-    the centroids' mean macro-F1, and `word_baseline`, the most frequent sense's. Also `metric`,
-    `mix_weights`, `mix_gamma`, `dev_mix` and `dev_layers` (the linear probes' accuracy on the
-    held-out sentences, all words pooled), `epochs`, `best_epoch`, `probe_config`, `task`,
-    `normalize`, `control`, `seed`, `max_train_per_word`, `n_layers`, `layer_dims`, `dim`, the
-    sentence counts, `seconds` (features, probes, centroids). `config`: the linear probes'
-    training (default PROBE_CONFIG; its seed is set from `seed`). `per_sentence`: each word also
-    gets `predictions`, one per test sentence: its `tokens`, the target's `position`, the `gold`
-    sense and the nearest centroid's at each layer and the mix (`centroid` {`layers`, `mix`}), by
-    sense name; they hold the test sentences, so keep them out of results of data not to be copied.
+    `words`: each word's sentence counts, unseen senses (`unseen_labels`), `most_frequent_sense`
+    {`sense`, `accuracy`, `macro_f1`}, `centroid` and `linear`, each {`accuracy`, `macro_f1`}, each
+    {`layers` (layer 0..L), `mix`}; `mean`: those scores averaged over the words. Headline (what
+    elmo-report reads): `layers` and `mix`, the centroids' mean macro-F1, and `word_baseline`, the
+    most frequent sense's; also the run's settings, shapes, `training_record` and `seconds`.
+    `config`: the linear probes' training (default SMALL_TASK_CONFIG; its seed is `seed`).
+    `per_sentence`: each word also gets `predictions` (`_sentence_predictions`), which hold the
+    test sentences.
     """
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
-    config = dataclasses.replace(config or PROBE_CONFIG, seed=seed, mlp_hidden=0)
+    config = dataclasses.replace(config or SMALL_TASK_CONFIG, seed=seed, mlp_hidden=0)
     normalize_word("", normalize)  # Checks the mode before any sentence.
     samples, held_out, untrained_dev = sense_splits(words, max_train_per_word, seed)
     train = [e for sample in samples for e in sample]
