@@ -6,17 +6,11 @@
   python evaluate.py --workdir=runs/demo --config.eval.stateful=False   # --config=workdir:runs/demo implied
   python evaluate.py --options=O --weights=H --softmax_weights=S --vocab=V --eval_files=GLOB [--output=R.json]
 
-A workdir's model is built from WORKDIR/config.json, the config it was trained with. `--config` and
-its overrides may change the evaluation (eval.*, data.streams, data.source, data.eval_split,
-data.eval_files, data.tfds_*); a model key (model.*, data.max_chars_per_token, data.vocab_*) that
-differs from the trained model's is an error naming it. Overrides without `--config` apply to
-WORKDIR/config.json (`--config=workdir:WORKDIR`, configs/workdir.py). Prints a table and writes
-WORKDIR/eval_<split>_<step>.json.
-
-A bilm-tf/AllenNLP model (as released, or as `elmo-export` exports a
-checkpoint) is built from its options.json; the rest of the config is the schema's defaults (configs/default.py), or
-`--config`'s with its overrides (e.g. --config.eval.batch_size, --config.data.streams). Prints a
-table; `--output` writes the result as JSON, with the fields of a workdir's evaluation.
+A workdir's model is built from WORKDIR/config.json; `--config` and its overrides change only the
+evaluation (see --config), and overrides without `--config` apply to WORKDIR/config.json. A
+bilm-tf/AllenNLP model is built from its options.json, the rest of the config from
+configs/default.py or `--config`. Prints a table and writes WORKDIR/eval_<split>_<step>.json
+(a bilm-tf model: `--output` only). Details: docs/training.md.
 """
 
 import sys
@@ -62,12 +56,9 @@ BILM_FILE_FLAGS = {
 
 
 def bilm_files_from_flags(flag_values: Mapping[str, Any]) -> BilmFiles | None:
-    """The bilm-tf/AllenNLP model that evaluate.py's flags name, or None when they name --workdir.
-
-    One-line ValueError naming the flag unless they name exactly one model: --workdir, or all of
-    --options, --weights, --softmax_weights and --vocab with --eval_files (a bilm-tf model has no
-    corpus split and no checkpoint steps, so --split and --step are refused with it).
-    """
+    """The bilm-tf/AllenNLP model that evaluate.py's flags name, or None when they name --workdir;
+    ValueError naming the flag unless they name exactly one model: --workdir, or all of
+    BILM_FILE_FLAGS with --eval_files and without --split or --step."""
     named = [flag for flag in BILM_FILE_FLAGS if flag_values.get(flag)]
     if not named:
         if not flag_values.get("workdir"):

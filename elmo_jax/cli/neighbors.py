@@ -45,7 +45,7 @@ flags.DEFINE_string(
 
 
 def _check_flags() -> None:
-    """Raises UsageError (a one-line error) for bad flag combinations and values."""
+    """Raises UsageError for bad flag combinations and values."""
     tool_flags.check_model_source(_FLAGS)
     for flag in ("k", "batch_size", "max_words"):
         if _FLAGS[flag].value < 1:

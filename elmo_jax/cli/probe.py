@@ -7,32 +7,16 @@
       [--control ...] [--show_predictions] [--output DIR]
   elmo-probe --workdir runs/demo --task wic --data WiC_dataset [--normalize ...] [--control ...] [--output DIR]
 
-Data: CoNLL-U files (Universal Dependencies treebanks); without --dev, a tenth of the training
-sentences is held out for early stopping. A softmax classifier is trained on each layer (0: the
-token layer) and on a learned scalar mix of all of them; their test accuracies, beside the
-most-frequent-tag-per-word baseline, go to `probe_<task>.json` in --output (default: the workdir,
-or the current directory for bilm-tf files; a control run: `probe_<task>_random_init.json`), a
-Markdown table on stdout and `probe_<task>.png` (accuracy by layer, the model and its control when
-both were probed into the directory). A biLM whose token layer is wider than its LSTM layers
-(`model.char_cnn.projection=False`) is probed with each layer at its own width (`layer_dims` in the
-result).
+Token tasks read CoNLL-U files; without --dev, a tenth of the training sentences is held out for
+early stopping. A softmax classifier is trained on each layer (0: the token layer) and on a learned
+scalar mix of all of them, scored beside the most frequent tag of each word. `--task wsd` probes
+the senses of CoarseWSD-20's words (--data: its directory, or one word's) by the nearest sense
+centroid and a linear probe; `--task wic` whether a word has one sense in two sentences (--data:
+WiC's directory) by a cosine threshold and a linear probe.
 
-Word senses (`--task wsd`): --data is CoarseWSD-20's directory (a directory per ambiguous noun, or
-one noun's directory). For each word, layer and the mix: the nearest sense centroid by cosine
-(centroids of the training sentences; layer 0 is the static baseline, one vector per spelling) and
-a linear probe, scored by accuracy and macro-F1 on the test sentences beside the most frequent
-sense, each word's and their means over the words: `probe_wsd.json`, Markdown tables on stdout and
-`probe_wsd.png` (the centroids' mean macro-F1 by layer); --show_predictions adds each test
-sentence's nearest sense at each layer (examples/senses: "apple" and "play" in sentences of the
-project's own, docs/probing.md). How: elmo_jax/probing/ (wsd.py).
-
-Word in Context (`--task wic`): --data is WiC's directory (`train`, `test` and optionally `dev`,
-each a `<split>.data.txt` of `word, PoS, i-j, sentence 1, sentence 2` lines and a `<split>.gold.txt`
-of T/F lines, beside each other or in `<split>/` as WiC is distributed). For each layer and the
-mix: whether the target word has the same sense in both sentences, by a cosine threshold chosen on
-the training pairs and by a linear probe on the pair's features, scored by test accuracy beside
-the majority class: `probe_wic.json`, a Markdown table on stdout and `probe_wic.png` (the cosine
-threshold's accuracy by layer). How: elmo_jax/probing/ (wic.py).
+Writes `probe_<task>.json` (a control's: `probe_<task>_random_init.json`) and `probe_<task>.png`
+into --output (default: the workdir, or the current directory), and Markdown tables on stdout.
+What each task measures and writes: docs/probing.md.
 """
 
 from __future__ import annotations
@@ -126,7 +110,7 @@ flags.DEFINE_string(
 
 
 def _check_flags() -> None:
-    """Raises UsageError (a one-line error) for bad flag combinations and values."""
+    """Raises UsageError for bad flag combinations and values."""
     tool_flags.check_model_source(_FLAGS)
     if _FLAGS.batch_size < 1:
         raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
@@ -153,8 +137,7 @@ def _output_dir() -> str:
 
 
 def _not_a_directory(path: str) -> str | None:
-    """What stands where the directory `path` or one of its parents would be when it is not a
-    directory (a file), else None (they are directories, or do not exist yet and will be made)."""
+    """The file that stands where the directory `path` or one of its parents would be, else None."""
     path = os.path.abspath(path)
     while not os.path.exists(path):
         path = os.path.dirname(path)
@@ -162,10 +145,9 @@ def _not_a_directory(path: str) -> str | None:
 
 
 def _check_output(output: str) -> list[str]:
-    """The files the result goes to in the directory `output` (those of its task and control are
-    replaced), checked before any work: ValueError when `output` is one of the inputs or lies in
-    one, when a written file is an input, or when a result file there (which the figure draws) is
-    not a result; UsageError when `output` is not a directory."""
+    """The files the result goes to in the directory `output`, checked before any work: ValueError
+    when `output` or a written file is or lies in an input, or a result file there is not a result;
+    UsageError when `output` is not a directory."""
     written = [result_path(output, _FLAGS.task, _FLAGS.control), figure_path(output, _FLAGS.task)]
     inputs = [(f"--{name}", _FLAGS[name].value) for name in ("train", "dev", "test", "data", "options", "weights")]
     inputs += workdir_inputs(_FLAGS.workdir)

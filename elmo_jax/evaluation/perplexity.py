@@ -32,11 +32,9 @@ from elmo_jax.interop.softmax_hdf5 import load_softmax
 from elmo_jax.model import softmax as softmax_lib
 from elmo_jax.data.batching import Batch
 from elmo_jax.model.bilm import BiLM, bilm_from_config
-from elmo_jax.runtime import data_parallel
+from elmo_jax.runtime import data_parallel, workdir_files
 from elmo_jax.workdir.saved_config import saved_config
 from elmo_jax.workdir.runs import load_run, workdir_inputs
-from elmo_jax.runtime import workdir_files
-from elmo_jax.runtime.data_parallel import AXIS
 
 
 def make_eval_step(model: BiLM, chunk_size: int) -> Callable[[Any, Any, Batch], tuple[Any, dict]]:
@@ -53,8 +51,8 @@ def make_eval_step(model: BiLM, chunk_size: int) -> Callable[[Any, Any, Batch], 
         nll = softmax_lib.full_softmax_nll(w, b, hidden, batch["targets"].reshape(-1), chunk_size)
         mask = batch["mask"].astype(jnp.float32)
         sums = {
-            "nll": jax.lax.psum((nll.reshape(mask.shape) * mask).sum(axis=(1, 2)), AXIS),
-            "count": jax.lax.psum(mask.sum(axis=(1, 2)), AXIS),
+            "nll": jax.lax.psum((nll.reshape(mask.shape) * mask).sum(axis=(1, 2)), data_parallel.AXIS),
+            "count": jax.lax.psum(mask.sum(axis=(1, 2)), data_parallel.AXIS),
         }
         return new_state, sums
 
@@ -149,16 +147,6 @@ def format_table(result: dict[str, float], title: str) -> str:
     return "\n".join(lines)
 
 
-def restore_model(
-    config: ml_collections.ConfigDict, workdir: str, step: int | None = None
-) -> tuple[BiLM, Any, Vocabulary, int, jax.sharding.Mesh]:
-    """(model, params, vocab, step, mesh) of the checkpoint of `workdir` (latest or `step`), the
-    params alone read and replicated over the mesh of all devices."""
-    mesh = data_parallel.make_mesh()
-    run = load_run(workdir, step, NamedSharding(mesh, P()))
-    return bilm_from_config(config.model, len(run.vocab)), run.params, run.vocab, run.step, mesh
-
-
 # Keys a config given to evaluate.py may change: how and on what the model is evaluated.
 EVALUATION_KEYS = (
     "eval.", "data.streams", "data.source", "data.eval_split", "data.eval_files", "data.tfds_name",
@@ -231,11 +219,13 @@ def evaluate_checkpoint(
     sentences = corpus.eval_sentences(config.data, split, eval_files)
     if not sentences:
         raise DataError(f"the evaluation set ({eval_files or split}) has no sentences")
-    model, params, vocab, step, mesh = restore_model(config, workdir, step)
-    result = {"step": step, **Evaluator(model, vocab, config, mesh)(params, sentences)}
+    mesh = data_parallel.make_mesh()
+    run = load_run(workdir, step, NamedSharding(mesh, P()))  # The params alone, replicated.
+    model = bilm_from_config(config.model, len(run.vocab))
+    result = {"step": run.step, **Evaluator(model, run.vocab, config, mesh)(run.params, sentences)}
     name = corpus.eval_set_name(config.data.source, split, eval_files)
-    path = os.path.join(workdir, workdir_files.evaluation_file(name, step, config.eval.stateful))
-    _report(result, f"{name} @ step {step}", [path, *outputs])
+    path = os.path.join(workdir, workdir_files.evaluation_file(name, run.step, config.eval.stateful))
+    _report(result, f"{name} @ step {run.step}", [path, *outputs])
     return result
 
 

@@ -329,28 +329,42 @@ def _log_tick_positions(values: Sequence[float]) -> list[float]:
     return [t for t in candidates if below <= t <= above]
 
 
-def _probe_panel(ax: Any, runs: Sequence[Run], task: str) -> None:
-    """The scores of `task` by layer, a line per run (its control dashed, its mix a star)."""
-    results = [(i, run, run.probes.get(task, Probe())) for i, run in enumerate(runs)]
-    n_layers = max(len(r["layers"]) for _, _, p in results for r in (p.result, p.control) if r)
-    baselines = set()
-    for i, run, probe in results:
-        if probe.result:
-            layers = probe.result["layers"]
-            ax.plot(range(len(layers)), layers, color=f"C{i}", marker="o", label=run.name)
-            ax.plot([n_layers], [probe.result["mix"]], color=f"C{i}", marker="*", markersize=12, linestyle="none")
-            if "word_baseline" in probe.result:
-                baselines.add(probe.result["word_baseline"])
-        if probe.control:
-            layers = probe.control["layers"]
-            ax.plot(range(len(layers)), layers, color=f"C{i}", marker="x", linestyle="--",
-                    label=f"{run.name} (random init)")
-    for j, level in enumerate(sorted(baselines)):
-        ax.axhline(level, color="gray", linestyle=":", linewidth=1, label="word-type baseline" if j == 0 else None)
+def plot_scores_by_layer(
+    ax: Any, task: str, measure: str, lines: Sequence[tuple[dict[str, Any], int, str, bool]],
+    baseline: tuple[str, str] = ("word-type baseline", ":"),
+) -> None:
+    """Probe scores of `task` by layer on the matplotlib axes `ax`: a line per (result, color, label,
+    is a control) of `lines`, a control's dashed, a model's mix a star after the last layer and its
+    `word_baseline` a gray level (`baseline`: their label and line style)."""
+    n_layers = max(len(result["layers"]) for result, *_ in lines)
+    levels = set()
+    for result, color, label, control in lines:
+        layers = result["layers"]
+        if control:
+            ax.plot(range(len(layers)), layers, color=f"C{color}", marker="x", linestyle="--", label=label)
+            continue
+        ax.plot(range(len(layers)), layers, color=f"C{color}", marker="o", label=label)
+        ax.plot([n_layers], [result["mix"]], color=f"C{color}", marker="*", markersize=12, linestyle="none")
+        if "word_baseline" in result:
+            levels.add(result["word_baseline"])
+    for j, level in enumerate(sorted(levels)):
+        ax.axhline(level, color="gray", linestyle=baseline[1], linewidth=1, label=baseline[0] if j == 0 else None)
     ax.set_xticks(range(n_layers + 1), [*map(str, range(n_layers)), "mix"])
-    ax.set(xlabel="layer (0: token embeddings)", ylabel=probe_measure(runs, task), title=f"{task} probes by layer")
+    ax.set(xlabel="layer (0: token embeddings)", ylabel=measure, title=f"{task} probes by layer")
     ax.grid(True, alpha=0.3)
     ax.legend()
+
+
+def _probe_panel(ax: Any, runs: Sequence[Run], task: str) -> None:
+    """The scores of `task` by layer, a line per run and per control."""
+    lines = []
+    for i, run in enumerate(runs):
+        probe = run.probes.get(task, Probe())
+        if probe.result:
+            lines.append((probe.result, i, run.name, False))
+        if probe.control:
+            lines.append((probe.control, i, f"{run.name} (random init)", True))
+    plot_scores_by_layer(ax, task, probe_measure(runs, task), lines)
 
 
 def figure(runs: Sequence[Run]) -> Any:

@@ -191,9 +191,9 @@ def _total_loss(params: Params, x: jax.Array, labels: jax.Array, allowed: jax.Ar
 
 
 def _epoch_fn(tx: optax.GradientTransformation, batch_size: int) -> Callable:
-    """A compiled epoch: (params, opt_state, x, labels, groups, label_groups, mean, std, key) ->
-    (params, opt_state), Adam steps over minibatches of a permutation of the tokens (the last
-    partial minibatch left out)."""
+    """A compiled epoch of Adam steps over the minibatches of a permutation of the tokens (the last
+    partial one left out): (params, opt_state, x, labels, groups, label_groups, mean, std, key) ->
+    (params, opt_state)."""
 
     def step(carry: tuple, indices: jax.Array, x: jax.Array, labels: jax.Array, groups: jax.Array,
              label_groups: jax.Array, mean: jax.Array, std: jax.Array):
@@ -287,10 +287,8 @@ def train_probes(
     dev_groups: np.ndarray | None = None,
 ) -> TrainedProbes:
     """Trains every probe on `train_x` `[N, K, D]` with int labels in [0, n_labels), early-stopped
-    on the dev accuracy (`dev_labels` may hold -1), each probe's best epoch restored.
-    `layer_dims`: each layer's own width, its columns past it zero padding (default: all D).
-    `label_groups` `[n_labels]`, `train_groups` `[N]`, `dev_groups`: the groups of the labels and
-    tokens (the module's docstring), all three or none."""
+    on the dev accuracy (`dev_labels` may hold -1). `layer_dims`: each layer's own width (default:
+    all D). `label_groups` `[n_labels]`, `train_groups` `[N]`, `dev_groups`: all three or none."""
     if len(train_labels) == 0 or len(dev_labels) == 0:
         raise ValueError("probes need training and dev tokens")
     given = [a is not None for a in (label_groups, train_groups, dev_groups)]

@@ -51,9 +51,8 @@ def compute_features(
     targets: Sequence[Sequence[int]] | None = None,
 ) -> list[np.ndarray]:
     """For each split (a list of sentences), the layers `[n_tokens, n_layers + 1, D]` float32 of its
-    tokens in order, zero-padded to D (`layer_dims`); with `targets` (for each split, a token index
-    into each of its sentences), of those tokens only, `[n_sentences, n_layers + 1, D]`. ValueError
-    when they would take over `max_bytes`; `progress`: a bar of sentences on stderr."""
+    tokens in order; with `targets` (a token index into each sentence of each split), of those
+    tokens only, `[n_sentences, n_layers + 1, D]`. ValueError when they would take over `max_bytes`."""
     if targets is not None and [len(t) for t in targets] != [len(s) for s in splits]:
         raise ValueError("targets must give one token index for each sentence of each split")
     counts = [len(s) for s in splits] if targets is not None else [sum(map(len, s)) for s in splits]
@@ -99,8 +98,7 @@ def target_features(
     max_bytes: int = MAX_BYTES,
 ) -> list[np.ndarray]:
     """For each split, a list of (a sentence's tokens, the index of its target word), the target's
-    layers `[n_sentences, n_layers + 1, D]` (`compute_features` with `targets`), the words spelled
-    by `normalize` (tasks.py): the word-sense probes' representation of an occurrence."""
+    layers `[n_sentences, n_layers + 1, D]`, the words spelled by `normalize` (tasks.py)."""
     sentences = [[[normalize_word(t, normalize) for t in tokens] for tokens, _ in split] for split in splits]
     targets = [[position for _, position in split] for split in splits]
     return compute_features(pretrained, sentences, batch_size, engine, progress, max_bytes, targets=targets)

@@ -11,6 +11,7 @@ import logging
 import os
 from typing import Any, Callable, Sequence
 
+from elmo_jax.evaluation.report import DEFAULT_MEASURE, plot_scores_by_layer
 from elmo_jax.runtime.atomic_write import write_atomic, write_json_atomic
 from elmo_jax.runtime import workdir_files
 
@@ -156,24 +157,12 @@ def figure(results: Sequence[Result]) -> Any:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 4.5), layout="constrained")
-    ax = fig.subplots()
-    n_layers = max(len(r["layers"]) for r in results)
-    baselines = set()
-    for i, result in enumerate(results):
-        layers = result["layers"]
-        ax.plot(range(len(layers)), layers, color=f"C{i}", marker="o", label=result_name(result))
-        ax.plot([n_layers], [result["mix"]], color=f"C{i}", marker="*", markersize=12, linestyle="none")
-        if "word_baseline" in result:
-            baselines.add(result["word_baseline"])
     task = "/".join(sorted({str(r.get("task")) for r in results}))
-    baseline_name = _BASELINE_NAMES.get(task, "word-type baseline")
-    for j, level in enumerate(sorted(baselines)):
-        ax.axhline(level, color="gray", linestyle="--", linewidth=1, label=baseline_name if j == 0 else None)
-    ax.set_xticks(range(n_layers + 1), [*map(str, range(n_layers)), "mix"])
-    metric = results[0].get("metric", "test accuracy")
-    ax.set(xlabel="layer (0: token embeddings)", ylabel=metric, title=f"{task} probes by layer")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
+    plot_scores_by_layer(
+        fig.subplots(), task, results[0].get("metric", DEFAULT_MEASURE),
+        [(result, i, result_name(result), False) for i, result in enumerate(results)],
+        (_BASELINE_NAMES.get(task, "word-type baseline"), "--"),
+    )
     return fig
 
 

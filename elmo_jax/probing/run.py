@@ -17,10 +17,10 @@ import time
 from typing import Any, NamedTuple, Sequence, TypeVar
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from elmo_jax.data.conllu import Sentence
+from elmo_jax.model.initial_params import init_params
 from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_baseline, word_baseline
 from elmo_jax.probing.classifier import ProbeConfig, accuracies, train_probes, training_record
@@ -34,13 +34,8 @@ MLP_HIDDEN = 256  # Width of the MLP probes' hidden layer (`probe(mlp=True)`).
 
 def random_init(pretrained: PretrainedBiLM, seed: int = 0) -> PretrainedBiLM:
     """`pretrained` with its params replaced by the model's own initialisation from `seed`."""
-    model = pretrained.model
-    inputs = {"token_ids": jnp.zeros((2, 1, 1), jnp.int32), "mask": jnp.ones((2, 1, 1), bool)}
-    if model.token_encoder == "char_cnn":
-        inputs["char_ids"] = jnp.zeros((2, 1, 1, pretrained.max_chars), jnp.int32)
-    init = jax.jit(lambda key: model.init(key, inputs, model.initial_state(1))["params"])
-    params = {name: value for name, value in init(jax.random.key(seed)).items() if name != "softmax"}
-    return pretrained._replace(params=params)
+    params = init_params(pretrained.model, jax.random.key(seed), pretrained.max_chars)
+    return pretrained._replace(params={name: value for name, value in params.items() if name != "softmax"})
 
 
 def held_out_tenth(sentences: Sequence[T], seed: int, name: str) -> tuple[list[T], list[T]]:
