@@ -22,8 +22,7 @@ from typing import Sequence
 
 from absl import flags
 
-from elmo_jax.runtime import compilation_cache, host_memory
-from elmo_jax.runtime import quiet_logs
+from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
 from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.vocab import read_words

@@ -18,11 +18,9 @@ from typing import Any, Mapping
 
 from absl import app, flags
 
-from elmo_jax.config import schema
+from elmo_jax.config import schema, validate
 from elmo_jax.runtime.atomic_write import exit_on_sigterm
-from elmo_jax.runtime import compilation_cache, host_memory
-from elmo_jax.runtime import quiet_logs
-from elmo_jax.config import validate
+from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
 from elmo_jax.cli.config_flags import define_config_flag, flags_parser
 from elmo_jax.evaluation.perplexity import BilmFiles, evaluate_bilm_files, evaluate_checkpoint
 

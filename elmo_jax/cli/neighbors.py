@@ -15,8 +15,7 @@ from typing import Sequence
 
 from absl import flags
 
-from elmo_jax.runtime import compilation_cache, host_memory
-from elmo_jax.runtime import quiet_logs
+from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.sources import count_lines, expand_globs
 from elmo_jax.inference.embedder import embedder_from_bilm_files, embedder_from_workdir

@@ -14,8 +14,7 @@ import sys
 
 from absl import app, flags
 
-from elmo_jax.runtime import compilation_cache, host_memory
-from elmo_jax.runtime import quiet_logs
+from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
 from elmo_jax.cli.config_flags import CONFIG_HELP, define_config_flag, flags_parser
 from elmo_jax.training import preemption
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
