@@ -1,16 +1,8 @@
 """elmo-jax: ELMo bidirectional language models in JAX/Flax.
 
-The public API, each name imported on first use (so `import elmo_jax.data` stays free of JAX):
-
-- ELMo representations: `ElmoEmbedder`, `embedder_from_bilm_files`, `embedder_from_workdir`;
-  inside a Flax task model, built and called as AllenNLP's: `Elmo(options_file, weight_file, K)`,
-  `batch_to_ids`, `ScalarMix`; with them `ElmoBiLM` (a biLM read once, for Elmos to share),
-  `batch_to_word_ids` (vocab_to_cache's ids) and `with_bilm_params` (a biLM's weights into
-  variables made without `init`).
-- The model: `BiLM`, `bilm_from_config`; a training workdir's run: `load_run` (config, params,
-  vocabulary), `load_params`.
-- bilm-tf/AllenNLP files: `load_options`, `save_options`, `load_weights`, `save_weights`,
-  `load_softmax`, `save_softmax`, `export_checkpoint`.
+The public API (`__all__`): ELMo representations (`ElmoEmbedder`; inside a Flax task model,
+`Elmo` and `batch_to_ids`, as AllenNLP's), the model, a training workdir's run and bilm-tf/AllenNLP
+files; each name is imported on first use, so `import elmo_jax.data` stays free of JAX.
 """
 
 import importlib

@@ -1,4 +1,6 @@
-"""ELMo inside a downstream Flax model, as AllenNLP's `Elmo` inside a PyTorch one.
+"""ELMo inside a downstream Flax model, as AllenNLP's `Elmo` inside a PyTorch one: docs/elmo_in_flax.md
+(where the biLM's weights, the mixes and the carried state live; what differs from AllenNLP:
+docs/coming_from_allennlp.md).
 
   from elmo_jax import Elmo, batch_to_ids
 
@@ -9,67 +11,10 @@
   out["elmo_representations"]  # 2 arrays [2, 3, 2P]: AllenNLP's list of K mixes
   out["mask"]                  # [2, 3] bool
 
-AllenNLP's arguments, in its order: `Elmo(options_file, weight_file, num_output_representations,
-requires_grad=False, do_layer_norm=False, dropout=0.5, vocab_to_cache=None,
-keep_sentence_boundaries=False, scalar_mix_parameters=None)`, and its call `elmo(inputs,
-word_inputs=None)`. Building an `Elmo` reads the biLM from the files, as AllenNLP's, into an
-`ElmoBiLM` that the instance holds (its field `bilm`), and never again: Flax's clones of it (`bind`,
-`init`, `apply`, `jit`) share that one; `init`'s initialisers return its weights, so the variables
-need no second step. No module-level state: Elmos built separately read separately, and share a
-read only through `Elmo(None, None, K, bilm=ElmoBiLM(options_file, weight_file))` (AllenNLP's
-`module=`): do so for an Elmo built anew at every `init` and `apply` (in a parent's `setup` or
-compact `__call__`); as a field of the task model, built once, it needs none. In a task model
-`Elmo` is a field or submodule like any other. A biLM trained with elmo-jax: `Elmo(None, None, K,
-workdir="runs/demo")` (`step`: that checkpoint instead of the latest; `ElmoBiLM(None, None,
-workdir=..., step=...)` likewise), as AllenNLP's `Elmo(None, None, K, module=...)`.
-
-Dropout is off unless asked for: `apply(..., deterministic=False, rngs={'dropout': key})` drops
-out each representation with rate `dropout` (AllenNLP's `model.train()`); `deterministic=True`,
-the default, is AllenNLP's `model.eval()`.
-
-Inputs of any leading shape, as AllenNLP: char ids `[..., T, C]` (`batch_to_ids`; a token of all
-zeros is padding) give representations `[..., T, 2P]` and a mask `[..., T]`. A char id outside
-0..261 is a ValueError (under `jit`, when the computation runs, as an unknown word id below). A
-batch without tokens (`batch_to_ids([])`, `batch_to_ids([[]])`) gives outputs without tokens.
-
-Where the biLM's params live (under the Elmo module's path, then `bilm`):
-- `requires_grad=False` (default): in the collection 'elmo_bilm', not in 'params'. A gradient or
-  an optax optimizer over 'params' never sees them, so no optimizer (weight decay included) can
-  change them and none keeps state for them; they also pass through `stop_gradient`, so a gradient
-  taken w.r.t. every collection is zero there.
-- `requires_grad=True`: in 'params', fine-tuned with the task.
-Each output representation k mixes the layers with its own `ScalarMix` ('params' .../scalar_mix_k).
-With `scalar_mix_parameters` the mixes are fixed (those scalars, gamma 1) and have no params, as
-AllenNLP's (`ScalarMix(trainable=False)`).
-
-`vocab_to_cache` (AllenNLP's option): `init` runs the char CNN over these words (once per
-`ElmoBiLM` and vocabulary: the table is kept in it) and stores their token embeddings as the
-variable `token_embeddings` `[len(words), P]` beside the biLM's weights. A call may then take
-`word_inputs` `[..., T]`, indices into `words` with 0 = padding (as AllenNLP: `words[0]` is the
-padding entry, e.g. '@@PADDING@@', and is never looked up; `batch_to_word_ids` makes them): the
-char CNN is skipped for those words (`<S>`/`</S>`, two tokens, still go through it) and the outputs
-are those of the char ids of the same words. Char ids may come too, as AllenNLP: a batch holding a
-word id outside `words` is then embedded from its char ids (AllenNLP's fallback); without char ids
-such an id is a ValueError (a host check; under `jit`, where the ids are traced, a debug callback
-raises it when the computation runs). Without `vocab_to_cache`, `word_inputs` beside char ids are
-ignored, as AllenNLP. Where the cache lives follows the biLM's weights:
-- `requires_grad=False` (default): in 'elmo_bilm', read through `stop_gradient`: frozen.
-- `requires_grad=True`: in 'params', fine-tuned as a parameter of its own, as AllenNLP's cache
-  (an `Embedding` with `trainable=requires_grad`): a cached word's embedding then moves away from
-  what the fine-tuned char CNN gives for the same word through char ids (AllenNLP warns about
-  this too), and only the words a batch holds get a gradient.
-
-Stateless by default: every call starts the biLM's contextualizer from its zero carried state
-(`BiLM.initial_state`: LSTM states, gated-CNN buffers or the Transformer's memory), so a token's
-representations depend on its sentence alone (padding and other rows never change them, except
-through `do_layer_norm`'s batch statistics). With `stateful=True` (AllenNLP's Elmo and bilm-tf),
-row r's final state carries over to row r of the next call in the collection 'elmo_state' (rows:
-the leading dimensions flattened; the variable 'carried', the contextualizer's state):
-apply with `mutable=['elmo_state']` and pass the returned collection to the next call. A call
-with fewer rows leaves the other rows' states as they were, and an all-padding row leaves its own.
-
-`with_bilm_params` puts a biLM's weights into variables made without `init` (e.g. the shapes of
-`jax.eval_shape(model.init, ...)`, which skips the biLM's forward pass).
+Building an `Elmo` reads the biLM into an `ElmoBiLM` (its field `bilm`), once: Flax's clones of it
+(`bind`, `init`, `apply`, `jit`) share that one, and `init` stores its weights in the variables:
+in the collection FROZEN_COLLECTION, through `stop_gradient` (`requires_grad=False`), or in
+'params' (`requires_grad=True`).
 """
 
 from __future__ import annotations
@@ -88,7 +33,7 @@ import numpy as np
 from elmo_jax.data.chars import (
     BOS_CHAR, BOS_TOKEN, EOS_TOKEN, ID_SHIFT, N_CHARACTERS, narrow_char_ids, words_to_char_ids,
 )
-from elmo_jax.inference.embedder import check_embeddable
+from elmo_jax.inference.embedder import _embed_tokens, check_embeddable
 from elmo_jax.pretrained import bilm_from_files, bilm_from_workdir
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.scalar_mix import ScalarMix
@@ -164,14 +109,11 @@ def _check_bilm(bilm: BiLM) -> None:
 
 
 class ElmoBiLM:
-    """The pretrained biLM of an `Elmo`, read from disk once, when built (as AllenNLP's `Elmo` reads
-    it): `ElmoBiLM(options_file, weight_file)` (bilm-tf/AllenNLP files) or `ElmoBiLM(None, None,
-    workdir=..., step=...)` (an elmo-jax training checkpoint, the latest by default).
-
-    `Elmo(options_file, weight_file, K)` builds its own; `Elmo(None, None, K, bilm=ElmoBiLM(...))`
+    """The pretrained biLM of an `Elmo`, read from disk once, when built: `ElmoBiLM(options_file,
+    weight_file)` (bilm-tf/AllenNLP files) or `ElmoBiLM(None, None, workdir=..., step=...)` (an
+    elmo-jax training checkpoint, the latest by default). `Elmo(None, None, K, bilm=ElmoBiLM(...))`
     runs the one given, so Elmos of the same biLM (or an Elmo built anew in a parent's `setup` or
-    compact `__call__`, that is at every `init` and `apply`) share one read. Flax's clones of an
-    Elmo (`bind`, `init`, `apply`, transforms) carry it over and never read again.
+    compact `__call__`, that is at every `init` and `apply`) share one read.
 
     Holds `model` (the `BiLM`, unbound), `params` (its weights, no softmax), `max_chars` (characters
     per token of its char ids), `source` (where it was read from, as `_source`) and the
@@ -226,12 +168,6 @@ def _token_table(model: BiLM, params: Any, max_chars: int, vocab_to_cache: tuple
     return table
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _embed_tokens(model: BiLM, params: Any, char_ids: jax.Array) -> jax.Array:
-    """char ids `[..., C]` -> the biLM's token embeddings `[..., P]`."""
-    return model.apply({"params": params}, {"char_ids": char_ids}, method=BiLM.embed_tokens)
-
-
 # ----------------------------------------------------------------------------- the computation
 
 
@@ -239,11 +175,17 @@ def _add_sentence_boundaries(char_ids: jax.Array, lengths: jax.Array) -> jax.Arr
     """char_ids `[B, T, C]` of rows holding `lengths` `[B]` tokens -> the char ids `[B, T + 2, C]`
     of `<S> w1 .. wn </S>`, zeros after. Empty rows stay empty."""
     bos, eos = jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], char_ids.shape[-1]))
-    positions = jnp.arange(char_ids.shape[1] + 2)[None, :, None]
-    n = lengths[:, None, None]
-    ids = jnp.pad(char_ids, ((0, 0), (1, 1), (0, 0)))
-    ids = jnp.where(positions == 0, bos, jnp.where(positions == n + 1, eos, ids))
+    ids = _with_boundaries(char_ids, lengths, bos, eos)
     return jnp.where(_boundary_mask(lengths, char_ids.shape[1])[..., None], ids, 0)
+
+
+def _with_boundaries(x: jax.Array, lengths: jax.Array, bos: jax.Array, eos: jax.Array) -> jax.Array:
+    """x `[B, T, F]` of rows holding `lengths` `[B]` tokens -> `[B, T + 2, F]`: `bos` at position 0,
+    each row's tokens, `eos` after them, then x's padding."""
+    t = jnp.arange(x.shape[1] + 2)[None, :, None]
+    n = lengths[:, None, None]
+    x = jnp.pad(x, ((0, 0), (1, 1), (0, 0)))
+    return jnp.where(t == 0, bos, jnp.where(t == n + 1, eos, x))
 
 
 def _boundary_mask(lengths: jax.Array, steps: int) -> jax.Array:
@@ -259,10 +201,7 @@ def _cached_token_embeddings(
     """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` from the cached table (word ids
     `[B, T]`, rows holding `lengths` `[B]` tokens); `<S>` and `</S>` from the char CNN."""
     bos, eos = _embed_tokens(bilm, params, jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], max_chars)))
-    x = jnp.pad(jnp.take(table, word_ids, axis=0, mode="clip"), ((0, 0), (1, 1), (0, 0)))
-    t = jnp.arange(x.shape[1])[None, :, None]
-    n = lengths[:, None, None]
-    return jnp.where(t == 0, bos, jnp.where(t == n + 1, eos, x))
+    return _with_boundaries(jnp.take(table, word_ids, axis=0, mode="clip"), lengths, bos, eos)
 
 
 def _outside(ids: Any, size: int) -> Any:
@@ -356,13 +295,12 @@ class Elmo(nn.Module):
     positions, then dropout (rate `dropout`, rng 'dropout') when `deterministic=False`.
 
     The biLM: bilm-tf/AllenNLP files (`options_file`, `weight_file`) or an elmo-jax training
-    `workdir` (then pass None for both files; `step`: its checkpoint, default the latest), read when
-    the Elmo is built into `bilm`; or `bilm`, an `ElmoBiLM` read before (then pass None for the
-    files and the workdir, or those it was read from), shared with the Elmos given it. See the
-    module docstring for where its params and states live. `max_chars`: the char ids' width it
-    reads, `C`; wider char ids, such as AllenNLP's 50 of `batch_to_ids(sentences)` for a biLM
-    trained with 20, are narrowed to it as `batch_to_ids(sentences, elmo.max_chars)` would spell
-    each token (`elmo_jax.data.chars.narrow_char_ids`: the same numbers); narrower ones are refused.
+    `workdir` (then pass None for both files; `step`: its checkpoint, default the latest), read into
+    `bilm` when the Elmo is built; or `bilm`, an `ElmoBiLM` read before (then pass None for the
+    files and the workdir, or those it was read from). `max_chars`: the char ids' width it reads;
+    wider char ids (AllenNLP's 50 for a biLM trained with 20) are narrowed to it as
+    `batch_to_ids(sentences, elmo.max_chars)` would spell each token (`narrow_char_ids`); narrower
+    ones are refused.
     """
 
     options_file: str | None

@@ -1,26 +1,13 @@
-"""Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4).
+"""Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4), what
+`elmo-neighbors` (elmo_jax/cli/neighbors.py) prints; the command and examples are in
+docs/embeddings.md.
 
-`elmo-neighbors` (elmo_jax/cli/neighbors.py) prints two lists for word `--word` (0-based) of the
-whitespace-tokenized `--query` sentence:
-
-- the k corpus tokens whose layer-L ELMo representation (default: the top LSTM layer; 0 is the
-  token embedding) is nearest to the query word's by cosine similarity, each with its sentence
-  and the token marked `[[so]]`. Every token of the corpus is a candidate, as in the paper's
-  Table 4, or only occurrences of the query word with `--same_word`. The query's own occurrence
-  (a corpus line equal to the query, at the query's index) is left out.
-- the k corpus words whose context-free token embedding (layer 0, the char CNN's output) is
-  nearest to the query word's (Kim et al. 2016, Table 6), among the `--max_words` most frequent
-  distinct words of the corpus; the query word itself is left out.
-
-Stateless: each corpus line and the query are embedded with zero LSTM states, so a token's
-representation depends on its own sentence only (not on the lines before it, as a stateful
-`elmo-embed` run would make it).
-
-Memory is bounded whatever the corpus size: lines stream through the embedder in batches, and only
-a running top-k of (similarity, line, token) with the text of those k lines is kept, never the
-representations; the word counts (one entry per distinct word) are the only thing that grows with
-the corpus. Ties are broken by corpus order (earlier line, then earlier token; for words, more
-frequent, then first seen), so the output is deterministic.
+Two lists for `query[word]`: the k corpus tokens whose layer-L ELMo representation is nearest by
+cosine similarity (every token a candidate, or only occurrences of the query word; the query's own
+occurrence left out), and the k corpus words whose token embedding is nearest (Kim et al. 2016,
+Table 6). Stateless, and bounded in memory whatever the corpus size: lines stream through the
+embedder and only a running top-k (`TopK`) and the word counts are kept. Ties go to corpus order,
+so the output is deterministic.
 """
 
 from __future__ import annotations
