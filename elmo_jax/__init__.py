@@ -9,28 +9,16 @@ import importlib
 
 __version__ = "0.1.0"
 
-_HOMES = {
-    "Elmo": "elmo_jax.elmo",
-    "ElmoBiLM": "elmo_jax.elmo",
-    "batch_to_ids": "elmo_jax.elmo",
-    "batch_to_word_ids": "elmo_jax.elmo",
-    "with_bilm_params": "elmo_jax.elmo",
-    "ElmoEmbedder": "elmo_jax.inference.embedder",
-    "embedder_from_bilm_files": "elmo_jax.inference.embedder",
-    "embedder_from_workdir": "elmo_jax.inference.embedder",
-    "ScalarMix": "elmo_jax.model.scalar_mix",
-    "BiLM": "elmo_jax.model.bilm",
-    "bilm_from_config": "elmo_jax.model.bilm",
-    "load_params": "elmo_jax.workdir.runs",
-    "load_run": "elmo_jax.workdir.runs",
-    "load_options": "elmo_jax.interop.bilm_hdf5",
-    "save_options": "elmo_jax.interop.bilm_hdf5",
-    "load_weights": "elmo_jax.interop.bilm_hdf5",
-    "save_weights": "elmo_jax.interop.bilm_hdf5",
-    "export_checkpoint": "elmo_jax.interop.bilm_hdf5",
-    "load_softmax": "elmo_jax.interop.softmax_hdf5",
-    "save_softmax": "elmo_jax.interop.softmax_hdf5",
+_NAMES_BY_MODULE = {
+    "elmo_jax.elmo": ("Elmo", "ElmoBiLM", "batch_to_ids", "batch_to_word_ids", "with_bilm_params"),
+    "elmo_jax.inference.embedder": ("ElmoEmbedder", "embedder_from_bilm_files", "embedder_from_workdir"),
+    "elmo_jax.model.scalar_mix": ("ScalarMix",),
+    "elmo_jax.model.bilm": ("BiLM", "bilm_from_config"),
+    "elmo_jax.workdir.runs": ("load_params", "load_run"),
+    "elmo_jax.interop.bilm_hdf5": ("load_options", "save_options", "load_weights", "save_weights", "export_checkpoint"),
+    "elmo_jax.interop.softmax_hdf5": ("load_softmax", "save_softmax"),
 }
+_HOMES = {name: module for module, names in _NAMES_BY_MODULE.items() for name in names}  # Name -> its module.
 __all__ = sorted(_HOMES)
 
 

@@ -43,16 +43,21 @@ STATE_COLLECTION = "elmo_state"  # The biLM's carried state when stateful=True.
 BILM_NAME = "bilm"  # The biLM's weights, in FROZEN_COLLECTION or 'params'.
 CACHE_NAME = "token_embeddings"  # The vocab_to_cache table, beside them.
 _TABLE_CHUNK = 1024  # Words through the char CNN per call when building the vocab_to_cache table.
+_WORD_ID_MESSAGE = (  # `_raise_outside`'s message: {0} the word id, {1} the table's size.
+    "word id {0} is outside vocab_to_cache ({1} words, 0 = padding): pass the char ids too (Elmo embeds "
+    "a batch holding such a word from its char ids) or give the sentence as char ids"
+)
+_CHAR_ID_MESSAGE = (  # {0}: the char id.
+    f"char id {{0}} is outside 0..{N_CHARACTERS - 1} (0 = padding, 1..256 = a UTF-8 byte + 1, "
+    f"{BOS_CHAR + ID_SHIFT}..{N_CHARACTERS - 1} = special): make char ids with batch_to_ids"
+)
 
 
 def batch_to_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50) -> np.ndarray:
-    """AllenNLP's `batch_to_ids`: char ids `[batch, max_len, max_chars]` of tokenized sentences,
-    the input of `Elmo`; int32 (AllenNLP's are int64: same values).
-
-    Tokens as `elmo_jax.data.chars.words_to_char_ids` (bilm-tf/AllenNLP ids, `<S>`/`</S>`
-    special); positions after a sentence's end are all zeros, as AllenNLP's: that is how `Elmo`
-    finds the mask. `max_chars`: `elmo.max_chars` for a biLM trained with fewer than 50.
-    """
+    """AllenNLP's `batch_to_ids`: char ids `[batch, max_len, max_chars]` int32 of tokenized
+    sentences (`words_to_char_ids`), the input of `Elmo`; positions after a sentence's end are all
+    zeros, as AllenNLP's: that is how `Elmo` finds the mask. `max_chars`: `elmo.max_chars` for a
+    biLM trained with fewer than 50."""
     ids = np.zeros((len(sentences), max((len(s) for s in sentences), default=0), max_chars), np.int32)
     for row, tokens in enumerate(sentences):
         if tokens:
@@ -156,8 +161,7 @@ class ElmoBiLM:
 
 
 def _token_table(model: BiLM, params: Any, max_chars: int, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
-    """The token embeddings `[V, P]` float32 of `vocab_to_cache` by the char CNN of `model` (row 0,
-    padding: zeros), `_TABLE_CHUNK` words per call."""
+    """`ElmoBiLM.token_table`, `_TABLE_CHUNK` words per call."""
     table = np.zeros((len(vocab_to_cache), model.width), np.float32)
     ids = np.zeros((_TABLE_CHUNK, max_chars), np.int32)  # One shape: one compilation.
     embed = _embed_tokens.lower(model, params, ids).compile()
@@ -209,15 +213,15 @@ def _outside(ids: Any, size: int) -> Any:
     return (ids < 0) | (ids >= size)
 
 
-def _raise_outside(ids: Any, size: int, message: Callable[[int, int], str]) -> None:
-    """ValueError `message(id, size)` of the first id outside `0 .. size - 1`, if any."""
+def _raise_outside(ids: Any, size: int, message: str) -> None:
+    """ValueError `message.format(id, size)` of the first id outside `0 .. size - 1`, if any."""
     ids = np.asarray(ids)
     outside = ids[_outside(ids, size)]
     if outside.size:
-        raise ValueError(message(int(outside[0]), size))
+        raise ValueError(message.format(int(outside[0]), size))
 
 
-def _check_ids(ids: jax.Array, size: int, message: Callable[[int, int], str]) -> None:
+def _check_ids(ids: jax.Array, size: int, message: str) -> None:
     """`_raise_outside` now when the ids are concrete; when they are traced (under `jit`), when the
     computation runs (a debug callback): an id outside a table would read NaN (JAX's gathers fill
     out-of-range rows with NaN) or, for a negative char id, pass for padding."""
@@ -225,20 +229,6 @@ def _check_ids(ids: jax.Array, size: int, message: Callable[[int, int], str]) ->
         jax.debug.callback(functools.partial(_raise_outside, size=size, message=message), ids)
     else:
         _raise_outside(ids, size, message)
-
-
-def _word_id_message(word_id: int, size: int) -> str:
-    return (
-        f"word id {word_id} is outside vocab_to_cache ({size} words, 0 = padding): pass the char ids "
-        "too (Elmo embeds a batch holding such a word from its char ids) or give the sentence as char ids"
-    )
-
-
-def _char_id_message(char_id: int, size: int) -> str:
-    return (
-        f"char id {char_id} is outside 0..{size - 1} (0 = padding, 1..256 = a UTF-8 byte + 1, "
-        f"{BOS_CHAR + ID_SHIFT}..{size - 1} = special): make char ids with batch_to_ids"
-    )
 
 
 def _reverse_sentences(x: jax.Array, lengths: jax.Array) -> jax.Array:
@@ -250,9 +240,7 @@ def _reverse_sentences(x: jax.Array, lengths: jax.Array) -> jax.Array:
     return jnp.take_along_axis(x, index.reshape(index.shape + (1,) * (x.ndim - 2)), axis=1)
 
 
-def _bilm_layers(
-    bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: Any
-) -> tuple[jax.Array, Any]:
+def _bilm_layers(bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: Any) -> tuple[jax.Array, Any]:
     """The ELMo layers `[L + 1, B, T, 2P]` of the token embeddings x `[B, T, P]` of sentences with
     boundaries (mask `[B, T]`) and the final carried state (as `BiLM.initial_state`). Layer 0 =
     `[x; x]`, layer j = `[forward_j; backward_j]`, as `elmo_jax.inference.embedder`; zeros at
@@ -356,7 +344,7 @@ class Elmo(nn.Module):
         mask = word_ids > 0 if char_ids is None else jnp.any(char_ids > 0, axis=-1)
         lengths = mask.sum(axis=1)
         mask_with_boundaries = _boundary_mask(lengths, mask.shape[1])
-        x = self._token_embeddings(pretrained, params, table, char_ids, word_ids, lengths)
+        x = self._token_embeddings(params, table, char_ids, word_ids, lengths)
         layers = self._layers(pretrained.model, params, x, mask_with_boundaries)
         representations = self._mixes(layers, mask_with_boundaries)
         if self.keep_sentence_boundaries:
@@ -393,7 +381,7 @@ class Elmo(nn.Module):
                     f"this biLM reads {max_chars} chars per token, got char ids of {char_ids.shape[-1]}: "
                     f"use batch_to_ids(sentences, max_chars={max_chars})"
                 )
-            _check_ids(char_ids, N_CHARACTERS, _char_id_message)
+            _check_ids(char_ids, N_CHARACTERS, _CHAR_ID_MESSAGE)
             char_ids = narrow_char_ids(char_ids, max_chars)  # AllenNLP's 50-wide ids for a narrower biLM.
         if word_ids is None or not self.vocab_to_cache:
             if char_ids is None:
@@ -406,47 +394,41 @@ class Elmo(nn.Module):
                 f"char ids {char_ids.shape} and word ids {word_ids.shape} must have the same [..., time]"
             )
         if char_ids is None:
-            _check_ids(word_ids, len(self.vocab_to_cache), _word_id_message)
+            _check_ids(word_ids, len(self.vocab_to_cache), _WORD_ID_MESSAGE)
         return char_ids, word_ids
 
-    def _bilm_weights(self, pretrained: Mapping) -> Any:
-        """The biLM's params: in 'params' when requires_grad, else frozen in FROZEN_COLLECTION.
-        Created by init, from the pretrained weights."""
-        initial = functools.partial(jax.tree.map, jnp.asarray, dict(pretrained))
+    def _pretrained_variable(self, name: str, initial: Callable[[], Any]) -> Any:
+        """The variable `name`, made by init as `initial()`: in 'params' when requires_grad, else
+        frozen in FROZEN_COLLECTION (read through `stop_gradient`)."""
         if self.requires_grad:
-            return self.param(BILM_NAME, lambda _: initial())
-        return jax.lax.stop_gradient(self.variable(FROZEN_COLLECTION, BILM_NAME, initial).value)
+            return self.param(name, lambda _: initial())
+        return jax.lax.stop_gradient(self.variable(FROZEN_COLLECTION, name, initial).value)
+
+    def _bilm_weights(self, pretrained: Mapping) -> Any:
+        """The biLM's params, from the pretrained weights."""
+        return self._pretrained_variable(BILM_NAME, functools.partial(jax.tree.map, jnp.asarray, dict(pretrained)))
 
     def _cached_table(self) -> jax.Array | None:
         """The `vocab_to_cache` token embeddings `[V, P]` (None without it), beside the biLM's params."""
         if not self.vocab_to_cache:
             return None
-
-        def initial(*_: Any) -> jax.Array:
-            return jnp.asarray(self.bilm.token_table(tuple(self.vocab_to_cache)))
-
-        if self.requires_grad:
-            if self.is_initializing():
-                logging.warning(
-                    "Elmo with requires_grad=True and vocab_to_cache: the cached token embeddings are fine-tuned "
-                    "as their own parameter, apart from the char CNN that char ids go through"
-                )
-            return self.param(CACHE_NAME, initial)
-        return jax.lax.stop_gradient(self.variable(FROZEN_COLLECTION, CACHE_NAME, initial).value)
+        if self.requires_grad and self.is_initializing():
+            logging.warning(
+                "Elmo with requires_grad=True and vocab_to_cache: the cached token embeddings are fine-tuned "
+                "as their own parameter, apart from the char CNN that char ids go through"
+            )
+        return self._pretrained_variable(
+            CACHE_NAME, lambda: jnp.asarray(self.bilm.token_table(tuple(self.vocab_to_cache)))
+        )
 
     def _token_embeddings(
-        self,
-        pretrained: ElmoBiLM,
-        params: Any,
-        table: jax.Array | None,
-        char_ids: jax.Array | None,
-        word_ids: jax.Array | None,
+        self, params: Any, table: jax.Array | None, char_ids: jax.Array | None, word_ids: jax.Array | None,
         lengths: jax.Array,
     ) -> jax.Array:
         """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` (rows of `lengths` `[B]` tokens):
         from the char ids, from the cached table, or, with both, from the table unless a word id is
         outside it."""
-        bilm, max_chars = pretrained.model, pretrained.max_chars
+        bilm, max_chars = self.bilm.model, self.bilm.max_chars
 
         def from_chars() -> jax.Array:
             return _embed_tokens(bilm, params, _add_sentence_boundaries(char_ids, lengths))
@@ -492,13 +474,9 @@ class Elmo(nn.Module):
 
 
 def with_bilm_params(variables: Mapping, bilm_params: Mapping) -> dict:
-    """`variables` (of a model holding Elmo modules) with each Elmo's biLM weights set to
-    `bilm_params` (e.g. `elmo.bilm_params`): for variables made without `init`, such as the shapes
-    of `jax.eval_shape(model.init, ...)`.
-
-    The biLM weights are the `bilm` subtrees of those shapes in 'elmo_bilm' (requires_grad=False)
-    or 'params' (requires_grad=True). Returns a new dict; `variables` is left as it is.
-    """
+    """A copy of `variables` (of a model holding Elmo modules, e.g. the shapes of
+    `jax.eval_shape(model.init, ...)`) with each `bilm` subtree of the shapes of `bilm_params` (e.g.
+    `elmo.bilm_params`), in 'elmo_bilm' or 'params', set to `bilm_params`."""
     want = _shapes(bilm_params)
     found = 0
 

@@ -103,15 +103,13 @@ def _embed_word_ids(model: BiLM, params: Any, token_ids: jax.Array) -> jax.Array
 
 
 def projects_tokens(model: BiLM) -> bool:
-    """Whether `model`'s token embeddings are as wide as its LSTM layers (P): a word-input biLM, or a
-    char-CNN biLM with a token projection."""
+    """Whether `model`'s token embeddings are P wide: a word-input biLM, or a char CNN with a projection."""
     return model.token_encoder != "char_cnn" or model.token_projection
 
 
 def check_embeddable(model: BiLM, any_token_width: bool = False) -> None:
-    """Raises ValueError unless `model` reads characters or words (the embedder's two token encoders)
-    and, unless `any_token_width`, ELMo layers of it exist: its token embeddings are as wide as its
-    LSTM layers."""
+    """Raises ValueError unless `model` reads characters or words and, unless `any_token_width`, has
+    ELMo layers: token embeddings as wide as its LSTM layers."""
     if model.token_encoder not in ("char_cnn", "word"):
         raise ValueError(
             f"embedding needs a char-CNN or word-input biLM, got model.token_encoder={model.token_encoder!r}"
@@ -318,9 +316,8 @@ class ElmoEmbedder:
         self._state = self._zero_state(self.batch_size)
 
     def _zero_state(self, rows: int) -> Any:
-        """The biLM's zero carried state (`BiLM.initial_state`: LSTM states, gated-CNN buffers, the
-        Transformer's memory and its mask) of `rows` rows per direction, each leaf of its dtype, on
-        the host (nothing for XLA to compile)."""
+        """The biLM's zero carried state (`BiLM.initial_state`) of `rows` rows per direction, each
+        leaf of its dtype, on the host (nothing for XLA to compile)."""
         shapes = jax.eval_shape(lambda: self.model.initial_state(rows))
         return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
 
@@ -334,19 +331,15 @@ class ElmoEmbedder:
 
     def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
         """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of one tokenized sentence, in row 0.
-
-        Stateful by default, as AllenNLP's: the LSTMs start from row 0's state after the calls
-        before, so the same sentence twice gets different vectors (`Elmo` is stateless).
-        `ElmoEmbedder(..., stateful=False)` gives the vectors of the sentence alone;
+        Stateful by default, as AllenNLP's: the same sentence twice gets different vectors;
+        `stateful=False` (the embedder's argument) gives those of the sentence alone, and
         `reset_states()` starts over once."""
         return self.embed_batch([sentence])[0]
 
     def embed_batch(self, batch: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of each sentence of one batch, sentence i
-        in row i (an empty sentence: `[n_layers + 1, 0, 2 * P]`).
-
-        Stateful by default, as AllenNLP's: row i continues from the state row i ended the call
-        before with, so the vectors depend on the earlier batches; `stateful=False` (the
+        in row i (an empty sentence: `[n_layers + 1, 0, 2 * P]`). Stateful by default, as AllenNLP's:
+        row i continues from the state row i ended the call before with; `stateful=False` (the
         embedder's argument) embeds each sentence alone."""
         check_embeddable(self.model)
         return [layers.elmo_layers() for layers in self._run_batches([batch], max(len(batch), self.batch_size))]
@@ -367,9 +360,8 @@ class ElmoEmbedder:
     def embed_sentences(
         self, sentences: Iterable[Sequence[str]], batch_size: int | None = None
     ) -> Iterator[np.ndarray]:
-        """ELMo layers of each sentence, in order, computed in batches of `batch_size` (default: the
-        embedder's) consecutive sentences, as `embed_batch` on each batch in turn gives them;
-        consecutive batches run the LSTMs together, up to GROUP_POSITIONS positions."""
+        """ELMo layers of each sentence, in order, as `embed_batch` on each batch of `batch_size`
+        (default: the embedder's) consecutive sentences in turn gives them."""
         check_embeddable(self.model)
         for layers in self.embed_sentence_layers(sentences, batch_size):
             yield layers.elmo_layers()
@@ -377,9 +369,8 @@ class ElmoEmbedder:
     def embed_sentence_layers(
         self, sentences: Iterable[Sequence[str]], batch_size: int | None = None
     ) -> Iterator[SentenceLayers]:
-        """Each sentence's token embeddings and LSTM layers at their own widths (`SentenceLayers`), as
-        `embed_sentences` computes them (which gives them as ELMo layers); any biLM of the embedder,
-        with or without a token projection."""
+        """`embed_sentences`' outputs as `SentenceLayers`, each at its own width: any biLM of the
+        embedder, with or without a token projection."""
         batch_size = self.batch_size if batch_size is None else batch_size
         check_batch_size(batch_size)
         group: list[list[Sequence[str]]] = []
@@ -557,10 +548,7 @@ def embedder_from_workdir(
     vocab_to_cache: Sequence[str] | None = None,
     engine: str = "auto",
 ) -> ElmoEmbedder:
-    """An embedder for an elmo-jax training checkpoint, computing in float32 whatever model.dtype is.
-
-    Char-CNN and word-input biLMs alike; a word-input biLM maps words to ids by the workdir's
-    vocab.txt (words outside it -> `<UNK>`, as in training) and takes no `vocab_to_cache`."""
+    """An embedder for an elmo-jax training checkpoint (`ElmoEmbedder.from_workdir`)."""
     return ElmoEmbedder.from_workdir(
         workdir, step, batch_size=batch_size, stateful=stateful, vocab_to_cache=vocab_to_cache, engine=engine
     )

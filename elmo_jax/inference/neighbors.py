@@ -62,12 +62,9 @@ class ScanResult(NamedTuple):
 
 
 class TopK:
-    """The k best items offered so far, in a min-heap of at most k entries (memory O(k)).
-
-    An item is ranked by (similarity, position): higher similarity first, then the smaller
-    `position` (a tuple, e.g. (line, token)), so ties resolve to corpus order whatever the offer
-    order. The payload is kept only while its item is among the k best.
-    """
+    """The k best items offered so far, in a min-heap of at most k entries (memory O(k)), ranked by
+    higher similarity, then smaller `position` (e.g. (line, token)): ties resolve to corpus order
+    whatever the offer order. The payload is kept only while its item is among the k best."""
 
     def __init__(self, k: int):
         if k < 1:
@@ -152,12 +149,8 @@ def scan_corpus(
     progress: bool = False,
 ) -> ScanResult:
     """One pass over the corpus: the k tokens nearest to `query[word]` at `layer`, and the word counts.
-
-    The lines stream through `embedder` (stateless: its `stateful` must be False) at most one group
-    of batches (`embed.GROUP_POSITIONS` token positions, plus a batch) ahead of the similarities;
-    per line only its `[n_tokens]` similarities are computed and the tokens above the running
-    top-k's threshold offered to it.
-    """
+    The lines stream through `embedder` (stateless: its `stateful` must be False), one group of
+    batches ahead; only the tokens above the running top-k's threshold are offered to it."""
     if embedder.stateful:
         raise ValueError("scan_corpus needs a stateless embedder (stateful=False)")
     target = query_vector(embedder, query, word, layer)
@@ -219,11 +212,8 @@ def format_report(
         f"query: {marked(query, word)}",
         f"nearest contexts ({layer_name}, cosine, {scope} of {scan.n_sentences} lines / {scan.n_tokens} tokens):",
     ]
-    out += [f"  {h.similarity:.4f}  {h.line.source}  {marked(h.line.tokens, h.token)}" for h in scan.hits]
-    if not scan.hits:
-        out.append("  (none)")
+    contexts = [f"  {h.similarity:.4f}  {h.line.source}  {marked(h.line.tokens, h.token)}" for h in scan.hits]
+    out += contexts or ["  (none)"]
     out.append(f"nearest words by token embedding (layer 0, cosine, {n_words} most frequent corpus words):")
-    out += [f"  {h.similarity:.4f}  {h.word}  (count {h.count})" for h in words]
-    if not words:
-        out.append("  (none)")
+    out += [f"  {h.similarity:.4f}  {h.word}  (count {h.count})" for h in words] or ["  (none)"]
     return "\n".join(out)
