@@ -1,13 +1,7 @@
-"""Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4), what
-`elmo-neighbors` (elmo_jax/cli/neighbors.py) prints; the command and examples are in
-docs/embeddings.md.
-
-Two lists for `query[word]`: the k corpus tokens whose layer-L ELMo representation is nearest by
-cosine similarity (every token a candidate, or only occurrences of the query word; the query's own
-occurrence left out), and the k corpus words whose token embedding is nearest (Kim et al. 2016,
-Table 6). Stateless, and bounded in memory whatever the corpus size: lines stream through the
-embedder and only a running top-k (`TopK`) and the word counts are kept. Ties go to corpus order,
-so the output is deterministic.
+"""Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4) and its
+nearest words by token embedding (Kim et al. 2016, Table 6): what `elmo-neighbors`
+(elmo_jax/cli/neighbors.py) prints, as docs/embeddings.md describes. Stateless, and bounded in
+memory whatever the corpus size: only a running top-k (`TopK`) and the word counts are kept.
 """
 
 from __future__ import annotations

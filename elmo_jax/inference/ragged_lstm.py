@@ -131,10 +131,9 @@ def run_lstms(
         raise ValueError("lengths must be >= 1 and sorted longest first")
     if cpu_stack is not None:
         steps = int(lengths[0])
-        layers, new_rows = cpu_stack.run(
-            words, word_ids[:, :, :steps], lengths, take_rows(state, rows), None if reset is None else reset[:, :steps],
-            reset_state,
-        )
+        reset = None if reset is None else reset[:, :steps]
+        row_state = take_rows(state, rows)
+        layers, new_rows = cpu_stack.run(words, word_ids[:, :, :steps], lengths, row_state, reset, reset_state)
         return layers, put_rows(state, rows, new_rows)
     batch_size = state[0].c.shape[1]
     n_chunks = -(-int(lengths[0]) // CHUNK)

@@ -1,15 +1,9 @@
-"""Compiles the CPU kernels (lstm_stack.cc, char_cnn.cc) into one library for this machine on
-first use and keeps it in a cache directory (docs/embeddings.md).
-
-The kernels are built with `-march=native`, so they are compiled where they run: the library's
-name is a hash of the sources, the compiler and its version, the flags and the CPU, so a changed
-source, compiler or CPU (a home directory shared by machines of different kinds) builds afresh.
-The directory: `$ELMO_JAX_KERNEL_CACHE` if set, else `$XDG_CACHE_HOME/elmo_jax/kernels`. Processes
-check, build and load under an exclusive lock (`elmo_kernels.lock`), so they compile once; a
-library is written whole, then its SHA-256 beside it, and loaded only when it matches (else
-compiled again). Loading marks a build used; after compiling, builds of other names unused for
-MAX_UNUSED_DAYS are removed. A directory that cannot be used gives one warning and a private build.
-A failed build raises KernelUnavailable and is remembered by the process (until `forget_library()`).
+"""Compiles the CPU kernels (lstm_stack.cc, char_cnn.cc) with `-march=native` into one library on
+first use and keeps it in a cache directory: docs/embeddings.md says where, and what makes the
+cache safe to share (a lock, checksums, pruning). The library's name is a hash of the sources,
+the compiler and its version, the flags and the CPU, so a changed source, compiler or CPU (a home
+directory shared by machines of different kinds) builds afresh. A failed build raises
+KernelUnavailable and is remembered by the process (until `forget_library()`).
 """
 
 from __future__ import annotations
