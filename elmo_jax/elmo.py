@@ -116,9 +116,7 @@ def _check_bilm(bilm: BiLM) -> None:
 class ElmoBiLM:
     """The pretrained biLM of an `Elmo`, read from disk once, when built: `ElmoBiLM(options_file,
     weight_file)` (bilm-tf/AllenNLP files) or `ElmoBiLM(None, None, workdir=..., step=...)` (an
-    elmo-jax training checkpoint, the latest by default). `Elmo(None, None, K, bilm=ElmoBiLM(...))`
-    runs the one given, so Elmos of the same biLM (or an Elmo built anew in a parent's `setup` or
-    compact `__call__`, that is at every `init` and `apply`) share one read.
+    elmo-jax training checkpoint, the latest by default); the Elmos given it (`bilm=`) share that read.
 
     Holds `model` (the `BiLM`, unbound), `params` (its weights, no softmax), `max_chars` (characters
     per token of its char ids), `source` (where it was read from, as `_source`) and the
@@ -271,24 +269,20 @@ def _unflatten(x: jax.Array, lead: tuple[int, ...]) -> jax.Array:
 
 
 class Elmo(nn.Module):
-    """AllenNLP's `Elmo`: K task-specific mixes of a pretrained biLM's layers.
+    """AllenNLP's `Elmo`: K task-specific mixes of a pretrained biLM's layers (docs/elmo_in_flax.md).
 
     `__call__(inputs, word_inputs=None, *, deterministic=True)`: char ids `[..., T, C]`
-    (`batch_to_ids`; all-zero tokens after a sentence's end) and/or, with `vocab_to_cache`, word
-    ids `[..., T]` (`batch_to_word_ids`; 0 = padding). Returns `{'elmo_representations': K arrays
-    [..., T, 2P], 'mask': [..., T] bool}`: `<S>`/`</S>` are added inside (the biLM reads `<S> w1 ..
-    wn </S>`); with `keep_sentence_boundaries` they stay in the output, `[..., T + 2, 2P]`, and in
-    the mask. Each representation is `gamma_k * sum_j softmax(s_k)_j * layer_j` (`ScalarMix`,
-    layer-normalised over the batch's unmasked positions with `do_layer_norm`), zero at masked
-    positions, then dropout (rate `dropout`, rng 'dropout') when `deterministic=False`.
+    (`batch_to_ids`) and/or, with `vocab_to_cache`, word ids `[..., T]` (`batch_to_word_ids`; 0 =
+    padding). Returns `{'elmo_representations': K arrays [..., T, 2P], 'mask': [..., T] bool}`; with
+    `keep_sentence_boundaries`, `<S>`/`</S>` stay in both (`T + 2` positions). Each representation
+    is `gamma_k * sum_j softmax(s_k)_j * layer_j` (`ScalarMix`), zero at masked positions, then
+    dropout (rate `dropout`, rng 'dropout') when `deterministic=False`.
 
-    The biLM: bilm-tf/AllenNLP files (`options_file`, `weight_file`) or an elmo-jax training
-    `workdir` (then pass None for both files; `step`: its checkpoint, default the latest), read into
-    `bilm` when the Elmo is built; or `bilm`, an `ElmoBiLM` read before (then pass None for the
-    files and the workdir, or those it was read from). `max_chars`: the char ids' width it reads;
-    wider char ids (AllenNLP's 50 for a biLM trained with 20) are narrowed to it as
-    `batch_to_ids(sentences, elmo.max_chars)` would spell each token (`narrow_char_ids`); narrower
-    ones are refused.
+    The biLM: `options_file` and `weight_file`, or a training `workdir` (`step`: its checkpoint,
+    default the latest) with None for both files, read into `bilm` when the Elmo is built; or
+    `bilm`, an `ElmoBiLM` read before (with None for the files and the workdir, or those it was
+    read from). `max_chars`: the char ids' width it reads; wider char ids are narrowed to it as
+    `batch_to_ids(sentences, elmo.max_chars)` would spell each token, narrower ones are refused.
     """
 
     options_file: str | None
