@@ -1,44 +1,24 @@
 """elmo-jax: ELMo bidirectional language models in JAX/Flax.
 
-The public API, each name imported on first use (so `import elmo_jax.data` stays free of JAX):
-
-- ELMo representations: `ElmoEmbedder`, `embedder_from_bilm_files`, `embedder_from_workdir`;
-  inside a Flax task model, built and called as AllenNLP's: `Elmo(options_file, weight_file, K)`,
-  `batch_to_ids`, `ScalarMix`; with them `ElmoBiLM` (a biLM read once, for Elmos to share),
-  `batch_to_word_ids` (vocab_to_cache's ids) and `with_bilm_params` (a biLM's weights into
-  variables made without `init`).
-- The model: `BiLM`, `bilm_from_config`; a training workdir's run: `load_run` (config, params,
-  vocabulary), `load_params`.
-- bilm-tf/AllenNLP files: `load_options`, `save_options`, `load_weights`, `save_weights`,
-  `load_softmax`, `save_softmax`, `export_checkpoint`.
+The public API (`__all__`): ELMo representations (`ElmoEmbedder`; inside a Flax task model,
+`Elmo` and `batch_to_ids`, as AllenNLP's), the model, a training workdir's run and bilm-tf/AllenNLP
+files; each name is imported on first use, so `import elmo_jax.data` stays free of JAX.
 """
 
 import importlib
 
 __version__ = "0.1.0"
 
-_HOMES = {
-    "Elmo": "elmo_jax.elmo",
-    "ElmoBiLM": "elmo_jax.elmo",
-    "batch_to_ids": "elmo_jax.elmo",
-    "batch_to_word_ids": "elmo_jax.elmo",
-    "with_bilm_params": "elmo_jax.elmo",
-    "ElmoEmbedder": "elmo_jax.inference.embedder",
-    "embedder_from_bilm_files": "elmo_jax.inference.embedder",
-    "embedder_from_workdir": "elmo_jax.inference.embedder",
-    "ScalarMix": "elmo_jax.model.scalar_mix",
-    "BiLM": "elmo_jax.model.bilm",
-    "bilm_from_config": "elmo_jax.model.bilm",
-    "load_params": "elmo_jax.workdir.runs",
-    "load_run": "elmo_jax.workdir.runs",
-    "load_options": "elmo_jax.interop.bilm_hdf5",
-    "save_options": "elmo_jax.interop.bilm_hdf5",
-    "load_weights": "elmo_jax.interop.bilm_hdf5",
-    "save_weights": "elmo_jax.interop.bilm_hdf5",
-    "export_checkpoint": "elmo_jax.interop.bilm_hdf5",
-    "load_softmax": "elmo_jax.interop.softmax_hdf5",
-    "save_softmax": "elmo_jax.interop.softmax_hdf5",
+_NAMES_BY_MODULE = {
+    "elmo_jax.elmo": ("Elmo", "ElmoBiLM", "batch_to_ids", "batch_to_word_ids", "with_bilm_params"),
+    "elmo_jax.inference.embedder": ("ElmoEmbedder", "embedder_from_bilm_files", "embedder_from_workdir"),
+    "elmo_jax.model.scalar_mix": ("ScalarMix",),
+    "elmo_jax.model.bilm": ("BiLM", "bilm_from_config"),
+    "elmo_jax.workdir.runs": ("load_params", "load_run"),
+    "elmo_jax.interop.bilm_hdf5": ("load_options", "save_options", "load_weights", "save_weights", "export_checkpoint"),
+    "elmo_jax.interop.softmax_hdf5": ("load_softmax", "save_softmax"),
 }
+_HOMES = {name: module for module, names in _NAMES_BY_MODULE.items() for name in names}  # Name -> its module.
 __all__ = sorted(_HOMES)
 
 

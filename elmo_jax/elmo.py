@@ -1,4 +1,6 @@
-"""ELMo inside a downstream Flax model, as AllenNLP's `Elmo` inside a PyTorch one.
+"""ELMo inside a downstream Flax model, as AllenNLP's `Elmo` inside a PyTorch one: docs/elmo_in_flax.md
+(where the biLM's weights, the mixes and the carried state live; what differs from AllenNLP:
+docs/coming_from_allennlp.md).
 
   from elmo_jax import Elmo, batch_to_ids
 
@@ -9,67 +11,10 @@
   out["elmo_representations"]  # 2 arrays [2, 3, 2P]: AllenNLP's list of K mixes
   out["mask"]                  # [2, 3] bool
 
-AllenNLP's arguments, in its order: `Elmo(options_file, weight_file, num_output_representations,
-requires_grad=False, do_layer_norm=False, dropout=0.5, vocab_to_cache=None,
-keep_sentence_boundaries=False, scalar_mix_parameters=None)`, and its call `elmo(inputs,
-word_inputs=None)`. Building an `Elmo` reads the biLM from the files, as AllenNLP's, into an
-`ElmoBiLM` that the instance holds (its field `bilm`), and never again: Flax's clones of it (`bind`,
-`init`, `apply`, `jit`) share that one; `init`'s initialisers return its weights, so the variables
-need no second step. No module-level state: Elmos built separately read separately, and share a
-read only through `Elmo(None, None, K, bilm=ElmoBiLM(options_file, weight_file))` (AllenNLP's
-`module=`): do so for an Elmo built anew at every `init` and `apply` (in a parent's `setup` or
-compact `__call__`); as a field of the task model, built once, it needs none. In a task model
-`Elmo` is a field or submodule like any other. A biLM trained with elmo-jax: `Elmo(None, None, K,
-workdir="runs/demo")` (`step`: that checkpoint instead of the latest; `ElmoBiLM(None, None,
-workdir=..., step=...)` likewise), as AllenNLP's `Elmo(None, None, K, module=...)`.
-
-Dropout is off unless asked for: `apply(..., deterministic=False, rngs={'dropout': key})` drops
-out each representation with rate `dropout` (AllenNLP's `model.train()`); `deterministic=True`,
-the default, is AllenNLP's `model.eval()`.
-
-Inputs of any leading shape, as AllenNLP: char ids `[..., T, C]` (`batch_to_ids`; a token of all
-zeros is padding) give representations `[..., T, 2P]` and a mask `[..., T]`. A char id outside
-0..261 is a ValueError (under `jit`, when the computation runs, as an unknown word id below). A
-batch without tokens (`batch_to_ids([])`, `batch_to_ids([[]])`) gives outputs without tokens.
-
-Where the biLM's params live (under the Elmo module's path, then `bilm`):
-- `requires_grad=False` (default): in the collection 'elmo_bilm', not in 'params'. A gradient or
-  an optax optimizer over 'params' never sees them, so no optimizer (weight decay included) can
-  change them and none keeps state for them; they also pass through `stop_gradient`, so a gradient
-  taken w.r.t. every collection is zero there.
-- `requires_grad=True`: in 'params', fine-tuned with the task.
-Each output representation k mixes the layers with its own `ScalarMix` ('params' .../scalar_mix_k).
-With `scalar_mix_parameters` the mixes are fixed (those scalars, gamma 1) and have no params, as
-AllenNLP's (`ScalarMix(trainable=False)`).
-
-`vocab_to_cache` (AllenNLP's option): `init` runs the char CNN over these words (once per
-`ElmoBiLM` and vocabulary: the table is kept in it) and stores their token embeddings as the
-variable `token_embeddings` `[len(words), P]` beside the biLM's weights. A call may then take
-`word_inputs` `[..., T]`, indices into `words` with 0 = padding (as AllenNLP: `words[0]` is the
-padding entry, e.g. '@@PADDING@@', and is never looked up; `batch_to_word_ids` makes them): the
-char CNN is skipped for those words (`<S>`/`</S>`, two tokens, still go through it) and the outputs
-are those of the char ids of the same words. Char ids may come too, as AllenNLP: a batch holding a
-word id outside `words` is then embedded from its char ids (AllenNLP's fallback); without char ids
-such an id is a ValueError (a host check; under `jit`, where the ids are traced, a debug callback
-raises it when the computation runs). Without `vocab_to_cache`, `word_inputs` beside char ids are
-ignored, as AllenNLP. Where the cache lives follows the biLM's weights:
-- `requires_grad=False` (default): in 'elmo_bilm', read through `stop_gradient`: frozen.
-- `requires_grad=True`: in 'params', fine-tuned as a parameter of its own, as AllenNLP's cache
-  (an `Embedding` with `trainable=requires_grad`): a cached word's embedding then moves away from
-  what the fine-tuned char CNN gives for the same word through char ids (AllenNLP warns about
-  this too), and only the words a batch holds get a gradient.
-
-Stateless by default: every call starts the biLM's contextualizer from its zero carried state
-(`BiLM.initial_state`: LSTM states, gated-CNN buffers or the Transformer's memory), so a token's
-representations depend on its sentence alone (padding and other rows never change them, except
-through `do_layer_norm`'s batch statistics). With `stateful=True` (AllenNLP's Elmo and bilm-tf),
-row r's final state carries over to row r of the next call in the collection 'elmo_state' (rows:
-the leading dimensions flattened; the variable 'carried', the contextualizer's state):
-apply with `mutable=['elmo_state']` and pass the returned collection to the next call. A call
-with fewer rows leaves the other rows' states as they were, and an all-padding row leaves its own.
-
-`with_bilm_params` puts a biLM's weights into variables made without `init` (e.g. the shapes of
-`jax.eval_shape(model.init, ...)`, which skips the biLM's forward pass).
+Building an `Elmo` reads the biLM into an `ElmoBiLM` (its field `bilm`), once: Flax's clones of it
+(`bind`, `init`, `apply`, `jit`) share that one, and `init` stores its weights in the variables:
+in the collection FROZEN_COLLECTION, through `stop_gradient` (`requires_grad=False`), or in
+'params' (`requires_grad=True`).
 """
 
 from __future__ import annotations
@@ -88,7 +33,7 @@ import numpy as np
 from elmo_jax.data.chars import (
     BOS_CHAR, BOS_TOKEN, EOS_TOKEN, ID_SHIFT, N_CHARACTERS, narrow_char_ids, words_to_char_ids,
 )
-from elmo_jax.inference.embedder import check_embeddable
+from elmo_jax.inference.embedder import _embed_tokens, check_embeddable
 from elmo_jax.pretrained import bilm_from_files, bilm_from_workdir
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.scalar_mix import ScalarMix
@@ -98,16 +43,21 @@ STATE_COLLECTION = "elmo_state"  # The biLM's carried state when stateful=True.
 BILM_NAME = "bilm"  # The biLM's weights, in FROZEN_COLLECTION or 'params'.
 CACHE_NAME = "token_embeddings"  # The vocab_to_cache table, beside them.
 _TABLE_CHUNK = 1024  # Words through the char CNN per call when building the vocab_to_cache table.
+_WORD_ID_MESSAGE = (  # `_raise_outside`'s message: {0} the word id, {1} the table's size.
+    "word id {0} is outside vocab_to_cache ({1} words, 0 = padding): pass the char ids too (Elmo embeds "
+    "a batch holding such a word from its char ids) or give the sentence as char ids"
+)
+_CHAR_ID_MESSAGE = (  # {0}: the char id.
+    f"char id {{0}} is outside 0..{N_CHARACTERS - 1} (0 = padding, 1..256 = a UTF-8 byte + 1, "
+    f"{BOS_CHAR + ID_SHIFT}..{N_CHARACTERS - 1} = special): make char ids with batch_to_ids"
+)
 
 
 def batch_to_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50) -> np.ndarray:
-    """AllenNLP's `batch_to_ids`: char ids `[batch, max_len, max_chars]` of tokenized sentences,
-    the input of `Elmo`; int32 (AllenNLP's are int64: same values).
-
-    Tokens as `elmo_jax.data.chars.words_to_char_ids` (bilm-tf/AllenNLP ids, `<S>`/`</S>`
-    special); positions after a sentence's end are all zeros, as AllenNLP's: that is how `Elmo`
-    finds the mask. `max_chars`: `elmo.max_chars` for a biLM trained with fewer than 50.
-    """
+    """AllenNLP's `batch_to_ids`: char ids `[batch, max_len, max_chars]` int32 of tokenized
+    sentences (`words_to_char_ids`), the input of `Elmo`; positions after a sentence's end are all
+    zeros, as AllenNLP's: that is how `Elmo` finds the mask. `max_chars`: `elmo.max_chars` for a
+    biLM trained with fewer than 50."""
     ids = np.zeros((len(sentences), max((len(s) for s in sentences), default=0), max_chars), np.int32)
     for row, tokens in enumerate(sentences):
         if tokens:
@@ -164,14 +114,9 @@ def _check_bilm(bilm: BiLM) -> None:
 
 
 class ElmoBiLM:
-    """The pretrained biLM of an `Elmo`, read from disk once, when built (as AllenNLP's `Elmo` reads
-    it): `ElmoBiLM(options_file, weight_file)` (bilm-tf/AllenNLP files) or `ElmoBiLM(None, None,
-    workdir=..., step=...)` (an elmo-jax training checkpoint, the latest by default).
-
-    `Elmo(options_file, weight_file, K)` builds its own; `Elmo(None, None, K, bilm=ElmoBiLM(...))`
-    runs the one given, so Elmos of the same biLM (or an Elmo built anew in a parent's `setup` or
-    compact `__call__`, that is at every `init` and `apply`) share one read. Flax's clones of an
-    Elmo (`bind`, `init`, `apply`, transforms) carry it over and never read again.
+    """The pretrained biLM of an `Elmo`, read from disk once, when built: `ElmoBiLM(options_file,
+    weight_file)` (bilm-tf/AllenNLP files) or `ElmoBiLM(None, None, workdir=..., step=...)` (an
+    elmo-jax training checkpoint, the latest by default); the Elmos given it (`bilm=`) share that read.
 
     Holds `model` (the `BiLM`, unbound), `params` (its weights, no softmax), `max_chars` (characters
     per token of its char ids), `source` (where it was read from, as `_source`) and the
@@ -214,8 +159,7 @@ class ElmoBiLM:
 
 
 def _token_table(model: BiLM, params: Any, max_chars: int, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
-    """The token embeddings `[V, P]` float32 of `vocab_to_cache` by the char CNN of `model` (row 0,
-    padding: zeros), `_TABLE_CHUNK` words per call."""
+    """`ElmoBiLM.token_table`, `_TABLE_CHUNK` words per call."""
     table = np.zeros((len(vocab_to_cache), model.width), np.float32)
     ids = np.zeros((_TABLE_CHUNK, max_chars), np.int32)  # One shape: one compilation.
     embed = _embed_tokens.lower(model, params, ids).compile()
@@ -226,12 +170,6 @@ def _token_table(model: BiLM, params: Any, max_chars: int, vocab_to_cache: tuple
     return table
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _embed_tokens(model: BiLM, params: Any, char_ids: jax.Array) -> jax.Array:
-    """char ids `[..., C]` -> the biLM's token embeddings `[..., P]`."""
-    return model.apply({"params": params}, {"char_ids": char_ids}, method=BiLM.embed_tokens)
-
-
 # ----------------------------------------------------------------------------- the computation
 
 
@@ -239,11 +177,17 @@ def _add_sentence_boundaries(char_ids: jax.Array, lengths: jax.Array) -> jax.Arr
     """char_ids `[B, T, C]` of rows holding `lengths` `[B]` tokens -> the char ids `[B, T + 2, C]`
     of `<S> w1 .. wn </S>`, zeros after. Empty rows stay empty."""
     bos, eos = jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], char_ids.shape[-1]))
-    positions = jnp.arange(char_ids.shape[1] + 2)[None, :, None]
-    n = lengths[:, None, None]
-    ids = jnp.pad(char_ids, ((0, 0), (1, 1), (0, 0)))
-    ids = jnp.where(positions == 0, bos, jnp.where(positions == n + 1, eos, ids))
+    ids = _with_boundaries(char_ids, lengths, bos, eos)
     return jnp.where(_boundary_mask(lengths, char_ids.shape[1])[..., None], ids, 0)
+
+
+def _with_boundaries(x: jax.Array, lengths: jax.Array, bos: jax.Array, eos: jax.Array) -> jax.Array:
+    """x `[B, T, F]` of rows holding `lengths` `[B]` tokens -> `[B, T + 2, F]`: `bos` at position 0,
+    each row's tokens, `eos` after them, then x's padding."""
+    t = jnp.arange(x.shape[1] + 2)[None, :, None]
+    n = lengths[:, None, None]
+    x = jnp.pad(x, ((0, 0), (1, 1), (0, 0)))
+    return jnp.where(t == 0, bos, jnp.where(t == n + 1, eos, x))
 
 
 def _boundary_mask(lengths: jax.Array, steps: int) -> jax.Array:
@@ -259,10 +203,7 @@ def _cached_token_embeddings(
     """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` from the cached table (word ids
     `[B, T]`, rows holding `lengths` `[B]` tokens); `<S>` and `</S>` from the char CNN."""
     bos, eos = _embed_tokens(bilm, params, jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], max_chars)))
-    x = jnp.pad(jnp.take(table, word_ids, axis=0, mode="clip"), ((0, 0), (1, 1), (0, 0)))
-    t = jnp.arange(x.shape[1])[None, :, None]
-    n = lengths[:, None, None]
-    return jnp.where(t == 0, bos, jnp.where(t == n + 1, eos, x))
+    return _with_boundaries(jnp.take(table, word_ids, axis=0, mode="clip"), lengths, bos, eos)
 
 
 def _outside(ids: Any, size: int) -> Any:
@@ -270,15 +211,15 @@ def _outside(ids: Any, size: int) -> Any:
     return (ids < 0) | (ids >= size)
 
 
-def _raise_outside(ids: Any, size: int, message: Callable[[int, int], str]) -> None:
-    """ValueError `message(id, size)` of the first id outside `0 .. size - 1`, if any."""
+def _raise_outside(ids: Any, size: int, message: str) -> None:
+    """ValueError `message.format(id, size)` of the first id outside `0 .. size - 1`, if any."""
     ids = np.asarray(ids)
     outside = ids[_outside(ids, size)]
     if outside.size:
-        raise ValueError(message(int(outside[0]), size))
+        raise ValueError(message.format(int(outside[0]), size))
 
 
-def _check_ids(ids: jax.Array, size: int, message: Callable[[int, int], str]) -> None:
+def _check_ids(ids: jax.Array, size: int, message: str) -> None:
     """`_raise_outside` now when the ids are concrete; when they are traced (under `jit`), when the
     computation runs (a debug callback): an id outside a table would read NaN (JAX's gathers fill
     out-of-range rows with NaN) or, for a negative char id, pass for padding."""
@@ -286,20 +227,6 @@ def _check_ids(ids: jax.Array, size: int, message: Callable[[int, int], str]) ->
         jax.debug.callback(functools.partial(_raise_outside, size=size, message=message), ids)
     else:
         _raise_outside(ids, size, message)
-
-
-def _word_id_message(word_id: int, size: int) -> str:
-    return (
-        f"word id {word_id} is outside vocab_to_cache ({size} words, 0 = padding): pass the char ids "
-        "too (Elmo embeds a batch holding such a word from its char ids) or give the sentence as char ids"
-    )
-
-
-def _char_id_message(char_id: int, size: int) -> str:
-    return (
-        f"char id {char_id} is outside 0..{size - 1} (0 = padding, 1..256 = a UTF-8 byte + 1, "
-        f"{BOS_CHAR + ID_SHIFT}..{size - 1} = special): make char ids with batch_to_ids"
-    )
 
 
 def _reverse_sentences(x: jax.Array, lengths: jax.Array) -> jax.Array:
@@ -311,9 +238,7 @@ def _reverse_sentences(x: jax.Array, lengths: jax.Array) -> jax.Array:
     return jnp.take_along_axis(x, index.reshape(index.shape + (1,) * (x.ndim - 2)), axis=1)
 
 
-def _bilm_layers(
-    bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: Any
-) -> tuple[jax.Array, Any]:
+def _bilm_layers(bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: Any) -> tuple[jax.Array, Any]:
     """The ELMo layers `[L + 1, B, T, 2P]` of the token embeddings x `[B, T, P]` of sentences with
     boundaries (mask `[B, T]`) and the final carried state (as `BiLM.initial_state`). Layer 0 =
     `[x; x]`, layer j = `[forward_j; backward_j]`, as `elmo_jax.inference.embedder`; zeros at
@@ -344,25 +269,20 @@ def _unflatten(x: jax.Array, lead: tuple[int, ...]) -> jax.Array:
 
 
 class Elmo(nn.Module):
-    """AllenNLP's `Elmo`: K task-specific mixes of a pretrained biLM's layers.
+    """AllenNLP's `Elmo`: K task-specific mixes of a pretrained biLM's layers (docs/elmo_in_flax.md).
 
     `__call__(inputs, word_inputs=None, *, deterministic=True)`: char ids `[..., T, C]`
-    (`batch_to_ids`; all-zero tokens after a sentence's end) and/or, with `vocab_to_cache`, word
-    ids `[..., T]` (`batch_to_word_ids`; 0 = padding). Returns `{'elmo_representations': K arrays
-    [..., T, 2P], 'mask': [..., T] bool}`: `<S>`/`</S>` are added inside (the biLM reads `<S> w1 ..
-    wn </S>`); with `keep_sentence_boundaries` they stay in the output, `[..., T + 2, 2P]`, and in
-    the mask. Each representation is `gamma_k * sum_j softmax(s_k)_j * layer_j` (`ScalarMix`,
-    layer-normalised over the batch's unmasked positions with `do_layer_norm`), zero at masked
-    positions, then dropout (rate `dropout`, rng 'dropout') when `deterministic=False`.
+    (`batch_to_ids`) and/or, with `vocab_to_cache`, word ids `[..., T]` (`batch_to_word_ids`; 0 =
+    padding). Returns `{'elmo_representations': K arrays [..., T, 2P], 'mask': [..., T] bool}`; with
+    `keep_sentence_boundaries`, `<S>`/`</S>` stay in both (`T + 2` positions). Each representation
+    is `gamma_k * sum_j softmax(s_k)_j * layer_j` (`ScalarMix`), zero at masked positions, then
+    dropout (rate `dropout`, rng 'dropout') when `deterministic=False`.
 
-    The biLM: bilm-tf/AllenNLP files (`options_file`, `weight_file`) or an elmo-jax training
-    `workdir` (then pass None for both files; `step`: its checkpoint, default the latest), read when
-    the Elmo is built into `bilm`; or `bilm`, an `ElmoBiLM` read before (then pass None for the
-    files and the workdir, or those it was read from), shared with the Elmos given it. See the
-    module docstring for where its params and states live. `max_chars`: the char ids' width it
-    reads, `C`; wider char ids, such as AllenNLP's 50 of `batch_to_ids(sentences)` for a biLM
-    trained with 20, are narrowed to it as `batch_to_ids(sentences, elmo.max_chars)` would spell
-    each token (`elmo_jax.data.chars.narrow_char_ids`: the same numbers); narrower ones are refused.
+    The biLM: `options_file` and `weight_file`, or a training `workdir` (`step`: its checkpoint,
+    default the latest) with None for both files, read into `bilm` when the Elmo is built; or
+    `bilm`, an `ElmoBiLM` read before (with None for the files and the workdir, or those it was
+    read from). `max_chars`: the char ids' width it reads; wider char ids are narrowed to it as
+    `batch_to_ids(sentences, elmo.max_chars)` would spell each token, narrower ones are refused.
     """
 
     options_file: str | None
@@ -418,7 +338,7 @@ class Elmo(nn.Module):
         mask = word_ids > 0 if char_ids is None else jnp.any(char_ids > 0, axis=-1)
         lengths = mask.sum(axis=1)
         mask_with_boundaries = _boundary_mask(lengths, mask.shape[1])
-        x = self._token_embeddings(pretrained, params, table, char_ids, word_ids, lengths)
+        x = self._token_embeddings(params, table, char_ids, word_ids, lengths)
         layers = self._layers(pretrained.model, params, x, mask_with_boundaries)
         representations = self._mixes(layers, mask_with_boundaries)
         if self.keep_sentence_boundaries:
@@ -455,7 +375,7 @@ class Elmo(nn.Module):
                     f"this biLM reads {max_chars} chars per token, got char ids of {char_ids.shape[-1]}: "
                     f"use batch_to_ids(sentences, max_chars={max_chars})"
                 )
-            _check_ids(char_ids, N_CHARACTERS, _char_id_message)
+            _check_ids(char_ids, N_CHARACTERS, _CHAR_ID_MESSAGE)
             char_ids = narrow_char_ids(char_ids, max_chars)  # AllenNLP's 50-wide ids for a narrower biLM.
         if word_ids is None or not self.vocab_to_cache:
             if char_ids is None:
@@ -468,47 +388,41 @@ class Elmo(nn.Module):
                 f"char ids {char_ids.shape} and word ids {word_ids.shape} must have the same [..., time]"
             )
         if char_ids is None:
-            _check_ids(word_ids, len(self.vocab_to_cache), _word_id_message)
+            _check_ids(word_ids, len(self.vocab_to_cache), _WORD_ID_MESSAGE)
         return char_ids, word_ids
 
-    def _bilm_weights(self, pretrained: Mapping) -> Any:
-        """The biLM's params: in 'params' when requires_grad, else frozen in FROZEN_COLLECTION.
-        Created by init, from the pretrained weights."""
-        initial = functools.partial(jax.tree.map, jnp.asarray, dict(pretrained))
+    def _pretrained_variable(self, name: str, initial: Callable[[], Any]) -> Any:
+        """The variable `name`, made by init as `initial()`: in 'params' when requires_grad, else
+        frozen in FROZEN_COLLECTION (read through `stop_gradient`)."""
         if self.requires_grad:
-            return self.param(BILM_NAME, lambda _: initial())
-        return jax.lax.stop_gradient(self.variable(FROZEN_COLLECTION, BILM_NAME, initial).value)
+            return self.param(name, lambda _: initial())
+        return jax.lax.stop_gradient(self.variable(FROZEN_COLLECTION, name, initial).value)
+
+    def _bilm_weights(self, pretrained: Mapping) -> Any:
+        """The biLM's params, from the pretrained weights."""
+        return self._pretrained_variable(BILM_NAME, functools.partial(jax.tree.map, jnp.asarray, dict(pretrained)))
 
     def _cached_table(self) -> jax.Array | None:
         """The `vocab_to_cache` token embeddings `[V, P]` (None without it), beside the biLM's params."""
         if not self.vocab_to_cache:
             return None
-
-        def initial(*_: Any) -> jax.Array:
-            return jnp.asarray(self.bilm.token_table(tuple(self.vocab_to_cache)))
-
-        if self.requires_grad:
-            if self.is_initializing():
-                logging.warning(
-                    "Elmo with requires_grad=True and vocab_to_cache: the cached token embeddings are fine-tuned "
-                    "as their own parameter, apart from the char CNN that char ids go through"
-                )
-            return self.param(CACHE_NAME, initial)
-        return jax.lax.stop_gradient(self.variable(FROZEN_COLLECTION, CACHE_NAME, initial).value)
+        if self.requires_grad and self.is_initializing():
+            logging.warning(
+                "Elmo with requires_grad=True and vocab_to_cache: the cached token embeddings are fine-tuned "
+                "as their own parameter, apart from the char CNN that char ids go through"
+            )
+        return self._pretrained_variable(
+            CACHE_NAME, lambda: jnp.asarray(self.bilm.token_table(tuple(self.vocab_to_cache)))
+        )
 
     def _token_embeddings(
-        self,
-        pretrained: ElmoBiLM,
-        params: Any,
-        table: jax.Array | None,
-        char_ids: jax.Array | None,
-        word_ids: jax.Array | None,
+        self, params: Any, table: jax.Array | None, char_ids: jax.Array | None, word_ids: jax.Array | None,
         lengths: jax.Array,
     ) -> jax.Array:
         """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` (rows of `lengths` `[B]` tokens):
         from the char ids, from the cached table, or, with both, from the table unless a word id is
         outside it."""
-        bilm, max_chars = pretrained.model, pretrained.max_chars
+        bilm, max_chars = self.bilm.model, self.bilm.max_chars
 
         def from_chars() -> jax.Array:
             return _embed_tokens(bilm, params, _add_sentence_boundaries(char_ids, lengths))
@@ -554,13 +468,9 @@ class Elmo(nn.Module):
 
 
 def with_bilm_params(variables: Mapping, bilm_params: Mapping) -> dict:
-    """`variables` (of a model holding Elmo modules) with each Elmo's biLM weights set to
-    `bilm_params` (e.g. `elmo.bilm_params`): for variables made without `init`, such as the shapes
-    of `jax.eval_shape(model.init, ...)`.
-
-    The biLM weights are the `bilm` subtrees of those shapes in 'elmo_bilm' (requires_grad=False)
-    or 'params' (requires_grad=True). Returns a new dict; `variables` is left as it is.
-    """
+    """A copy of `variables` (of a model holding Elmo modules, e.g. the shapes of
+    `jax.eval_shape(model.init, ...)`) with each `bilm` subtree of the shapes of `bilm_params` (e.g.
+    `elmo.bilm_params`), in 'elmo_bilm' or 'params', set to `bilm_params`."""
     want = _shapes(bilm_params)
     found = 0
 

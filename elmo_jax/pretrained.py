@@ -1,8 +1,6 @@
-"""A pretrained biLM read for inference, whatever it was saved as: bilm-tf/AllenNLP files, an
-elmo-jax training checkpoint, or params in memory (a run probing itself while it trains).
-
-What embedding (`ElmoEmbedder`), `Elmo`, the probes and training's probes load: a module in float32
-without dropout, its params without the softmax, and what its inputs need.
+"""A pretrained biLM read for inference (embedding, `Elmo`, the probes), whatever it was saved as:
+bilm-tf/AllenNLP files, an elmo-jax training checkpoint, or params in memory (a run probing itself
+while it trains).
 """
 
 from __future__ import annotations

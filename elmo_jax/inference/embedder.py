@@ -1,58 +1,19 @@
 """ELMo representations of sentences: `ElmoEmbedder`, what `elmo-embed` (elmo_jax/cli/embed.py)
-computes.
+computes; the command, the Python API and the files are in docs/embeddings.md, how it computes in
+docs/embedding_performance.md, other contextualizers in docs/contextualizers.md.
 
-Input: one whitespace-tokenized sentence per line, UTF-8; invalid bytes are replaced by U+FFFD
-(with a warning). `<S>`/`</S>` are added internally. Tokens longer than
-max_characters_per_token - 2 UTF-8 bytes (48 for released models) are truncated, as in bilm-tf.
-Each sentence's layers: `(n_layers + 1, n_tokens, 2 * width)`, layer 0 =
-`[token embedding; token embedding]`, layer j = `[forward_j; backward_j]`, `<S>`/`</S>` removed;
-the files `embed_file` writes: elmo_jax/inference/hdf5_output.py.
+Each sentence's layers: `[n_layers + 1, n_tokens, 2 * P]`, layer 0 = `[token embedding; token
+embedding]`, layer j = `[forward_j; backward_j]`, `<S>`/`</S>` added inside and removed. Stateful
+by default, as bilm-tf and AllenNLP: the LSTM states of batch row r carry over to row r of the
+next batch; a row's states freeze after its last token, so padding never changes an output.
 
-Stateful, as bilm-tf and AllenNLP: lines are taken in batches of N (64, AllenNLP's default)
-consecutive lines and the LSTM states of batch row r carry over to row r of the next batch (zeros
-at the start; a shorter last batch leaves the other rows' states untouched); `--stateless` resets
-them every batch (`stateful=False`). The forward LSTM reads `<S> w1 .. wn </S>`, the backward LSTM its reverse; a
-row's states freeze after its last token, so padding never changes a real token's output.
-
-Word-input biLMs (`model.token_encoder='word'`, e.g. configs/ptb_word_small.py) embed from their
-workdir (`--workdir`; bilm-tf files hold char-CNN biLMs only) with the same layout: each word's
-token embedding is the row of its id in the workdir's vocab.txt, and a word outside that
-vocabulary takes `<UNK>`'s row, as in training (so all unknown words share one layer 0). There
-is no char CNN to skip: `--vocab_to_cache` is refused; `--token_embeddings` writes the table's rows.
-
-Consecutive batches (up to GROUP_POSITIONS token positions) run the LSTMs together: their distinct
-words go through the char CNN once (or none of them, for the words of `--vocab_to_cache VOCAB`,
-whose token embeddings are computed up front), the first LSTM layer's input matmul is done once
-per distinct word, and the sentences run as token streams, one per row: stateful, row r's
-sentences of all the batches one after another (exactly what running the batches in turn does);
-stateless, the sentences packed longest first into `batch_size` streams of about equal length,
-each starting from the state after `<S>` (forward) or `</S>` (backward), which is the same for
-every sentence, so a sentence of n words runs n steps, not n + 2. The streams run in chunks of
-time steps, only the rows still running (`ragged_lstm`), so almost no position is padding. On
-CPUs (`--engine auto`, the default) C++ kernels built for the machine on first use
-(`elmo_jax.inference.cpu_kernels`) compute instead: the char CNN of a group's new words in one call, and
-all of a group's LSTM steps in another, each direction on its own core; nothing is compiled by
-XLA. With `--engine xla`, compilations: one char-CNN shape and one first-layer input matmul per
-padded word count (64 x 1, 1.5, 2, 3, 4, 6, ...) and one LSTM chunk per running-row count (1, 2,
-3, 4, 6, 8, then multiples of 8) met; a corpus of batches of 32 sentences meets a handful of each.
-
-A char-CNN biLM without a token projection (`model.char_cnn.projection=False`, Kim et al.'s design,
-configs/ptb_char_small.py) has token embeddings of another width (the char CNN's channels) than
-its LSTM layers: it has no ELMo layers, and the methods above refuse it. An embedder built with
-`any_token_width=True` serves it through `embed_sentence_layers`, each layer at its own width
-(`SentenceLayers`), computed by XLA (the C++ kernels read token embeddings of the LSTMs' width).
-
-A biLM whose contextualizer is not an LSTM (`model.contextualizer`, docs/contextualizers.md) embeds
-the same way with XLA through `BiLM.contextualize` (`run_contextualizer`): stateful, row r's
-sentences as one stream continuing from row r's carried state; stateless, each sentence
-`<S> w1 .. wn </S>` from the zero state. A Transformer reads a stream longer than its max_window
-as consecutive windows carrying its memory, as in training. The C++ kernels and the once-per-word first layer are
-the LSTMs' (with `--engine cpu` or `auto` the C++ char CNN still computes the token embeddings).
-
-`--token_embeddings VOCAB` writes the dataset `embedding` `(n_vocab, width)`: the
-context-independent token embedding of each vocabulary line (first tab-separated field), as
-bilm-tf's `dump_token_embeddings` (a word-input biLM: the embedding row of each word, `<UNK>`'s
-for words outside its vocabulary).
+Consecutive batches (up to GROUP_POSITIONS token positions) run together as token streams, one
+per row: stateful, row r's sentences one after another; stateless, the sentences packed longest
+first into `batch_size` streams, each sentence starting from the state after its boundary token
+(the same for every sentence), so a sentence of n words runs n steps, not n + 2. On CPUs the char
+CNN and the LSTMs run in C++ kernels (`elmo_jax.inference.cpu_kernels`), else in XLA
+(`ragged_lstm`); a biLM of another contextualizer runs with XLA through `BiLM.contextualize`
+(`run_contextualizer`).
 """
 
 from __future__ import annotations
@@ -79,7 +40,7 @@ from elmo_jax.model.bilm import BiLM
 from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.inference.hdf5_output import LAYER_MODES, DatasetWriter, select_layers, write_token_embeddings
-from elmo_jax.inference.ragged_lstm import run_lstms
+from elmo_jax.inference.ragged_lstm import put_rows, run_lstms, take_rows
 from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count
 
 GROUP_POSITIONS = 8192  # `embed_sentences` runs the LSTMs over consecutive batches of about this many positions.
@@ -131,15 +92,8 @@ def run_contextualizer(
     ids = np.zeros((2, len(lengths), steps), np.int64)
     ids[:, :, : min(steps, word_ids.shape[2])] = word_ids[:, :, :steps]
     mask = np.broadcast_to(np.arange(steps) < lengths[:, None], ids.shape)
-    row_state = jax.tree.map(lambda s: np.asarray(s)[:, rows], state)
-    layers, new_rows = _contextualize(model, params, words[ids], mask, row_state)
-
-    def advanced(old: Any, new: Any) -> np.ndarray:
-        out = np.array(old)
-        out[:, rows] = np.asarray(new)
-        return out
-
-    return np.asarray(layers), jax.tree.map(advanced, state, new_rows)
+    layers, new_rows = _contextualize(model, params, words[ids], mask, take_rows(state, rows))
+    return np.asarray(layers), put_rows(state, rows, new_rows)
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -149,29 +103,18 @@ def _embed_word_ids(model: BiLM, params: Any, token_ids: jax.Array) -> jax.Array
 
 
 def projects_tokens(model: BiLM) -> bool:
-    """Whether `model`'s token embeddings are as wide as its LSTM layers (P): a word-input biLM, or a
-    char-CNN biLM with a token projection."""
+    """Whether `model`'s token embeddings are P wide: a word-input biLM, or a char CNN with a projection."""
     return model.token_encoder != "char_cnn" or model.token_projection
 
 
-def token_dim(model: BiLM) -> int:
-    """The width of `model`'s token embeddings: P, or the char CNN's channels without a token projection."""
-    return model.width if projects_tokens(model) else sum(channels for _, channels in model.filters)
-
-
-def check_token_encoder(model: BiLM) -> None:
-    """Raises ValueError unless `model` reads characters or words (the embedder's two token encoders)."""
+def check_embeddable(model: BiLM, any_token_width: bool = False) -> None:
+    """Raises ValueError unless `model` reads characters or words and, unless `any_token_width`, has
+    ELMo layers: token embeddings as wide as its LSTM layers."""
     if model.token_encoder not in ("char_cnn", "word"):
         raise ValueError(
             f"embedding needs a char-CNN or word-input biLM, got model.token_encoder={model.token_encoder!r}"
         )
-
-
-def check_embeddable(model: BiLM) -> None:
-    """Raises ValueError unless ELMo layers of `model` exist: a word-input biLM, or a char-CNN biLM
-    whose token embeddings are as wide as its LSTM layers."""
-    check_token_encoder(model)
-    if not projects_tokens(model):
+    if not (any_token_width or projects_tokens(model)):
         raise ValueError(
             "model.char_cnn.projection=False makes the token embeddings wider than the LSTM layers; "
             "ELMo layers need one width"
@@ -207,14 +150,10 @@ class CpuKernels(NamedTuple):
 
 def cpu_kernels(model: BiLM, params: Mapping, engine: str) -> CpuKernels:
     """The C++ kernels that compute a char-CNN biLM's token embeddings and its LSTMs, or Nones for
-    XLA (jitted char CNN, `ragged_lstm.run_lstms`'s chunks).
-
-    engine: 'cpu' (the kernels; KernelUnavailable if they cannot be built here), 'xla' (Nones) or
-    'auto': the kernels when JAX computes on the CPU and the biLM is float32, unless they cannot
-    be built (then Nones, with a warning). A word-input biLM has no char CNN to compute. A biLM
-    without a token projection: XLA ('cpu' is refused), as the kernels read P-wide token embeddings.
-    A biLM of another contextualizer than LSTMs: the C++ char CNN at most (`run_contextualizer`).
-    """
+    XLA. engine: 'cpu' (the kernels; KernelUnavailable if they cannot be built here), 'xla' (Nones)
+    or 'auto': the kernels when JAX computes on the CPU and the biLM is float32, unless they cannot
+    be built (then Nones, with a warning). Without a token projection: XLA ('cpu' is refused), as
+    the kernels read P-wide token embeddings."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     if engine == "cpu" and not projects_tokens(model):
@@ -222,9 +161,8 @@ def cpu_kernels(model: BiLM, params: Mapping, engine: str) -> CpuKernels:
             "the C++ kernels (engine 'cpu') need a token projection (model.char_cnn.projection=True): "
             "use engine 'auto' or 'xla'"
         )
-    if engine == "xla" or not projects_tokens(model):
-        return CpuKernels(None, None)
-    if engine == "auto" and (jax.default_backend() != "cpu" or model.dtype != jnp.float32):
+    float32_on_cpu = jax.default_backend() == "cpu" and model.dtype == jnp.float32
+    if engine == "xla" or not projects_tokens(model) or (engine == "auto" and not float32_on_cpu):
         return CpuKernels(None, None)
     try:
         char_cnn = CpuCharCnn(model, params) if model.token_encoder == "char_cnn" else None
@@ -250,24 +188,17 @@ class ElmoEmbedder:
     """ELMo representations of tokenized sentences, built and called as AllenNLP's `ElmoEmbedder`.
 
     `ElmoEmbedder(options_file, weight_file)` reads bilm-tf/AllenNLP files, `from_workdir` an
-    elmo-jax checkpoint, `from_pretrained` a biLM already in memory. Each sentence's layers are
-    `[n_layers + 1, n_tokens, 2 * P]` float32 (`embed_sentence`, `embed_batch`, `embed_sentences`),
-    also as one padded array with a mask (`batch_to_embeddings`) or written to hdf5 (`embed_file`).
+    elmo-jax checkpoint, `from_pretrained` a biLM already in memory. Stateful by default: row r of
+    a batch continues from the states row r of the previous batch left (new rows start from zeros;
+    a shorter batch, or an empty sentence, leaves the other rows' states as they were);
+    `stateful=False` starts every sentence from zeros. `batch_size`: the default of
+    `embed_sentences` and `embed_file`.
 
-    Stateful, as AllenNLP and bilm-tf: row r of a batch continues from the LSTM states row r of the
-    previous batch left (zeros at the start; a batch with more rows than any before starts its new
-    rows from zeros; a shorter batch, or an empty sentence, leaves the other rows' states as they
-    were); `stateful=False` starts every sentence from zeros. `batch_size` is the default of
-    `embed_sentences` and `embed_file` (AllenNLP's 64). Only rows holding a sentence run the LSTMs.
-
-    Token embeddings of a char-CNN biLM come from a `TokenEmbeddingCache` (each distinct word through
-    the char CNN once, up to `token_cache_size` words; the words of `vocab_to_cache` up front). A
-    word-input biLM (`model.token_encoder='word'`, from a workdir) looks each word up by its id in its
-    training vocabulary (`<UNK>`'s row for a word outside it); `vocab_to_cache` is refused.
-    `engine`: what computes the char CNN and the LSTMs, 'auto' | 'cpu' | 'xla' (`cpu_kernels`); the
-    outputs agree to float32 rounding. `cuda_device`: -1, JAX's default device (AllenNLP: the CPU);
-    k >= 0, the k-th GPU. `any_token_width` (`from_pretrained`): also a char-CNN biLM without a
-    token projection, whose layers only `embed_sentence_layers` gives (the ELMo-layer methods refuse it).
+    `token_cache_size`: the distinct words whose char-CNN token embeddings are kept
+    (`TokenEmbeddingCache`; the words of `vocab_to_cache` up front, refused for a word-input biLM).
+    `engine`: 'auto' | 'cpu' | 'xla' (`cpu_kernels`). `cuda_device`: -1, JAX's default device; k >=
+    0, the k-th GPU. `any_token_width` (`from_pretrained`): also a char-CNN biLM without a token
+    projection, whose layers only `embed_sentence_layers` gives.
     """
 
     def __init__(
@@ -318,9 +249,7 @@ class ElmoEmbedder:
         cuda_device: int = -1,
         any_token_width: bool = False,
     ) -> ElmoEmbedder:
-        """The embedder of a biLM in memory: its module, params, characters per token and, for a
-        word-input biLM, its vocabulary (`PretrainedBiLM`). `any_token_width`: also a biLM whose
-        token embeddings are wider than its LSTM layers (for `embed_sentence_layers` only)."""
+        """The embedder of a biLM in memory (`PretrainedBiLM`)."""
         embedder = cls.__new__(cls)
         embedder._load(pretrained, batch_size, stateful, vocab_to_cache, token_cache_size, engine, cuda_device,
                        any_token_width)
@@ -339,10 +268,7 @@ class ElmoEmbedder:
     ) -> None:
         """Sets the embedder up (every constructor's body)."""
         model, params, max_chars, vocab = pretrained.model, pretrained.params, pretrained.max_chars, pretrained.vocab
-        if any_token_width:
-            check_token_encoder(model)
-        else:
-            check_embeddable(model)
+        check_embeddable(model, any_token_width)
         check_batch_size(batch_size)
         self.model = model
         # The softmax is not used (and bilm-tf weight files do not have one).
@@ -362,7 +288,7 @@ class ElmoEmbedder:
             encoder = model.clone(distinct_fraction=0.0)  # The cache sends it distinct words only.
             encode, by_length = functools.partial(_embed_tokens, encoder, self.params), True
         self.tokens = TokenEmbeddingCache(
-            encode, token_dim(model), max_chars, widest_filter, token_cache_size, by_length=by_length
+            encode, model.token_dim, max_chars, widest_filter, token_cache_size, by_length=by_length
         )
         self.tokens.add(vocab_to_cache or [])
 
@@ -390,9 +316,8 @@ class ElmoEmbedder:
         self._state = self._zero_state(self.batch_size)
 
     def _zero_state(self, rows: int) -> Any:
-        """The biLM's zero carried state (`BiLM.initial_state`: LSTM states, gated-CNN buffers, the
-        Transformer's memory and its mask) of `rows` rows per direction, each leaf of its dtype, on
-        the host (nothing for XLA to compile)."""
+        """The biLM's zero carried state (`BiLM.initial_state`) of `rows` rows per direction, each
+        leaf of its dtype, on the host (nothing for XLA to compile)."""
         shapes = jax.eval_shape(lambda: self.model.initial_state(rows))
         return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
 
@@ -406,21 +331,18 @@ class ElmoEmbedder:
 
     def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
         """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of one tokenized sentence, in row 0.
-
-        Stateful by default, as AllenNLP's: the LSTMs start from row 0's state after the calls
-        before, so the same sentence twice gets different vectors (`Elmo` is stateless).
-        `ElmoEmbedder(..., stateful=False)` gives the vectors of the sentence alone;
+        Stateful by default, as AllenNLP's: the same sentence twice gets different vectors;
+        `stateful=False` (the embedder's argument) gives those of the sentence alone, and
         `reset_states()` starts over once."""
         return self.embed_batch([sentence])[0]
 
     def embed_batch(self, batch: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of each sentence of one batch, sentence i
-        in row i (an empty sentence: `[n_layers + 1, 0, 2 * P]`).
-
-        Stateful by default, as AllenNLP's: row i continues from the state row i ended the call
-        before with, so the vectors depend on the earlier batches; `stateful=False` (the
+        in row i (an empty sentence: `[n_layers + 1, 0, 2 * P]`). Stateful by default, as AllenNLP's:
+        row i continues from the state row i ended the call before with; `stateful=False` (the
         embedder's argument) embeds each sentence alone."""
-        return self._embed_batches([batch], max(len(batch), self.batch_size))
+        check_embeddable(self.model)
+        return [layers.elmo_layers() for layers in self._run_batches([batch], max(len(batch), self.batch_size))]
 
     def batch_to_embeddings(self, batch: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
         """One batch's ELMo layers as AllenNLP returns them: activations `[B, n_layers + 1, T, 2 * P]`
@@ -438,9 +360,8 @@ class ElmoEmbedder:
     def embed_sentences(
         self, sentences: Iterable[Sequence[str]], batch_size: int | None = None
     ) -> Iterator[np.ndarray]:
-        """ELMo layers of each sentence, in order, computed in batches of `batch_size` (default: the
-        embedder's) consecutive sentences, as `embed_batch` on each batch in turn gives them;
-        consecutive batches run the LSTMs together, up to GROUP_POSITIONS positions."""
+        """ELMo layers of each sentence, in order, as `embed_batch` on each batch of `batch_size`
+        (default: the embedder's) consecutive sentences in turn gives them."""
         check_embeddable(self.model)
         for layers in self.embed_sentence_layers(sentences, batch_size):
             yield layers.elmo_layers()
@@ -448,9 +369,8 @@ class ElmoEmbedder:
     def embed_sentence_layers(
         self, sentences: Iterable[Sequence[str]], batch_size: int | None = None
     ) -> Iterator[SentenceLayers]:
-        """Each sentence's token embeddings and LSTM layers at their own widths (`SentenceLayers`), as
-        `embed_sentences` computes them (which gives them as ELMo layers); any biLM of the embedder,
-        with or without a token projection."""
+        """`embed_sentences`' outputs as `SentenceLayers`, each at its own width: any biLM of the
+        embedder, with or without a token projection."""
         batch_size = self.batch_size if batch_size is None else batch_size
         check_batch_size(batch_size)
         group: list[list[Sequence[str]]] = []
@@ -481,17 +401,9 @@ class ElmoEmbedder:
         progress: bool = True,
     ) -> int:
         """Writes the ELMo layers of every line of `input_file` (a path, or a text file open for
-        reading) to the hdf5 file `output_file_path`, as AllenNLP's `embed_file`; returns the line count.
-
-        One float32 dataset per line (`select_layers(layers, output_format)`), named by its 0-based
-        line number, and the string dataset `sentence_to_index` of shape (1,): the JSON of each
-        sentence (its tokens joined by single spaces) -> the name of its last line's dataset, unless
-        `forget_sentences`. `use_sentence_keys`: datasets named by their sentence instead, no
-        `sentence_to_index`; a sentence met again is written once (its first line's layers), with a
-        warning. Batches of `batch_size` (default: the embedder's) consecutive lines. The file is
-        written whole or not at all (`write_atomic`); memory: a group of batches, and the sentences
-        when they index or name the datasets.
-        """
+        reading) to the hdf5 file `output_file_path`, as AllenNLP's `embed_file` (the layout:
+        `hdf5_output`); returns the line count. Batches of `batch_size` (default: the embedder's)
+        consecutive lines. The file is written whole or not at all (`write_atomic`)."""
         if output_format not in LAYER_MODES:
             raise ValueError(f"output_format must be one of {LAYER_MODES}, got {output_format!r}")
         sentences, total, source = _input_sentences(input_file)
@@ -513,29 +425,17 @@ class ElmoEmbedder:
         write_atomic(output_file_path, write)
         return count
 
-    def _embed_batches(self, batches: Sequence[Sequence[Sequence[str]]], rows: int) -> list[np.ndarray]:
-        """ELMo layers of the sentences of consecutive batches (of up to `rows` sentences), in order
-        (`_run_batches`)."""
-        check_embeddable(self.model)
-        return [layers.elmo_layers() for layers in self._run_batches(batches, rows)]
-
     def _run_batches(self, batches: Sequence[Sequence[Sequence[str]]], rows: int) -> list[SentenceLayers]:
         """Token embeddings and LSTM layers of the sentences of consecutive batches (of up to `rows`
-        sentences), in order, in one run of the LSTMs.
+        sentences), in order, in one run of the contextualizer over token streams (module docstring).
 
-        Stateful, row r's sentences of all the batches form one token stream that continues from
-        row r's state (as running the batches one after another does); stateless, the sentences
-        are packed into `rows` streams of about equal length, each sentence's state set at
-        its start to the state after the boundary token (`_sentence_start_state`), so a sentence
-        takes only its n tokens' positions. Stateful, each sentence is `<S> w1 .. wn </S>` in the
-        forward stream (the state after `</S>` carries on to the row's next sentence). The backward
-        stream holds each sentence reversed in place. Only the streams' last chunks run fewer than
-        all rows. A biLM of another contextualizer: stateless, each sentence `<S> w1 .. wn </S>` in
-        its own stream from the zero state; all streams in one `run_contextualizer` call.
+        A stream holds `<S> w1 .. wn </S>` of each sentence, or, stateless LSTMs, `w1 .. wn` from
+        `_sentence_start_state`; the backward stream holds each sentence reversed in place. A biLM
+        of another contextualizer, stateless: each sentence in its own stream from the zero state.
         """
         sentences = [sentence for batch in batches for sentence in batch]
         p = self.model.width
-        empty = SentenceLayers(np.zeros((0, token_dim(self.model)), np.float32),
+        empty = SentenceLayers(np.zeros((0, self.model.token_dim), np.float32),
                                np.zeros((self.model.n_layers, 0, 2 * p), np.float32))
         out = [empty] * len(sentences)
         lstm = self.model.has_lstm_gates
@@ -625,23 +525,6 @@ class ElmoEmbedder:
         return self.tokens.encode(words)
 
 
-def embedder_from_pretrained(
-    pretrained: PretrainedBiLM,
-    batch_size: int = 1,
-    stateful: bool = True,
-    vocab_to_cache: Sequence[str] | None = None,
-    engine: str = "auto",
-    *,
-    any_token_width: bool = False,
-) -> ElmoEmbedder:
-    """An embedder for a biLM already in memory (from files, a workdir or a training run's params);
-    `any_token_width`: see `ElmoEmbedder`."""
-    return ElmoEmbedder.from_pretrained(
-        pretrained, batch_size=batch_size, stateful=stateful, vocab_to_cache=vocab_to_cache, engine=engine,
-        any_token_width=any_token_width,
-    )
-
-
 def embedder_from_bilm_files(
     options_path: str,
     weights_path: str,
@@ -651,8 +534,10 @@ def embedder_from_bilm_files(
     engine: str = "auto",
 ) -> ElmoEmbedder:
     """An embedder for a bilm-tf/AllenNLP model (`options.json` + hdf5 weights)."""
-    pretrained = bilm_from_files(options_path, weights_path)
-    return embedder_from_pretrained(pretrained, batch_size, stateful, vocab_to_cache, engine)
+    return ElmoEmbedder(
+        options_path, weights_path, batch_size=batch_size, stateful=stateful, vocab_to_cache=vocab_to_cache,
+        engine=engine,
+    )
 
 
 def embedder_from_workdir(
@@ -663,12 +548,10 @@ def embedder_from_workdir(
     vocab_to_cache: Sequence[str] | None = None,
     engine: str = "auto",
 ) -> ElmoEmbedder:
-    """An embedder for an elmo-jax training checkpoint, computing in float32 whatever model.dtype is.
-
-    Char-CNN and word-input biLMs alike; a word-input biLM maps words to ids by the workdir's
-    vocab.txt (words outside it -> `<UNK>`, as in training) and takes no `vocab_to_cache`."""
-    pretrained = bilm_from_workdir(workdir, step)
-    return embedder_from_pretrained(pretrained, batch_size, stateful, vocab_to_cache, engine)
+    """An embedder for an elmo-jax training checkpoint (`ElmoEmbedder.from_workdir`)."""
+    return ElmoEmbedder.from_workdir(
+        workdir, step, batch_size=batch_size, stateful=stateful, vocab_to_cache=vocab_to_cache, engine=engine
+    )
 
 
 def _input_sentences(input_file: str | os.PathLike | IO[str]) -> tuple[Iterator[list[str]], int | None, str]:

@@ -1,19 +1,7 @@
-"""The hdf5 files `elmo-embed` writes (`ElmoEmbedder.embed_file`, AllenNLP's `allennlp elmo` layout),
-and bilm-tf's `dump_token_embeddings` file; each written whole or not at all (`write_atomic`).
-
-One float32 dataset per input line, named by its 0-based line number, shape `(n_layers + 1,
-n_tokens, 2 * width)` (width = model.width, = dim for a biLM whose LSTM has no projection,
-as configs/ptb_*.py): layer 0 = `[token embedding; token embedding]`, layer j =
-`[forward_j; backward_j]`, `<S>`/`</S>` removed. An empty line gives shape `(n_layers + 1, 0, 2 *
-width)` and leaves its row's LSTM states untouched (bilm-tf would run `<S> </S>` through
-them). `output_format='top'` (the top LSTM layer; `--layers top`) or 'average' (the mean of the
-n_layers + 1 layers) write `(n_tokens, 2 * width)` instead, as AllenNLP's `allennlp elmo
---top/--average`; 'all' (the default) is the above. Beside them, as AllenNLP's: the string dataset
-`sentence_to_index`, shape (1,), the JSON of each sentence (tokens joined by single spaces) -> its
-dataset's name (a repeated sentence: its last line's), unless `forget_sentences`
-(`--forget_sentences`); `use_sentence_keys` (`--use_sentence_keys`) names the datasets by their
-sentence instead (a repeated sentence written once, its first line's layers; no
-`sentence_to_index`).
+"""The hdf5 files `elmo-embed` writes, each whole or not at all (`write_atomic`): the representations
+(`ElmoEmbedder.embed_file`, AllenNLP's `allennlp elmo` layout: one dataset per line, and
+`sentence_to_index`) and bilm-tf's `dump_token_embeddings` file; both laid out in
+docs/embeddings.md (File formats).
 """
 
 from __future__ import annotations
@@ -35,13 +23,9 @@ def select_layers(layers: np.ndarray, mode: str) -> np.ndarray:
     """One sentence's ELMo layers `[n_layers + 1, n_tokens, 2P]` as `mode` asks: 'all' (as they are),
     'top' (the top LSTM layer, `[n_tokens, 2P]`) or 'average' (the mean over layers, `[n_tokens, 2P]`),
     as AllenNLP's `allennlp elmo --all/--top/--average`."""
-    if mode == "all":
-        return layers
     if mode == "top":
         return layers[-1]
-    if mode == "average":
-        return layers.mean(axis=0)
-    raise ValueError(f"layers must be one of {LAYER_MODES}, got {mode!r}")
+    return layers.mean(axis=0) if mode == "average" else layers
 
 
 class DatasetWriter:

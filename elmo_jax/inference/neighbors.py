@@ -1,26 +1,7 @@
-"""Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4).
-
-`elmo-neighbors` (elmo_jax/cli/neighbors.py) prints two lists for word `--word` (0-based) of the
-whitespace-tokenized `--query` sentence:
-
-- the k corpus tokens whose layer-L ELMo representation (default: the top LSTM layer; 0 is the
-  token embedding) is nearest to the query word's by cosine similarity, each with its sentence
-  and the token marked `[[so]]`. Every token of the corpus is a candidate, as in the paper's
-  Table 4, or only occurrences of the query word with `--same_word`. The query's own occurrence
-  (a corpus line equal to the query, at the query's index) is left out.
-- the k corpus words whose context-free token embedding (layer 0, the char CNN's output) is
-  nearest to the query word's (Kim et al. 2016, Table 6), among the `--max_words` most frequent
-  distinct words of the corpus; the query word itself is left out.
-
-Stateless: each corpus line and the query are embedded with zero LSTM states, so a token's
-representation depends on its own sentence only (not on the lines before it, as a stateful
-`elmo-embed` run would make it).
-
-Memory is bounded whatever the corpus size: lines stream through the embedder in batches, and only
-a running top-k of (similarity, line, token) with the text of those k lines is kept, never the
-representations; the word counts (one entry per distinct word) are the only thing that grows with
-the corpus. Ties are broken by corpus order (earlier line, then earlier token; for words, more
-frequent, then first seen), so the output is deterministic.
+"""Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4) and its
+nearest words by token embedding (Kim et al. 2016, Table 6): what `elmo-neighbors`
+(elmo_jax/cli/neighbors.py) prints, as docs/embeddings.md describes. Stateless, and bounded in
+memory whatever the corpus size: only a running top-k (`TopK`) and the word counts are kept.
 """
 
 from __future__ import annotations
@@ -75,12 +56,9 @@ class ScanResult(NamedTuple):
 
 
 class TopK:
-    """The k best items offered so far, in a min-heap of at most k entries (memory O(k)).
-
-    An item is ranked by (similarity, position): higher similarity first, then the smaller
-    `position` (a tuple, e.g. (line, token)), so ties resolve to corpus order whatever the offer
-    order. The payload is kept only while its item is among the k best.
-    """
+    """The k best items offered so far, in a min-heap of at most k entries (memory O(k)), ranked by
+    higher similarity, then smaller `position` (e.g. (line, token)): ties resolve to corpus order
+    whatever the offer order. The payload is kept only while its item is among the k best."""
 
     def __init__(self, k: int):
         if k < 1:
@@ -165,12 +143,8 @@ def scan_corpus(
     progress: bool = False,
 ) -> ScanResult:
     """One pass over the corpus: the k tokens nearest to `query[word]` at `layer`, and the word counts.
-
-    The lines stream through `embedder` (stateless: its `stateful` must be False) at most one group
-    of batches (`embed.GROUP_POSITIONS` token positions, plus a batch) ahead of the similarities;
-    per line only its `[n_tokens]` similarities are computed and the tokens above the running
-    top-k's threshold offered to it.
-    """
+    The lines stream through `embedder` (stateless: its `stateful` must be False), one group of
+    batches ahead; only the tokens above the running top-k's threshold are offered to it."""
     if embedder.stateful:
         raise ValueError("scan_corpus needs a stateless embedder (stateful=False)")
     target = query_vector(embedder, query, word, layer)
@@ -232,11 +206,8 @@ def format_report(
         f"query: {marked(query, word)}",
         f"nearest contexts ({layer_name}, cosine, {scope} of {scan.n_sentences} lines / {scan.n_tokens} tokens):",
     ]
-    out += [f"  {h.similarity:.4f}  {h.line.source}  {marked(h.line.tokens, h.token)}" for h in scan.hits]
-    if not scan.hits:
-        out.append("  (none)")
+    contexts = [f"  {h.similarity:.4f}  {h.line.source}  {marked(h.line.tokens, h.token)}" for h in scan.hits]
+    out += contexts or ["  (none)"]
     out.append(f"nearest words by token embedding (layer 0, cosine, {n_words} most frequent corpus words):")
-    out += [f"  {h.similarity:.4f}  {h.word}  (count {h.count})" for h in words]
-    if not words:
-        out.append("  (none)")
+    out += [f"  {h.similarity:.4f}  {h.word}  (count {h.count})" for h in words] or ["  (none)"]
     return "\n".join(out)

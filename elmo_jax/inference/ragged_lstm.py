@@ -1,23 +1,13 @@
-"""The biLM's LSTM stacks over token streams of different lengths, running only the rows still running.
+"""The biLM's LSTM stacks over token streams of different lengths, running only the rows still
+running (the XLA path of docs/embedding_performance.md).
 
-A padded batch `[2, R, T]` makes every row pay for the longest row: in batches of 32 consecutive
-PTB sentences, more than half of the positions are padding. Here the rows (token streams: one
-sentence, or several one after another, the state reset at each start where `reset` says so)
-are sorted by length (longest first) and time is cut into chunks of `CHUNK` steps; chunk k runs
-only the rows that reach into it (a prefix of the sorted rows, rounded up by `row_bucket` to few
-shapes), through all layers, carrying each row's state to the next chunk. The outputs equal those
-of the padded batch: a row's state freezes after its last token either way, and rows never
-interact.
-
-The first layer's input half of the gates, x W_input, depends on the token alone: it is computed
-once per distinct word of the call and gathered for each position.
-
-On CPUs `run_lstms` can instead run every layer, step and row in one call of a C++ kernel
-(`CpuLstmStack`, given as `cpu_stack`): no chunks, no compilations, rows skipped once finished.
-
-Compilations: one chunk function per row count met (`row_bucket`: 1, 2, 3, 4, 6, 8, then
-multiples of 8), one gates computation per padded word count (`padded_count`), one gather per
-(word count, row count), one state gather and one scatter.
+The rows (token streams: one sentence, or several one after another, the state reset at each start
+where `reset` says so) are sorted longest first and time is cut into chunks of `CHUNK` steps;
+chunk k runs only the rows that reach into it (a prefix of the sorted rows, padded by `row_bucket`
+to few shapes), carrying each row's state to the next chunk. The outputs equal those of the padded
+batch: a row's state freezes after its last token either way, and rows never interact. The first
+layer's x W_input depends on the token alone: it is computed once per distinct word. With
+`cpu_stack` (`CpuLstmStack`) one C++ call runs every layer, step and row instead.
 """
 
 from __future__ import annotations
@@ -44,6 +34,22 @@ def row_bucket(n: int) -> int:
     if n <= 8:
         return next(size for size in _SMALL_ROW_COUNTS if size >= n)
     return -(-n // ROW_STEP) * ROW_STEP
+
+
+def take_rows(state: Any, rows: np.ndarray) -> Any:
+    """Rows `rows` of each leaf `[2, B, ...]` of a carried state, as host arrays `[2, len(rows), ...]`."""
+    return jax.tree.map(lambda s: np.asarray(s)[:, rows], state)
+
+
+def put_rows(state: Any, rows: np.ndarray, new_rows: Any) -> Any:
+    """A copy of `state` (leaves `[2, B, ...]`) on the host with rows `rows` replaced by `new_rows`."""
+
+    def put(old: Any, new: Any) -> np.ndarray:
+        out = np.array(old)
+        out[:, rows] = np.asarray(new)
+        return out
+
+    return jax.tree.map(put, state, new_rows)
 
 
 @jax.jit
@@ -116,19 +122,19 @@ def run_lstms(
     `lengths[i]` positions hold tokens; T >= max length); lengths `[n]`, non-increasing; rows
     `[n]`: distinct state rows (of the B rows of `state`, `[2, B, .]` per layer); reset: optional
     `[n, T]` bool, the state becomes `reset_state` (each layer's `[2, 1, .]`; default zeros) before
-    the positions where true (in both directions: a row may hold several sentences, each starting
-    from that state). The first layer's x W_input is computed once per word
-    (`BiLM.first_layer_gates`), not per position.
-    cpu_stack: the C++ kernel for this model and params (`CpuLstmStack`): all chunks in one call.
-    Returns the LSTM layers `[L, 2, n, T', P]` (T' >= the longest length; what positions past a
-    row's length hold is unspecified) and `state` with the n rows advanced (the others untouched).
+    the positions where true, in both directions. Returns the LSTM layers `[L, 2, n, T', P]` (T' >=
+    the longest length; what positions past a row's length hold is unspecified) and `state` with
+    the n rows advanced (the others untouched).
     """
     n = len(lengths)
     if np.any(np.diff(lengths) > 0) or lengths[-1] < 1:
         raise ValueError("lengths must be >= 1 and sorted longest first")
     if cpu_stack is not None:
-        longest = int(lengths[0])
-        return _run_on_cpu_stack(cpu_stack, words, word_ids[:, :, :longest], lengths, rows, state, reset, reset_state)
+        steps = int(lengths[0])
+        reset = None if reset is None else reset[:, :steps]
+        row_state = take_rows(state, rows)
+        layers, new_rows = cpu_stack.run(words, word_ids[:, :, :steps], lengths, row_state, reset, reset_state)
+        return layers, put_rows(state, rows, new_rows)
     batch_size = state[0].c.shape[1]
     n_chunks = -(-int(lengths[0]) // CHUNK)
     steps = min(word_ids.shape[2], n_chunks * CHUNK)
@@ -162,27 +168,3 @@ def run_lstms(
         kept = min(n_rows, n)
         layers[:, :, :kept, k * CHUNK : (k + 1) * CHUNK] = np.asarray(out)[:, :, :kept]
     return layers, _scatter_rows(state, sorted_state, order)
-
-
-def _run_on_cpu_stack(
-    cpu_stack: CpuLstmStack,
-    words: np.ndarray,
-    word_ids: np.ndarray,
-    lengths: np.ndarray,
-    rows: np.ndarray,
-    state: list[LSTMState],
-    reset: np.ndarray | None,
-    reset_state: list[LSTMState] | None,
-) -> tuple[np.ndarray, list[LSTMState]]:
-    """`run_lstms` in one call of the C++ kernel (its arguments)."""
-    steps = word_ids.shape[2]
-    row_state = [LSTMState(np.asarray(s.c)[:, rows], np.asarray(s.h)[:, rows]) for s in state]
-    layers, new_rows = cpu_stack.run(
-        words, word_ids, lengths, row_state, None if reset is None else reset[:, :steps], reset_state
-    )
-    new_state = []
-    for old, new in zip(state, new_rows):
-        c, h = np.array(old.c), np.array(old.h)
-        c[:, rows], h[:, rows] = new.c, new.h
-        new_state.append(LSTMState(c, h))
-    return layers, new_state

@@ -1,15 +1,10 @@
 """Context-independent token embeddings, computed once per distinct word and kept on the host
-(char-CNN biLMs), or looked up by vocabulary id (word-input biLMs: `WordTokenEmbeddings`).
+(char-CNN biLMs: `TokenEmbeddingCache`), or looked up by vocabulary id (word-input biLMs:
+`WordTokenEmbeddings`).
 
-A token embedding depends on the word alone, so an embedder can send each distinct word through
-the char CNN once and reuse the result for every later occurrence (exact). The cache holds up to
-`capacity` words (words beyond it are encoded each time they appear); a vocabulary given up front
-(`vocab_to_cache`) is always held.
-
-Encoding trims the character axis: every character window that lies wholly in the padding after
-a word gives the same convolution output, so the char CNN over a word's first `length + widest
-filter` characters (rounded up to a multiple of 8) has the same max over positions as over all
-`max_chars`; words are encoded in groups of one such length.
+Encoding trims the character axis: every character window wholly in the padding after a word
+gives the same convolution output, so the char CNN over a word's first `length + widest filter`
+characters (rounded up to CHAR_STEP) has the same max over positions as over all `max_chars`.
 """
 
 from __future__ import annotations
@@ -43,16 +38,14 @@ def needed_chars(char_ids: np.ndarray, widest_filter: int) -> np.ndarray:
 
 
 def trimmed_char_ids(char_ids: np.ndarray, widest_filter: int) -> np.ndarray:
-    """char_ids `[N, C]` cut to `[N, C']`, C' = the most `needed_chars` of any word.
-
-    Each word keeps its characters and at least one all-padding window per filter width (when it
-    had one), so each filter's max over positions is unchanged.
-    """
+    """char_ids `[N, C]` cut to `[N, C']`, C' = the most `needed_chars` of any word: each filter's
+    max over positions is unchanged."""
     return char_ids[:, : int(needed_chars(char_ids, widest_filter).max(initial=0))]
 
 
 class TokenEmbeddingCache:
-    """Word -> token embedding `[P]` float32, from `encode(char_ids [N, C']) -> [N, P]`.
+    """Word -> token embedding `[P]` float32, from `encode(char_ids [N, C']) -> [N, P]`, for up to
+    `capacity` words (later ones are encoded each time they appear) and the words given to `add`.
 
     by_length: call `encode` per group of words of one trimmed length (`needed_chars`), in padded
     word counts (few shapes for XLA to compile); False: once with all the words, untrimmed `[N, C]`
@@ -82,12 +75,8 @@ class TokenEmbeddingCache:
         return len(self._index)
 
     def encode(self, words: Sequence[str]) -> np.ndarray:
-        """Token embeddings of `words` through the char CNN (no cache), `[len(words), P]`.
-
-        By length (the default), words are encoded in groups of one trimmed length
-        (`needed_chars`: most words need far fewer characters than the longest), TOKEN_CHUNK words
-        a call, the last call of a group padded to `padded_count` words.
-        """
+        """Token embeddings `[len(words), P]` of `words` through the char CNN (no cache); by length,
+        in groups of one trimmed length, TOKEN_CHUNK words a call padded to `padded_count` words."""
         char_ids = self._chars.encode(list(words))
         if not self._by_length:
             return np.asarray(self._encode(char_ids), np.float32)
@@ -141,11 +130,8 @@ class TokenEmbeddingCache:
 
 class WordTokenEmbeddings:
     """Word -> token embedding `[P]` of a word-input biLM: the row of the word's id in `vocab`
-    (`<UNK>`'s for a word outside it, as in training), from `embed(token_ids [N]) -> [N, P]`.
-
-    The same `encode`/`lookup` as `TokenEmbeddingCache`; nothing is held on the host (a lookup
-    costs no more than reading a cache), and ids are padded to `padded_count` (few shapes).
-    """
+    (`<UNK>`'s for a word outside it, as in training), from `embed(token_ids [N]) -> [N, P]`. The
+    same `encode`/`lookup` as `TokenEmbeddingCache`, holding nothing (a lookup costs no more)."""
 
     def __init__(self, embed: Callable[[np.ndarray], np.ndarray], vocab: Vocabulary):
         self._embed = embed

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
-from elmo_jax.inference.embedder import embedder_from_pretrained, projects_tokens, token_dim
+from elmo_jax.inference.embedder import ElmoEmbedder, projects_tokens
 from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.probing.tasks import normalize_word
@@ -32,7 +32,7 @@ MAX_BYTES = 8 << 30  # `compute_features`' default bound on the arrays of all sp
 def layer_dims(model: BiLM) -> list[int]:
     """The width of each layer 0..L of `model`'s features, before padding."""
     lstm = 2 * model.width
-    return [lstm if projects_tokens(model) else token_dim(model)] + [lstm] * model.n_layers
+    return [lstm if projects_tokens(model) else model.token_dim] + [lstm] * model.n_layers
 
 
 def feature_shape(pretrained: PretrainedBiLM, n_tokens: int) -> tuple[int, int, int]:
@@ -64,7 +64,7 @@ def compute_features(
             f"the representations of {tokens:,} tokens take {size / 2**30:.1f} GiB, over the bound of "
             f"{max_bytes / 2**30:.1f} GiB: probe fewer sentences or raise the bound"
         )
-    embedder = embedder_from_pretrained(
+    embedder = ElmoEmbedder.from_pretrained(
         pretrained, batch_size=batch_size, stateful=False, engine=engine, any_token_width=True
     )
     doubled = projects_tokens(pretrained.model)

@@ -1,25 +1,9 @@
-"""Compiles the CPU kernels (lstm_stack.cc, char_cnn.cc) into one library for this machine on
-first use and keeps it in a cache directory.
-
-The kernels are built with `-march=native` (the vector width and instructions of this CPU), so
-they are compiled where they run, once: the library's name is a hash of the sources, the compiler
-and its version, the flags and the CPU, so a changed source, compiler or CPU (a home directory shared by
-machines of different kinds) builds afresh. The directory: `$ELMO_JAX_KERNEL_CACHE` if set, else
-`$XDG_CACHE_HOME/elmo_jax/kernels` (`~/.cache/elmo_jax/kernels`). The compiler: `$CXX`, else g++.
-
-The cache is safe to share between processes and to find damaged:
-- A process checks, builds and loads the library holding an exclusive lock on `elmo_kernels.lock`
-  in the directory, so concurrent processes compile once.
-- The compiler writes to a temporary that is renamed into place whole; then the library's SHA-256
-  is written beside it (`<name>.so.sha256`, in `sha256sum`'s format). A library is loaded only when
-  it matches that checksum: a truncated, empty or unverified one is compiled again.
-- Loading a library marks it (and its checksum) used now. After compiling, builds with another name
-  that have not been used for `MAX_UNUSED_DAYS` are removed (another machine's or an older source's,
-  or a temporary left by a process that died); the lock means no process is loading one of them then.
-- A directory that cannot be used (a regular file there, no permission, no locks) gives one warning
-  naming it and the reason, and the library is built in a private temporary directory instead.
-- A build that fails raises KernelUnavailable, and the process remembers it: it does not compile again
-  (until `forget_library()`).
+"""Compiles the CPU kernels (lstm_stack.cc, char_cnn.cc) with `-march=native` into one library on
+first use and keeps it in a cache directory: docs/embeddings.md says where, and what makes the
+cache safe to share (a lock, checksums, pruning). The library's name is a hash of the sources,
+the compiler and its version, the flags and the CPU, so a changed source, compiler or CPU (a home
+directory shared by machines of different kinds) builds afresh. A failed build raises
+KernelUnavailable and is remembered by the process (until `forget_library()`).
 """
 
 from __future__ import annotations

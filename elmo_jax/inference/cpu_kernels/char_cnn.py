@@ -1,11 +1,6 @@
 """The char CNN token encoder on CPUs, in one call of char_cnn.cc per batch of words (inference).
-
-`CpuCharCnn` holds a float32 biLM's char CNN packed by the kernel and encodes words: character
-embeddings, each convolution's max over the positions of the windows that touch the word (the
-windows of padding only share one output, computed once), the activation, the highway layers and
-the projection, TILE words per thread at a time (char_cnn.cc). It computes what
-`CharCNNEncoder` computes for float32 biLMs, to float32 rounding, for words of any length in one
-call: no grouping by length and no padded shapes.
+It computes what `CharCNNEncoder` computes for float32 biLMs, to float32 rounding, for words of any
+length in one call: no grouping by length and no padded shapes.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""The biLM's LSTM stacks over token streams on CPUs, in one call of lstm_stack.cc (inference).
-
-`CpuLstmStack` holds a biLM's LSTM weights as contiguous float32 arrays and runs every layer of
-both directions over `n` token streams for all their steps at once: each (direction, block of
-rows) on its own thread, with no synchronisation, and each step's gates, cell update and
-projection fused in one pass over the weights (lstm_stack.cc). It computes what
-`BiLM.contextualize_from_gates` computes for float32 biLMs, to float32 rounding.
+"""The biLM's LSTM stacks over token streams on CPUs, in one call of lstm_stack.cc (inference):
+every layer of both directions over all the streams' steps, each (direction, block of rows) on a
+thread of its own. It computes what `BiLM.contextualize_from_gates` computes for float32 biLMs, to
+float32 rounding.
 """
 
 from __future__ import annotations
