@@ -209,20 +209,25 @@ def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotang
         0, n_steps, body, (d_ct, d_ht, gates_last, gates_all, dh_raw_all), unroll=unroll
     )
 
-    # The weight gradients: one matmul each over all steps (and both directions batched).
-    steps = "tdb" if axis == 0 else "dbt"
-    h_prev = jnp.concatenate(
-        [jnp.expand_dims(h0, axis), jax.lax.slice_in_dim(hs, 0, n_steps - 1, axis=axis)], axis=axis
-    )
-    d_w_hidden = matmul(f"{steps}p,{steps}g->dpg", h_prev, dz, dtype)
-    d_w_proj = (
-        matmul(f"{steps}k,{steps}p->dkp", m_all, dh_raw, dtype).astype(w_proj.dtype) if projected else None
-    )
-    d_bias = jnp.sum(dz, axis=(0, 2) if axis == 0 else (1, 2))
-    return dz, d_bias, d_w_hidden.astype(w_hidden.dtype), d_w_proj, None, dc0, dh0
+    d_bias, d_w_hidden, d_w_proj = weight_grads(axis, dtype, h0, hs, dz, m_all, dh_raw, w_hidden, w_proj)
+    return dz, d_bias, d_w_hidden, d_w_proj, None, dc0, dh0
 
 
 _recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
+
+
+def weight_grads(
+    axis: int, dtype: jnp.dtype, h0, hs, dz, m_all, dh_raw, w_hidden, w_proj
+) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+    """(d bias, d W_hidden, d W_proj) from the reverse loop's dz `[.., 4*dim]` and dh' `[.., P]` (time
+    on `axis`): one matmul each over all steps, both directions batched (shared with `pallas_lstm`)."""
+    steps = "tdb" if axis == 0 else "dbt"
+    h_prev = jnp.concatenate(
+        [jnp.expand_dims(h0, axis), jax.lax.slice_in_dim(hs, 0, hs.shape[axis] - 1, axis=axis)], axis=axis
+    )
+    d_w_hidden = matmul(f"{steps}p,{steps}g->dpg", h_prev, dz, dtype).astype(w_hidden.dtype)
+    d_w_proj = None if w_proj is None else matmul(f"{steps}k,{steps}p->dkp", m_all, dh_raw, dtype).astype(w_proj.dtype)
+    return jnp.sum(dz, axis=(0, 2) if axis == 0 else (1, 2)), d_w_hidden, d_w_proj
 
 
 def _resolve_unroll(unroll: int, n_steps: int) -> int:

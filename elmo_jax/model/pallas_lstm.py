@@ -1,67 +1,33 @@
 """The LSTM-with-projection recurrence of `lstm_recurrence` as two Pallas kernels (GPU/Triton lowering).
 
-Same equations, arguments, masking, clipping, layouts and result as
-`elmo_jax.model.lstm_recurrence.lstm_recurrence` (read its docstring): per direction and step
-  z = xw_t + b + h W_hidden (gates i, j, f, o),  c' = clip(sigmoid(f + 1) c + sigmoid(i) tanh(j)),
-  m = sigmoid(o) tanh(c'),  h' = clip(m W_proj),  (c, h) <- (c', h') where mask_t else (c, h).
+Same equations, masking, clipping, layouts and result as `lstm_recurrence.lstm_recurrence`.
 
-Forward kernel (one `pallas_call` per recurrence). Grid (direction, batch block): program (d, b)
-owns rows [b*block_batch, (b+1)*block_batch) of direction d for the whole sequence; rows never
-interact, so no program waits for another. The time loop runs inside the kernel (`fori_loop`).
-  On chip across all steps (loop carries, i.e. registers; Triton spills what does not fit): the
-  rows' state, c as dim / block_hidden tiles `[block_batch, block_hidden]` and h as `[block_batch, P]`
-  (without a projection, as tiles like c). The state is never written to and read back from HBM
-  between steps, so a step's only HBM traffic is reading its xw slice and the weights and writing
-  its outputs (and residuals).
-  Streamed per step: W_hidden and W_proj are too large to be one block (ELMo original: 16 MiB and
-  4 MiB per direction in bfloat16), so a static Python loop over hidden tiles k loads, per tile,
-  the four gate column blocks of W_hidden `[P, block_hidden]` (columns g*dim + k*block_hidden
-  for g = i, j, f, o: the same hidden units), computes those units' gates, updates their cell
-  state right away, and accumulates m_k W_proj[k] (`[block_hidden, P]`) into the float32 h'.
-  Only one tile's weights and gate values are needed at a time. Per tile and step the kernel
-  writes the outputs' slices and, for training, the residuals `lstm_recurrence` keeps: the
-  activated gates, the previous c, m (with a projection) and the pre-clip h' (with proj_clip).
+Forward kernel. Grid (direction, batch block): program (d, b) owns block_batch rows of direction d
+for the whole sequence (rows never interact) and runs the time loop inside the kernel. The rows'
+state stays on chip across steps (c as `[block_batch, block_hidden]` tiles, h as `[block_batch, P]`,
+or tiles like c without a projection), so a step reads only its xw slice and the weights from HBM
+and writes its outputs and residuals. W_hidden and W_proj are too large for one block, so a static
+loop over hidden tiles k loads the four gate column blocks of W_hidden `[P, block_hidden]` for the
+tile's units, updates their c right away and accumulates m_k W_proj[k] into the float32 h'.
 
-Reverse kernel: the same grid and the reverse time loop, with the algebra of `_recurrence_bwd`.
-  On chip across steps: the carried cotangents dc (tiles) and dh. Per step it reads the
-  residuals of step t tile by tile, emits dz_t (written where the gates' columns are) and
-  dh'_t, and accumulates dz_t W_hidden^T into the next dh; the weights are streamed as in the
-  forward kernel. The weight gradients are then one large XLA matmul each over all steps and
-  both directions (`precision.matmul`, as `_recurrence_bwd`), d xw is dz and d bias its sum.
+Reverse kernel: the same grid and the reverse time loop with the algebra of `_recurrence_bwd`,
+carrying dc (tiles) and dh on chip; it emits dz_t and dh'_t, and the weight gradients are one XLA
+matmul each over all steps (`lstm_recurrence.weight_grads`).
 
-Matmul operands are cast to `dtype` (weights once, outside the kernels, so they are read in
-`dtype`); dots accumulate in float32 (`preferred_element_type`), state and gate math are float32.
-Unlike `precision.matmul` the float32 dot result is not rounded to `dtype` first, so on a GPU
-bfloat16 results differ from `lstm_recurrence`'s by about bfloat16's rounding (on CPU, XLA keeps
-float32 results of bfloat16 dots too and the two agree to float32 summation order).
+Dots accumulate in float32 and, unlike `precision.matmul`, are not rounded to `dtype` first, so
+bfloat16 results on a GPU differ from `lstm_recurrence`'s by about bfloat16's rounding.
 
-Tile defaults (for an H100, 227 KiB of shared memory per block): block_batch 16, the smallest M
-of a tensor-core dot; block_hidden the largest power of two <= 128 dividing dim (rounded up to a
-multiple of 16) whose W_hidden gate tile `[P, block_hidden]` takes <= 64 KiB in `dtype` (ELMo
-original, P = 512, bfloat16: 64; ELMo small, P = 128: 128). Triton stages a dot's operands in
-shared memory: one gate tile, the h operand (`[16, P]`) and the W_proj tile (`[block_hidden, P]`,
-<= 64 KiB too) fit together. c on chip is `block_batch * dim` floats per program (ELMo original:
-256 KiB at block_batch 16, more than the register file: Triton spills it to local memory), h
-`block_batch * P`.
-Triton lowers only power-of-two tensor sizes and dots with every dimension >= 16, so the wrapper
-zero-pads (`triton_blocks`, `_pad_inputs`): the batch to a multiple of block_batch (init runs at
-batch 1, evaluation at any batch), dim to a multiple of block_hidden and P to a power of two
->= 16; the results are sliced back. The padding is exact: padded rows are masked (their state
-never moves and they get no gradient), padded hidden units and h units have zero inputs and
-weights (their c, m and h stay 0 and feed nothing into the real units). Time is not padded: the
-kernels read and write one step at a time, so T is no dimension of an in-kernel array. In
-interpret mode smaller explicit blocks work too (tests exercise many tiles at small sizes).
-The tests run the kernels in interpret mode and lower them for CUDA without a GPU (Triton
-modules that verify); compiling them with Triton (PTX, shared memory, register spills of c,
-compile time of the unrolled tile loop: 64 tiles x 5 dots per step for ELMo original) and their
-speed are unchecked. Each program reads all of W_hidden and W_proj every step and the grid has
-only 2 * B / block_batch programs (16 for B = 128), so the forward step may be bound by one SM's
-bandwidth to L2 rather than by compute: an open question for the GPU, not measured.
+Blocks: block_batch 16, the smallest M of a tensor-core dot; block_hidden the largest power of two
+<= 128 dividing dim (rounded up to 16) whose gate tile `[P, block_hidden]` takes <= 64 KiB in
+`dtype`, so that it, the h operand and a W_proj tile fit in shared memory together. The wrapper
+zero-pads (`triton_blocks`) the batch to a multiple of block_batch, dim to one of block_hidden and P
+to a power of two >= 16, which is exact: padded rows are masked, and padded units have zero inputs
+and weights, so their c, m and h stay 0 and feed nothing into the real ones. Time is not padded
+(the kernels read one step at a time).
 
-Differences from `lstm_recurrence`: no `unroll` (the loop is in the kernel) and no `reset`; the
-gate residuals are a new buffer rather than written over xw, and dz a new one rather than
-written over them (no `input_output_aliases`: within a program a tile's load and store of the
-same address may run on different threads, which would need a barrier).
+Unlike `lstm_recurrence`: no `unroll` and no `reset`, and the gate residuals and dz are new buffers
+rather than written in place (within a program a tile's load and store of one address may run on
+different threads, which would need a barrier).
 """
 
 from __future__ import annotations
@@ -73,9 +39,12 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from elmo_jax.model.lstm_recurrence import FORGET_BIAS, clip, clip_grad, recurrence_inputs, stacked_shape
-from elmo_jax.model.precision import matmul
-from elmo_jax.model.triton_blocks import MIN_BLOCK, check_block, largest_block, pad_to, padded_width, round_up
+from elmo_jax.model.lstm_recurrence import (
+    FORGET_BIAS, clip, clip_grad, recurrence_inputs, stacked_shape, weight_grads,
+)
+from elmo_jax.model.triton_blocks import (
+    MIN_BLOCK, check_block, largest_block, pad_to, padded_width, pallas_call, round_up,
+)
 
 DEFAULT_BLOCK_BATCH = MIN_BLOCK  # the smallest M of a tensor-core dot
 MAX_BLOCK_HIDDEN = 128
@@ -270,14 +239,9 @@ def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projec
 
 
 def _call(kernel, cfg: _Config, grid, in_specs, out_specs, out_shape, name: str):
-    extra = {}
-    if not cfg.interpret:
-        from jax.experimental.pallas import triton as plgpu
-
-        extra["compiler_params"] = plgpu.CompilerParams(num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-    return pl.pallas_call(
-        kernel, out_shape=out_shape, grid=grid, in_specs=in_specs, out_specs=out_specs,
-        interpret=cfg.interpret, name=name, **extra,
+    return pallas_call(
+        kernel, interpret=cfg.interpret, num_warps=cfg.num_warps, num_stages=cfg.num_stages, grid=grid,
+        in_specs=in_specs, out_specs=out_specs, out_shape=out_shape, name=name,
     )
 
 
@@ -349,16 +313,7 @@ def _recurrence_bwd(cfg: _Config, residuals, cotangents):
     dh_raw = outs.pop(0) if projected else None
     dc0, dh0 = outs
 
-    # The weight gradients: one matmul each over all steps (and both directions batched).
-    steps = "tdb" if axis == 0 else "dbt"
-    h_prev = jnp.concatenate(
-        [jnp.expand_dims(h0, axis), jax.lax.slice_in_dim(hs, 0, n_steps - 1, axis=axis)], axis=axis
-    )
-    d_w_hidden = matmul(f"{steps}p,{steps}g->dpg", h_prev, dz, dtype).astype(w_hidden.dtype)
-    d_w_proj = (
-        matmul(f"{steps}k,{steps}p->dkp", m_all, dh_raw, dtype).astype(w_proj.dtype) if projected else None
-    )
-    d_bias = jnp.sum(dz, axis=(0, 2) if axis == 0 else (1, 2))
+    d_bias, d_w_hidden, d_w_proj = weight_grads(axis, dtype, h0, hs, dz, m_all, dh_raw, w_hidden, w_proj)
     return dz, d_bias, d_w_hidden, d_w_proj, None, dc0, dh0
 
 

@@ -1,5 +1,5 @@
-"""Block sizes and zero padding for the Pallas kernels that lower with Triton (`pallas_lstm`,
-`pallas_conv_pool`).
+"""Block sizes, zero padding and the `pallas_call` of the Pallas kernels that lower with Triton
+(`pallas_lstm`, `pallas_conv_pool`).
 
 Triton takes only tensors with a power-of-two number of elements, and its tensor-core dots need
 every operand dimension >= MIN_BLOCK. So the kernels' wrappers pad each dimension the grid
@@ -14,9 +14,11 @@ to exercise many tiles at small sizes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.experimental import pallas as pl
 
 MIN_BLOCK = 16  # Triton's smallest dot dimension (M, N and K of a tensor-core dot).
 
@@ -64,3 +66,16 @@ def check_block(name: str, block: int, interpret: bool) -> None:
 def pad_to(a: jax.Array, shape: Sequence[int]) -> jax.Array:
     """`a` zero-padded at the end of each axis to `shape` (each >= a's)."""
     return jnp.pad(a, [(0, size - n) for n, size in zip(a.shape, shape)])
+
+
+def pallas_call(
+    kernel: Callable[..., None], *, interpret: bool, num_warps: int | None = None, num_stages: int | None = None,
+    **specs: Any,
+) -> Callable[..., Any]:
+    """`pl.pallas_call(kernel, **specs)`, lowered with Triton (not the Mosaic GPU backend) unless
+    `interpret`; num_warps / num_stages: Triton's compiler parameters (None: Pallas's defaults)."""
+    if not interpret:
+        from jax.experimental.pallas import triton as pl_triton
+
+        specs["compiler_params"] = pl_triton.CompilerParams(num_warps=num_warps, num_stages=num_stages)
+    return pl.pallas_call(kernel, interpret=interpret, **specs)
