@@ -1,23 +1,12 @@
 """Gated convolutional contextualizer (Dauphin et al. 2017), both directions in one call.
 
-Per direction d and layer l, over the stream's positions in order (the backward stream holds the
-reversed text, so its layers see the text to the right):
-  window_t = [x_{t-(k-1)r}; ...; x_{t-r}; x_t]             k = kernel width, causal, r = dilation
-  h_t = (window_t W + b) * sigmoid(window_t V + c)       a gated linear unit (GLU)
-  out_t = h_t + x_t  (residual blocks, layers 2..L)      out_t = h_t  (layer 1, or without residual)
-Layer l's dilation is r_l = base^(l-1) (`dilation_base`; 1 = Dauphin et al.'s contiguous taps, 2
-doubles it per layer as WaveNet's causal convolutions do), so the stack sees
-1 + (k - 1) (r_1 + ... + r_L) positions with the same weights. The two directions have separate
-weights stacked on a leading axis of size 2, as the LSTMs'.
-
-Masked positions are skipped, as the LSTM's state is frozen at them: each row's real positions
-are moved to the front in order, the layers run on that stream, and the outputs go back to their
-positions (zero where masked). So a padded position never reaches a real one, and the real
-positions see the real inputs before them, padding or not.
-
-Carried state: per layer the last (k - 1) r_l real inputs of each row `[2, B, (k - 1) r_l, F_l]`,
-the left context of the next window. A window then sees exactly what one long pass over the text
-would, since no tap of layer l reaches further back.
+Per direction and layer l, over the stream's positions in order (docs/contextualizers.md):
+  h_t = (window_t W + b) * sigmoid(window_t V + c),  window_t = [x_{t-(k-1)r}; ...; x_{t-r}; x_t]
+with dilation r_l = dilation_base^(l-1), plus x_t on layers 2..L when residual. The directions'
+weights are stacked on a leading axis of size 2, as the LSTMs'. Masked positions are skipped, as
+the LSTM's state is frozen at them: each row's real positions run first, in order, and the outputs
+go back to their positions. The carried state is per layer the last (k - 1) r_l real inputs of
+each row, so a window sees exactly what one long pass over the text would.
 """
 
 from __future__ import annotations

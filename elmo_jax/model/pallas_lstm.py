@@ -33,6 +33,7 @@ different threads, which would need a barrier).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import partial
 
 import jax
@@ -40,7 +41,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 from elmo_jax.model.lstm_recurrence import (
-    FORGET_BIAS, clip, clip_grad, recurrence_inputs, stacked_shape, weight_grads,
+    cell_grads, cell_step, clip, clip_grad, recurrence_inputs, stacked_shape, weight_grads,
 )
 from elmo_jax.model.triton_blocks import (
     MIN_BLOCK, check_block, largest_block, pad_to, padded_width, pallas_call, round_up,
@@ -66,11 +67,8 @@ class _Config:
     num_stages: int | None
 
 
-# ---------------------------------------------------------------------------------------------
-# Block specs. Sequences are [T, 2, B, X] (time_axis 0) or [2, B, T, X] (time_axis 2); in the
-# kernel a sequence ref is [T, block_batch, X] or [block_batch, T, X] and `_at` indexes step t.
-
-
+# Sequences are [T, 2, B, X] (time_axis 0) or [2, B, T, X] (time_axis 2); in the kernel a
+# sequence ref is [T, block_batch, X] or [block_batch, T, X] and `_at` indexes step t.
 def _seq_spec(axis: int, n_steps: int, block_batch: int, width: int) -> pl.BlockSpec:
     if axis == 0:
         return pl.BlockSpec((n_steps, None, block_batch, width), lambda d, b: (0, d, b, 0))
@@ -96,8 +94,13 @@ def _dot(a: jax.Array, b: jax.Array, dtype: jnp.dtype, transpose_b: bool = False
     return jax.lax.dot_general(a.astype(dtype), b.astype(dtype), dims, preferred_element_type=jnp.float32)
 
 
-# ---------------------------------------------------------------------------------------------
-# Kernels.
+def _tiles(cfg: _Config, dim: int, p: int, projected: bool) -> tuple[int, list, list, Callable[[int, int], pl.Slice]]:
+    """(n_tiles, the hidden units of each tile, h's pieces, gate_cols(g, k): gate g's columns of
+    tile k). h is one `[bb, P]` piece with a projection, else the hidden tiles: Triton cannot slice
+    or concatenate values, so h is kept as the pieces it is computed in, each one a dot's K block."""
+    th = cfg.block_hidden
+    hid = [pl.ds(k * th, th) for k in range(dim // th)]
+    return len(hid), hid, [pl.ds(0, p)] if projected else hid, lambda g, k: pl.ds(g * dim + k * th, th)
 
 
 def _loop_on_chip(step, n_steps: int, *carries: tuple) -> None:
@@ -121,15 +124,8 @@ def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, project
         gates_ref, c_prev_ref = res_refs[:2]
         m_ref = res_refs[2] if projected else None
         h_raw_ref = res_refs[-1] if cfg.proj_clip is not None else None
-    axis, dtype, th = cfg.axis, cfg.dtype, cfg.block_hidden
-    n_tiles = dim // th
-    hid = [pl.ds(k * th, th) for k in range(n_tiles)]  # hidden units of tile k
-    # h's pieces: one [bb, P] with a projection, else the hidden tiles (Triton cannot slice or
-    # concatenate values, so h is kept as the pieces it is computed in and each piece is a K block).
-    h_rows = [pl.ds(0, p)] if projected else hid
-
-    def gate_cols(g: int, k: int) -> pl.Slice:
-        return pl.ds(g * dim + k * th, th)
+    axis, dtype = cfg.axis, cfg.dtype
+    n_tiles, hid, h_rows, gate_cols = _tiles(cfg, dim, p, projected)
 
     def step(t, carry):
         cs, hs = carry
@@ -145,14 +141,11 @@ def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, project
                 for h_op, rows in zip(h_ops, h_rows):
                     z_g = z_g + _dot(h_op, w_hidden_ref[rows, cols], dtype)
                 z.append(z_g)
-            sig_i, tanh_j = jax.nn.sigmoid(z[0]), jnp.tanh(z[1])
-            sig_f, sig_o = jax.nn.sigmoid(z[2] + FORGET_BIAS), jax.nn.sigmoid(z[3])
             c = cs[k]
-            c_clip = clip(sig_f * c + sig_i * tanh_j, cfg.cell_clip)
-            m = sig_o * jnp.tanh(c_clip)
+            gates, c_clip, m = cell_step(z, c, cfg.cell_clip)
             new_cs.append(jnp.where(live, c_clip, c))
             if save:
-                for g, a in enumerate((sig_i, tanh_j, sig_f, sig_o)):
+                for g, a in enumerate(gates):
                     gates_ref[_at(axis, t, gate_cols(g, k))] = a
                 c_prev_ref[_at(axis, t, hid[k])] = c
             if projected:
@@ -186,23 +179,16 @@ def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projec
     dz_ref = refs.pop(0)
     dh_raw_ref = refs.pop(0) if projected else None
     dc0_ref, dh0_ref = refs
-    axis, dtype, th = cfg.axis, cfg.dtype, cfg.block_hidden
-    n_tiles = dim // th
-    hid = [pl.ds(k * th, th) for k in range(n_tiles)]
-    h_rows = [pl.ds(0, p)] if projected else hid
-
-    def gate_cols(g: int, k: int) -> pl.Slice:
-        return pl.ds(g * dim + k * th, th)
+    axis, dtype = cfg.axis, cfg.dtype
+    n_tiles, hid, h_rows, gate_cols = _tiles(cfg, dim, p, projected)
 
     def step(k_rev, carry):
         dcs, dhs = carry
         t = n_steps - 1 - k_rev
         live = mask_ref[_at(axis, t)] > 0  # [bb, 1]
         dhs = tuple(dh + d_hs_ref[_at(axis, t, rows)] for dh, rows in zip(dhs, h_rows))
-        # Where the mask is 0 the state passed through unchanged: its cotangent goes straight back,
-        # and the step itself gets none (dz = 0, dh' = 0).
         if projected:
-            dh_raw = jnp.where(live, dhs[0], 0.0)
+            dh_raw = jnp.where(live, dhs[0], 0.0)  # A masked step gets no cotangent (`cell_grads`).
             if cfg.proj_clip is not None:
                 dh_raw = dh_raw * clip_grad(h_raw_ref[_at(axis, t)], cfg.proj_clip)
             dh_raw_ref[_at(axis, t)] = dh_raw
@@ -212,41 +198,22 @@ def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projec
             d_m = _dot(dh_raw, w_proj_ref[hid[k], :], dtype, transpose_b=True) if projected else (
                 jnp.where(live, dhs[k], 0.0)
             )
-            sig_i, tanh_j, sig_f, sig_o = (gates_ref[_at(axis, t, gate_cols(g, k))] for g in range(4))
-            c_prev = c_prev_ref[_at(axis, t, hid[k])]
-            c_raw = sig_f * c_prev + sig_i * tanh_j
-            tanh_c = jnp.tanh(clip(c_raw, cfg.cell_clip))
-            dc = dcs[k]
-            dc_raw = jnp.where(live, dc, 0.0) + d_m * sig_o * (1.0 - tanh_c * tanh_c)
-            if cfg.cell_clip is not None:
-                dc_raw = dc_raw * clip_grad(c_raw, cfg.cell_clip)
-            dz = (
-                dc_raw * tanh_j * sig_i * (1.0 - sig_i),
-                dc_raw * sig_i * (1.0 - tanh_j * tanh_j),
-                dc_raw * c_prev * sig_f * (1.0 - sig_f),
-                d_m * tanh_c * sig_o * (1.0 - sig_o),
-            )
+            gates = tuple(gates_ref[_at(axis, t, gate_cols(g, k))] for g in range(4))
+            dz, dc_prev = cell_grads(gates, c_prev_ref[_at(axis, t, hid[k])], d_m, dcs[k], live, cfg.cell_clip)
             for g, dz_g in enumerate(dz):
                 cols = gate_cols(g, k)
                 dz_ref[_at(axis, t, cols)] = dz_g
                 for n, rows in enumerate(h_rows):
                     acc[n] = acc[n] + _dot(dz_g, w_hidden_ref[rows, cols], dtype, transpose_b=True)
-            new_dcs.append(jnp.where(live, dc_raw * sig_f, dc))
+            new_dcs.append(dc_prev)
         new_dhs = tuple(jnp.where(live, a, dh) for a, dh in zip(acc, dhs))
         return tuple(new_dcs), new_dhs
 
     _loop_on_chip(step, n_steps, (d_c_ref, hid, dc0_ref), (d_h_ref, h_rows, dh0_ref))
 
 
-def _call(kernel, cfg: _Config, grid, in_specs, out_specs, out_shape, name: str):
-    return pallas_call(
-        kernel, interpret=cfg.interpret, num_warps=cfg.num_warps, num_stages=cfg.num_stages, grid=grid,
-        in_specs=in_specs, out_specs=out_specs, out_shape=out_shape, name=name,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# The two passes and the custom VJP.
+def _call(kernel, cfg: _Config, **specs):
+    return pallas_call(kernel, interpret=cfg.interpret, num_warps=cfg.num_warps, num_stages=cfg.num_stages, **specs)
 
 
 def _forward(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool):
@@ -271,7 +238,8 @@ def _forward(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool)
         out_specs += [seq(w) for w in widths]
     kernel = partial(_forward_kernel, cfg=cfg, n_steps=n_steps, dim=dim, p=p, projected=projected, save=save)
     hs, c_t, h_t, *res = _call(
-        kernel, cfg, (2, batch // bb), in_specs, out_specs, out_shape, "lstm_forward"
+        kernel, cfg, grid=(2, batch // bb), in_specs=in_specs, out_specs=out_specs, out_shape=out_shape,
+        name="lstm_forward",
     )(*inputs)
     return hs, (c_t, h_t), res
 
@@ -309,7 +277,10 @@ def _recurrence_bwd(cfg: _Config, residuals, cotangents):
     out_shape = [f32(gates.shape)] + ([f32(hs.shape)] if projected else []) + [f32(d_c.shape), f32(d_h.shape)]
     out_specs = [seq(4 * dim)] + ([seq(p)] if projected else []) + [_state_spec(bb, dim), _state_spec(bb, p)]
     kernel = partial(_backward_kernel, cfg=cfg, n_steps=n_steps, dim=dim, p=p, projected=projected)
-    dz, *outs = _call(kernel, cfg, (2, batch // bb), in_specs, out_specs, out_shape, "lstm_backward")(*inputs)
+    dz, *outs = _call(
+        kernel, cfg, grid=(2, batch // bb), in_specs=in_specs, out_specs=out_specs, out_shape=out_shape,
+        name="lstm_backward",
+    )(*inputs)
     dh_raw = outs.pop(0) if projected else None
     dc0, dh0 = outs
 
@@ -318,10 +289,6 @@ def _recurrence_bwd(cfg: _Config, residuals, cotangents):
 
 
 _recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
-
-
-# ---------------------------------------------------------------------------------------------
-# Public entry point.
 
 
 def default_block_hidden(dim: int, p: int, dtype: jnp.dtype) -> int:
@@ -334,52 +301,26 @@ def default_block_hidden(dim: int, p: int, dtype: jnp.dtype) -> int:
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class _Blocks:
-    """The sizes the kernels run at (batch, dim, P: padded) and their blocks."""
-
-    batch: int
-    dim: int
-    p: int
-    block_batch: int
-    block_hidden: int
-
-
-def _blocks(
-    batch: int, dim: int, p: int, projected: bool, dtype: jnp.dtype, block_batch: int | None,
-    block_hidden: int | None, interpret: bool,
-) -> _Blocks:
-    """The blocks (defaults: see the module docstring) and the padded sizes: batch a multiple of
-    block_batch, dim of block_hidden, P a power of two >= 16 (without a projection, P = dim)."""
-    p_run = padded_width(p) if projected else round_up(dim, MIN_BLOCK)
-    block_batch = DEFAULT_BLOCK_BATCH if block_batch is None else block_batch
-    block_hidden = default_block_hidden(dim, p_run, dtype) if block_hidden is None else block_hidden
-    check_block("block_batch", block_batch, interpret)
-    check_block("block_hidden", block_hidden, interpret)
-    dim_run = round_up(dim, block_hidden)
-    return _Blocks(
-        round_up(batch, block_batch), dim_run, p_run if projected else dim_run, block_batch, block_hidden
-    )
-
-
 def _pad_gates(a: jax.Array, lead: tuple[int, ...], dim: int) -> jax.Array:
     """`[..., 4 * d]` (the gates i, j, f, o side by side) -> `[*lead, 4 * dim]`: the leading axes
     and each gate's d units zero-padded."""
     return pad_to(a.reshape(*a.shape[:-1], 4, -1), (*lead, 4, dim)).reshape(*lead, 4 * dim)
 
 
-def _pad_inputs(blocks: _Blocks, axis: int, xw, bias, w_hidden, w_proj, mask, c0, h0) -> tuple:
-    """The recurrence's inputs zero-padded to the sizes of `blocks` (why that is exact: module
-    docstring); the mask is 0 on the padded rows."""
-    lead = stacked_shape((2, blocks.batch), xw.shape[axis], axis)  # [T, 2, B] or [2, B, T]
+def _pad_inputs(
+    axis: int, batch: int, dim: int, p: int, xw, bias, w_hidden, w_proj, mask, c0, h0
+) -> tuple:
+    """The recurrence's inputs zero-padded to the sizes the kernels run at (why that is exact:
+    module docstring); the mask is 0 on the padded rows."""
+    lead = stacked_shape((2, batch), xw.shape[axis], axis)  # [T, 2, B] or [2, B, T]
     return (
-        _pad_gates(xw, lead, blocks.dim),
-        _pad_gates(bias, (2,), blocks.dim),
-        _pad_gates(w_hidden, (2, blocks.p), blocks.dim),
-        None if w_proj is None else pad_to(w_proj, (2, blocks.dim, blocks.p)),
+        _pad_gates(xw, lead, dim),
+        _pad_gates(bias, (2,), dim),
+        _pad_gates(w_hidden, (2, p), dim),
+        None if w_proj is None else pad_to(w_proj, (2, dim, p)),
         pad_to(mask, (*lead, 1)),
-        pad_to(c0, (2, blocks.batch, blocks.dim)),
-        pad_to(h0, (2, blocks.batch, blocks.p)),
+        pad_to(c0, (2, batch, dim)),
+        pad_to(h0, (2, batch, p)),
     )
 
 
@@ -403,26 +344,11 @@ def pallas_lstm_recurrence(
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
     """Runs the LSTM-with-projection over time for both directions, as Pallas kernels.
 
-    Same arguments and result as `lstm_recurrence` (without `unroll`):
-    With `time_axis=0`: xw `[T, 2, B, 4*dim]` float32 input contribution (x W_input + b), mask
-    `[T, 2, B, 1]` (state frozen where 0), outputs hs `[T, 2, B, P]`. With `time_axis=2` the same
-    with time third: xw `[2, B, T, 4*dim]`, mask `[2, B, T, 1]`, hs `[2, B, T, P]`.
-    w_hidden: `[2, P, 4*dim]`; w_proj: `[2, dim, P]`, or None for no projection (P = dim);
-    c0 `[2, B, dim]`, h0 `[2, B, P]`: the initial state. cell_clip / proj_clip: static; None or 0
-    for no clipping (proj_clip is ignored without a projection). Matmul operands are cast to
-    `dtype`, dots accumulate in float32, state and gate math are float32. bias: optional
-    `[2, 4*dim]` added to xw inside the loop.
-
-    Returns hs (the state h after each step: at a masked step, the frozen previous h) and the
-    final state (c `[2, B, dim]`, h `[2, B, P]`). Reverse-mode differentiable in xw, bias, the
-    weights and the initial state (`jax.custom_vjp`); the mask gets no cotangent.
-
-    interpret: run the kernels in Pallas's interpreter (any backend) instead of lowering them
-    with Triton (GPU). block_batch: rows per program (default 16); block_hidden: hidden units per
-    weight tile (default `default_block_hidden`). The batch, dim and P are zero-padded to what the
-    kernels run at (module docstring), so any sizes work; without interpret the blocks must be
-    powers of two >= 16. num_warps / num_stages: Triton compiler parameters (None: Pallas's
-    defaults).
+    Same arguments and result as `lstm_recurrence` (without `unroll` and `reset`). interpret: run
+    the kernels in Pallas's interpreter (any backend) instead of lowering them with Triton (GPU).
+    block_batch: rows per program (default 16); block_hidden: hidden units per weight tile
+    (default `default_block_hidden`); any sizes work (they are padded), but without interpret the
+    blocks must be powers of two >= 16. num_warps / num_stages: Triton's compiler parameters.
     """
     xw, c0, h0, bias, cell_clip, proj_clip = recurrence_inputs(
         xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis, bias
@@ -433,12 +359,23 @@ def pallas_lstm_recurrence(
     n_steps = xw.shape[time_axis]
     if n_steps == 0:  # no steps: nothing to run
         return jnp.zeros(stacked_shape(h0.shape, 0, time_axis), jnp.float32), (c0, h0)
-    blocks = _blocks(batch, dim, p, w_proj is not None, dtype, block_batch, block_hidden, interpret)
+    # The padded sizes: batch a multiple of block_batch, dim of block_hidden, P a power of two >= 16
+    # (without a projection, P = dim).
+    projected = w_proj is not None
+    p_run = padded_width(p) if projected else round_up(dim, MIN_BLOCK)
+    block_batch = DEFAULT_BLOCK_BATCH if block_batch is None else block_batch
+    block_hidden = default_block_hidden(dim, p_run, dtype) if block_hidden is None else block_hidden
+    check_block("block_batch", block_batch, interpret)
+    check_block("block_hidden", block_hidden, interpret)
+    dim_run = round_up(dim, block_hidden)
     cfg = _Config(
-        cell_clip, proj_clip, jnp.dtype(dtype), time_axis, blocks.block_batch, blocks.block_hidden,
-        bool(interpret), num_warps, num_stages,
+        cell_clip, proj_clip, jnp.dtype(dtype), time_axis, block_batch, block_hidden, bool(interpret), num_warps,
+        num_stages,
     )
-    padded = _pad_inputs(blocks, time_axis, xw, bias, w_hidden, w_proj, mask, c0, h0)
+    padded = _pad_inputs(
+        time_axis, round_up(batch, block_batch), dim_run, p_run if projected else dim_run,
+        xw, bias, w_hidden, w_proj, mask, c0, h0,
+    )
     hs, (c_t, h_t) = _recurrence(cfg, *padded)
     hs = jax.lax.slice(hs, (0,) * hs.ndim, stacked_shape((2, batch, p), n_steps, time_axis))
     return hs, (c_t[:, :batch, :dim], h_t[:, :batch, :p])

@@ -1,48 +1,12 @@
 """Transformer contextualizer: causal self-attention stacks over the biLM's two streams.
 
-Inputs carry the biLM's leading direction axis (0 = forward stream, 1 = backward stream of
-reversed text), so the same causal attention makes each direction see only its own side: the
-forward output at t depends on tokens <= t, the backward output on tokens >= t of the text.
-
-Directions. Peters et al. 2018b ("Dissecting Contextual Word Embeddings") trained separate
-forward and backward Transformers, each causal, on the shared char CNN and softmax. AllenNLP's
-`BidirectionalLanguageModelTransformer` (allennlp-models) does the same: two pre-norm encoders
-with their own weights, one given a lower-triangular and one an upper-triangular mask over the
-same unreversed tokens, with one sinusoidal position encoding added to the embeddings.
-`shared_directions=False` is that design (weights on a leading axis of size 2, as the LSTMs');
-`shared_directions=True` runs one stack, every weight shared, over both streams with each
-stream's causal mask: half the parameters, the same FLOPs.
-
-Context across windows. A stream is cut into windows of T tokens, as for the LSTMs, whose carried
-state sees everything before a window. Here the carried state is a memory of M positions per
-row and direction (Transformer-XL, Dai et al. 2019): each layer's inputs at the last M valid
-positions of the row, held without gradient (stop_gradient); the layer's attention computes
-keys and values of them before the window's own. A token sees its window up to itself and the
-M valid positions before the window (fewer at the start of a row), so evaluation sees the
-previous window of each stream as context, as the LSTMs' carried state sees the stream before a
-window (whatever the batching puts there: bilm-tf's backward stream holds the sentences in
-order, each reversed). With M = T and positions 'none', two windows carrying the memory compute
-what one causal pass over both computes. Padding positions are never attended and never enter
-the memory, and a window of padding leaves it as it was (as an LSTM's state is frozen where the
-mask is 0); before a row starts its memory mask is all false.
-
-Positions. 'learned' and 'sinusoidal' number the valid slots of memory and window from the
-window's first valid token, which is position M whatever the memory holds: the window's valid
-tokens M, M + 1, .. in order, the memory's valid slots M - 1, M - 2, .. back from its end (0 ..
-M + T - 1 in all). They are added to the inputs of every layer's queries and keys, not to its
-values nor to the residual stream (Press et al. 2021's position-infused attention). The memory
-thus holds no positions and is renumbered at each window: a token and every key it sees lie as
-far apart in positions as in the text, and a window's tokens have the positions they had in
-training, where the memory is full from the second window of a stream on, also when the memory
-is empty (the first window of a stream; every sentence the embedder reads on its own).
-Numbering from the memory's start instead would give a lone sentence the positions 0 .. that
-training almost never shows its queries. 'none': no position information besides the causal mask.
-
-Blocks: pre-norm (`x + f(LayerNorm(x))`, with a final LayerNorm on the last layer's output, as
-AllenNLP) or post-norm (`LayerNorm(x + f(x))`, Vaswani et al. 2017), multi-head attention and a
-ReLU feed-forward layer. Dropout: on the stack's input (`token_dropout`, as the first LSTM's
-input) and on each sublayer's output before its residual add (`dropout`). Matmul operands in
-`dtype`, everything else (softmax, LayerNorm, the residual stream, the memory) in float32.
+The design and its reasons are in docs/contextualizers.md. In short: the inputs carry the biLM's
+direction axis (the backward stream holds the reversed text), so the same causal attention makes
+each direction see only its own side; separate or shared weights per direction
+(`shared_directions`); context across windows is a memory of each layer's inputs at the last M
+valid positions (Transformer-XL), held without gradient; positions number the valid slots from the
+window's first valid token, which is M, and are added to the queries' and keys' inputs only.
+Matmul operands in `dtype`; softmax, LayerNorm, the residual stream and the memory in float32.
 """
 
 from __future__ import annotations
@@ -337,13 +301,8 @@ class TransformerStack(nn.Module):
 def transformer_flops_per_token(
     n_layers: int, dim: int, ff_dim: int, window: int, memory_length: int, input_dim: int
 ) -> int:
-    """Forward matmul FLOPs for one token in one direction (a multiply-add = 2), as computed.
-
-    Per layer and window of T tokens over M memory slots: queries and outputs for T positions,
-    keys and values for all M + T (the memory holds layer inputs), the full `[T, M + T]` score
-    and weighted-sum blocks (masked entries included), the feed-forward layer; plus the input
-    map when input_dim != dim. Divided by T.
-    """
+    """Forward matmul FLOPs for one token in one direction (a multiply-add = 2), as computed: one
+    window of T = `window` tokens over a full memory, divided by T (docs/contextualizers.md)."""
     context = memory_length + window
     per_window = n_layers * (
         window * 2 * dim * dim * 2  # queries, outputs

@@ -2,13 +2,10 @@
 (`pallas_lstm`, `pallas_conv_pool`).
 
 Triton takes only tensors with a power-of-two number of elements, and its tensor-core dots need
-every operand dimension >= MIN_BLOCK. So the kernels' wrappers pad each dimension the grid
-blocks (batch, tokens, hidden units, filters) to a multiple of a power-of-two block >= MIN_BLOCK,
-and each dimension that an in-kernel array spans whole (a dot's contraction over the char
-embedding or the LSTM projection) to a power of two >= MIN_BLOCK; they run the kernel on the
-padded arrays and slice its results back. Each wrapper says why its zero padding leaves the
-results exact. In interpret mode (any backend) smaller explicit blocks work too, which tests use
-to exercise many tiles at small sizes.
+every operand dimension >= MIN_BLOCK. So the kernels' wrappers zero-pad each dimension the grid
+blocks to a multiple of a power-of-two block >= MIN_BLOCK, and each dimension an in-kernel array
+spans whole to a power of two >= MIN_BLOCK, and slice the results back. In interpret mode smaller
+explicit blocks work too.
 """
 
 from __future__ import annotations
