@@ -83,10 +83,8 @@ def conv_max_over_positions(
 ) -> list[jax.Array]:
     """Max over positions of each valid convolution: x `[N, C, d]`, kernels `[w_i, d, n_i]` -> `[N, n_i]` each.
 
-    Convolutions in `dtype` with float32 results (`precision.conv1d_valid`). block: tokens
-    per block of both passes, or None for XLA's whole-batch convolutions (see the module
-    docstring; `resolve_block` turns the config value into this). fused: the forward pass as
-    Pallas kernels (`pallas_conv_pool`), the reverse pass as `block` says.
+    Convolutions in `dtype` with float32 results (`precision.conv1d_valid`). block, fused: the
+    module docstring's (`resolve_block` turns `model.conv_block` into block).
     """
     return _forward(x, kernels, dtype, block, fused)[0]
 

@@ -22,11 +22,6 @@ from elmo_jax.model.initializers import uniform_symmetric, weight_init
 from elmo_jax.model.precision import matmul
 
 
-def glu_kernel_limit(kernel_width: int, d_in: int, features: int) -> float:
-    """Glorot uniform limit of a GLU convolution's kernel: fan-in k * d_in, fan-out `features`."""
-    return math.sqrt(6.0 / (kernel_width * d_in + features))
-
-
 def causal_windows(buffer: jax.Array, x: jax.Array, dilation: int = 1) -> jax.Array:
     """The k causal taps, `dilation` positions apart, of x `[2, B, T, F]` with the previous inputs
     `buffer` `[2, B, (k-1) dilation, F]` before it: `[2, B, T, k F]`, oldest input first."""
@@ -39,8 +34,7 @@ def next_buffer(buffer: jax.Array, x: jax.Array, n_real: jax.Array) -> jax.Array
     """The last `buffer.shape[2]` inputs of the stream `[buffer; x[:, :, :n_real]]` per row (x
     compacted: its real positions first), the carried state after this window."""
     z = jnp.concatenate([buffer.astype(x.dtype), x], axis=2)
-    index = n_real[..., None] + jnp.arange(buffer.shape[2])  # [2, B, (k-1) r] into z.
-    return jnp.take_along_axis(z, index[..., None], axis=2)
+    return take_time(z, n_real[..., None] + jnp.arange(buffer.shape[2]))
 
 
 def real_first(mask: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -92,7 +86,8 @@ class GatedConvLayer(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, buffer: jax.Array) -> jax.Array:
         d_in, k = x.shape[-1], self.kernel_width
-        init = weight_init(self.init_range, uniform_symmetric(glu_kernel_limit(k, d_in, self.features)))
+        glorot_limit = math.sqrt(6.0 / (k * d_in + self.features))  # Fan-in k d_in, fan-out features.
+        init = weight_init(self.init_range, uniform_symmetric(glorot_limit))
         w = self.param("W", init, (2, k, d_in, self.features))
         v = self.param("V", init, (2, k, d_in, self.features))
         b = self.param("b", nn.initializers.zeros, (2, self.features))
@@ -108,13 +103,11 @@ class GatedConvLayer(nn.Module):
 
 
 class GatedCNNStack(nn.Module):
-    """L causal GLU layers of width `features` per direction, dropout before each (`token_dropout`
-    before the first, `dropout` before the others, as the LSTM stacks'); residual around layers
-    2..L when `residual`; layer l's taps `dilation_base`^(l-1) positions apart.
+    """L causal GLU layers of width `features` per direction, dropout before each as the LSTM
+    stacks' (`token_dropout` before the first); residual around layers 2..L when `residual`.
 
-    __call__(x `[2, B, T, F]`, mask `[2, B, T]`, state, train) -> (outputs, new state): outputs a
-    list of L `[2, B, T, features]` arrays (zero at masked positions), state a list of L carried
-    buffers `[2, B, (k-1) r_l, F_l]` (`initial_buffers`).
+    x `[2, B, T, F]`, mask `[2, B, T]`, state (L buffers `[2, B, (k-1) r_l, F_l]`,
+    `initial_buffers`) -> (L outputs `[2, B, T, features]`, zero at masked positions; new state).
     """
 
     features: int

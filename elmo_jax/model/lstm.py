@@ -1,14 +1,10 @@
 """LSTM with projection and clipping (TF `LSTMCell` semantics), both directions in one time loop.
 
-Per direction d and time step:
-  z = x W_input + h W_hidden + b           gates in order i, j, f, o
-  c = sigmoid(f + 1) c + sigmoid(i) tanh(j),   c clipped to +-cell_clip
-  h = (sigmoid(o) tanh(c)) W_proj,             h clipped to +-proj_clip
-The forward and backward stacks have separate weights stored stacked on a leading axis of size 2,
-so each time step is one batched matmul for both directions; the input half of the matmul is
-hoisted out of the time loop, which is `lstm_recurrence` (with a hand-written reverse pass).
-As in bilm-tf, a layer with projection_dim == dim has no projection (h = sigmoid(o) tanh(c), no
-`W_P`, proj_clip unused): the plain LSTM of Kim et al. and Zaremba et al.
+The forward and backward stacks have separate weights stacked on a leading axis of size 2, so each
+time step is one batched matmul for both directions; the input half, x W_input, is hoisted out of
+the time loop, which is `lstm_recurrence` (its equations and hand-written reverse pass). As in
+bilm-tf, a layer with projection_dim == dim has no projection (no `W_P`, proj_clip unused): the
+plain LSTM of Kim et al. and Zaremba et al.
 """
 
 from __future__ import annotations

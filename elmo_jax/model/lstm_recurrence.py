@@ -89,9 +89,7 @@ def _write(buf: jax.Array, value: jax.Array, t: jax.Array, axis: int) -> jax.Arr
 
 def stacked_shape(step_shape: tuple[int, ...], n_steps: int, axis: int) -> tuple[int, ...]:
     """The shape of `n_steps` per-step values of shape `step_shape`, time on `axis`."""
-    shape = list(step_shape)
-    shape.insert(axis, n_steps)
-    return tuple(shape)
+    return (*step_shape[:axis], n_steps, *step_shape[axis:])
 
 
 def _stacked(step_shape: tuple[int, ...], n_steps: int, axis: int) -> jax.Array:

@@ -169,14 +169,11 @@ def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, project
 
 def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projected: bool) -> None:
     """The reverse time loop of `_recurrence_bwd` for one program's rows: dz_t, dh'_t, dc0, dh0."""
-    refs = list(refs)
-    mask_ref, gates_ref, c_prev_ref = refs[:3]
-    refs = refs[3:]
+    mask_ref, gates_ref, c_prev_ref, *refs = refs
     h_raw_ref = refs.pop(0) if cfg.proj_clip is not None else None
-    d_hs_ref, d_c_ref, d_h_ref, w_hidden_ref = refs[:4]
-    refs = refs[4:]
+    d_hs_ref, d_c_ref, d_h_ref, w_hidden_ref, *refs = refs
     w_proj_ref = refs.pop(0) if projected else None
-    dz_ref = refs.pop(0)
+    dz_ref, *refs = refs
     dh_raw_ref = refs.pop(0) if projected else None
     dc0_ref, dh0_ref = refs
     axis, dtype = cfg.axis, cfg.dtype

@@ -29,11 +29,8 @@ LAYER_NORM_EPSILON = 1e-6
 
 
 class TransformerState(NamedTuple):
-    """Carried memory of both directions.
-
-    inputs: `[2, B, L, M, P]` float32, each layer's inputs at the memory's positions (oldest
-    first); mask: `[2, B, M]` bool, which slots hold a position (the valid ones are the last).
-    """
+    """Carried memory of both directions: inputs `[2, B, L, M, P]` float32, each layer's inputs at
+    the memory's positions (oldest first); mask `[2, B, M]` bool, which slots hold one (the last)."""
 
     inputs: jax.Array
     mask: jax.Array
@@ -236,20 +233,17 @@ class DirectionStack(nn.Module):
 
 
 class TransformerStack(nn.Module):
-    """Transformer contextualizer of both directions: the LSTM stack's contract.
+    """The Transformer stacks of both directions, one window: `Contextualizer`'s contract.
 
-    `__call__(x, mask, state, train)`: token embeddings x `[2, B, T, F]`, mask `[2, B, T]`,
-    state a `TransformerState` (`initial_state(B)`) -> (L outputs `[2, B, T, dim]`, zero at
-    padding positions, next state).
-    F != dim: a linear map (W_input, b_input) takes x to dim. T may be at most `max_window`
-    with 'learned' positions (a table of memory_length + max_window rows): a longer input is an
-    error here, and `TransformerContextualizer` feeds it as consecutive windows carrying the state.
-    memory_length 0: windows are independent.
+    x `[2, B, T, F]` (F != dim: a linear map, W_input and b_input, takes x to dim), mask `[2, B, T]`,
+    a `TransformerState` -> (L outputs `[2, B, T, dim]`, zero at padding positions, next state).
+    With 'learned' positions T is at most `max_window` (`TransformerContextualizer` feeds longer
+    inputs as windows). memory_length 0: windows are independent.
     """
 
     n_layers: int = 2
     dim: int = 512
-    ff_dim: int = 2048
+    ff_dim: int = 2048  # Feed-forward width.
     n_heads: int = 8
     dropout: float = 0.1
     token_dropout: float | None = None  # Dropout on the stack's input x (None = `dropout`).
@@ -317,23 +311,22 @@ def transformer_flops_per_token(
 
 class TransformerContextualizer(Contextualizer):
     """The Transformer as the biLM's contextualizer: a `TransformerStack` named `transformer`, P
-    wide, run over windows of at most max_window positions (`__call__`), so inputs of
-    any length run. State: its `TransformerState`."""
+    wide, over windows of at most max_window positions. State: its `TransformerState`. Fields: as
+    the stack's."""
 
-    ff_dim: int = 2048  # Feed-forward width.
+    ff_dim: int = 2048
     n_heads: int = 8
-    norm: str = "pre"  # 'pre' | 'post'.
-    positions: str = "sinusoidal"  # 'learned' | 'sinusoidal' | 'none'.
-    shared_directions: bool = False  # One stack's weights for both directions.
-    memory_length: int = 20  # Carried positions per row and direction.
-    max_window: int = 20  # Positions read at once.
+    norm: str = "pre"
+    positions: str = "sinusoidal"
+    shared_directions: bool = False
+    memory_length: int = 20
+    max_window: int = 20
 
     def setup(self) -> None:
         super().setup()
         self.stack = self._stack(name="transformer")
 
     def _stack(self, **module_args: Any) -> TransformerStack:
-        """The Transformer stack of these fields (it drops its own input)."""
         return TransformerStack(
             self.n_layers, self.width, self.ff_dim, self.n_heads, self.dropout, self.token_dropout, self.norm,
             self.positions, self.shared_directions, self.memory_length, self.max_window, self.remat, self.dtype,
@@ -347,13 +340,9 @@ class TransformerContextualizer(Contextualizer):
         self, x: jax.Array, mask: jax.Array, state: TransformerState, train: bool = False
     ) -> tuple[list[jax.Array], TransformerState]:
         """The Transformer over consecutive windows of at most max_window positions, each carrying
-        the memory to the next (as training's windows do), so any length runs, 'learned' positions
-        included; one window when T <= max_window.
-
-        The whole windows run in a loop the compiler sees once (`_scan_windows`) and a last partial
-        window in one more call, so the program holds at most two windows whatever T, and the
-        work grows linearly with T (not a copy of the stack per window).
-        """
+        the memory to the next (as training's windows do), so any length runs. The whole windows
+        run as one scan (`_scan_windows`) and a last partial window as one more call, so the
+        program holds at most two windows whatever T."""
         steps = x.shape[2]
         whole = steps - steps % self.max_window if steps > self.max_window else 0
         parts = []

@@ -20,10 +20,6 @@ from jax.experimental import pallas as pl
 MIN_BLOCK = 16  # Triton's smallest dot dimension (M, N and K of a tensor-core dot).
 
 
-def is_power_of_two(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
-
-
 def round_up(n: int, multiple: int) -> int:
     """The smallest multiple of `multiple` >= n."""
     return -(-n // multiple) * multiple
@@ -54,7 +50,7 @@ def check_block(name: str, block: int, interpret: bool) -> None:
     of two >= MIN_BLOCK."""
     if block <= 0:
         raise ValueError(f"{name}={block} must be positive")
-    if not interpret and not (is_power_of_two(block) and block >= MIN_BLOCK):
+    if not interpret and (block & (block - 1) or block < MIN_BLOCK):
         raise ValueError(
             f"{name}={block}: the Triton lowering needs a power of two >= {MIN_BLOCK} (or use interpret=True)"
         )
