@@ -1,12 +1,9 @@
 """The contextualizer interface: what the biLM asks of the stacks between its token encoder and softmax.
 
 A contextualizer reads both streams at once (direction axis of size 2, the backward stream holding
-the reversed text) and carries a state from one window to the next. The biLM builds it from its
-shared fields (`Contextualizer`'s) and its own options (its config section `model.<name>`, passed whole),
-and makes it share the biLM's scope, so its parameters sit where its module puts them under the
-biLM's params (`lstm_{i}`, `gated_cnn`, `transformer`) and its dropouts are the biLM's `drop` and
-`token_drop` (the top layer's dropout is `drop` too). The registry of names is
-model/contextualizers.py.
+the reversed text) and carries a state from one window to the next. It shares the biLM's scope, so
+its parameters sit directly under the biLM's and its dropouts are the biLM's `drop` and
+`token_drop` (docs/contextualizers.md, "Adding a contextualizer").
 """
 
 from __future__ import annotations
@@ -22,10 +19,9 @@ class Contextualizer(nn.Module):
     """Base of every contextualizer: the biLM's shared fields and the contract.
 
     `__call__(x, mask, state, train)`: token embeddings x `[2, B, T, input_dim]`, mask `[2, B, T]`
-    -> (the L = n_layers outputs `[2, B, T, width]`, zero or carried at masked positions as the
-    subclass says, the next state). `initial_state(B)`: the zero state, rows on axis 1 of every leaf.
-    `flops_per_token()`: forward matmul FLOPs for one token in one direction (model/flops.py).
-    Subclasses add their own fields (their config section's keys) and call `super().setup()`.
+    -> (the L = n_layers outputs `[2, B, T, width]`, the next state). `initial_state(B)`: the zero
+    state, rows on axis 1 of every leaf. `flops_per_token()`: forward matmul FLOPs for one token in
+    one direction. Subclasses add their config section's keys as fields and call `super().setup()`.
     """
 
     n_layers: int = 2

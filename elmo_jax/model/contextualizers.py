@@ -1,10 +1,7 @@
 """The registry of contextualizers: `model.contextualizer`'s name -> its class (model/contextualizer.py).
 
-The biLM and the FLOPs count ask this registry, and the config's schema allows its names and holds
-their sections (it sits a layer below, so registering declares them there:
-`schema.declare_contextualizer`). A new contextualizer is one module (a `Contextualizer` subclass
-whose fields beyond the shared ones are its section's keys), its config section (`model.<name>`, a
-`schema.Section`) and one `register_contextualizer` call.
+The config's schema sits a layer below, so registering a name also declares its config section
+there (`schema.declare_contextualizer`; docs/contextualizers.md, "Adding a contextualizer").
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ CONTEXTUALIZERS: dict[str, type[Contextualizer]] = {
     "lstm": LSTMContextualizer,
     "gated_cnn": GatedCNNContextualizer,
     "transformer": TransformerContextualizer,
-}  # Their names and sections are declared in the schema (schema.CONTEXTUALIZER_NAMES).
+}  # Their sections are declared in the schema (schema.CONTEXTUALIZER_NAMES).
 
 
 def register_contextualizer(name: str, cls: type[Contextualizer], section: schema.Section) -> None:

@@ -2,25 +2,18 @@
 
 `conv_max_over_positions(x, kernels)` is `[max_p conv1d_valid(x, k)[:, p, :] for k in kernels]`
 with a hand-written reverse pass (`jax.custom_vjp`). The forward pass keeps only the argmax of each
-pooled output (`[N, n]` int32) instead of the `[N, positions, n]` convolution outputs that autodiff
-would keep, and routes each output's cotangent to its argmax. Where positions tie, the whole
-cotangent goes to the first of them rather than being split; tied positions of a convolution's
-output are identical character windows (in practice: windows of padding), so the parameters'
-gradients are the same.
+pooled output (`[N, n]` int32), not the `[N, positions, n]` convolution outputs autodiff would
+keep, and routes each output's cotangent to its argmax. Where positions tie, the first gets the
+whole cotangent rather than a share: tied positions are identical character windows (in practice
+padding), so the parameters' gradients are the same.
 
-The reverse pass then needs the gradients of each convolution for a cotangent that is zero
-except at one position per token and filter. Both passes run one of two ways, picked by `block`:
-- `block=None`: XLA's convolutions and convolution gradients over the whole batch (the
-  transposed convolutions autodiff would use). Fast on GPU/TPU.
-- `block=b`: blocks of b tokens in a loop, every convolution a plain matmul over the unfolded
-  character windows: forward `y = unfold(x) W` and its max; reverse, with the cotangent `[b, L, n]`
-  built per block and filter, `dW += unfold(x)^T dy`, `dx = fold(dy W^T)`. Each block's buffers
-  stay in the CPU caches; the whole-batch version writes and rereads `[N, L, n]` buffers from
-  memory, and XLA:CPU's convolutions and their gradients run far below its matmul speed, so the
-  blocked passes are the faster ones on CPU (timings in docs/performance.md).
-With `fused=True` the forward pass is instead one Pallas kernel per filter width that keeps the
-running max on chip (`pallas_conv_pool`: Triton on GPU, Pallas's interpreter elsewhere); the
-reverse pass still runs as `block` says.
+Both passes run one of two ways, picked by `block`:
+- `block=None`: XLA's convolutions and their gradients over the whole batch. Fast on GPU/TPU.
+- `block=b`: blocks of b tokens in a loop, every convolution a matmul over the unfolded character
+  windows (forward `y = unfold(x) W` and its max; reverse `dW += unfold(x)^T dy`,
+  `dx = fold(dy W^T)`), whose buffers stay in the CPU caches: faster on CPU (docs/performance.md).
+With `fused=True` the forward pass is one Pallas kernel per filter width (`pallas_conv_pool`);
+the reverse pass still runs as `block` says.
 """
 
 from __future__ import annotations
@@ -35,7 +28,7 @@ from elmo_jax.model.pallas_conv_pool import pallas_conv_max
 from elmo_jax.model import platform
 from elmo_jax.model.precision import conv1d_valid, matmul
 
-CPU_BLOCK = 16  # Tokens per block on CPU (the fastest of 8-256 at elmo_small's shapes; docs/performance.md).
+CPU_BLOCK = 16  # Tokens per block on CPU (docs/performance.md).
 
 
 def resolve_block(block: int) -> int | None:
@@ -56,11 +49,8 @@ def _positions(length: int) -> jax.Array:
 
 
 def _max_and_first_argmax(y: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """y `[N, L, n]` -> (max over L `[N, n]`, first position holding it `[N, n]` int32).
-
-    Two single-output reductions rather than jnp.argmax's variadic (value, index) reduction,
-    which XLA:CPU runs several times slower.
-    """
+    """y `[N, L, n]` -> (max over L `[N, n]`, first position holding it `[N, n]` int32): two
+    single-output reductions, which XLA:CPU runs several times faster than jnp.argmax's one."""
     length = y.shape[1]
     out = jnp.max(y, axis=1)
     index = jnp.min(jnp.where(y == out[:, None, :], _positions(length), length), axis=1)
@@ -93,58 +83,46 @@ def conv_max_over_positions(
 ) -> list[jax.Array]:
     """Max over positions of each valid convolution: x `[N, C, d]`, kernels `[w_i, d, n_i]` -> `[N, n_i]` each.
 
-    Convolutions in `dtype` with float32 results (`precision.conv1d_valid`). block: tokens
-    per block of both passes, or None for XLA's whole-batch convolutions (see the module
-    docstring; `resolve_block` turns the config value into this). fused: the forward pass as
-    Pallas kernels (`pallas_conv_pool`), the reverse pass as `block` says.
+    Convolutions in `dtype` with float32 results (`precision.conv1d_valid`). block, fused: the
+    module docstring's (`resolve_block` turns `model.conv_block` into block).
     """
     return _forward(x, kernels, dtype, block, fused)[0]
 
 
 def _forward(x, kernels, dtype, block, fused):
-    if fused:
-        return _fused_forward(x, kernels, dtype)
-    if block is None:
-        return _whole_batch_forward(x, kernels, dtype)
-    return _blocked_forward(x, kernels, dtype, block)
-
-
-def _fused_forward(x, kernels, dtype):
-    """One Pallas kernel per filter width: the max and its first argmax, without the `[N, L, n]` outputs."""
-    interpret = platform.interprets_pallas()
-    results = [pallas_conv_max(x, kernel, jnp.dtype(dtype), interpret=interpret) for kernel in kernels]
-    return [out for out, _ in results], (x, list(kernels), [index for _, index in results])
-
-
-def _whole_batch_forward(x, kernels, dtype):
-    """XLA's convolutions over the whole batch, then the max over positions."""
-    pooled, indices = [], []
-    for kernel in kernels:
-        out, index = _max_and_first_argmax(conv1d_valid(x, kernel, dtype))
-        pooled.append(out)
-        indices.append(index)
+    if fused:  # One Pallas kernel per filter width, without the `[N, L, n]` outputs.
+        interpret = platform.interprets_pallas()
+        pooled, indices = _unzip([pallas_conv_max(x, k, jnp.dtype(dtype), interpret=interpret) for k in kernels])
+    elif block is None:
+        pooled, indices = _unzip([_max_and_first_argmax(conv1d_valid(x, k, dtype)) for k in kernels])
+    else:
+        pooled, indices = _blocked_max(x, kernels, dtype, block)
     return pooled, (x, list(kernels), indices)
 
 
-def _blocked_forward(x, kernels, dtype, block):
-    """The same as matmuls over the unfolded windows and their max, `block` tokens at a time."""
+def _unzip(pairs: list[tuple[jax.Array, jax.Array]]) -> tuple[list[jax.Array], list[jax.Array]]:
+    """Per filter width (max, argmax) -> (the maxima, the argmaxes)."""
+    return [out for out, _ in pairs], [index for _, index in pairs]
+
+
+def _blocked_max(x, kernels, dtype, block):
+    """The maxima and argmaxes as matmuls over the unfolded windows, `block` tokens at a time."""
     n_tokens = x.shape[0]
 
     def body(x_b):
-        pooled, indices = [], []
-        for kernel in kernels:
-            width, _, channels = kernel.shape
-            y = matmul("blk,kn->bln", _unfold(x_b, width), kernel.reshape(-1, channels), dtype)
-            out, index = _max_and_first_argmax(y)
-            pooled.append(out)
-            indices.append(index)
-        return pooled, indices
+        return _unzip([
+            _max_and_first_argmax(
+                matmul("blk,kn->bln", _unfold(x_b, kernel.shape[0]), kernel.reshape(-1, kernel.shape[2]), dtype)
+            )
+            for kernel in kernels
+        ])
 
     pooled, indices = jax.lax.map(body, _blocks(x, block))
+
     def unblock(a: jax.Array) -> jax.Array:
         return a.reshape(-1, *a.shape[2:])[:n_tokens]
 
-    return [unblock(p) for p in pooled], (x, list(kernels), [unblock(i) for i in indices])
+    return [unblock(p) for p in pooled], [unblock(i) for i in indices]
 
 
 def _blocks(a: jax.Array, block: int) -> jax.Array:
@@ -195,6 +173,4 @@ def _blocked_grads(x, kernels, indices, cotangents, dtype, block):
     return dx.astype(x.dtype), [d.astype(k.dtype) for d, k in zip(d_kernels, kernels)]
 
 
-conv_max_over_positions.defvjp(
-    lambda x, kernels, dtype, block, fused: _forward(x, kernels, dtype, block, fused), _backward
-)
+conv_max_over_positions.defvjp(_forward, _backward)

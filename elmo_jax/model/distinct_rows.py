@@ -1,8 +1,7 @@
 """The distinct rows of an integer array with static shapes, for encoding each distinct word once.
 
-A token embedding depends on the word's characters alone, and a batch of text repeats its words
-(in a Penn Treebank batch of 2 x 20 x 35 tokens, 45% are distinct). `distinct_rows` finds them
-inside a jitted step: rows are packed into a few int32 keys, sorted, and each run of equal rows
+A token embedding depends on the word's characters alone, and a batch of text repeats its words.
+Inside a jitted step rows are packed into a few int32 keys and sorted, and each run of equal rows
 becomes one distinct row; `capacity` fixes the shape of the result, and the caller falls back to
 every row when there are more distinct ones (`count > capacity`).
 """

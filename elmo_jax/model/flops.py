@@ -1,13 +1,8 @@
 """Analytic model FLOPs of the biLM (matmuls and convolutions; elementwise work not counted).
 
-The contextualizer's part is its own count (`Contextualizer.flops_per_token`), keyed by its name.
-
-The Transformer's count is for windows of model.transformer.max_window positions (training's and
-evaluation's unroll_steps where they equal it) over a full memory.
-
-A multiply-add counts as 2 FLOPs. Training FLOPs = 3 x forward (the backward pass costs twice
-the forward pass). A "token" is one position of the global batch, which the model processes in
-both directions.
+A multiply-add counts as 2 FLOPs; training FLOPs = 3 x forward (the backward pass costs twice the
+forward pass). A "token" is one position of the global batch, processed in both directions. The
+contextualizer's part is its own count (`Contextualizer.flops_per_token`), keyed by its name.
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
 """Gated convolutional contextualizer (Dauphin et al. 2017), both directions in one call.
 
-Per direction d and layer l, over the stream's positions in order (the backward stream holds the
-reversed text, so its layers see the text to the right):
-  window_t = [x_{t-(k-1)r}; ...; x_{t-r}; x_t]             k = kernel width, causal, r = dilation
-  h_t = (window_t W + b) * sigmoid(window_t V + c)       a gated linear unit (GLU)
-  out_t = h_t + x_t  (residual blocks, layers 2..L)      out_t = h_t  (layer 1, or without residual)
-Layer l's dilation is r_l = base^(l-1) (`dilation_base`; 1 = Dauphin et al.'s contiguous taps, 2
-doubles it per layer as WaveNet's causal convolutions do), so the stack sees
-1 + (k - 1) (r_1 + ... + r_L) positions with the same weights. The two directions have separate
-weights stacked on a leading axis of size 2, as the LSTMs'.
-
-Masked positions are skipped, as the LSTM's state is frozen at them: each row's real positions
-are moved to the front in order, the layers run on that stream, and the outputs go back to their
-positions (zero where masked). So a padded position never reaches a real one, and the real
-positions see the real inputs before them, padding or not.
-
-Carried state: per layer the last (k - 1) r_l real inputs of each row `[2, B, (k - 1) r_l, F_l]`,
-the left context of the next window. A window then sees exactly what one long pass over the text
-would, since no tap of layer l reaches further back.
+Per direction and layer l, over the stream's positions in order (docs/contextualizers.md):
+  h_t = (window_t W + b) * sigmoid(window_t V + c),  window_t = [x_{t-(k-1)r}; ...; x_{t-r}; x_t]
+with dilation r_l = dilation_base^(l-1), plus x_t on layers 2..L when residual. The directions'
+weights are stacked on a leading axis of size 2, as the LSTMs'. Masked positions are skipped, as
+the LSTM's state is frozen at them: each row's real positions run first, in order, and the outputs
+go back to their positions. The carried state is per layer the last (k - 1) r_l real inputs of
+each row, so a window sees exactly what one long pass over the text would.
 """
 
 from __future__ import annotations
@@ -33,11 +22,6 @@ from elmo_jax.model.initializers import uniform_symmetric, weight_init
 from elmo_jax.model.precision import matmul
 
 
-def glu_kernel_limit(kernel_width: int, d_in: int, features: int) -> float:
-    """Glorot uniform limit of a GLU convolution's kernel: fan-in k * d_in, fan-out `features`."""
-    return math.sqrt(6.0 / (kernel_width * d_in + features))
-
-
 def causal_windows(buffer: jax.Array, x: jax.Array, dilation: int = 1) -> jax.Array:
     """The k causal taps, `dilation` positions apart, of x `[2, B, T, F]` with the previous inputs
     `buffer` `[2, B, (k-1) dilation, F]` before it: `[2, B, T, k F]`, oldest input first."""
@@ -50,8 +34,7 @@ def next_buffer(buffer: jax.Array, x: jax.Array, n_real: jax.Array) -> jax.Array
     """The last `buffer.shape[2]` inputs of the stream `[buffer; x[:, :, :n_real]]` per row (x
     compacted: its real positions first), the carried state after this window."""
     z = jnp.concatenate([buffer.astype(x.dtype), x], axis=2)
-    index = n_real[..., None] + jnp.arange(buffer.shape[2])  # [2, B, (k-1) r] into z.
-    return jnp.take_along_axis(z, index[..., None], axis=2)
+    return take_time(z, n_real[..., None] + jnp.arange(buffer.shape[2]))
 
 
 def real_first(mask: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -103,7 +86,8 @@ class GatedConvLayer(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, buffer: jax.Array) -> jax.Array:
         d_in, k = x.shape[-1], self.kernel_width
-        init = weight_init(self.init_range, uniform_symmetric(glu_kernel_limit(k, d_in, self.features)))
+        glorot_limit = math.sqrt(6.0 / (k * d_in + self.features))  # Fan-in k d_in, fan-out features.
+        init = weight_init(self.init_range, uniform_symmetric(glorot_limit))
         w = self.param("W", init, (2, k, d_in, self.features))
         v = self.param("V", init, (2, k, d_in, self.features))
         b = self.param("b", nn.initializers.zeros, (2, self.features))
@@ -119,13 +103,11 @@ class GatedConvLayer(nn.Module):
 
 
 class GatedCNNStack(nn.Module):
-    """L causal GLU layers of width `features` per direction, dropout before each (`token_dropout`
-    before the first, `dropout` before the others, as the LSTM stacks'); residual around layers
-    2..L when `residual`; layer l's taps `dilation_base`^(l-1) positions apart.
+    """L causal GLU layers of width `features` per direction, dropout before each as the LSTM
+    stacks' (`token_dropout` before the first); residual around layers 2..L when `residual`.
 
-    __call__(x `[2, B, T, F]`, mask `[2, B, T]`, state, train) -> (outputs, new state): outputs a
-    list of L `[2, B, T, features]` arrays (zero at masked positions), state a list of L carried
-    buffers `[2, B, (k-1) r_l, F_l]` (`initial_buffers`).
+    x `[2, B, T, F]`, mask `[2, B, T]`, state (L buffers `[2, B, (k-1) r_l, F_l]`,
+    `initial_buffers`) -> (L outputs `[2, B, T, features]`, zero at masked positions; new state).
     """
 
     features: int

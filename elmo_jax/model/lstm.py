@@ -1,14 +1,10 @@
 """LSTM with projection and clipping (TF `LSTMCell` semantics), both directions in one time loop.
 
-Per direction d and time step:
-  z = x W_input + h W_hidden + b           gates in order i, j, f, o
-  c = sigmoid(f + 1) c + sigmoid(i) tanh(j),   c clipped to +-cell_clip
-  h = (sigmoid(o) tanh(c)) W_proj,             h clipped to +-proj_clip
-The forward and backward stacks have separate weights stored stacked on a leading axis of size 2,
-so each time step is one batched matmul for both directions; the input half of the matmul is
-hoisted out of the time loop, which is `lstm_recurrence` (with a hand-written reverse pass).
-As in bilm-tf, a layer with projection_dim == dim has no projection (h = sigmoid(o) tanh(c), no
-`W_P`, proj_clip unused): the plain LSTM of Kim et al. and Zaremba et al.
+The forward and backward stacks have separate weights stacked on a leading axis of size 2, so each
+time step is one batched matmul for both directions; the input half, x W_input, is hoisted out of
+the time loop, which is `lstm_recurrence` (its equations and hand-written reverse pass). As in
+bilm-tf, a layer with projection_dim == dim has no projection (no `W_P`, proj_clip unused): the
+plain LSTM of Kim et al. and Zaremba et al.
 """
 
 from __future__ import annotations
@@ -64,15 +60,12 @@ def kernel_limits(
 class BiLSTMLayer(nn.Module):
     """One LSTM-with-projection layer for both directions, run over time by `lstm_recurrence`.
 
-    The recurrence's hand-written reverse pass keeps O(T * B * dim) residuals (activated gates,
-    previous c, sigmoid(o) tanh(c) and the pre-clip h per step). With `remat`, the whole layer
-    (input matmul and recurrence) is wrapped in `jax.checkpoint`: only its inputs are kept and its
-    forward pass is recomputed in the backward pass, trading one extra forward pass for those
-    residuals. `dtype` is the dtype of the matmul operands (state and gate math stay float32).
-    `unroll`: time steps per loop iteration (0 = automatic; see `lstm_recurrence`).
-    `initializer`: of the kernels, 'uniform' | 'glorot_uniform' (see `kernel_limits`).
-    `kernel`: the time loop, 'xla' (`lstm_recurrence`) or 'pallas' (`pallas_lstm_recurrence`:
-    Triton kernels on GPU, Pallas's interpreter on other backends); runs with `reset` take 'xla'.
+    `remat`: the whole layer (input matmul and recurrence) in `jax.checkpoint`, recomputing its
+    forward pass in the backward pass instead of keeping the recurrence's O(T * B * dim) residuals.
+    `dtype`: of the matmul operands (state and gate math stay float32). `unroll`: time steps per
+    loop iteration (0 = automatic). `initializer`: of the kernels (`kernel_limits`). `kernel`: the
+    time loop, 'xla' (`lstm_recurrence`) or 'pallas' (`pallas_lstm_recurrence`); runs with `reset`
+    take 'xla'.
     """
 
     dim: int
@@ -128,28 +121,26 @@ class BiLSTMLayer(nn.Module):
 
         if self.remat:
             run = jax.checkpoint(run)
-        outputs, (c_final, h_final) = run(
-            x, w_input, bias, w_hidden, w_proj, mask, state.c, state.h, reset, reset_state
-        )
-        if self.residual:
-            outputs = outputs + x
-        return outputs, LSTMState(c_final, h_final)
+        outputs, final = run(x, w_input, bias, w_hidden, w_proj, mask, state.c, state.h, reset, reset_state)
+        return (outputs + x if self.residual else outputs), final
 
     def _recurrence(self, xw, bias, w_hidden, w_proj, mask, c0, h0, reset=None, reset_state=None):
-        # Time stays on axis 2 (no [2, B, T] <-> [T, 2, B] transposes); the bias is added inside
-        # the loop (no extra pass over xw).
+        """The time loop over xw `[2, B, T, 4 dim]`, time on axis 2 and the bias added inside the
+        loop (no transposes or extra pass over xw) -> (outputs `[2, B, T, P]`, final `LSTMState`)."""
         if self.kernel not in TIME_LOOP_KERNELS:
             raise ValueError(f"model.lstm_kernel must be one of {TIME_LOOP_KERNELS}, got {self.kernel!r}")
         if self.kernel == "pallas" and reset is None:
-            return pallas_lstm_recurrence(
+            outputs, final = pallas_lstm_recurrence(
                 xw, w_hidden, w_proj, mask[..., None], c0, h0, self.cell_clip, self.proj_clip, self.dtype,
                 time_axis=2, bias=bias, interpret=platform.interprets_pallas(),
             )
-        return lstm_recurrence(
-            xw, w_hidden, w_proj, mask[..., None], c0, h0,
-            self.cell_clip, self.proj_clip, self.dtype, time_axis=2, bias=bias, unroll=self.unroll,
-            reset=None if reset is None else reset[..., None], reset_state=reset_state,
-        )
+        else:
+            outputs, final = lstm_recurrence(
+                xw, w_hidden, w_proj, mask[..., None], c0, h0,
+                self.cell_clip, self.proj_clip, self.dtype, time_axis=2, bias=bias, unroll=self.unroll,
+                reset=None if reset is None else reset[..., None], reset_state=reset_state,
+            )
+        return outputs, LSTMState(*final)
 
     def input_gates(self, x: jax.Array) -> jax.Array:
         """The input half of the gates, x W_input, of both directions for the same inputs:
@@ -169,7 +160,6 @@ class BiLSTMLayer(nn.Module):
         if self.residual:
             raise ValueError("a residual LSTM layer adds its inputs to its outputs: call it with them")
         params = self.variables["params"]
-        outputs, (c_final, h_final) = self._recurrence(
+        return self._recurrence(
             xw, params["B"], params["W_hidden"], params.get("W_P"), mask, state.c, state.h, reset, reset_state
         )
-        return outputs, LSTMState(c_final, h_final)

@@ -6,25 +6,18 @@ Per direction d and time step t (both directions batched on a leading axis of 2)
   m  = sigmoid(o) tanh(c_new)
   h' = m W_proj,                               h_new = clip(h', proj_clip)
   (c, h) <- (c_new, h_new) where mask_t else (c, h);   output_t = h.
+Without a projection (`w_proj=None`, bilm-tf's cell when projection_dim == dim) h' = m, P = dim and
+proj_clip is ignored, as by TF's LSTMCell without num_proj.
 
-Plain autodiff of the time loop accumulates dW_hidden and dW_proj with small per-step matmuls
-inside the reverse loop and keeps more residuals than needed. Here the reverse loop does only the
-truly sequential work (the dz W_hidden^T and dh' W_proj^T matmuls and the gate algebra) and emits
-dz_t and dh'_t per step; the weight gradients are then one large matmul each over all steps, and
-d xw is the stacked dz.
+Plain autodiff of the time loop accumulates dW_hidden and dW_proj with small per-step matmuls in
+the reverse loop and keeps more residuals than needed. Here the reverse loop does only the
+sequential work (the dz W_hidden^T and dh' W_proj^T matmuls and the gate algebra) and emits dz_t
+and dh'_t per step; the weight gradients are then one large matmul each over all steps. It keeps,
+per step, the activated gates (written over xw), the previous c, m (with a projection) and the
+pre-clip h' (with proj_clip): 6 * dim floats per row and step (+ P with proj_clip).
 
-Residuals kept for the backward pass, per step: the four activated gates (written over xw), the
-previous c, m and, with proj_clip, the pre-clip h'; c' and tanh(c_new) are recomputed from them
-and the previous h is read from the outputs. That is O(T * B * dim): 6 * dim floats per row and
-step (+ P with proj_clip) besides the outputs.
-
-Without a projection (`w_proj=None`, bilm-tf's cell when projection_dim == dim) h' = m, P = dim,
-proj_clip is ignored (as TF's LSTMCell without num_proj) and m is not kept.
-
-Time can be the leading axis (`time_axis=0`: `[T, 2, B, .]`) or the third one (`time_axis=2`:
-`[2, B, T, .]`, the layout of `BiLSTMLayer`'s inputs and outputs). The loops read and write one
-time slice per step either way; with `time_axis=2` the layer needs no `[2, B, T] <-> [T, 2, B]`
-copies of xw, the outputs or dz (on CPU those cost ~15% of a layer's gradient).
+Time is the leading axis (`time_axis=0`: `[T, 2, B, .]`) or the third (`time_axis=2`:
+`[2, B, T, .]`, `BiLSTMLayer`'s layout, which then needs no transposes of xw, the outputs or dz).
 """
 
 from __future__ import annotations
@@ -50,6 +43,42 @@ def clip_grad(x: jax.Array, bound: float) -> jax.Array:
     return jnp.where(a < bound, 1.0, jnp.where(a == bound, 0.5, 0.0)).astype(x.dtype)
 
 
+def cell_step(
+    z: tuple[jax.Array, ...], c: jax.Array, cell_clip: float | None
+) -> tuple[tuple[jax.Array, ...], jax.Array, jax.Array]:
+    """One step of the cell for the gates' pre-activations z = (i, j, f, o) and the previous c ->
+    (the activated gates (sigmoid(i), tanh(j), sigmoid(f + 1), sigmoid(o)), c_new, m); shared with
+    the Pallas kernels, like `cell_grads`."""
+    i, j, f, o = z
+    gates = (jax.nn.sigmoid(i), jnp.tanh(j), jax.nn.sigmoid(f + FORGET_BIAS), jax.nn.sigmoid(o))
+    sig_i, tanh_j, sig_f, sig_o = gates
+    c_new = clip(sig_f * c + sig_i * tanh_j, cell_clip)
+    return gates, c_new, sig_o * jnp.tanh(c_new)
+
+
+def cell_grads(
+    gates: tuple[jax.Array, ...], c_prev: jax.Array, d_m: jax.Array, dc: jax.Array, live: jax.Array,
+    cell_clip: float | None,
+) -> tuple[tuple[jax.Array, ...], jax.Array]:
+    """`cell_step` in reverse: the activated gates, the previous c, the cotangent of m and the
+    carried dc -> (dz per gate (i, j, f, o), dc of the previous step). Where the mask is 0 (`live`
+    false) the state passed through unchanged: its cotangent goes straight back, and the step
+    itself gets none."""
+    sig_i, tanh_j, sig_f, sig_o = gates
+    c_raw = sig_f * c_prev + sig_i * tanh_j
+    tanh_c = jnp.tanh(clip(c_raw, cell_clip))
+    dc_raw = jnp.where(live, dc, 0.0) + d_m * sig_o * (1.0 - tanh_c * tanh_c)
+    if cell_clip is not None:
+        dc_raw = dc_raw * clip_grad(c_raw, cell_clip)
+    dz = (
+        dc_raw * tanh_j * sig_i * (1.0 - sig_i),
+        dc_raw * sig_i * (1.0 - tanh_j * tanh_j),
+        dc_raw * c_prev * sig_f * (1.0 - sig_f),
+        d_m * tanh_c * sig_o * (1.0 - sig_o),
+    )
+    return dz, jnp.where(live, dc_raw * sig_f, dc)
+
+
 def _read(x: jax.Array, t: jax.Array, axis: int) -> jax.Array:
     return jax.lax.dynamic_index_in_dim(x, t, axis, keepdims=False)
 
@@ -60,9 +89,7 @@ def _write(buf: jax.Array, value: jax.Array, t: jax.Array, axis: int) -> jax.Arr
 
 def stacked_shape(step_shape: tuple[int, ...], n_steps: int, axis: int) -> tuple[int, ...]:
     """The shape of `n_steps` per-step values of shape `step_shape`, time on `axis`."""
-    shape = list(step_shape)
-    shape.insert(axis, n_steps)
-    return tuple(shape)
+    return (*step_shape[:axis], n_steps, *step_shape[axis:])
 
 
 def _stacked(step_shape: tuple[int, ...], n_steps: int, axis: int) -> jax.Array:
@@ -72,10 +99,8 @@ def _stacked(step_shape: tuple[int, ...], n_steps: int, axis: int) -> jax.Array:
 
 def recurrence_inputs(xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis: int, bias):
     """The argument handling `lstm_recurrence` and `pallas_lstm_recurrence` share: checks
-    `time_axis` and the clips (None: no clipping, else > 0), makes proj_clip None without a projection, casts
-    xw and the state to float32 and makes bias zeros `[2, 4*dim]` when None.
-
-    Returns (xw, c0, h0, bias, cell_clip, proj_clip).
+    `time_axis` and the clips, drops proj_clip without a projection, casts xw and the state to
+    float32 and makes bias zeros `[2, 4*dim]` when None. Returns (xw, c0, h0, bias, cell_clip, proj_clip).
     """
     if time_axis not in (0, 2):
         raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
@@ -96,12 +121,8 @@ def _forward(
     """The time loop: returns the final (c, h), the outputs and (with `save`) the residuals.
 
     `reset` (optional, the layout of `mask`): where true, the state becomes `reset_state` (c, h)
-    before the step (broadcast against c0, h0).
-
-    The residuals are the activated gates [sigmoid(i), tanh(j), sigmoid(f + 1), sigmoid(o)],
-    written over xw step by step (XLA updates the buffer in place when xw is not needed
-    afterwards, as in BiLSTMLayer: no new [.., 4*dim] buffer), the previous c, m = sigmoid(o)
-    tanh(c_new) and, with proj_clip, the pre-clip h'.
+    before the step. The activated gates [sigmoid(i), tanh(j), sigmoid(f + 1), sigmoid(o)] are
+    written over xw, which XLA updates in place when xw is not needed afterwards.
     """
     n_steps = xw.shape[axis]
     projected = w_proj is not None
@@ -122,17 +143,12 @@ def _forward(
             r_t = _read(reset, t, axis)
             c, h = jnp.where(r_t, reset_state[0], c), jnp.where(r_t, reset_state[1], h)
         z = (_read(res[0] if save else xw, t, axis) + bias) + matmul("dbp,dpg->dbg", h, w_hidden, dtype)
-        i, j, f, o = jnp.split(z, 4, axis=-1)
-        sig_i, tanh_j, sig_f, sig_o = (
-            jax.nn.sigmoid(i), jnp.tanh(j), jax.nn.sigmoid(f + FORGET_BIAS), jax.nn.sigmoid(o)
-        )
-        c_clip = clip(sig_f * c + sig_i * tanh_j, cell_clip)
-        m = sig_o * jnp.tanh(c_clip)
+        gates, c_clip, m = cell_step(jnp.split(z, 4, axis=-1), c, cell_clip)
         h_raw = matmul("dbk,dkp->dbp", m, w_proj, dtype) if projected else m
         c_new = jnp.where(m_t, c_clip, c)
         h_new = jnp.where(m_t, clip(h_raw, proj_clip), h)
         if save:
-            values = (jnp.concatenate([sig_i, tanh_j, sig_f, sig_o], axis=-1), c)
+            values = (jnp.concatenate(gates, axis=-1), c)
             values += (m,) if projected else ()
             values += (h_raw,) if proj_clip is not None else ()
             res = tuple(_write(buf, v, t, axis) for buf, v in zip(res, values))
@@ -174,31 +190,16 @@ def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotang
     def body(k, carry):
         dc, dh, gates, dz_all, dh_raw_all = carry
         t = n_steps - 1 - k
-        sig_i, tanh_j, sig_f, sig_o = jnp.split(gates, 4, axis=-1)
-        c_prev = _read(c_prev_all, t, axis)
-        c_raw = sig_f * c_prev + sig_i * tanh_j
-        tanh_c = jnp.tanh(clip(c_raw, cell_clip))
         m_t = _read(mask, t, axis)
         dh = dh + _read(d_hs, t, axis)
-        # Where the mask is 0 the state passed through unchanged: its cotangent goes straight back,
-        # and the step itself gets none (dz = 0, dh' = 0).
-        dh_raw = jnp.where(m_t, dh, 0.0)
+        dh_raw = jnp.where(m_t, dh, 0.0)  # A masked step gets no cotangent (`cell_grads`).
         if proj_clip is not None:
             dh_raw = dh_raw * clip_grad(_read(h_raw_all[0], t, axis), proj_clip)
         d_m = matmul("dbp,dkp->dbk", dh_raw, w_proj_c, dtype) if projected else dh_raw
-        dc_raw = jnp.where(m_t, dc, 0.0) + d_m * sig_o * (1.0 - tanh_c * tanh_c)
-        if cell_clip is not None:
-            dc_raw = dc_raw * clip_grad(c_raw, cell_clip)
-        dz = jnp.concatenate(
-            [
-                dc_raw * tanh_j * sig_i * (1.0 - sig_i),
-                dc_raw * sig_i * (1.0 - tanh_j * tanh_j),
-                dc_raw * c_prev * sig_f * (1.0 - sig_f),
-                d_m * tanh_c * sig_o * (1.0 - sig_o),
-            ],
-            axis=-1,
+        dz, dc_prev = cell_grads(
+            jnp.split(gates, 4, axis=-1), _read(c_prev_all, t, axis), d_m, dc, m_t, cell_clip
         )
-        dc_prev = jnp.where(m_t, dc_raw * sig_f, dc)
+        dz = jnp.concatenate(dz, axis=-1)
         dh_prev = jnp.where(m_t, matmul("dbg,dpg->dbp", dz, w_hidden_c, dtype), dh)
         dz_all = _write(dz_all, dz, t, axis)
         gates = _read(dz_all, jnp.maximum(t - 1, 0), axis)  # (a dummy read at t = 0)
@@ -209,31 +210,30 @@ def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotang
         0, n_steps, body, (d_ct, d_ht, gates_last, gates_all, dh_raw_all), unroll=unroll
     )
 
-    # The weight gradients: one matmul each over all steps (and both directions batched).
-    steps = "tdb" if axis == 0 else "dbt"
-    h_prev = jnp.concatenate(
-        [jnp.expand_dims(h0, axis), jax.lax.slice_in_dim(hs, 0, n_steps - 1, axis=axis)], axis=axis
-    )
-    d_w_hidden = matmul(f"{steps}p,{steps}g->dpg", h_prev, dz, dtype)
-    d_w_proj = (
-        matmul(f"{steps}k,{steps}p->dkp", m_all, dh_raw, dtype).astype(w_proj.dtype) if projected else None
-    )
-    d_bias = jnp.sum(dz, axis=(0, 2) if axis == 0 else (1, 2))
-    return dz, d_bias, d_w_hidden.astype(w_hidden.dtype), d_w_proj, None, dc0, dh0
+    d_bias, d_w_hidden, d_w_proj = weight_grads(axis, dtype, h0, hs, dz, m_all, dh_raw, w_hidden, w_proj)
+    return dz, d_bias, d_w_hidden, d_w_proj, None, dc0, dh0
 
 
 _recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
 
 
-def _resolve_unroll(unroll: int, n_steps: int) -> int:
-    """0 (automatic): 1 on every platform.
+def weight_grads(
+    axis: int, dtype: jnp.dtype, h0, hs, dz, m_all, dh_raw, w_hidden, w_proj
+) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+    """(d bias, d W_hidden, d W_proj) from the reverse loop's dz `[.., 4*dim]` and dh' `[.., P]` (time
+    on `axis`): one matmul each over all steps, both directions batched (shared with `pallas_lstm`)."""
+    steps = "tdb" if axis == 0 else "dbt"
+    h_prev = jnp.concatenate(
+        [jnp.expand_dims(h0, axis), jax.lax.slice_in_dim(hs, 0, hs.shape[axis] - 1, axis=axis)], axis=axis
+    )
+    d_w_hidden = matmul(f"{steps}p,{steps}g->dpg", h_prev, dz, dtype).astype(w_hidden.dtype)
+    d_w_proj = None if w_proj is None else matmul(f"{steps}k,{steps}p->dkp", m_all, dh_raw, dtype).astype(w_proj.dtype)
+    return jnp.sum(dz, axis=(0, 2) if axis == 0 else (1, 2)), d_w_hidden, d_w_proj
 
-    Unrolling the whole window multiplies the compile work (2 layers x 2 passes x 20 loop bodies
-    per step, each of its matmul fusions autotuned on GPU) for no faster step: on an H200,
-    elmo_original bfloat16 at batch 128 compiled in 88 s unrolled and 51 s with 1 step per
-    iteration, and stepped in 17.0 and 15.0 ms; on CPU unrolling slows the step (timings in
-    docs/performance.md).
-    """
+
+def _resolve_unroll(unroll: int, n_steps: int) -> int:
+    """0 (automatic): 1 on every platform. Unrolling multiplies the compile work for no faster
+    step (docs/performance.md)."""
     if unroll < 0:
         raise ValueError(f"model.unroll must be >= 0, got {unroll}")
     return max(1, min(int(unroll), n_steps))
@@ -257,25 +257,21 @@ def lstm_recurrence(
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
     """Runs the LSTM-with-projection over time for both directions.
 
-    With `time_axis=0`: xw `[T, 2, B, 4*dim]` float32 input contribution (x W_input + b, hoisted
-    out of the loop), mask `[T, 2, B, 1]` (state frozen where 0), outputs hs `[T, 2, B, P]`.
-    With `time_axis=2` the same with time third: `[2, B, T, .]`.
-    w_hidden: `[2, P, 4*dim]`; w_proj: `[2, dim, P]`, or None for no projection (P = dim);
-    c0 `[2, B, dim]`, h0 `[2, B, P]`: the initial state. cell_clip / proj_clip: static; None or 0
-    for no clipping. Matmul operands are cast to `dtype` (state and gate math stay float32).
-    bias: optional `[2, 4*dim]` added to xw inside the loop (saves a pass over xw when
-    xw = x W_input comes straight from a matmul).
+    With `time_axis=0`: xw `[T, 2, B, 4*dim]` float32 input contribution (x W_input, hoisted out
+    of the loop), mask `[T, 2, B, 1]` (state frozen where 0), outputs hs `[T, 2, B, P]`; with
+    `time_axis=2` the same with time third: `[2, B, T, .]`. w_hidden: `[2, P, 4*dim]`; w_proj:
+    `[2, dim, P]`, or None for no projection (P = dim); c0 `[2, B, dim]`, h0 `[2, B, P]`: the
+    initial state. cell_clip / proj_clip: static, None for no clipping, else > 0. Matmul operands
+    are cast to `dtype` (state and gate math stay float32). bias: optional `[2, 4*dim]` added to xw
+    inside the loop (saving a pass over xw).
 
-    Returns hs (the state h after each step: at a masked step, the frozen previous h) and the final
-    state (c, h). Reverse-mode differentiable in xw, bias, the weights and the initial state
-    through a hand-written VJP (`jax.custom_vjp`: no forward mode); the mask gets no cotangent.
-    unroll: time steps per loop iteration, in both loops (`fori_loop`'s unroll); 0 = automatic: 1
-    (see `_resolve_unroll`).
-    reset: optional, the layout of `mask`: where true, the state is set to `reset_state` before the
-    step (a new sequence starts there, so several can share a row: inference packs sentences that
-    way). reset_state: (c, h), broadcast against (c0, h0), e.g. `[2, 1, dim]`, `[2, 1, P]`; default
-    zeros. With `reset`, gradients come from JAX's autodiff of the loop rather than the
-    hand-written reverse pass.
+    Returns hs (h after each step; at a masked step the frozen previous h) and the final state
+    (c, h). Reverse-mode differentiable in xw, bias, the weights and the initial state through a
+    hand-written VJP (no forward mode); the mask gets no cotangent.
+    unroll: time steps per loop iteration, in both loops; 0 = automatic (`_resolve_unroll`).
+    reset: optional, the layout of `mask`: where true, the state is set to `reset_state` ((c, h),
+    broadcast against (c0, h0); default zeros) before the step, so several sequences can share a
+    row. With `reset`, gradients come from JAX's autodiff of the loop.
     """
     xw, c0, h0, bias, cell_clip, proj_clip = recurrence_inputs(
         xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis, bias

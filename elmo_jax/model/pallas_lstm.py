@@ -1,81 +1,51 @@
 """The LSTM-with-projection recurrence of `lstm_recurrence` as two Pallas kernels (GPU/Triton lowering).
 
-Same equations, arguments, masking, clipping, layouts and result as
-`elmo_jax.model.lstm_recurrence.lstm_recurrence` (read its docstring): per direction and step
-  z = xw_t + b + h W_hidden (gates i, j, f, o),  c' = clip(sigmoid(f + 1) c + sigmoid(i) tanh(j)),
-  m = sigmoid(o) tanh(c'),  h' = clip(m W_proj),  (c, h) <- (c', h') where mask_t else (c, h).
+Same equations, masking, clipping, layouts and result as `lstm_recurrence.lstm_recurrence`.
 
-Forward kernel (one `pallas_call` per recurrence). Grid (direction, batch block): program (d, b)
-owns rows [b*block_batch, (b+1)*block_batch) of direction d for the whole sequence; rows never
-interact, so no program waits for another. The time loop runs inside the kernel (`fori_loop`).
-  On chip across all steps (loop carries, i.e. registers; Triton spills what does not fit): the
-  rows' state, c as dim / block_hidden tiles `[block_batch, block_hidden]` and h as `[block_batch, P]`
-  (without a projection, as tiles like c). The state is never written to and read back from HBM
-  between steps, so a step's only HBM traffic is reading its xw slice and the weights and writing
-  its outputs (and residuals).
-  Streamed per step: W_hidden and W_proj are too large to be one block (ELMo original: 16 MiB and
-  4 MiB per direction in bfloat16), so a static Python loop over hidden tiles k loads, per tile,
-  the four gate column blocks of W_hidden `[P, block_hidden]` (columns g*dim + k*block_hidden
-  for g = i, j, f, o: the same hidden units), computes those units' gates, updates their cell
-  state right away, and accumulates m_k W_proj[k] (`[block_hidden, P]`) into the float32 h'.
-  Only one tile's weights and gate values are needed at a time. Per tile and step the kernel
-  writes the outputs' slices and, for training, the residuals `lstm_recurrence` keeps: the
-  activated gates, the previous c, m (with a projection) and the pre-clip h' (with proj_clip).
+Forward kernel. Grid (direction, batch block): program (d, b) owns block_batch rows of direction d
+for the whole sequence (rows never interact) and runs the time loop inside the kernel. The rows'
+state stays on chip across steps (c as `[block_batch, block_hidden]` tiles, h as `[block_batch, P]`,
+or tiles like c without a projection), so a step reads only its xw slice and the weights from HBM
+and writes its outputs and residuals. W_hidden and W_proj are too large for one block, so a static
+loop over hidden tiles k loads the four gate column blocks of W_hidden `[P, block_hidden]` for the
+tile's units, updates their c right away and accumulates m_k W_proj[k] into the float32 h'.
 
-Reverse kernel: the same grid and the reverse time loop, with the algebra of `_recurrence_bwd`.
-  On chip across steps: the carried cotangents dc (tiles) and dh. Per step it reads the
-  residuals of step t tile by tile, emits dz_t (written where the gates' columns are) and
-  dh'_t, and accumulates dz_t W_hidden^T into the next dh; the weights are streamed as in the
-  forward kernel. The weight gradients are then one large XLA matmul each over all steps and
-  both directions (`precision.matmul`, as `_recurrence_bwd`), d xw is dz and d bias its sum.
+Reverse kernel: the same grid and the reverse time loop with the algebra of `_recurrence_bwd`,
+carrying dc (tiles) and dh on chip; it emits dz_t and dh'_t, and the weight gradients are one XLA
+matmul each over all steps (`lstm_recurrence.weight_grads`).
 
-Matmul operands are cast to `dtype` (weights once, outside the kernels, so they are read in
-`dtype`); dots accumulate in float32 (`preferred_element_type`), state and gate math are float32.
-Unlike `precision.matmul` the float32 dot result is not rounded to `dtype` first, so on a GPU
-bfloat16 results differ from `lstm_recurrence`'s by about bfloat16's rounding (on CPU, XLA keeps
-float32 results of bfloat16 dots too and the two agree to float32 summation order).
+Dots accumulate in float32 and, unlike `precision.matmul`, are not rounded to `dtype` first, so
+bfloat16 results on a GPU differ from `lstm_recurrence`'s by about bfloat16's rounding.
 
-Tile defaults (for an H100, 227 KiB of shared memory per block): block_batch 16, the smallest M
-of a tensor-core dot; block_hidden the largest power of two <= 128 dividing dim (rounded up to a
-multiple of 16) whose W_hidden gate tile `[P, block_hidden]` takes <= 64 KiB in `dtype` (ELMo
-original, P = 512, bfloat16: 64; ELMo small, P = 128: 128). Triton stages a dot's operands in
-shared memory: one gate tile, the h operand (`[16, P]`) and the W_proj tile (`[block_hidden, P]`,
-<= 64 KiB too) fit together. c on chip is `block_batch * dim` floats per program (ELMo original:
-256 KiB at block_batch 16, more than the register file: Triton spills it to local memory), h
-`block_batch * P`.
-Triton lowers only power-of-two tensor sizes and dots with every dimension >= 16, so the wrapper
-zero-pads (`triton_blocks`, `_pad_inputs`): the batch to a multiple of block_batch (init runs at
-batch 1, evaluation at any batch), dim to a multiple of block_hidden and P to a power of two
->= 16; the results are sliced back. The padding is exact: padded rows are masked (their state
-never moves and they get no gradient), padded hidden units and h units have zero inputs and
-weights (their c, m and h stay 0 and feed nothing into the real units). Time is not padded: the
-kernels read and write one step at a time, so T is no dimension of an in-kernel array. In
-interpret mode smaller explicit blocks work too (tests exercise many tiles at small sizes).
-The tests run the kernels in interpret mode and lower them for CUDA without a GPU (Triton
-modules that verify); compiling them with Triton (PTX, shared memory, register spills of c,
-compile time of the unrolled tile loop: 64 tiles x 5 dots per step for ELMo original) and their
-speed are unchecked. Each program reads all of W_hidden and W_proj every step and the grid has
-only 2 * B / block_batch programs (16 for B = 128), so the forward step may be bound by one SM's
-bandwidth to L2 rather than by compute: an open question for the GPU, not measured.
+Blocks: block_batch 16, the smallest M of a tensor-core dot; block_hidden the largest power of two
+<= 128 dividing dim (rounded up to 16) whose gate tile `[P, block_hidden]` takes <= 64 KiB in
+`dtype`, so that it, the h operand and a W_proj tile fit in shared memory together. The wrapper
+zero-pads (`triton_blocks`) the batch to a multiple of block_batch, dim to one of block_hidden and P
+to a power of two >= 16, which is exact: padded rows are masked, and padded units have zero inputs
+and weights, so their c, m and h stay 0 and feed nothing into the real ones. Time is not padded
+(the kernels read one step at a time).
 
-Differences from `lstm_recurrence`: no `unroll` (the loop is in the kernel) and no `reset`; the
-gate residuals are a new buffer rather than written over xw, and dz a new one rather than
-written over them (no `input_output_aliases`: within a program a tile's load and store of the
-same address may run on different threads, which would need a barrier).
+Unlike `lstm_recurrence`: no `unroll` and no `reset`, and the gate residuals and dz are new buffers
+rather than written in place (within a program a tile's load and store of one address may run on
+different threads, which would need a barrier).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from elmo_jax.model.lstm_recurrence import FORGET_BIAS, clip, clip_grad, recurrence_inputs, stacked_shape
-from elmo_jax.model.precision import matmul
-from elmo_jax.model.triton_blocks import MIN_BLOCK, check_block, largest_block, pad_to, padded_width, round_up
+from elmo_jax.model.lstm_recurrence import (
+    cell_grads, cell_step, clip, clip_grad, recurrence_inputs, stacked_shape, weight_grads,
+)
+from elmo_jax.model.triton_blocks import (
+    MIN_BLOCK, check_block, largest_block, pad_to, padded_width, pallas_call, round_up,
+)
 
 DEFAULT_BLOCK_BATCH = MIN_BLOCK  # the smallest M of a tensor-core dot
 MAX_BLOCK_HIDDEN = 128
@@ -97,11 +67,8 @@ class _Config:
     num_stages: int | None
 
 
-# ---------------------------------------------------------------------------------------------
-# Block specs. Sequences are [T, 2, B, X] (time_axis 0) or [2, B, T, X] (time_axis 2); in the
-# kernel a sequence ref is [T, block_batch, X] or [block_batch, T, X] and `_at` indexes step t.
-
-
+# Sequences are [T, 2, B, X] (time_axis 0) or [2, B, T, X] (time_axis 2); in the kernel a
+# sequence ref is [T, block_batch, X] or [block_batch, T, X] and `_at` indexes step t.
 def _seq_spec(axis: int, n_steps: int, block_batch: int, width: int) -> pl.BlockSpec:
     if axis == 0:
         return pl.BlockSpec((n_steps, None, block_batch, width), lambda d, b: (0, d, b, 0))
@@ -127,8 +94,13 @@ def _dot(a: jax.Array, b: jax.Array, dtype: jnp.dtype, transpose_b: bool = False
     return jax.lax.dot_general(a.astype(dtype), b.astype(dtype), dims, preferred_element_type=jnp.float32)
 
 
-# ---------------------------------------------------------------------------------------------
-# Kernels.
+def _tiles(cfg: _Config, dim: int, p: int, projected: bool) -> tuple[int, list, list, Callable[[int, int], pl.Slice]]:
+    """(n_tiles, the hidden units of each tile, h's pieces, gate_cols(g, k): gate g's columns of
+    tile k). h is one `[bb, P]` piece with a projection, else the hidden tiles: Triton cannot slice
+    or concatenate values, so h is kept as the pieces it is computed in, each one a dot's K block."""
+    th = cfg.block_hidden
+    hid = [pl.ds(k * th, th) for k in range(dim // th)]
+    return len(hid), hid, [pl.ds(0, p)] if projected else hid, lambda g, k: pl.ds(g * dim + k * th, th)
 
 
 def _loop_on_chip(step, n_steps: int, *carries: tuple) -> None:
@@ -152,15 +124,8 @@ def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, project
         gates_ref, c_prev_ref = res_refs[:2]
         m_ref = res_refs[2] if projected else None
         h_raw_ref = res_refs[-1] if cfg.proj_clip is not None else None
-    axis, dtype, th = cfg.axis, cfg.dtype, cfg.block_hidden
-    n_tiles = dim // th
-    hid = [pl.ds(k * th, th) for k in range(n_tiles)]  # hidden units of tile k
-    # h's pieces: one [bb, P] with a projection, else the hidden tiles (Triton cannot slice or
-    # concatenate values, so h is kept as the pieces it is computed in and each piece is a K block).
-    h_rows = [pl.ds(0, p)] if projected else hid
-
-    def gate_cols(g: int, k: int) -> pl.Slice:
-        return pl.ds(g * dim + k * th, th)
+    axis, dtype = cfg.axis, cfg.dtype
+    n_tiles, hid, h_rows, gate_cols = _tiles(cfg, dim, p, projected)
 
     def step(t, carry):
         cs, hs = carry
@@ -176,14 +141,11 @@ def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, project
                 for h_op, rows in zip(h_ops, h_rows):
                     z_g = z_g + _dot(h_op, w_hidden_ref[rows, cols], dtype)
                 z.append(z_g)
-            sig_i, tanh_j = jax.nn.sigmoid(z[0]), jnp.tanh(z[1])
-            sig_f, sig_o = jax.nn.sigmoid(z[2] + FORGET_BIAS), jax.nn.sigmoid(z[3])
             c = cs[k]
-            c_clip = clip(sig_f * c + sig_i * tanh_j, cfg.cell_clip)
-            m = sig_o * jnp.tanh(c_clip)
+            gates, c_clip, m = cell_step(z, c, cfg.cell_clip)
             new_cs.append(jnp.where(live, c_clip, c))
             if save:
-                for g, a in enumerate((sig_i, tanh_j, sig_f, sig_o)):
+                for g, a in enumerate(gates):
                     gates_ref[_at(axis, t, gate_cols(g, k))] = a
                 c_prev_ref[_at(axis, t, hid[k])] = c
             if projected:
@@ -207,33 +169,23 @@ def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, project
 
 def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projected: bool) -> None:
     """The reverse time loop of `_recurrence_bwd` for one program's rows: dz_t, dh'_t, dc0, dh0."""
-    refs = list(refs)
-    mask_ref, gates_ref, c_prev_ref = refs[:3]
-    refs = refs[3:]
+    mask_ref, gates_ref, c_prev_ref, *refs = refs
     h_raw_ref = refs.pop(0) if cfg.proj_clip is not None else None
-    d_hs_ref, d_c_ref, d_h_ref, w_hidden_ref = refs[:4]
-    refs = refs[4:]
+    d_hs_ref, d_c_ref, d_h_ref, w_hidden_ref, *refs = refs
     w_proj_ref = refs.pop(0) if projected else None
-    dz_ref = refs.pop(0)
+    dz_ref, *refs = refs
     dh_raw_ref = refs.pop(0) if projected else None
     dc0_ref, dh0_ref = refs
-    axis, dtype, th = cfg.axis, cfg.dtype, cfg.block_hidden
-    n_tiles = dim // th
-    hid = [pl.ds(k * th, th) for k in range(n_tiles)]
-    h_rows = [pl.ds(0, p)] if projected else hid
-
-    def gate_cols(g: int, k: int) -> pl.Slice:
-        return pl.ds(g * dim + k * th, th)
+    axis, dtype = cfg.axis, cfg.dtype
+    n_tiles, hid, h_rows, gate_cols = _tiles(cfg, dim, p, projected)
 
     def step(k_rev, carry):
         dcs, dhs = carry
         t = n_steps - 1 - k_rev
         live = mask_ref[_at(axis, t)] > 0  # [bb, 1]
         dhs = tuple(dh + d_hs_ref[_at(axis, t, rows)] for dh, rows in zip(dhs, h_rows))
-        # Where the mask is 0 the state passed through unchanged: its cotangent goes straight back,
-        # and the step itself gets none (dz = 0, dh' = 0).
         if projected:
-            dh_raw = jnp.where(live, dhs[0], 0.0)
+            dh_raw = jnp.where(live, dhs[0], 0.0)  # A masked step gets no cotangent (`cell_grads`).
             if cfg.proj_clip is not None:
                 dh_raw = dh_raw * clip_grad(h_raw_ref[_at(axis, t)], cfg.proj_clip)
             dh_raw_ref[_at(axis, t)] = dh_raw
@@ -243,46 +195,22 @@ def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projec
             d_m = _dot(dh_raw, w_proj_ref[hid[k], :], dtype, transpose_b=True) if projected else (
                 jnp.where(live, dhs[k], 0.0)
             )
-            sig_i, tanh_j, sig_f, sig_o = (gates_ref[_at(axis, t, gate_cols(g, k))] for g in range(4))
-            c_prev = c_prev_ref[_at(axis, t, hid[k])]
-            c_raw = sig_f * c_prev + sig_i * tanh_j
-            tanh_c = jnp.tanh(clip(c_raw, cfg.cell_clip))
-            dc = dcs[k]
-            dc_raw = jnp.where(live, dc, 0.0) + d_m * sig_o * (1.0 - tanh_c * tanh_c)
-            if cfg.cell_clip is not None:
-                dc_raw = dc_raw * clip_grad(c_raw, cfg.cell_clip)
-            dz = (
-                dc_raw * tanh_j * sig_i * (1.0 - sig_i),
-                dc_raw * sig_i * (1.0 - tanh_j * tanh_j),
-                dc_raw * c_prev * sig_f * (1.0 - sig_f),
-                d_m * tanh_c * sig_o * (1.0 - sig_o),
-            )
+            gates = tuple(gates_ref[_at(axis, t, gate_cols(g, k))] for g in range(4))
+            dz, dc_prev = cell_grads(gates, c_prev_ref[_at(axis, t, hid[k])], d_m, dcs[k], live, cfg.cell_clip)
             for g, dz_g in enumerate(dz):
                 cols = gate_cols(g, k)
                 dz_ref[_at(axis, t, cols)] = dz_g
                 for n, rows in enumerate(h_rows):
                     acc[n] = acc[n] + _dot(dz_g, w_hidden_ref[rows, cols], dtype, transpose_b=True)
-            new_dcs.append(jnp.where(live, dc_raw * sig_f, dc))
+            new_dcs.append(dc_prev)
         new_dhs = tuple(jnp.where(live, a, dh) for a, dh in zip(acc, dhs))
         return tuple(new_dcs), new_dhs
 
     _loop_on_chip(step, n_steps, (d_c_ref, hid, dc0_ref), (d_h_ref, h_rows, dh0_ref))
 
 
-def _call(kernel, cfg: _Config, grid, in_specs, out_specs, out_shape, name: str):
-    extra = {}
-    if not cfg.interpret:
-        from jax.experimental.pallas import triton as plgpu
-
-        extra["compiler_params"] = plgpu.CompilerParams(num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-    return pl.pallas_call(
-        kernel, out_shape=out_shape, grid=grid, in_specs=in_specs, out_specs=out_specs,
-        interpret=cfg.interpret, name=name, **extra,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# The two passes and the custom VJP.
+def _call(kernel, cfg: _Config, **specs):
+    return pallas_call(kernel, interpret=cfg.interpret, num_warps=cfg.num_warps, num_stages=cfg.num_stages, **specs)
 
 
 def _forward(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool):
@@ -307,7 +235,8 @@ def _forward(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool)
         out_specs += [seq(w) for w in widths]
     kernel = partial(_forward_kernel, cfg=cfg, n_steps=n_steps, dim=dim, p=p, projected=projected, save=save)
     hs, c_t, h_t, *res = _call(
-        kernel, cfg, (2, batch // bb), in_specs, out_specs, out_shape, "lstm_forward"
+        kernel, cfg, grid=(2, batch // bb), in_specs=in_specs, out_specs=out_specs, out_shape=out_shape,
+        name="lstm_forward",
     )(*inputs)
     return hs, (c_t, h_t), res
 
@@ -345,28 +274,18 @@ def _recurrence_bwd(cfg: _Config, residuals, cotangents):
     out_shape = [f32(gates.shape)] + ([f32(hs.shape)] if projected else []) + [f32(d_c.shape), f32(d_h.shape)]
     out_specs = [seq(4 * dim)] + ([seq(p)] if projected else []) + [_state_spec(bb, dim), _state_spec(bb, p)]
     kernel = partial(_backward_kernel, cfg=cfg, n_steps=n_steps, dim=dim, p=p, projected=projected)
-    dz, *outs = _call(kernel, cfg, (2, batch // bb), in_specs, out_specs, out_shape, "lstm_backward")(*inputs)
+    dz, *outs = _call(
+        kernel, cfg, grid=(2, batch // bb), in_specs=in_specs, out_specs=out_specs, out_shape=out_shape,
+        name="lstm_backward",
+    )(*inputs)
     dh_raw = outs.pop(0) if projected else None
     dc0, dh0 = outs
 
-    # The weight gradients: one matmul each over all steps (and both directions batched).
-    steps = "tdb" if axis == 0 else "dbt"
-    h_prev = jnp.concatenate(
-        [jnp.expand_dims(h0, axis), jax.lax.slice_in_dim(hs, 0, n_steps - 1, axis=axis)], axis=axis
-    )
-    d_w_hidden = matmul(f"{steps}p,{steps}g->dpg", h_prev, dz, dtype).astype(w_hidden.dtype)
-    d_w_proj = (
-        matmul(f"{steps}k,{steps}p->dkp", m_all, dh_raw, dtype).astype(w_proj.dtype) if projected else None
-    )
-    d_bias = jnp.sum(dz, axis=(0, 2) if axis == 0 else (1, 2))
+    d_bias, d_w_hidden, d_w_proj = weight_grads(axis, dtype, h0, hs, dz, m_all, dh_raw, w_hidden, w_proj)
     return dz, d_bias, d_w_hidden, d_w_proj, None, dc0, dh0
 
 
 _recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
-
-
-# ---------------------------------------------------------------------------------------------
-# Public entry point.
 
 
 def default_block_hidden(dim: int, p: int, dtype: jnp.dtype) -> int:
@@ -379,52 +298,26 @@ def default_block_hidden(dim: int, p: int, dtype: jnp.dtype) -> int:
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class _Blocks:
-    """The sizes the kernels run at (batch, dim, P: padded) and their blocks."""
-
-    batch: int
-    dim: int
-    p: int
-    block_batch: int
-    block_hidden: int
-
-
-def _blocks(
-    batch: int, dim: int, p: int, projected: bool, dtype: jnp.dtype, block_batch: int | None,
-    block_hidden: int | None, interpret: bool,
-) -> _Blocks:
-    """The blocks (defaults: see the module docstring) and the padded sizes: batch a multiple of
-    block_batch, dim of block_hidden, P a power of two >= 16 (without a projection, P = dim)."""
-    p_run = padded_width(p) if projected else round_up(dim, MIN_BLOCK)
-    block_batch = DEFAULT_BLOCK_BATCH if block_batch is None else block_batch
-    block_hidden = default_block_hidden(dim, p_run, dtype) if block_hidden is None else block_hidden
-    check_block("block_batch", block_batch, interpret)
-    check_block("block_hidden", block_hidden, interpret)
-    dim_run = round_up(dim, block_hidden)
-    return _Blocks(
-        round_up(batch, block_batch), dim_run, p_run if projected else dim_run, block_batch, block_hidden
-    )
-
-
 def _pad_gates(a: jax.Array, lead: tuple[int, ...], dim: int) -> jax.Array:
     """`[..., 4 * d]` (the gates i, j, f, o side by side) -> `[*lead, 4 * dim]`: the leading axes
     and each gate's d units zero-padded."""
     return pad_to(a.reshape(*a.shape[:-1], 4, -1), (*lead, 4, dim)).reshape(*lead, 4 * dim)
 
 
-def _pad_inputs(blocks: _Blocks, axis: int, xw, bias, w_hidden, w_proj, mask, c0, h0) -> tuple:
-    """The recurrence's inputs zero-padded to the sizes of `blocks` (why that is exact: module
-    docstring); the mask is 0 on the padded rows."""
-    lead = stacked_shape((2, blocks.batch), xw.shape[axis], axis)  # [T, 2, B] or [2, B, T]
+def _pad_inputs(
+    axis: int, batch: int, dim: int, p: int, xw, bias, w_hidden, w_proj, mask, c0, h0
+) -> tuple:
+    """The recurrence's inputs zero-padded to the sizes the kernels run at (why that is exact:
+    module docstring); the mask is 0 on the padded rows."""
+    lead = stacked_shape((2, batch), xw.shape[axis], axis)  # [T, 2, B] or [2, B, T]
     return (
-        _pad_gates(xw, lead, blocks.dim),
-        _pad_gates(bias, (2,), blocks.dim),
-        _pad_gates(w_hidden, (2, blocks.p), blocks.dim),
-        None if w_proj is None else pad_to(w_proj, (2, blocks.dim, blocks.p)),
+        _pad_gates(xw, lead, dim),
+        _pad_gates(bias, (2,), dim),
+        _pad_gates(w_hidden, (2, p), dim),
+        None if w_proj is None else pad_to(w_proj, (2, dim, p)),
         pad_to(mask, (*lead, 1)),
-        pad_to(c0, (2, blocks.batch, blocks.dim)),
-        pad_to(h0, (2, blocks.batch, blocks.p)),
+        pad_to(c0, (2, batch, dim)),
+        pad_to(h0, (2, batch, p)),
     )
 
 
@@ -448,26 +341,11 @@ def pallas_lstm_recurrence(
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
     """Runs the LSTM-with-projection over time for both directions, as Pallas kernels.
 
-    Same arguments and result as `lstm_recurrence` (without `unroll`):
-    With `time_axis=0`: xw `[T, 2, B, 4*dim]` float32 input contribution (x W_input + b), mask
-    `[T, 2, B, 1]` (state frozen where 0), outputs hs `[T, 2, B, P]`. With `time_axis=2` the same
-    with time third: xw `[2, B, T, 4*dim]`, mask `[2, B, T, 1]`, hs `[2, B, T, P]`.
-    w_hidden: `[2, P, 4*dim]`; w_proj: `[2, dim, P]`, or None for no projection (P = dim);
-    c0 `[2, B, dim]`, h0 `[2, B, P]`: the initial state. cell_clip / proj_clip: static; None or 0
-    for no clipping (proj_clip is ignored without a projection). Matmul operands are cast to
-    `dtype`, dots accumulate in float32, state and gate math are float32. bias: optional
-    `[2, 4*dim]` added to xw inside the loop.
-
-    Returns hs (the state h after each step: at a masked step, the frozen previous h) and the
-    final state (c `[2, B, dim]`, h `[2, B, P]`). Reverse-mode differentiable in xw, bias, the
-    weights and the initial state (`jax.custom_vjp`); the mask gets no cotangent.
-
-    interpret: run the kernels in Pallas's interpreter (any backend) instead of lowering them
-    with Triton (GPU). block_batch: rows per program (default 16); block_hidden: hidden units per
-    weight tile (default `default_block_hidden`). The batch, dim and P are zero-padded to what the
-    kernels run at (module docstring), so any sizes work; without interpret the blocks must be
-    powers of two >= 16. num_warps / num_stages: Triton compiler parameters (None: Pallas's
-    defaults).
+    Same arguments and result as `lstm_recurrence` (without `unroll` and `reset`). interpret: run
+    the kernels in Pallas's interpreter (any backend) instead of lowering them with Triton (GPU).
+    block_batch: rows per program (default 16); block_hidden: hidden units per weight tile
+    (default `default_block_hidden`); any sizes work (they are padded), but without interpret the
+    blocks must be powers of two >= 16. num_warps / num_stages: Triton's compiler parameters.
     """
     xw, c0, h0, bias, cell_clip, proj_clip = recurrence_inputs(
         xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis, bias
@@ -478,12 +356,23 @@ def pallas_lstm_recurrence(
     n_steps = xw.shape[time_axis]
     if n_steps == 0:  # no steps: nothing to run
         return jnp.zeros(stacked_shape(h0.shape, 0, time_axis), jnp.float32), (c0, h0)
-    blocks = _blocks(batch, dim, p, w_proj is not None, dtype, block_batch, block_hidden, interpret)
+    # The padded sizes: batch a multiple of block_batch, dim of block_hidden, P a power of two >= 16
+    # (without a projection, P = dim).
+    projected = w_proj is not None
+    p_run = padded_width(p) if projected else round_up(dim, MIN_BLOCK)
+    block_batch = DEFAULT_BLOCK_BATCH if block_batch is None else block_batch
+    block_hidden = default_block_hidden(dim, p_run, dtype) if block_hidden is None else block_hidden
+    check_block("block_batch", block_batch, interpret)
+    check_block("block_hidden", block_hidden, interpret)
+    dim_run = round_up(dim, block_hidden)
     cfg = _Config(
-        cell_clip, proj_clip, jnp.dtype(dtype), time_axis, blocks.block_batch, blocks.block_hidden,
-        bool(interpret), num_warps, num_stages,
+        cell_clip, proj_clip, jnp.dtype(dtype), time_axis, block_batch, block_hidden, bool(interpret), num_warps,
+        num_stages,
     )
-    padded = _pad_inputs(blocks, time_axis, xw, bias, w_hidden, w_proj, mask, c0, h0)
+    padded = _pad_inputs(
+        time_axis, round_up(batch, block_batch), dim_run, p_run if projected else dim_run,
+        xw, bias, w_hidden, w_proj, mask, c0, h0,
+    )
     hs, (c_t, h_t) = _recurrence(cfg, *padded)
     hs = jax.lax.slice(hs, (0,) * hs.ndim, stacked_shape((2, batch, p), n_steps, time_axis))
     return hs, (c_t[:, :batch, :dim], h_t[:, :batch, :p])

@@ -1,11 +1,9 @@
 """The platform the model's code is traced for, asked in one place.
 
-Some of the model's choices depend on the platform: the char CNN's convolutions run in blocks of
-tokens on CPU (`conv_pool.resolve_block`) and the Pallas kernels run in Pallas's interpreter
-off GPU. They read `name()`, which is `jax.default_backend()` unless `lowering_for` says
-otherwise: lowering for another platform (`jax.jit(f).trace(...).lower(lowering_platforms=...)`)
-then takes that platform's choices, so that a CPU-only machine can lower and check the program a
-GPU would run.
+Some of the model's choices depend on the platform (the char CNN's blocks on CPU, Pallas's
+interpreter off GPU). They read `name()`, which is `jax.default_backend()` unless `lowering_for`
+says otherwise, so that a CPU-only machine can lower and check the program a GPU would run
+(`jax.jit(f).trace(...).lower(lowering_platforms=...)`).
 """
 
 from __future__ import annotations

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Callable
+
 import jax
 import jax.numpy as jnp
+
+
+def _in_dtype(op: Callable[..., jax.Array], a: jax.Array, b: jax.Array, dtype: jnp.dtype) -> jax.Array:
+    """`op(a, b)` with the operands cast to `dtype`, as float32 (see `matmul`)."""
+    dtype = jnp.dtype(dtype)
+    if dtype == jnp.float32:
+        return op(a.astype(jnp.float32), b.astype(jnp.float32), preferred_element_type=jnp.float32)
+    return op(a.astype(dtype), b.astype(dtype)).astype(jnp.float32)
 
 
 def matmul(spec: str, a: jax.Array, b: jax.Array, dtype: jnp.dtype) -> jax.Array:
@@ -12,16 +23,10 @@ def matmul(spec: str, a: jax.Array, b: jax.Array, dtype: jnp.dtype) -> jax.Array
     For float32 this is a plain float32 dot. For other dtypes the dot is computed in `dtype` and
     the result cast to float32 (GPUs and TPUs accumulate in float32; the result is rounded to
     `dtype` before the cast). The cast, rather than `preferred_element_type=float32`, keeps the
-    backward pass in `dtype` too: the cotangent is cast back to `dtype` before the transposed
-    dots, where a float32 cotangent would promote them to float32 (TF32 on GPUs, for the gradient
-    dots and, with a float32 result, the char convolutions too; see docs/performance.md).
-    XLA:CPU's DotThunk cannot run bf16 x bf16 -> f32 dots at all ("Unsupported element type for
-    DotThunk::Execute").
+    backward pass in `dtype` too: a float32 cotangent would promote the transposed dots to float32
+    (TF32 on GPUs; docs/performance.md). XLA:CPU cannot run bf16 x bf16 -> f32 dots at all.
     """
-    dtype = jnp.dtype(dtype)
-    if dtype == jnp.float32:
-        return jnp.einsum(spec, a.astype(jnp.float32), b.astype(jnp.float32), preferred_element_type=jnp.float32)
-    return jnp.einsum(spec, a.astype(dtype), b.astype(dtype)).astype(jnp.float32)
+    return _in_dtype(partial(jnp.einsum, spec), a, b, dtype)
 
 
 def conv1d_valid(x: jax.Array, kernel: jax.Array, dtype: jnp.dtype) -> jax.Array:
@@ -31,12 +36,7 @@ def conv1d_valid(x: jax.Array, kernel: jax.Array, dtype: jnp.dtype) -> jax.Array
     unfolded matmul: its forward pass is faster on CPU too (the char CNN computes the gradients
     itself, see conv_pool).
     """
-    dims = ("NWC", "WIO", "NWC")
-    dtype = jnp.dtype(dtype)
-    if dtype == jnp.float32:
-        return jax.lax.conv_general_dilated(
-            x.astype(jnp.float32), kernel.astype(jnp.float32), (1,), "VALID", dimension_numbers=dims,
-            preferred_element_type=jnp.float32,
-        )
-    out = jax.lax.conv_general_dilated(x.astype(dtype), kernel.astype(dtype), (1,), "VALID", dimension_numbers=dims)
-    return out.astype(jnp.float32)
+    conv = partial(
+        jax.lax.conv_general_dilated, window_strides=(1,), padding="VALID", dimension_numbers=("NWC", "WIO", "NWC")
+    )
+    return _in_dtype(conv, x, kernel, dtype)

@@ -1,10 +1,7 @@
-"""Task-specific weighting of the biLM layers (Peters et al. 2018, eq. 1), for downstream models.
-
-  ELMo = gamma * sum_k softmax(s)_k * h_k
+"""Task-specific weighting of the biLM layers (Peters et al. 2018, eq. 1): ELMo = gamma * sum_k softmax(s)_k h_k.
 
 With `do_layer_norm`, each layer is first normalised by the mean and variance of all its unmasked
-elements (batch-level statistics over positions and features, as bilm-tf's `weight_layers` and
-AllenNLP's `ScalarMix`; no learned scale or offset).
+elements (as bilm-tf's `weight_layers` and AllenNLP's `ScalarMix`; no learned scale or offset).
 """
 
 from __future__ import annotations
@@ -19,13 +16,11 @@ LAYER_NORM_EPS = 1e-12  # bilm-tf / AllenNLP.
 
 
 class ScalarMix(nn.Module):
-    """AllenNLP's `ScalarMix`: mixes `mixture_size` layers with softmax-normalised scalar weights
-    and a scalar gamma.
+    """AllenNLP's `ScalarMix`: `mixture_size` layers mixed by softmax-normalised scalar weights, times gamma.
 
-    `trainable=True`: params `scalar_parameters` `[mixture_size]` (initial values
-    `initial_scalar_parameters`, default zeros: an equal average) and `gamma` `[]` (initial 1).
+    `trainable=True`: params `scalar_parameters` `[mixture_size]` (initially
+    `initial_scalar_parameters`, default zeros: an equal average) and `gamma` `[]` (initially 1).
     `trainable=False`: no params; the weights stay `initial_scalar_parameters` and gamma 1.
-    A wrong number of `initial_scalar_parameters` is a ValueError when the module is built.
     """
 
     mixture_size: int

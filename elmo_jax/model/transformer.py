@@ -1,48 +1,12 @@
 """Transformer contextualizer: causal self-attention stacks over the biLM's two streams.
 
-Inputs carry the biLM's leading direction axis (0 = forward stream, 1 = backward stream of
-reversed text), so the same causal attention makes each direction see only its own side: the
-forward output at t depends on tokens <= t, the backward output on tokens >= t of the text.
-
-Directions. Peters et al. 2018b ("Dissecting Contextual Word Embeddings") trained separate
-forward and backward Transformers, each causal, on the shared char CNN and softmax. AllenNLP's
-`BidirectionalLanguageModelTransformer` (allennlp-models) does the same: two pre-norm encoders
-with their own weights, one given a lower-triangular and one an upper-triangular mask over the
-same unreversed tokens, with one sinusoidal position encoding added to the embeddings.
-`shared_directions=False` is that design (weights on a leading axis of size 2, as the LSTMs');
-`shared_directions=True` runs one stack, every weight shared, over both streams with each
-stream's causal mask: half the parameters, the same FLOPs.
-
-Context across windows. A stream is cut into windows of T tokens, as for the LSTMs, whose carried
-state sees everything before a window. Here the carried state is a memory of M positions per
-row and direction (Transformer-XL, Dai et al. 2019): each layer's inputs at the last M valid
-positions of the row, held without gradient (stop_gradient); the layer's attention computes
-keys and values of them before the window's own. A token sees its window up to itself and the
-M valid positions before the window (fewer at the start of a row), so evaluation sees the
-previous window of each stream as context, as the LSTMs' carried state sees the stream before a
-window (whatever the batching puts there: bilm-tf's backward stream holds the sentences in
-order, each reversed). With M = T and positions 'none', two windows carrying the memory compute
-what one causal pass over both computes. Padding positions are never attended and never enter
-the memory, and a window of padding leaves it as it was (as an LSTM's state is frozen where the
-mask is 0); before a row starts its memory mask is all false.
-
-Positions. 'learned' and 'sinusoidal' number the valid slots of memory and window from the
-window's first valid token, which is position M whatever the memory holds: the window's valid
-tokens M, M + 1, .. in order, the memory's valid slots M - 1, M - 2, .. back from its end (0 ..
-M + T - 1 in all). They are added to the inputs of every layer's queries and keys, not to its
-values nor to the residual stream (Press et al. 2021's position-infused attention). The memory
-thus holds no positions and is renumbered at each window: a token and every key it sees lie as
-far apart in positions as in the text, and a window's tokens have the positions they had in
-training, where the memory is full from the second window of a stream on, also when the memory
-is empty (the first window of a stream; every sentence the embedder reads on its own).
-Numbering from the memory's start instead would give a lone sentence the positions 0 .. that
-training almost never shows its queries. 'none': no position information besides the causal mask.
-
-Blocks: pre-norm (`x + f(LayerNorm(x))`, with a final LayerNorm on the last layer's output, as
-AllenNLP) or post-norm (`LayerNorm(x + f(x))`, Vaswani et al. 2017), multi-head attention and a
-ReLU feed-forward layer. Dropout: on the stack's input (`token_dropout`, as the first LSTM's
-input) and on each sublayer's output before its residual add (`dropout`). Matmul operands in
-`dtype`, everything else (softmax, LayerNorm, the residual stream, the memory) in float32.
+The design and its reasons are in docs/contextualizers.md. In short: the inputs carry the biLM's
+direction axis (the backward stream holds the reversed text), so the same causal attention makes
+each direction see only its own side; separate or shared weights per direction
+(`shared_directions`); context across windows is a memory of each layer's inputs at the last M
+valid positions (Transformer-XL), held without gradient; positions number the valid slots from the
+window's first valid token, which is M, and are added to the queries' and keys' inputs only.
+Matmul operands in `dtype`; softmax, LayerNorm, the residual stream and the memory in float32.
 """
 
 from __future__ import annotations
@@ -65,11 +29,8 @@ LAYER_NORM_EPSILON = 1e-6
 
 
 class TransformerState(NamedTuple):
-    """Carried memory of both directions.
-
-    inputs: `[2, B, L, M, P]` float32, each layer's inputs at the memory's positions (oldest
-    first); mask: `[2, B, M]` bool, which slots hold a position (the valid ones are the last).
-    """
+    """Carried memory of both directions: inputs `[2, B, L, M, P]` float32, each layer's inputs at
+    the memory's positions (oldest first); mask `[2, B, M]` bool, which slots hold one (the last)."""
 
     inputs: jax.Array
     mask: jax.Array
@@ -272,20 +233,17 @@ class DirectionStack(nn.Module):
 
 
 class TransformerStack(nn.Module):
-    """Transformer contextualizer of both directions: the LSTM stack's contract.
+    """The Transformer stacks of both directions, one window: `Contextualizer`'s contract.
 
-    `__call__(x, mask, state, train)`: token embeddings x `[2, B, T, F]`, mask `[2, B, T]`,
-    state a `TransformerState` (`initial_state(B)`) -> (L outputs `[2, B, T, dim]`, zero at
-    padding positions, next state).
-    F != dim: a linear map (W_input, b_input) takes x to dim. T may be at most `max_window`
-    with 'learned' positions (a table of memory_length + max_window rows): a longer input is an
-    error here, and `TransformerContextualizer` feeds it as consecutive windows carrying the state.
-    memory_length 0: windows are independent.
+    x `[2, B, T, F]` (F != dim: a linear map, W_input and b_input, takes x to dim), mask `[2, B, T]`,
+    a `TransformerState` -> (L outputs `[2, B, T, dim]`, zero at padding positions, next state).
+    With 'learned' positions T is at most `max_window` (`TransformerContextualizer` feeds longer
+    inputs as windows). memory_length 0: windows are independent.
     """
 
     n_layers: int = 2
     dim: int = 512
-    ff_dim: int = 2048
+    ff_dim: int = 2048  # Feed-forward width.
     n_heads: int = 8
     dropout: float = 0.1
     token_dropout: float | None = None  # Dropout on the stack's input x (None = `dropout`).
@@ -337,13 +295,8 @@ class TransformerStack(nn.Module):
 def transformer_flops_per_token(
     n_layers: int, dim: int, ff_dim: int, window: int, memory_length: int, input_dim: int
 ) -> int:
-    """Forward matmul FLOPs for one token in one direction (a multiply-add = 2), as computed.
-
-    Per layer and window of T tokens over M memory slots: queries and outputs for T positions,
-    keys and values for all M + T (the memory holds layer inputs), the full `[T, M + T]` score
-    and weighted-sum blocks (masked entries included), the feed-forward layer; plus the input
-    map when input_dim != dim. Divided by T.
-    """
+    """Forward matmul FLOPs for one token in one direction (a multiply-add = 2), as computed: one
+    window of T = `window` tokens over a full memory, divided by T (docs/contextualizers.md)."""
     context = memory_length + window
     per_window = n_layers * (
         window * 2 * dim * dim * 2  # queries, outputs
@@ -358,23 +311,22 @@ def transformer_flops_per_token(
 
 class TransformerContextualizer(Contextualizer):
     """The Transformer as the biLM's contextualizer: a `TransformerStack` named `transformer`, P
-    wide, run over windows of at most max_window positions (`__call__`), so inputs of
-    any length run. State: its `TransformerState`."""
+    wide, over windows of at most max_window positions. State: its `TransformerState`. Fields: as
+    the stack's."""
 
-    ff_dim: int = 2048  # Feed-forward width.
+    ff_dim: int = 2048
     n_heads: int = 8
-    norm: str = "pre"  # 'pre' | 'post'.
-    positions: str = "sinusoidal"  # 'learned' | 'sinusoidal' | 'none'.
-    shared_directions: bool = False  # One stack's weights for both directions.
-    memory_length: int = 20  # Carried positions per row and direction.
-    max_window: int = 20  # Positions read at once.
+    norm: str = "pre"
+    positions: str = "sinusoidal"
+    shared_directions: bool = False
+    memory_length: int = 20
+    max_window: int = 20
 
     def setup(self) -> None:
         super().setup()
         self.stack = self._stack(name="transformer")
 
     def _stack(self, **module_args: Any) -> TransformerStack:
-        """The Transformer stack of these fields (it drops its own input)."""
         return TransformerStack(
             self.n_layers, self.width, self.ff_dim, self.n_heads, self.dropout, self.token_dropout, self.norm,
             self.positions, self.shared_directions, self.memory_length, self.max_window, self.remat, self.dtype,
@@ -388,13 +340,9 @@ class TransformerContextualizer(Contextualizer):
         self, x: jax.Array, mask: jax.Array, state: TransformerState, train: bool = False
     ) -> tuple[list[jax.Array], TransformerState]:
         """The Transformer over consecutive windows of at most max_window positions, each carrying
-        the memory to the next (as training's windows do), so any length runs, 'learned' positions
-        included; one window when T <= max_window.
-
-        The whole windows run in a loop the compiler sees once (`_scan_windows`) and a last partial
-        window in one more call, so the program holds at most two windows whatever T, and the
-        work grows linearly with T (not a copy of the stack per window).
-        """
+        the memory to the next (as training's windows do), so any length runs. The whole windows
+        run as one scan (`_scan_windows`) and a last partial window as one more call, so the
+        program holds at most two windows whatever T."""
         steps = x.shape[2]
         whole = steps - steps % self.max_window if steps > self.max_window else 0
         parts = []

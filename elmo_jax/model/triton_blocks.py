@@ -1,28 +1,23 @@
-"""Block sizes and zero padding for the Pallas kernels that lower with Triton (`pallas_lstm`,
-`pallas_conv_pool`).
+"""Block sizes, zero padding and the `pallas_call` of the Pallas kernels that lower with Triton
+(`pallas_lstm`, `pallas_conv_pool`).
 
 Triton takes only tensors with a power-of-two number of elements, and its tensor-core dots need
-every operand dimension >= MIN_BLOCK. So the kernels' wrappers pad each dimension the grid
-blocks (batch, tokens, hidden units, filters) to a multiple of a power-of-two block >= MIN_BLOCK,
-and each dimension that an in-kernel array spans whole (a dot's contraction over the char
-embedding or the LSTM projection) to a power of two >= MIN_BLOCK; they run the kernel on the
-padded arrays and slice its results back. Each wrapper says why its zero padding leaves the
-results exact. In interpret mode (any backend) smaller explicit blocks work too, which tests use
-to exercise many tiles at small sizes.
+every operand dimension >= MIN_BLOCK. So the kernels' wrappers zero-pad each dimension the grid
+blocks to a multiple of a power-of-two block >= MIN_BLOCK, and each dimension an in-kernel array
+spans whole to a power of two >= MIN_BLOCK, and slice the results back. In interpret mode smaller
+explicit blocks work too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.experimental import pallas as pl
 
 MIN_BLOCK = 16  # Triton's smallest dot dimension (M, N and K of a tensor-core dot).
-
-
-def is_power_of_two(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
 
 
 def round_up(n: int, multiple: int) -> int:
@@ -55,7 +50,7 @@ def check_block(name: str, block: int, interpret: bool) -> None:
     of two >= MIN_BLOCK."""
     if block <= 0:
         raise ValueError(f"{name}={block} must be positive")
-    if not interpret and not (is_power_of_two(block) and block >= MIN_BLOCK):
+    if not interpret and (block & (block - 1) or block < MIN_BLOCK):
         raise ValueError(
             f"{name}={block}: the Triton lowering needs a power of two >= {MIN_BLOCK} (or use interpret=True)"
         )
@@ -64,3 +59,16 @@ def check_block(name: str, block: int, interpret: bool) -> None:
 def pad_to(a: jax.Array, shape: Sequence[int]) -> jax.Array:
     """`a` zero-padded at the end of each axis to `shape` (each >= a's)."""
     return jnp.pad(a, [(0, size - n) for n, size in zip(a.shape, shape)])
+
+
+def pallas_call(
+    kernel: Callable[..., None], *, interpret: bool, num_warps: int | None = None, num_stages: int | None = None,
+    **specs: Any,
+) -> Callable[..., Any]:
+    """`pl.pallas_call(kernel, **specs)`, lowered with Triton (not the Mosaic GPU backend) unless
+    `interpret`; num_warps / num_stages: Triton's compiler parameters (None: Pallas's defaults)."""
+    if not interpret:
+        from jax.experimental.pallas import triton as pl_triton
+
+        specs["compiler_params"] = pl_triton.CompilerParams(num_warps=num_warps, num_stages=num_stages)
+    return pl.pallas_call(kernel, interpret=interpret, **specs)
