@@ -33,8 +33,10 @@ os.environ.setdefault("ELMO_JAX_KERNEL_CACHE", tempfile.mkdtemp(prefix="elmo_jax
 
 
 @pytest.fixture(scope="session")
-def tiny_training_run(tmp_path_factory):
-    """(workdir, stderr, final result) of a real 10-step run on a random corpus, evaluated at 5 and 10."""
+def tiny_training(tmp_path_factory) -> dict:
+    """A real 10-step run on a random corpus, evaluated at 5 and 10: its workdir, stderr, final
+    result, validation file and the calls that read the validation split (`eval_reads`)."""
+    from elmo_jax.data import corpus
     from elmo_jax.training.loop import train_and_evaluate
     from tests.training.helpers import tiny_config, write_corpus
 
@@ -48,7 +50,16 @@ def tiny_training_run(tmp_path_factory):
         }
     )
     workdir = str(root / "run")
-    stderr = io.StringIO()
-    with contextlib.redirect_stderr(stderr):  # The progress bars.
+    stderr, eval_reads = io.StringIO(), []
+    read_eval_sentences = corpus.eval_sentences
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(stderr):  # stderr: the progress bars.
+        patch.setattr(corpus, "eval_sentences", lambda *args: eval_reads.append(args) or read_eval_sentences(*args))
         result = train_and_evaluate(config, workdir)
-    return workdir, stderr.getvalue(), result
+    return {"workdir": workdir, "stderr": stderr.getvalue(), "result": result,
+            "eval_file": str(root / "valid" / "part-0.txt"), "eval_reads": eval_reads}
+
+
+@pytest.fixture(scope="session")
+def tiny_training_run(tiny_training) -> tuple[str, str, dict]:
+    """(workdir, stderr, final result) of the shared tiny run."""
+    return tiny_training["workdir"], tiny_training["stderr"], tiny_training["result"]

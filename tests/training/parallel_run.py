@@ -1,8 +1,9 @@
 """Trains the tiny config for a few steps and saves losses and params (before and after).
 
 Run as a subprocess (the device count must be fixed before JAX starts):
-  XLA_FLAGS=--xla_force_host_platform_device_count=8 python tests/training/parallel_run.py N OUT.npz
-      (on the first N devices of one process)
+  XLA_FLAGS=--xla_force_host_platform_device_count=8 python tests/training/parallel_run.py N[,N...] OUT_DIR
+      (on the first N devices of one process, for each N in turn: OUT_DIR/N.npz; one process
+      for several runs starts JAX once)
   python tests/training/parallel_run.py --process I --processes P --port PORT OUT.npz
       (process I of P, one CPU device each, jax.distributed over localhost)
 CONTEXTUALIZER=gated_cnn or transformer in the environment trains that contextualizer (default: lstm).
@@ -61,6 +62,7 @@ if __name__ == "__main__":
         if process == 0:
             np.savez(out, **result)
     else:
-        n, out = int(sys.argv[1]), sys.argv[2]
-        assert len(jax.devices()) >= n, jax.devices()
-        np.savez(out, **run(n))
+        counts, out = [int(n) for n in sys.argv[1].split(",")], sys.argv[2]
+        assert len(jax.devices()) >= max(counts), jax.devices()
+        for n in counts:
+            np.savez(os.path.join(out, f"{n}.npz"), **run(n))

@@ -8,7 +8,6 @@ import re
 import numpy as np
 import pytest
 
-from elmo_jax.data import corpus
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.runtime import data_parallel
 from elmo_jax.training import loop
@@ -31,13 +30,9 @@ def _metrics(workdir):
         return [json.loads(line) for line in f]
 
 
-def test_train_writes_metrics_config_checkpoints_and_eval(tmp_path, monkeypatch):
-    workdir = str(tmp_path / "run")
-    config = _text_config(tmp_path, **{"eval.every_steps": 5})
-    reads = []
-    read_eval_sentences = corpus.eval_sentences
-    monkeypatch.setattr(corpus, "eval_sentences", lambda *args: reads.append(args) or read_eval_sentences(*args))
-    result = train_and_evaluate(config, workdir)
+def test_train_writes_metrics_config_checkpoints_and_eval(tiny_training):
+    """The shared tiny run (tests/conftest.py): text corpus, evaluated every 5 steps."""
+    workdir, result = tiny_training["workdir"], tiny_training["result"]
     records = [r for r in _metrics(workdir) if "train_loss" in r]
     assert [r["step"] for r in records] == [5, 10]
     for key in ("train_loss", "train_perplexity", "tokens_per_sec", "learning_rate", "epoch", "skipped_steps"):
@@ -47,18 +42,19 @@ def test_train_writes_metrics_config_checkpoints_and_eval(tmp_path, monkeypatch)
     assert json.load(open(os.path.join(workdir, "config.json")))["model"]["lstm"]["dim"] == 16
     assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["10", "5"]
     assert os.path.exists(os.path.join(workdir, "eval_files_5.json"))
-    assert len(reads) == 1  # Evaluated at steps 5 and 10 from one read of the split.
+    assert len(tiny_training["eval_reads"]) == 1  # Evaluated at steps 5 and 10 from one read of the split.
     saved = json.load(open(os.path.join(workdir, "eval_files_10.json")))
     for key in ("step", "tokens", "forward_perplexity", "backward_perplexity", "perplexity", "oov_rate"):
         assert key in saved
     assert saved == pytest.approx(result)
-    assert result["tokens"] == sum(len(l.split()) + 1 for l in open(tmp_path / "valid" / "part-0.txt"))
+    assert result["tokens"] == sum(len(l.split()) + 1 for l in open(tiny_training["eval_file"]))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("streams", ["sentences", "contiguous"])
-def test_rerun_resumes_and_reproduces_uninterrupted_losses(tmp_path, streams):
-    overrides = {"train.num_steps": 10, "train.log_every_steps": 1, "data.streams": streams}
+def test_rerun_resumes_and_reproduces_uninterrupted_losses(tmp_path):
+    """Sentence streams; contiguous ones are the LSTM case of
+    test_each_contextualizer_trains_resumes_exactly_and_evaluates."""
+    overrides = {"train.num_steps": 10, "train.log_every_steps": 1, "data.streams": "sentences"}
     config = _text_config(tmp_path, **overrides)
     straight = str(tmp_path / "straight")
     result = train_and_evaluate(config, straight)
@@ -225,13 +221,15 @@ def test_sigterm_before_the_first_step_says_that_nothing_was_saved(tmp_path, mon
 @pytest.mark.slow
 @pytest.mark.parametrize("contextualizer", ["lstm", "gated_cnn", "transformer"])
 def test_each_contextualizer_trains_resumes_exactly_and_evaluates(tmp_path, contextualizer):
-    """A tiny run per contextualizer; stopped at step 6 and rerun, it gives the uninterrupted run's
-    losses (the carried state is in the checkpoint) and the same evaluation."""
+    """A tiny run per contextualizer on contiguous streams; stopped at step 6 and rerun, it gives
+    the uninterrupted run's losses (the carried state is in the checkpoint) and the same evaluation,
+    of every validation token."""
     overrides = {"train.num_steps": 10, "train.log_every_steps": 1, "data.streams": "contiguous",
                  "model.contextualizer": contextualizer}
     straight = str(tmp_path / "straight")
     result = train_and_evaluate(_text_config(tmp_path, **overrides), straight)
     assert math.isfinite(result["perplexity"]) and result["tokens"] > 0
+    assert result["tokens"] == sum(len(l.split()) + 1 for l in open(tmp_path / "valid" / "part-0.txt"))
     resumed = str(tmp_path / "resumed")
     train_and_evaluate(_text_config(tmp_path, **{**overrides, "train.num_steps": 6}), resumed)
     assert train_and_evaluate(_text_config(tmp_path, **overrides), resumed) == result

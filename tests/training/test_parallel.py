@@ -37,22 +37,23 @@ def _assert_same_training(actual: dict, desired: dict) -> None:
         assert error <= 1e-2 * change + 1e-7 * np.sqrt(desired[key].size), f"{key}: |difference| {error:.3g}, |change| {change:.3g}"
 
 
-def _run(n_devices: int, out: str, contextualizer: str = "lstm") -> dict:
+def _run(device_counts: tuple[int, ...], out: str, contextualizer: str = "lstm") -> dict[int, dict]:
+    """The training on each number of devices, one after the other in one process: `{n: result}`."""
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu",
            "CONTEXTUALIZER": contextualizer}
-    subprocess.run([sys.executable, SCRIPT, str(n_devices), out], check=True, env=env, timeout=600)
-    return dict(np.load(out))
+    subprocess.run([sys.executable, SCRIPT, ",".join(map(str, device_counts)), out], check=True, env=env, timeout=600)
+    return {n: dict(np.load(os.path.join(out, f"{n}.npz"))) for n in device_counts}
 
 
 @pytest.fixture(scope="module")
-def one(tmp_path_factory) -> dict:
-    """The reference: the whole global batch on one device."""
-    return _run(1, str(tmp_path_factory.mktemp("one") / "one.npz"))
+def lstm_runs(tmp_path_factory) -> dict[int, dict]:
+    """The LSTM on the whole global batch on one device (the reference) and split over eight."""
+    return _run((1, 8), str(tmp_path_factory.mktemp("lstm")))
 
 
 @pytest.mark.slow
-def test_eight_devices_match_one_device(one, tmp_path):
-    _assert_same_training(_run(8, str(tmp_path / "eight.npz")), one)
+def test_eight_devices_match_one_device(lstm_runs):
+    _assert_same_training(lstm_runs[8], lstm_runs[1])
 
 
 @pytest.mark.slow
@@ -60,10 +61,9 @@ def test_eight_devices_match_one_device(one, tmp_path):
 def test_eight_devices_match_one_device_with_another_contextualizer(tmp_path, contextualizer):
     """The gated CNN's buffers and the Transformer's memory are split along B over the devices, as
     the LSTM states."""
-    one = _run(1, str(tmp_path / "one.npz"), contextualizer)
-    eight = _run(8, str(tmp_path / "eight.npz"), contextualizer)
-    assert any(contextualizer in key for key in one)
-    _assert_same_training(eight, one)
+    runs = _run((1, 8), str(tmp_path), contextualizer)
+    assert any(contextualizer in key for key in runs[1])
+    _assert_same_training(runs[8], runs[1])
 
 
 def _free_port() -> int:
@@ -73,7 +73,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-def test_two_processes_match_one_process(one, tmp_path):
+def test_two_processes_match_one_process(lstm_runs, tmp_path):
     """jax.distributed on localhost (gloo CPU collectives): each process feeds its half."""
     out, port = str(tmp_path / "two.npz"), str(_free_port())
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
@@ -82,7 +82,7 @@ def test_two_processes_match_one_process(one, tmp_path):
         for i in range(2)
     ]
     assert [p.wait(timeout=600) for p in procs] == [0, 0]
-    _assert_same_training(dict(np.load(out)), one)
+    _assert_same_training(dict(np.load(out)), lstm_runs[1])
 
 
 def test_batch_size_must_divide_by_device_count():
