@@ -320,11 +320,17 @@ def declare_contextualizer(name: str, section: Section) -> None:
 
 def section_options(values: Mapping[str, Any], path: str) -> dict[str, Any]:
     """The keys of the section at dotted `path` (e.g. 'model.lstm') as keyword arguments of the
-    module it configures: their `values` (that section of a complete config), an `off` value as None."""
+    function or module it configures: their `values` (that section of a complete config), an `off`
+    value as None, lists as tuples (a module's fields are hashed)."""
     section: Any = SCHEMA
     for name in path.split("."):
         section = section.keys[name]
-    return {name: _none_if_off(key, values[name]) for name, key in section.keys.items() if isinstance(key, Key)}
+    keys = {name: key for name, key in section.keys.items() if isinstance(key, Key)}
+    return {name: _frozen(_none_if_off(key, values[name])) for name, key in keys.items()}
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(map(_frozen, value)) if isinstance(value, (list, tuple)) else value
 
 
 def option(config: Mapping[str, Any], path: str) -> Any:

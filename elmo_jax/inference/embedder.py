@@ -151,12 +151,12 @@ def _embed_word_ids(model: BiLM, params: Any, token_ids: jax.Array) -> jax.Array
 def projects_tokens(model: BiLM) -> bool:
     """Whether `model`'s token embeddings are as wide as its LSTM layers (P): a word-input biLM, or a
     char-CNN biLM with a token projection."""
-    return model.token_encoder != "char_cnn" or model.token_projection
+    return model.token_encoder != "char_cnn" or model.char_cnn["projection"]
 
 
 def token_dim(model: BiLM) -> int:
     """The width of `model`'s token embeddings: P, or the char CNN's channels without a token projection."""
-    return model.width if projects_tokens(model) else sum(channels for _, channels in model.filters)
+    return model.width if projects_tokens(model) else sum(channels for _, channels in model.char_cnn["filters"])
 
 
 def check_token_encoder(model: BiLM) -> None:
@@ -355,7 +355,7 @@ class ElmoEmbedder:
         if model.token_encoder == "word":
             self.tokens = self._word_tokens(vocab, vocab_to_cache)
             return
-        widest_filter = max(width for width, _ in model.filters)
+        widest_filter = max(width for width, _ in model.char_cnn["filters"])
         if self.kernels.char_cnn is not None:  # It takes every word at once and skips their padding itself.
             encode, by_length = self.kernels.char_cnn.encode, False
         else:
