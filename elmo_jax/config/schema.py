@@ -343,9 +343,9 @@ def _none_if_off(key: Key, value: Any) -> Any:
 
 
 def with_defaults(partial: Mapping[str, Any]) -> ml_collections.ConfigDict:
-    """`partial` (nested dicts: a saved config.json, the model of an options.json) with every key
-    it lacks, at any depth, taken from `get_config()`: so readers index keys instead of guessing
-    defaults of their own."""
+    """`partial` (nested dicts or a ConfigDict: a saved config.json, an options.json's model) with
+    every key it lacks, at any depth, taken from `get_config()`: so readers index keys instead of
+    guessing defaults of their own."""
     return ml_collections.ConfigDict(_merged(dict(partial), get_config().to_dict()))
 
 
@@ -354,7 +354,7 @@ def _merged(partial: dict, defaults: dict) -> dict:
     for key, value in defaults.items():
         if key not in merged:
             merged[key] = value
-        elif isinstance(value, dict) and isinstance(merged[key], Mapping):
+        elif isinstance(value, dict) and isinstance(merged[key], (Mapping, ml_collections.ConfigDict)):
             merged[key] = _merged(dict(merged[key]), value)
     return merged
 

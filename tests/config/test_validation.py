@@ -264,6 +264,11 @@ def test_missing_keys_are_skipped_and_added_keys_pass():
     validate(config)
 
 
+def test_a_value_where_a_section_belongs_is_an_error_naming_its_first_key():
+    with pytest.raises(ConfigError, match=r"^config key model.softmax.sampled is missing: a value stands where its "):
+        validate(_config(**{"model.softmax": 3}))
+
+
 def test_the_schema_checks_every_key_of_the_default_config():
     assert set(schema.keys()) == _leaf_keys(schema.get_config())
 
