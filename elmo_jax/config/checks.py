@@ -18,12 +18,14 @@ class ConfigError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Check:
     """The allowed values of one key: a type test, a range test on values of that type, their
-    description, and how a value of the type that fails the test reads (`{allowed}`: the description)."""
+    description, how a value of the type that fails the test reads (`{allowed}`: the description)
+    and, for a choice of names, the names (which the modules implementing them read)."""
 
     is_type: Callable[[Any], bool]
     in_range: Callable[[Any], bool]
     allowed: str
     outside: str = "is out of range (allowed: {allowed})"
+    choices: tuple[str, ...] = ()
 
     def problem(self, value: Any) -> str | None:
         """Why `value` is not allowed, with the values that are, or None when it is."""
@@ -91,7 +93,8 @@ def dropout_rate(sentinel: float | None = None, sentinel_means: str = "") -> Che
 
 def one_of(*choices: str) -> Check:
     """One of the named strings."""
-    return Check(_is_str, lambda v: v in choices, "one of " + ", ".join(repr(c) for c in choices), "is not {allowed}")
+    allowed = "one of " + ", ".join(map(repr, choices))
+    return Check(_is_str, lambda v: v in choices, allowed, "is not {allowed}", choices)
 
 
 def boolean() -> Check:

@@ -320,11 +320,17 @@ def declare_contextualizer(name: str, section: Section) -> None:
 
 def section_options(values: Mapping[str, Any], path: str) -> dict[str, Any]:
     """The keys of the section at dotted `path` (e.g. 'model.lstm') as keyword arguments of the
-    module it configures: their `values` (that section of a complete config), an `off` value as None."""
+    function or module it configures: their `values` (that section of a complete config), an `off`
+    value as None, lists as tuples (a module's fields are hashed)."""
     section: Any = SCHEMA
     for name in path.split("."):
         section = section.keys[name]
-    return {name: _none_if_off(key, values[name]) for name, key in section.keys.items() if isinstance(key, Key)}
+    keys = {name: key for name, key in section.keys.items() if isinstance(key, Key)}
+    return {name: _frozen(_none_if_off(key, values[name])) for name, key in keys.items()}
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(map(_frozen, value)) if isinstance(value, (list, tuple)) else value
 
 
 def option(config: Mapping[str, Any], path: str) -> Any:
@@ -337,9 +343,9 @@ def _none_if_off(key: Key, value: Any) -> Any:
 
 
 def with_defaults(partial: Mapping[str, Any]) -> ml_collections.ConfigDict:
-    """`partial` (nested dicts: a saved config.json, the model of an options.json) with every key
-    it lacks, at any depth, taken from `get_config()`: so readers index keys instead of guessing
-    defaults of their own."""
+    """`partial` (nested dicts or a ConfigDict: a saved config.json, an options.json's model) with
+    every key it lacks, at any depth, taken from `get_config()`: so readers index keys instead of
+    guessing defaults of their own."""
     return ml_collections.ConfigDict(_merged(dict(partial), get_config().to_dict()))
 
 
@@ -348,7 +354,7 @@ def _merged(partial: dict, defaults: dict) -> dict:
     for key, value in defaults.items():
         if key not in merged:
             merged[key] = value
-        elif isinstance(value, dict) and isinstance(merged[key], Mapping):
+        elif isinstance(value, dict) and isinstance(merged[key], (Mapping, ml_collections.ConfigDict)):
             merged[key] = _merged(dict(merged[key]), value)
     return merged
 

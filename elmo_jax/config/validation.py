@@ -3,11 +3,9 @@ a run does any work: the modules it configures then take its values as they are.
 
 `validate` raises ConfigError naming the first key whose value its declaration (schema.py) does
 not allow, e.g. `config key train.keep_checkpoints=0 is out of range (allowed: an integer >= 1)`,
-then the combinations of keys that do not fit. Keys a config lacks are skipped (a partial config
-takes the schema's defaults for them) and keys it adds are left alone.
-The Transformer's and the gated CNN's sizes are bounded together by what the arrays of one row
-can hold (`MAX_ROW_ELEMENTS`), the error naming the key too large and its range given the others.
-Checks that depend on the run (the device count, the vocabulary) are made where that is known.
+then the first combination of keys that does not fit. Keys a config lacks are checked at the
+schema's defaults (what a run reads for them) and keys it adds are left alone. Checks that depend
+on the run (the device count, the vocabulary) are made where that is known.
 """
 
 from __future__ import annotations
@@ -23,23 +21,11 @@ from elmo_jax.config.overrides import get_key
 MAX_ROW_ELEMENTS = 2**31 - 1
 
 
-def _lookup(config: Mapping[str, Any], key: str) -> tuple[bool, Any]:
-    """(present, value) of a dotted key."""
-    try:
-        return True, get_key(config, key)
-    except (KeyError, TypeError, AttributeError):  # A missing part, or a value where a section belongs.
-        return False, None
-
-
 def _check_chars_fit_filters(config: Mapping[str, Any]) -> None:
     """A valid convolution needs a token at least as long as its filter (the char CNN only)."""
-    has_chars, max_chars = _lookup(config, "data.max_chars_per_token")
-    has_filters, filters = _lookup(config, "model.char_cnn.filters")
-    _, encoder = _lookup(config, "model.token_encoder")
-    if not (has_chars and has_filters) or encoder == "word":
-        return
+    max_chars, filters = config["data"]["max_chars_per_token"], config["model"]["char_cnn"]["filters"]
     widest = max(width for width, _ in filters)
-    if max_chars < widest:
+    if config["model"]["token_encoder"] == "char_cnn" and max_chars < widest:
         raise ConfigError(
             f"config key data.max_chars_per_token={max_chars!r} is out of range (allowed: an integer >= {widest}, "
             f"the widest of model.char_cnn.filters={filters!r})"
@@ -48,9 +34,8 @@ def _check_chars_fit_filters(config: Mapping[str, Any]) -> None:
 
 def _check_init_range_is_uniform(config: Mapping[str, Any]) -> None:
     """`model.init_range` draws every weight from one uniform, the LSTM kernels included."""
-    _, init_range = _lookup(config, "model.init_range")
-    _, initializer = _lookup(config, "model.lstm.initializer")
-    if init_range and init_range > 0 and initializer not in (None, "uniform"):
+    init_range, initializer = config["model"]["init_range"], config["model"]["lstm"]["initializer"]
+    if init_range > 0 and initializer != "uniform":
         raise ConfigError(
             f"config key model.init_range={init_range!r} draws every weight from a uniform: "
             f"it needs model.lstm.initializer='uniform', not {initializer!r}"
@@ -59,10 +44,9 @@ def _check_init_range_is_uniform(config: Mapping[str, Any]) -> None:
 
 def _check_heads_divide_width(config: Mapping[str, Any]) -> None:
     """The Transformer's heads split its width, model.width, into equal parts."""
-    _, contextualizer = _lookup(config, "model.contextualizer")
-    has_heads, n_heads = _lookup(config, "model.transformer.n_heads")
-    has_width, width = _lookup(config, "model.width")
-    if contextualizer == "transformer" and has_heads and has_width and width % n_heads:
+    model = config["model"]
+    n_heads, width = model["transformer"]["n_heads"], model["width"]
+    if model["contextualizer"] == "transformer" and width % n_heads:
         raise ConfigError(
             f"config key model.transformer.n_heads={n_heads!r} is out of range (allowed: a divisor of "
             f"model.width={width!r}, the Transformer's width)"
@@ -71,12 +55,10 @@ def _check_heads_divide_width(config: Mapping[str, Any]) -> None:
 
 def _check_probe_files_given(config: Mapping[str, Any]) -> None:
     """A probe task needs the files its probes train on and are scored on."""
-    _, task = _lookup(config, "eval.probe.task")
-    if not task:
-        return
+    task = config["eval"]["probe"]["task"]
     for key in ("eval.probe.train_file", "eval.probe.test_file"):
-        _, path = _lookup(config, key)
-        if not path:
+        path = get_key(config, key)
+        if task and not path:
             raise ConfigError(f"config key {key}={path!r}: eval.probe.task={task!r} needs a CoNLL-U file")
 
 
@@ -101,13 +83,10 @@ def _check_row_sizes(
     count of the largest array one row needs (keyword arguments: each key's last part, and
     `context`): each key is checked with the keys before it at their values and those after it
     at their minimums, so the error names the key that is too large, and its range given the
-    others. Skipped when a key is missing (the code's default then holds)."""
-    found = [_lookup(config, key) for key, _ in sizes]
-    if not all(present for present, _ in found):
-        return
+    others."""
     values = {key.rsplit(".", 1)[1]: minimum for key, minimum in sizes}
-    for (key, minimum), (_, value) in zip(sizes, found):
-        name = key.rsplit(".", 1)[1]
+    for key, minimum in sizes:
+        name, value = key.rsplit(".", 1)[1], get_key(config, key)
 
         def fits(n: int, name: str = name) -> bool:
             return elements(**context, **{**values, name: n}) <= MAX_ROW_ELEMENTS
@@ -143,40 +122,27 @@ def _gated_cnn_row_elements(kernel_width: int, dilation_base: int, n_layers: int
     return max(first, last, kernel_width * max(token_dim, width) * width)
 
 
-def _token_dim(config: Mapping[str, Any]) -> int | None:
-    """The token embeddings' width: the char CNN's channels without a token projection, else
-    model.width (None when a key it needs is missing)."""
-    _, width = _lookup(config, "model.width")
-    _, encoder = _lookup(config, "model.token_encoder")
-    _, projection = _lookup(config, "model.char_cnn.projection")
-    if encoder == "char_cnn" and projection is False:
-        _, filters = _lookup(config, "model.char_cnn.filters")
-        return None if filters is None else sum(channels for _, channels in filters)
-    return width
+def _token_dim(model: Mapping[str, Any]) -> int:
+    """The token embeddings' width: the char CNN's channels without a token projection, else model.width."""
+    if model["token_encoder"] == "char_cnn" and not model["char_cnn"]["projection"]:
+        return sum(channels for _, channels in model["char_cnn"]["filters"])
+    return model["width"]
 
 
 def _check_contextualizer_sizes(config: Mapping[str, Any]) -> None:
     """The Transformer's and the gated CNN's size keys within what one row's arrays can hold
     (`MAX_ROW_ELEMENTS`): such values otherwise fail late, after minutes and gigabytes."""
-    _, contextualizer = _lookup(config, "model.contextualizer")
-    _, width = _lookup(config, "model.width")
-    if width is None:
-        return
+    model = config["model"]
+    contextualizer, width = model["contextualizer"], model["width"]
     if contextualizer == "transformer":
-        _, n_heads = _lookup(config, "model.transformer.n_heads")
-        _, n_layers = _lookup(config, "model.transformer.n_layers")
-        if n_heads is None or n_layers is None:
-            return
+        n_heads, n_layers = model["transformer"]["n_heads"], model["transformer"]["n_layers"]
         sizes = [("model.transformer.max_window", 1), ("model.transformer.memory_length", 0),
                  ("model.transformer.ff_dim", 1)]
         context = {"n_heads": n_heads, "n_layers": n_layers, "width": width}
         arrays = "one row's attention scores, memory and feed-forward layer"
         _check_row_sizes(config, sizes, context, _transformer_row_elements, arrays)
     elif contextualizer == "gated_cnn":
-        _, n_layers = _lookup(config, "model.gated_cnn.n_layers")
-        token_dim = _token_dim(config)
-        if n_layers is None or token_dim is None:
-            return
+        n_layers, token_dim = model["gated_cnn"]["n_layers"], _token_dim(model)
         sizes = [("model.gated_cnn.kernel_width", 2), ("model.gated_cnn.dilation_base", 1)]
         context = {"n_layers": n_layers, "token_dim": token_dim, "width": width}
         arrays = "one row's carried inputs and convolution weights"
@@ -187,10 +153,9 @@ def check_negative_samples(config: Mapping[str, Any], vocab_size: int, vocabular
     """The sampled softmax draws distinct candidates (model.softmax.unique_samples) from the
     vocabulary, so it needs fewer than its `vocab_size` words; `vocabulary` says where they come
     from. Known once the vocabulary is read: before the training data when it is a file."""
-    _, sampled = _lookup(config, "model.softmax.sampled")
-    _, unique = _lookup(config, "model.softmax.unique_samples")
-    has_samples, n_samples = _lookup(config, "model.softmax.n_negative_samples")
-    if sampled and unique and has_samples and n_samples >= vocab_size:
+    softmax = config["model"]["softmax"]
+    n_samples = softmax["n_negative_samples"]
+    if softmax["sampled"] and softmax["unique_samples"] and n_samples >= vocab_size:
         raise ConfigError(
             f"config key model.softmax.n_negative_samples={n_samples!r} is out of range (allowed: an integer below "
             f"the {vocab_size} words of {vocabulary}): set it lower, or "
@@ -201,9 +166,13 @@ def check_negative_samples(config: Mapping[str, Any], vocab_size: int, vocabular
 def validate(config: Mapping[str, Any]) -> None:
     """Raises ConfigError naming the first key whose value its declaration (schema.py) does not
     allow, or the first combination of keys that does not fit."""
+    config = schema.with_defaults(config)
     for key, declared in schema.keys().items():
-        present, value = _lookup(config, key)
-        problem = declared.check.problem(value) if present else None
+        try:
+            value = get_key(config, key)
+        except (KeyError, TypeError, AttributeError):  # With the defaults in: a value where a section belongs.
+            raise ConfigError(f"config key {key} is missing: a value stands where its section belongs") from None
+        problem = declared.check.problem(value)
         if problem:
             raise ConfigError(f"config key {key}={value!r} {problem}")
     _check_chars_fit_filters(config)

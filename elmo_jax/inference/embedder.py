@@ -104,7 +104,7 @@ def _embed_word_ids(model: BiLM, params: Any, token_ids: jax.Array) -> jax.Array
 
 def projects_tokens(model: BiLM) -> bool:
     """Whether `model`'s token embeddings are P wide: a word-input biLM, or a char CNN with a projection."""
-    return model.token_encoder != "char_cnn" or model.token_projection
+    return model.token_encoder != "char_cnn" or model.char_cnn["projection"]
 
 
 def check_embeddable(model: BiLM, any_token_width: bool = False) -> None:
@@ -281,7 +281,7 @@ class ElmoEmbedder:
         if model.token_encoder == "word":
             self.tokens = self._word_tokens(vocab, vocab_to_cache)
             return
-        widest_filter = max(width for width, _ in model.filters)
+        widest_filter = max(width for width, _ in model.char_cnn["filters"])
         if self.kernels.char_cnn is not None:  # It takes every word at once and skips their padding itself.
             encode, by_length = self.kernels.char_cnn.encode, False
         else:

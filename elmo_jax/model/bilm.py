@@ -2,16 +2,14 @@
 
 Inputs carry a leading direction axis of size 2 (0 = forward stream, 1 = backward stream of
 reversed sentences), so one token-encoder call and one contextualizer call serve both directions.
-The contextualizer (`model.contextualizer`, a `Contextualizer` of the registry
-model/contextualizers.py): 'lstm' (two LSTM stacks, bilm-tf's, model/lstm_stack.py), 'gated_cnn'
-(two stacks of causal gated convolutions, model/gated_cnn.py), 'transformer' (causal
-self-attention, model/transformer.py) or any registered one; each reads its stream in order, so
-the backward one sees the text to the right.
+The contextualizer is a `Contextualizer` of the registry model/contextualizers.py; each reads its
+stream in order, so the backward one sees the text to the right.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import dataclasses
+from typing import Any, Mapping
 
 import flax.linen as nn
 from flax.core import FrozenDict
@@ -31,6 +29,7 @@ from elmo_jax.model.word_encoder import WordEncoder
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 ENCODERS = ("char_cnn", "word")
+CHAR_CNN_DEFAULTS = FrozenDict(schema.section_options(schema.get_config().model.char_cnn, "model.char_cnn"))
 
 
 class BiLM(nn.Module):
@@ -41,20 +40,16 @@ class BiLM(nn.Module):
     `LSTMState` per LSTM layer) returns `(layers, top, new_state)`: layers = `[token embedding,
     layer 1, ..., layer L]`, each `[2, B, T, P]` (the token embedding `[2, B, T, sum of channels]`
     without a token projection); top = the last layer after dropout (the softmax input).
-    The contextualizer is the class registered as `contextualizer`, built from the shared fields
-    (P = width, dropout, token_dropout, remat, dtype, init_range) and `options`, its own
-    fields (e.g. `LSTMContextualizer`'s dim and clips; n_layers = L); `stack_spec` is it unbound.
+    `char_cnn` holds the keys of `model.char_cnn` (`CharCNNEncoder`'s fields) and `options` the
+    contextualizer's own fields (e.g. `LSTMContextualizer`'s dim and clips; missing: its defaults),
+    each section passed whole; `stack_spec` is the contextualizer unbound.
     """
 
     vocab_size: int
     token_encoder: str = "char_cnn"
-    char_embed_dim: int = 16
-    filters: Sequence[tuple[int, int]] = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
-    n_highway: int = 2
-    activation: str = "relu"
-    token_projection: bool = True  # False: the char CNN's output feeds the first layer (Kim et al.).
+    char_cnn: Mapping[str, Any] = CHAR_CNN_DEFAULTS
     width: int = 512  # P: the token embeddings', each layer's and the softmax input's width.
-    init_range: float = 0.0  # > 0: every weight from U(-init_range, init_range) (Kim et al.: 0.05).
+    init_range: float = 0.0  # > 0: every weight from U(-init_range, init_range).
     dropout: float = 0.1
     token_dropout: float | None = None  # Dropout on the token embeddings (None = `dropout`).
     remat: bool = False
@@ -63,14 +58,13 @@ class BiLM(nn.Module):
     conv_kernel: str = "xla"  # Their forward pass: 'xla' | 'pallas' (CharCNNEncoder.conv_kernel).
     distinct_fraction: float = 0.0  # > 0: encode each distinct word once (see embed_tokens).
     contextualizer: str = "lstm"  # A name of the registry (model/contextualizers.py).
-    options: Mapping[str, Any] = FrozenDict()  # The contextualizer's own fields; missing: its defaults.
+    options: Mapping[str, Any] = FrozenDict()
 
     def setup(self) -> None:
         if self.token_encoder == "char_cnn":
             self.encoder = CharCNNEncoder(
-                self.char_embed_dim, tuple(map(tuple, self.filters)), self.n_highway,
-                self.width, self.activation, self.dtype, resolve_block(self.conv_block),
-                self.init_range, self.token_projection, self.conv_kernel,
+                **self.char_cnn, output_dim=self.width, dtype=self.dtype, conv_block=resolve_block(self.conv_block),
+                init_range=self.init_range, conv_kernel=self.conv_kernel,
             )
         elif self.token_encoder == "word":
             self.encoder = WordEncoder(self.vocab_size, self.width, self.init_range)
@@ -107,8 +101,8 @@ class BiLM(nn.Module):
     @property
     def token_dim(self) -> int:
         """Width of the token embeddings: the char CNN's channels without a token projection, else P."""
-        if self.token_encoder == "char_cnn" and not self.token_projection:
-            return sum(n for _, n in self.filters)
+        if self.token_encoder == "char_cnn" and not self.char_cnn["projection"]:
+            return sum(n for _, n in self.char_cnn["filters"])
         return self.width
 
     def initial_state(self, batch_size: int) -> Any:
@@ -190,24 +184,14 @@ class BiLM(nn.Module):
 
 def bilm_from_config(model: Mapping[str, Any], vocab_size: int) -> BiLM:
     """Builds the biLM of `config.model`, complete and validated where it entered (the commands, a
-    workdir's config.json, an options.json: elmo_jax/config/validation.py)."""
+    workdir's config.json, an options.json: elmo_jax/config/validation.py): the model section's
+    keys that are BiLM fields, the char CNN's and the contextualizer's sections whole."""
+    fields = {name: value for name, value in schema.section_options(model, "model").items() if name in _FIELDS}
     return BiLM(
-        vocab_size=vocab_size,
-        token_encoder=model["token_encoder"],
-        char_embed_dim=model["char_cnn"]["embed_dim"],
-        filters=tuple(tuple(f) for f in model["char_cnn"]["filters"]),
-        n_highway=model["char_cnn"]["n_highway"],
-        activation=model["char_cnn"]["activation"],
-        token_projection=model["char_cnn"]["projection"],
-        width=model["width"],
-        init_range=model["init_range"],
-        dropout=model["dropout"],
-        token_dropout=schema.option({"model": model}, "model.token_dropout"),
-        remat=model["remat"],
-        dtype=DTYPES[model["dtype"]],
-        conv_block=model["conv_block"],
-        conv_kernel=model["conv_kernel"],
-        distinct_fraction=model["distinct_fraction"],
-        contextualizer=model["contextualizer"],
+        vocab_size=vocab_size, **{**fields, "dtype": DTYPES[model["dtype"]]},
+        char_cnn=FrozenDict(schema.section_options(model["char_cnn"], "model.char_cnn")),
         options=FrozenDict(contextualizer_options(model)),
     )
+
+
+_FIELDS = {field.name for field in dataclasses.fields(BiLM)}

@@ -1,9 +1,9 @@
 """The character CNN token encoder with highway layers (bilm-tf).
 
 Parameter names follow bilm-tf's weight file (`char_embed`, `W_cnn_i`/`b_cnn_i`, highway
-`W_carry`/`b_carry`/`W_transform`/`b_transform`, `W_proj`/`b_proj`), all `x @ W` oriented.
-Weights start from bilm-tf's initializers, or, with `init_range` r > 0, all from U(-r, r) (Kim et
-al. 2016 and Zaremba et al. 2014: 0.05); biases start at 0 (highway carry: -2) either way.
+`W_carry`/`b_carry`/`W_transform`/`b_transform`, `W_proj`/`b_proj`), all `x @ W` oriented, so
+its weights export as they are. Weights start from bilm-tf's initializers, or with `init_range`
+r > 0 all from U(-r, r); biases start at 0 (highway carry: -2, mostly carrying at first).
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from elmo_jax.config import schema
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.model.conv_pool import conv_max_over_positions
 from elmo_jax.model.initializers import uniform_symmetric, weight_init
 from elmo_jax.model.precision import matmul
 
-ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}
-CONV_KERNELS = ("xla", "pallas")  # CharCNNEncoder.conv_kernel: conv_pool's passes or its fused Pallas forward.
+# The names the schema allows, each jax.nn's function of that name.
+ACTIVATIONS = {name: getattr(jax.nn, name) for name in schema.keys()["model.char_cnn.activation"].check.choices}
+CONV_KERNELS = schema.keys()["model.conv_kernel"].check.choices
 
 
 def _normal(stddev: float) -> nn.initializers.Initializer:
@@ -54,21 +56,21 @@ class Highway(nn.Module):
 class CharCNNEncoder(nn.Module):
     """Char ids `[..., C]` (+1 shifted, 0 = no token) -> token embeddings `[..., output_dim]`.
 
-    With `project=False` the highway output itself, `[..., sum of channels]`, is the embedding (Kim
-    et al. 2016): no linear map to the LSTM size. That product of two trained matrices (the
-    projection and the first LSTM's input weights) grows fast under plain SGD at learning rate 1 and
-    saturates the first LSTM's gates.
+    The fields up to `projection` are the keys of `model.char_cnn`, passed whole. Without a
+    projection the highway output itself, `[..., sum of channels]`, is the embedding (Kim et al.
+    2016): a product of two trained matrices (the projection and the first layer's input weights)
+    grows fast under plain SGD and saturates the first LSTM's gates.
     """
 
     embed_dim: int
-    filters: Sequence[tuple[int, int]]
+    filters: Sequence[tuple[int, int]]  # (width, channels) of each convolution.
+    activation: str
     n_highway: int
+    projection: bool
     output_dim: int
-    activation: str = "relu"
     dtype: jnp.dtype = jnp.float32
     conv_block: int | None = None  # Tokens per block of the convolutions (conv_pool.conv_max_over_positions).
-    init_range: float = 0.0  # > 0: weights from U(-init_range, init_range) instead of bilm-tf's.
-    project: bool = True
+    init_range: float = 0.0
     conv_kernel: str = "xla"  # 'pallas': the convolutions' forward pass as Pallas kernels (pallas_conv_pool).
 
     @nn.compact
@@ -99,7 +101,7 @@ class CharCNNEncoder(nn.Module):
         h = jnp.concatenate(pooled, axis=-1)  # [N, F]
         h = Highway(self.n_highway, self.dtype, self.init_range, name="highway")(h)
         n_filters = h.shape[-1]
-        if not self.project:
+        if not self.projection:
             return h.reshape(*lead_shape, n_filters)
         w_proj = self.param(
             "W_proj", weight_init(self.init_range, _normal(np.sqrt(1.0 / n_filters))), (n_filters, self.output_dim)

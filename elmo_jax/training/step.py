@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import ml_collections
 import optax
 
+from elmo_jax.config import schema
 from elmo_jax.data.batching import Batch
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model import softmax as softmax_lib
@@ -27,7 +28,7 @@ NONFINITE_POLICIES = ("stop", "skip")
 
 
 class NegativeSampler:
-    """The negatives of one step and their log expected counts, from `config.model.softmax`.
+    """The negatives of one step and their log expected counts, from the keys of `model.softmax`.
 
     Candidates are drawn per negative set. bilm-tf draws n_negative_samples_batch candidates per
     tower (128 streams on one GPU) and per direction (one `sampled_softmax_loss` call each):
@@ -38,15 +39,16 @@ class NegativeSampler:
     every device draws every set (the row-sparse update needs all their rows).
     """
 
-    def __init__(self, softmax_config: ml_collections.ConfigDict, vocab_size: int, batch_size: int):
+    def __init__(
+        self, vocab_size: int, batch_size: int, n_negative_samples: int, unique_samples: bool,
+        streams_per_draw: int, negatives_per_direction: bool, **_: Any,
+    ):
         self.vocab_size = vocab_size
-        self.num_sampled = softmax_config.n_negative_samples
-        self.unique = softmax_config.unique_samples
-        self.num_tries = (
-            softmax_lib.unique_sampling_tries(vocab_size, self.num_sampled) if self.unique else None
-        )
-        self.groups = draw_groups(softmax_config.streams_per_draw, batch_size)
-        self.directions = 2 if softmax_config.negatives_per_direction else 1
+        self.num_sampled = n_negative_samples
+        self.unique = unique_samples
+        self.num_tries = softmax_lib.unique_sampling_tries(vocab_size, n_negative_samples) if unique_samples else None
+        self.groups = draw_groups(streams_per_draw, batch_size)
+        self.directions = 2 if negatives_per_direction else 1
 
     def draw(self, rng: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Every set's negative ids and their log expected counts, `[D, G, K]` each (D directions).
@@ -74,8 +76,6 @@ class NegativeSampler:
 
 def draw_groups(streams_per_draw: int, batch_size: int) -> int:
     """The number G of groups of streams drawing their own negatives (1: one draw per step)."""
-    if streams_per_draw < 0:
-        raise ValueError(f"model.softmax.streams_per_draw must be >= 0, got {streams_per_draw}")
     if streams_per_draw == 0 or streams_per_draw >= batch_size:
         return 1
     if batch_size % streams_per_draw:
@@ -211,14 +211,12 @@ def make_train_step(
             f"train.nonfinite_policy must be one of {NONFINITE_POLICIES}, got {config.train.nonfinite_policy!r}"
         )
     skip_nonfinite = config.train.nonfinite_policy == "skip"
-    softmax_config = config.model.softmax
-    sampler = (
-        NegativeSampler(softmax_config, model.vocab_size, config.train.batch_size) if softmax_config.sampled else None
-    )
+    softmax = schema.section_options(config.model.softmax, "model.softmax")
+    sampler = NegativeSampler(model.vocab_size, config.train.batch_size, **softmax) if softmax["sampled"] else None
     row_updates = uses_row_updates(config)
     stateful = config.train.stateful
     loss_scale = config.train.loss_scale
-    loss_fn = functools.partial(training_loss, model, softmax_config.chunk_size, loss_scale)
+    loss_fn = functools.partial(training_loss, model, softmax["chunk_size"], loss_scale)
 
     def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
         inputs = batch

@@ -264,6 +264,11 @@ def test_missing_keys_are_skipped_and_added_keys_pass():
     validate(config)
 
 
+def test_a_value_where_a_section_belongs_is_an_error_naming_its_first_key():
+    with pytest.raises(ConfigError, match=r"^config key model.softmax.sampled is missing: a value stands where its "):
+        validate(_config(**{"model.softmax": 3}))
+
+
 def test_the_schema_checks_every_key_of_the_default_config():
     assert set(schema.keys()) == _leaf_keys(schema.get_config())
 
@@ -309,7 +314,7 @@ def test_choices_are_those_the_code_accepts():
     from elmo_jax.training import optim, step
 
     def choices(key):
-        return {c for c in schema.keys()[key].check.allowed.removeprefix("one of ").replace("'", "").split(", ")}
+        return set(schema.keys()[key].check.choices)
 
     assert choices("data.source") == set(corpus.SOURCES)
     assert choices("data.streams") == set(corpus.STREAMS)
@@ -321,6 +326,7 @@ def test_choices_are_those_the_code_accepts():
     assert choices("model.lstm.initializer") == set(lstm.KERNEL_INITIALIZERS)
     assert choices("model.lstm_kernel") == set(lstm.TIME_LOOP_KERNELS)
     assert choices("train.optimizer.schedule") == set(optim._SCHEDULES)
+    assert choices("train.optimizer.name") == set(optim._OPTIMIZERS)
     assert choices("train.nonfinite_policy") == set(step.NONFINITE_POLICIES)
     assert choices("eval.probe.task") == {"", *tasks.TASKS}
     assert choices("eval.probe.normalize") == set(tasks.NORMALIZATIONS)

@@ -10,6 +10,7 @@ import h5py
 import jax
 import numpy as np
 import pytest
+from flax.core import FrozenDict
 
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.inference import embedder as embed
@@ -20,7 +21,7 @@ from elmo_jax.pretrained import PretrainedBiLM, bilm_from_workdir
 
 from elmo_jax.workdir.runs import load_params
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights, save_options, save_weights
-from elmo_jax.model.bilm import BiLM, bilm_from_config
+from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM, bilm_from_config
 from elmo_jax.model.initial_params import init_params
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
 from tests.training import helpers
@@ -336,7 +337,7 @@ def test_model_without_projection_embeds_2_dim_wide(tmp_path):
 
 
 def test_model_without_token_projection_is_refused():
-    model = BiLM(vocab_size=5, token_projection=False)
+    model = BiLM(vocab_size=5, char_cnn=FrozenDict(CHAR_CNN_DEFAULTS, projection=False))
     with pytest.raises(ValueError, match="projection=False"):
         ElmoEmbedder.from_pretrained(PretrainedBiLM(model, {}, max_chars=10))
 

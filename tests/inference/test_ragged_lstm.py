@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.inference.cpu_kernels import CpuLstmStack
-from elmo_jax.model.bilm import BiLM
+from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.inference.ragged_lstm import CHUNK, row_bucket, run_lstms
 
@@ -19,7 +19,8 @@ BATCH, DIM, PROJ = 12, 10, 6
 @pytest.fixture(scope="module")
 def bilm():
     model = BiLM(vocab_size=1, width=PROJ, options=FrozenDict(dim=DIM, n_layers=2, cell_clip=3.0, proj_clip=3.0,
-                                                                    use_skip_connections=True), dropout=0.0, filters=((1, 4), (2, 4)), char_embed_dim=4)
+                                                                    use_skip_connections=True), dropout=0.0,
+                 char_cnn=FrozenDict(CHAR_CNN_DEFAULTS, filters=((1, 4), (2, 4)), embed_dim=4))
     x = jnp.zeros((2, 1, 3, PROJ))
     variables = model.init(jax.random.key(0), x, jnp.ones((2, 1, 3), bool), model.initial_state(1),
                            method=BiLM.contextualize)

@@ -15,7 +15,7 @@ import pytest
 from elmo_jax.config import schema
 from elmo_jax.config.overrides import apply_overrides
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.model.bilm import BiLM, bilm_from_config
+from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
 from tests.model.test_char_cnn import np_char_cnn
 from tests.model.test_lstm import np_bilstm
@@ -32,8 +32,8 @@ DROPOUT = 0.5  # every test model has dropout: train=False must ignore it
 def make_model(token_encoder: str = "char_cnn", skip: bool = True, dropout: float = DROPOUT) -> BiLM:
     """The tiny biLM used throughout."""
     return BiLM(
-        vocab_size=VOCAB, token_encoder=token_encoder, char_embed_dim=EMBED, filters=FILTERS,
-        n_highway=N_HIGHWAY, width=P, dropout=dropout,
+        vocab_size=VOCAB, token_encoder=token_encoder, width=P, dropout=dropout,
+        char_cnn=FrozenDict(CHAR_CNN_DEFAULTS, embed_dim=EMBED, filters=FILTERS, n_highway=N_HIGHWAY),
         options=FrozenDict(dim=DIM, n_layers=N_LAYERS, cell_clip=CELL_CLIP, proj_clip=PROJ_CLIP, use_skip_connections=skip),
     )
 
@@ -226,7 +226,7 @@ def test_bilm_from_config_conversions() -> None:
     assert lstm.cell_clip is None and lstm.proj_clip is None  # 0 = no clipping
     assert model.dtype == jnp.bfloat16 and model.remat and model.token_encoder == "word"
     assert not lstm.use_skip_connections and model.vocab_size == VOCAB
-    assert model.filters == FILTERS and model.width == P
+    assert model.char_cnn["filters"] == FILTERS and model.width == P
 
 
 def test_conv_block_reaches_the_encoder_and_keeps_the_outputs_and_gradients() -> None:

@@ -108,9 +108,12 @@ def char_ids_example(seed: int = 0) -> np.ndarray:
     return ids
 
 
-def make_encoder(activation: str = "relu") -> CharCNNEncoder:
-    """The small encoder used throughout."""
-    return CharCNNEncoder(EMBED_DIM, FILTERS, N_HIGHWAY, OUTPUT_DIM, activation)
+def make_encoder(activation: str = "relu", **fields: Any) -> CharCNNEncoder:
+    """The small encoder used throughout (`fields`: others of CharCNNEncoder's)."""
+    return CharCNNEncoder(
+        embed_dim=EMBED_DIM, filters=FILTERS, activation=activation, n_highway=N_HIGHWAY,
+        projection=fields.pop("projection", True), output_dim=OUTPUT_DIM, **fields,
+    )
 
 
 # ----------------------------------------------------------------------------- tests
@@ -195,9 +198,9 @@ def test_char_cnn_matches_numpy(activation: str) -> None:
 
 
 def test_char_cnn_without_projection_is_the_highway_output() -> None:
-    """project=False (Kim et al.): no W_proj / b_proj, embeddings sum(channels) wide."""
+    """projection=False (Kim et al.): no W_proj / b_proj, embeddings sum(channels) wide."""
     ids = char_ids_example()
-    module = CharCNNEncoder(EMBED_DIM, FILTERS, N_HIGHWAY, OUTPUT_DIM, "tanh", project=False)
+    module = make_encoder("tanh", projection=False)
     params = randomize(abstract_params(module, jnp.asarray(ids)), seed=4)
     assert "W_proj" not in params and "b_proj" not in params
     out = jax.jit(module.apply)({"params": params}, jnp.asarray(ids))
@@ -222,7 +225,7 @@ def test_char_cnn_pallas_conv_kernel_same_outputs_and_gradients() -> None:
     any size."""
     ids = jnp.asarray(char_ids_example(5))
     plain = make_encoder()
-    fused = CharCNNEncoder(EMBED_DIM, FILTERS, N_HIGHWAY, OUTPUT_DIM, "relu", conv_kernel="pallas")
+    fused = make_encoder(conv_kernel="pallas")
     params = randomize(abstract_params(plain, ids), seed=6)
     readout = jax.random.normal(jax.random.key(7), (2, 3, OUTPUT_DIM))
 
@@ -236,7 +239,7 @@ def test_char_cnn_pallas_conv_kernel_same_outputs_and_gradients() -> None:
     for got, want in zip(jax.tree.leaves((out_p, grads_p)), jax.tree.leaves((out_x, grads_x))):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * max(1.0, float(jnp.max(jnp.abs(want)))))
     with pytest.raises(ValueError, match="model.conv_kernel"):
-        abstract_params(CharCNNEncoder(EMBED_DIM, FILTERS, N_HIGHWAY, OUTPUT_DIM, conv_kernel="cudnn"), ids)
+        abstract_params(make_encoder(conv_kernel="cudnn"), ids)
 
 
 @pytest.fixture(scope="module")

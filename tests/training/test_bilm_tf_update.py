@@ -26,6 +26,7 @@ import pytest
 
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.config import schema
+from elmo_jax.config.validation import validate
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
 from elmo_jax.model.softmax import sample_log_uniform, unique_sampling_tries
@@ -139,7 +140,7 @@ def run_case(n_devices: int, groups: int, per_direction: bool, row_updates: bool
     mesh = data_parallel.make_mesh(jax.devices()[:n_devices])
     state, step, _ = build_trainer(model, config, mesh, 10)
     batch = random_batch(np.random.default_rng(0), VOCAB, BATCH, STEPS, config.data.max_chars_per_token)
-    negatives = step_negatives(NegativeSampler(config.model.softmax, VOCAB, config.train.batch_size), state)
+    negatives = step_negatives(NegativeSampler(VOCAB, config.train.batch_size, **config.model.softmax), state)
     reference = bilm_tf_update(model, jax.device_get(state.params), batch, negatives, groups)
     new_state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
     has_sums = lambda s: hasattr(s, "sum_of_squares")
@@ -194,7 +195,7 @@ def test_train_step_is_bilm_tf_update(results, name):
 
 def test_one_group_draws_the_single_draw_of_before():
     """One group: the candidates of one global draw from the step's sampling key."""
-    sampler = NegativeSampler(tiny_config().model.softmax, VOCAB, BATCH)
+    sampler = NegativeSampler(VOCAB, BATCH, **tiny_config().model.softmax)
     key = jax.random.key(3)
     ids, log_expected = sampler.draw(key)
     want_ids, want_log_expected = sample_log_uniform(key, VOCAB, sampler.num_sampled, True, sampler.num_tries)
@@ -206,7 +207,7 @@ def test_one_group_draws_the_single_draw_of_before():
 def test_groups_and_directions_draw_their_own_candidates():
     config = tiny_config(**{"model.softmax.streams_per_draw": 2, "model.softmax.negatives_per_direction": True,
                             "model.softmax.n_negative_samples": 40})
-    ids = np.asarray(NegativeSampler(config.model.softmax, 1000, batch_size=6).draw(jax.random.key(0))[0])
+    ids = np.asarray(NegativeSampler(1000, 6, **config.model.softmax).draw(jax.random.key(0))[0])
     assert ids.shape == (2, 3, 40)
     sets = ids.reshape(6, 40)
     assert all(len(np.unique(s)) == 40 for s in sets)  # each a draw of distinct candidates
@@ -219,7 +220,7 @@ def local_layout(n_devices: int, local_rows: int, groups: int, per_direction: bo
     config = tiny_config(
         **{"model.softmax.streams_per_draw": batch // groups, "model.softmax.negatives_per_direction": per_direction}
     )
-    sampler = NegativeSampler(config.model.softmax, VOCAB, batch)
+    sampler = NegativeSampler(VOCAB, batch, **config.model.softmax)
     return jax.vmap(lambda _: fn(NegativeSetLayout(sampler, local_rows)), axis_name=AXIS)(jnp.arange(n_devices))
 
 
@@ -259,13 +260,12 @@ def test_draw_groups(streams_per_draw, batch, groups):
     assert draw_groups(streams_per_draw, batch) == groups
 
 
-@pytest.mark.parametrize("streams_per_draw,batch,message", [
-    (-1, 4, r"model.softmax.streams_per_draw must be >= 0, got -1"),
-    (128, 320, r"train.batch_size=320 must be a multiple of model.softmax.streams_per_draw=128"),
-])
-def test_streams_per_draw_that_do_not_split_the_batch_are_errors(streams_per_draw, batch, message):
-    with pytest.raises(ValueError, match=message):
-        draw_groups(streams_per_draw, batch)
+def test_streams_per_draw_that_do_not_split_the_batch_are_errors():
+    config = tiny_config(**{"model.softmax.streams_per_draw": -1})
+    with pytest.raises(ValueError, match=r"model.softmax.streams_per_draw=-1 is out of range"):
+        validate(config)  # Where a config enters: the sampler takes its values as they are.
+    with pytest.raises(ValueError, match=r"train.batch_size=320 must be a multiple of model.softmax.streams_per_draw=128"):
+        draw_groups(128, 320)
 
 
 # ----------------------------------------------------------------------------- LSTM initializer

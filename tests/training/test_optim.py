@@ -9,6 +9,7 @@ import pytest
 
 from elmo_jax.config import schema
 from elmo_jax.config.recipes import recipe_module
+from elmo_jax.config.validation import validate
 from elmo_jax.training import optim
 
 demo = recipe_module("demo")
@@ -41,7 +42,7 @@ def test_adagrad_matches_bilm_tf_update():
 
 def test_warmup_then_cosine_schedule():
     opt = _train_config(learning_rate=1.0, schedule="cosine", warmup_steps=10).optimizer
-    schedule = optim.make_schedule(opt, 110)
+    schedule = optim.make_schedule(110, **opt)
     assert float(schedule(0)) == 0.0
     assert float(schedule(5)) == pytest.approx(0.5)
     assert float(schedule(10)) == pytest.approx(1.0)
@@ -50,9 +51,9 @@ def test_warmup_then_cosine_schedule():
 
 
 def test_linear_and_constant_schedules():
-    linear = optim.make_schedule(_train_config(learning_rate=2.0, schedule="linear").optimizer, 100)
+    linear = optim.make_schedule(100, **_train_config(learning_rate=2.0, schedule="linear").optimizer)
     assert float(linear(50)) == pytest.approx(1.0)
-    constant = optim.make_schedule(_train_config(learning_rate=0.3).optimizer, 100)
+    constant = optim.make_schedule(100, **_train_config(learning_rate=0.3).optimizer)
     assert float(constant(99)) == pytest.approx(0.3)
 
 
@@ -61,8 +62,10 @@ def test_linear_and_constant_schedules():
     [("name", "lamb", "train.optimizer.name"), ("schedule", "step", "train.optimizer.schedule")],
 )
 def test_bad_optimizer_config_names_the_key(key, value, message):
-    with pytest.raises(ValueError, match=message):
-        optim.make_optimizer(_train_config(**{key: value}), 10)
+    config = schema.get_config()
+    config.train.optimizer[key] = value
+    with pytest.raises(ValueError, match=message):  # Where a config enters, before any optimizer is built.
+        validate(config)
 
 
 def _warnings(caplog) -> list[str]:
@@ -73,7 +76,7 @@ def _warnings(caplog) -> list[str]:
 def test_warmup_outlasting_a_decaying_run_is_clamped_to_a_tenth(schedule, caplog):
     opt = _train_config(learning_rate=1.0, schedule=schedule, warmup_steps=100).optimizer
     with caplog.at_level(logging.WARNING):
-        lr = optim.make_schedule(opt, 50)
+        lr = optim.make_schedule(50, **opt)
     assert _warnings(caplog) == [
         f"train.optimizer.warmup_steps=100 >= the run's 50 steps: clamped to 5 (a tenth of the run) so the "
         f"{schedule} schedule can decay"
@@ -88,7 +91,7 @@ def test_warmup_outlasting_a_decaying_run_is_clamped_to_a_tenth(schedule, caplog
 def test_constant_schedule_warns_when_warmup_outlasts_the_run(caplog):
     opt = _train_config(learning_rate=1.0, warmup_steps=20).optimizer
     with caplog.at_level(logging.WARNING):
-        lr = optim.make_schedule(opt, 10)
+        lr = optim.make_schedule(10, **opt)
     assert _warnings(caplog) == [
         "train.optimizer.warmup_steps=20 >= the run's 10 steps: the constant schedule never reaches its peak "
         "learning rate 1"
@@ -98,7 +101,7 @@ def test_constant_schedule_warns_when_warmup_outlasts_the_run(caplog):
 
 def test_warmup_within_the_run_is_kept_silently(caplog):
     with caplog.at_level(logging.WARNING):
-        lr = optim.make_schedule(_train_config(learning_rate=1.0, schedule="cosine", warmup_steps=9).optimizer, 10)
+        lr = optim.make_schedule(10, **_train_config(learning_rate=1.0, schedule="cosine", warmup_steps=9).optimizer)
     assert _warnings(caplog) == []
     assert float(lr(9)) == pytest.approx(1.0)
 

@@ -42,15 +42,16 @@ class _Args(ctypes.Structure):
 
 
 class CpuCharCnn:
-    """The char CNN of a float32 biLM with a token projection (`model`: its `filters`,
-    `n_highway`, `activation`, `width`; `params`: its variables' params, whose `encoder`
+    """The char CNN of a float32 biLM with a token projection (`model`: its `char_cnn` and
+    `width`; `params`: its variables' params, whose `encoder`
     holds the char CNN) ready for `encode`. Builds the kernels on first use (`load_library`;
     KernelUnavailable when it cannot)."""
 
     def __init__(self, model: Any, params: Mapping, n_threads: int | None = None):
-        if model.activation not in ACTIVATIONS:
-            raise ValueError(f"model.char_cnn.activation must be one of {ACTIVATIONS}, got {model.activation!r}")
-        if not model.token_projection:
+        cnn = model.char_cnn
+        if cnn["activation"] not in ACTIVATIONS:
+            raise ValueError(f"model.char_cnn.activation must be one of {ACTIVATIONS}, got {cnn['activation']!r}")
+        if not cnn["projection"]:
             raise ValueError("the CPU char CNN needs a token projection (model.char_cnn.projection=True)")
         library = load_library()
         library.elmo_char_cnn.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Args)]
@@ -58,10 +59,10 @@ class CpuCharCnn:
         self._lock = threading.Lock()  # One call at a time: each uses every core.
         self.n_threads = n_threads or cpu_threads()
         self.out_dim = model.width
-        self.widest_filter = max(width for width, _ in model.filters)
+        self.widest_filter = max(width for width, _ in cnn["filters"])
         encoder = params["encoder"]
         highway = encoder.get("highway", {})
-        n_highway = model.n_highway
+        n_highway = cnn["n_highway"]
 
         def side_by_side(carry: str, transform: str) -> np.ndarray:  # [n_highway, ..., 2 F]
             layers = [np.concatenate([highway[f"{carry}_{k}"], highway[f"{transform}_{k}"]], axis=-1)
@@ -72,18 +73,18 @@ class CpuCharCnn:
         char_embed[0] = 0.0  # "No token": the model fixes this row at zero.
         weights = {
             "char_embed": char_embed,
-            "w_cnn": f32(np.concatenate([np.ravel(encoder[f"W_cnn_{i}"]) for i in range(len(model.filters))])),
-            "b_cnn": f32(np.concatenate([encoder[f"b_cnn_{i}"] for i in range(len(model.filters))])),
+            "w_cnn": f32(np.concatenate([np.ravel(encoder[f"W_cnn_{i}"]) for i in range(len(cnn["filters"]))])),
+            "b_cnn": f32(np.concatenate([encoder[f"b_cnn_{i}"] for i in range(len(cnn["filters"]))])),
             "w_highway": side_by_side("W_carry", "W_transform"),
             "b_highway": side_by_side("b_carry", "b_transform"),
             "w_proj": f32(encoder["W_proj"]),
             "b_proj": f32(encoder["b_proj"]),
         }
-        widths = np.array([width for width, _ in model.filters], np.int32)
-        channels = np.array([channels for _, channels in model.filters], np.int32)
+        widths = np.array([width for width, _ in cnn["filters"]], np.int32)
+        channels = np.array([channels for _, channels in cnn["filters"]], np.int32)
         args = _ModelArgs(
-            len(widths), model.char_embed_dim, n_highway, self.out_dim, N_CHARACTERS, PAD_CHAR + ID_SHIFT,
-            int(model.activation == "relu"), pointer(widths, I32), pointer(channels, I32),
+            len(widths), cnn["embed_dim"], n_highway, self.out_dim, N_CHARACTERS, PAD_CHAR + ID_SHIFT,
+            int(cnn["activation"] == "relu"), pointer(widths, I32), pointer(channels, I32),
             *(pointer(weights[name], F32) for name in _WEIGHTS),
         )
         self._model = packed_model(self, library, "char_cnn", args)

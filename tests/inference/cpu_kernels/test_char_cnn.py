@@ -11,7 +11,7 @@ import pytest
 from elmo_jax.inference.cpu_kernels import CpuCharCnn
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, words_to_char_ids
 from elmo_jax.inference.embedder import _embed_tokens
-from elmo_jax.model.bilm import BiLM
+from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM
 from tests.inference.cpu_kernels.compiler import requires_compiler
 
 pytestmark = requires_compiler
@@ -48,8 +48,8 @@ def reference_char_cnn(params, filters, n_highway, activation, char_ids):
 
 
 def make_char_cnn(filters, n_highway, activation, proj, max_chars, embed_dim=5, seed=0):
-    model = BiLM(vocab_size=1, width=proj, options=FrozenDict(dim=8, n_layers=1), filters=filters, n_highway=n_highway,
-                 activation=activation, char_embed_dim=embed_dim, dropout=0.0)
+    char_cnn = FrozenDict(CHAR_CNN_DEFAULTS, filters=filters, n_highway=n_highway, activation=activation, embed_dim=embed_dim)
+    model = BiLM(vocab_size=1, width=proj, options=FrozenDict(dim=8, n_layers=1), char_cnn=char_cnn, dropout=0.0)
     variables = model.init(jax.random.key(seed), {"char_ids": jnp.ones((1, max_chars), jnp.int32)},
                            method=BiLM.embed_tokens)
     rng = np.random.default_rng(seed)  # Biases and larger weights, so every part of the sum matters.
@@ -104,7 +104,7 @@ def test_no_words_and_bad_inputs():
     with pytest.raises(ValueError, match=r"words of 2 characters are narrower than the widest filter \(3\)"):
         cnn.encode(np.ones((1, 2), np.int32))
     with pytest.raises(ValueError, match="activation must be one of"):
-        CpuCharCnn(model.clone(activation="gelu"), params)
+        CpuCharCnn(model.clone(char_cnn=FrozenDict(model.char_cnn, activation="gelu")), params)
 
 
 def test_avx2_build_matches_reference(avx2_build):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.inference.cpu_kernels import CpuLstmStack
-from elmo_jax.model.bilm import BiLM
+from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM
 from elmo_jax.model.lstm import LSTMState
 from tests.inference.cpu_kernels.compiler import requires_compiler
 
@@ -56,7 +56,8 @@ def make_bilm(dim, proj, n_layers, skip, clip, scale=4.0, cell_clip=None):
     cell_clip = clip if cell_clip is None else cell_clip
     # A clip of 0 in CASES is none, as in a config; the biLM's options spell it None.
     model = BiLM(vocab_size=1, width=proj, options=FrozenDict(dim=dim, n_layers=n_layers, cell_clip=cell_clip or None, proj_clip=clip or None,
-                                                                           use_skip_connections=skip), dropout=0.0, filters=((1, 4),), char_embed_dim=4)
+                                                                           use_skip_connections=skip), dropout=0.0,
+                 char_cnn=FrozenDict(CHAR_CNN_DEFAULTS, filters=((1, 4),), embed_dim=4))
     variables = model.init(jax.random.key(0), jnp.zeros((2, 1, 2, proj)), jnp.ones((2, 1, 2), bool),
                            model.initial_state(1), method=BiLM.contextualize)
     return model, jax.tree.map(lambda p: np.asarray(p) * scale, variables["params"])  # Large enough to reach the clips.
