@@ -4,9 +4,7 @@ Row r of consecutive batches continues the same stream, so carried LSTM states s
 text. Each sentence `w1..wn` contributes n + 1 positions:
   forward : inputs `<S> w1 .. wn`,   targets `w1 .. wn </S>`
   backward: inputs `</S> wn .. w1`,  targets `wn .. w1 <S>`
-(the backward stream holds the same sentences, each reversed, at the same positions).
-When a finite source runs out, the remaining positions get mask 0; iteration ends once a batch
-would hold no real token, so every target is produced exactly once.
+When a finite source runs out, the remaining positions get mask 0, and every target comes once.
 """
 
 from __future__ import annotations
@@ -73,11 +71,8 @@ class BiLMBatcher:
 
     Each batch is `{'token_ids' [2,B,T] int32, 'char_ids' [2,B,T,C] int32 (char encoder only),
     'targets' [2,B,T] int32, 'mask' [2,B,T] bool}`, direction 0 forward, 1 backward (`Batch`).
-    `state_dict()` captures the source position and every row's partial sentence.
-
-    Speed: per batch, Python only hands sentences to rows; the sentences are encoded together
-    (one vocabulary lookup pass, array indexing for both directions), the batch is one gather
-    from them, and its char ids one gather from a per-word table (`CharIdTable`).
+    `state_dict()` captures the source position and every row's partial sentence. Python only
+    hands sentences to rows: encoding and batching are array operations.
     """
 
     def __init__(
@@ -194,11 +189,8 @@ class BiLMBatcher:
 
 
 class Prefetcher:
-    """Produces items of an iterator on a background thread, `size` items ahead.
-
-    `state_dict()` returns the wrapped iterator's state as of the last item handed out, so a
-    checkpoint never skips or repeats batches that were prefetched but not consumed.
-    """
+    """Produces items of an iterator on a background thread, `size` items ahead; `state_dict()`
+    is the wrapped iterator's state as of the last item handed out."""
 
     _END = object()
 
