@@ -1,9 +1,5 @@
-"""The softmax of a bilm-tf/AllenNLP biLM, stored apart from its weights.
-
-The released original ELMo comes with `elmo_2x4096_512_2048cnn_2xhighway_softmax_weights.hdf5`:
-datasets `softmax/W` `[V, P]` and `softmax/b` `[V]`, row i for word i of its vocabulary file
-(`vocab-2016-09-10.txt`, one word per line). One softmax serves both directions, as elmo-jax's
-(`params['softmax']['W']`, `['b']`), so the layout maps one to one.
+"""The softmax of a bilm-tf/AllenNLP biLM, stored apart from its weights (as the original ELMo's):
+`softmax/W` `[V, P]` and `softmax/b` `[V]`, row i for word i of the vocabulary, as elmo-jax's.
 """
 
 from __future__ import annotations
@@ -38,16 +34,14 @@ def save_softmax(w: np.ndarray, b: np.ndarray, path: str) -> None:
 
 
 def softmax_writer(w: np.ndarray, b: np.ndarray, where: str, export_id: str | None = None) -> Callable[[str], None]:
-    """Checks W and b (errors name `where`) and returns the function writing their softmax file to a
-    path, with `export_id` (elmo_jax.interop.export_sets) when given."""
+    """Checks W and b (errors name `where`); the function writing their softmax file, with `export_id`."""
     w, b = np.asarray(w, np.float32), np.asarray(b, np.float32)
     check_softmax(w, b, w.shape[0], w.shape[-1], where)
     return lambda path: write_hdf5(path, {"softmax/W": w, "softmax/b": b}, export_id)
 
 
 def load_softmax(path: str, vocab_size: int, dim: int) -> dict[str, np.ndarray]:
-    """`{'W': [V, P], 'b': [V]}` float32 from a softmax file, checked against the vocabulary and P
-    (and finite: `read_finite`)."""
+    """`{'W': [V, P], 'b': [V]}` float32 of a softmax file, finite and checked against V and P."""
     if not os.path.exists(path):
         raise WeightFileError(f"{path}: softmax file not found")
     try:

@@ -20,11 +20,8 @@ class TrainingPreempted(Exception):
 
 
 class PreemptionWatcher:
-    """`reached(step)` is True once SIGTERM arrived (on any process): the step to stop after.
-
-    Use as a context manager around the training loop; the previous SIGTERM handler is restored
-    on exit, so a SIGTERM after the loop ends the process as usual.
-    """
+    """`reached(step)` is True once SIGTERM arrived (on any process): the step to stop after. A
+    context manager around the training loop, restoring the previous SIGTERM handler on exit."""
 
     def __init__(self) -> None:
         self._multiprocess = jax.process_count() > 1
