@@ -118,16 +118,11 @@ class BiLMBatcher:
             self._remaining[r] = len(k)
         self._carried = encoded[:, np.concatenate(keep)] if keep else encoded
 
-    def _forget_other_words(self) -> None:
-        """Bounds the char table's out-of-vocabulary rows; re-encodes the rows' live sentences."""
-        self.chars.forget_other_words()
-        offsets = [len(w) + 1 - k if w is not None else 0 for w, k in zip(self._words, self._remaining)]
-        self._set_rows(offsets)
-
     def __next__(self) -> Batch:
         B, T = self.batch_size, self.unroll_steps
         if self.chars is not None and self.chars.other_words_full:
-            self._forget_other_words()
+            self.chars.forget_other_words()  # Bounds its memory; the rows' live sentences are re-encoded.
+            self._set_rows([len(w) + 1 - k if w is not None else 0 for w, k in zip(self._words, self._remaining)])
         # Hand out sentences: row after row, each takes new ones until it has T positions.
         pulled: list[list[str]] = []
         totals = list(self._remaining)
@@ -205,20 +200,15 @@ class Prefetcher:
     def _run(self) -> None:
         try:
             for item in self._iterator:
-                state = self._iterator.state_dict() if self._state is not None else None
-                while not self._stop.is_set():
-                    try:
-                        self._queue.put((item, state), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                self._put((item, self._iterator.state_dict() if self._state is not None else None))
                 if self._stop.is_set():
                     return
-            self._put_final((self._END, None))
+            self._put((self._END, None))
         except BaseException as e:  # Re-raised in the consumer thread.
-            self._put_final((e, None))
+            self._put((e, None))
 
-    def _put_final(self, item: tuple) -> None:
+    def _put(self, item: tuple) -> None:
+        """Queues `item` unless `close()` is called first."""
         while not self._stop.is_set():
             try:
                 self._queue.put(item, timeout=0.1)

@@ -26,13 +26,6 @@ EOS_TOKEN = "</S>"
 UNK_TOKEN = "<UNK>"
 
 
-def _special(char: int, max_chars: int) -> np.ndarray:
-    """Unshifted ids of `<S>` / `</S>`."""
-    ids = np.full(max_chars, PAD_CHAR, dtype=np.int32)
-    ids[0], ids[1], ids[2] = BOW_CHAR, char, EOW_CHAR
-    return ids
-
-
 def word_to_char_ids(word: str, max_chars: int = 50) -> np.ndarray:
     """The +1-shifted character ids of one word, `[max_chars]` int32: UTF-8 bytes past
     `max_chars - 2` cut, lone surrogates dropped (as bilm-tf and AllenNLP)."""
@@ -54,8 +47,9 @@ def words_to_char_ids(words: Sequence[str], max_chars: int = 50) -> np.ndarray:
     ids[rows, np.arange(flat.size) - starts + 1] = flat
     ids[np.arange(n), lengths + 1] = EOW_CHAR
     for i, word in enumerate(words):
-        if word == BOS_TOKEN or word == EOS_TOKEN:
-            ids[i] = _special(BOS_CHAR if word == BOS_TOKEN else EOS_CHAR, max_chars)
+        if word == BOS_TOKEN or word == EOS_TOKEN:  # Spelled as their reserved character.
+            ids[i] = PAD_CHAR
+            ids[i, :3] = BOW_CHAR, BOS_CHAR if word == BOS_TOKEN else EOS_CHAR, EOW_CHAR
     return ids + ID_SHIFT
 
 

@@ -33,6 +33,16 @@ def check_line_length(raw: bytes, max_line_bytes: int, where: str) -> None:
         raise DataError(f"{where}: line longer than {max_line_bytes:,} bytes (text files hold one sentence per line)")
 
 
+def _decode(raw: bytes, first_line: bool) -> tuple[str, bool]:
+    """A line as text, invalid UTF-8 as U+FFFD and the first line without a byte order mark; and
+    whether it was valid UTF-8."""
+    try:
+        text, valid = raw.decode("utf-8"), True
+    except UnicodeDecodeError:
+        text, valid = raw.decode("utf-8", errors="replace"), False
+    return (text.removeprefix(BYTE_ORDER_MARK) if first_line else text), valid
+
+
 def _epoch_order(n: int, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
     if not shuffle:
         return np.arange(n)
@@ -220,21 +230,18 @@ class _FileSequenceReader:
             self._line += 1
             if self._stride > 1 and line % self._stride != self._shard:
                 continue
-            check_line_length(raw, self._max_line_bytes, f"{self._paths[self._file]}:{line + 1}")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = raw.decode("utf-8", errors="replace")
-                path = self._paths[self._file]
+            path = self._paths[self._file]
+            check_line_length(raw, self._max_line_bytes, f"{path}:{line + 1}")
+            text, valid = _decode(raw, line == 0)
+            if not valid:
                 self._issues.report(
                     "lines with invalid UTF-8 (replaced by U+FFFD)",
                     path,
                     f"{path}:{line + 1}: invalid UTF-8 replaced by U+FFFD (later ones in this file are only counted)",
                 )
-            words = (text.removeprefix(BYTE_ORDER_MARK) if line == 0 else text).split()
+            words = text.split()
             skip, self._skip = self._skip, 0
             if len(words) > limit:
-                path = self._paths[self._file]
                 self._issues.report(
                     "lines split (data.max_sentence_tokens)",
                     path,
@@ -426,14 +433,11 @@ def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[list
     with open(path, "rb") as f:
         for line_no, raw in enumerate(iter(lambda: f.readline(max_line_bytes + 1), b""), start=1):
             check_line_length(raw, max_line_bytes, f"{path}:{line_no}")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = raw.decode("utf-8", errors="replace")
-                if not warned:
-                    logging.warning("%s:%d: invalid UTF-8 replaced by U+FFFD (first such line)", path, line_no)
-                    warned = True
-            yield (text.removeprefix(BYTE_ORDER_MARK) if line_no == 1 else text).split()
+            text, valid = _decode(raw, line_no == 1)
+            if not valid and not warned:
+                logging.warning("%s:%d: invalid UTF-8 replaced by U+FFFD (first such line)", path, line_no)
+                warned = True
+            yield text.split()
 
 
 def count_lines(path: str) -> int:

@@ -25,7 +25,9 @@ from elmo_jax.config.overrides import get_key
 from elmo_jax.workdir.saved_config import saved_config
 from elmo_jax.runtime.atomic_write import check_not_inputs, write_atomic, write_files_atomic
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.interop.export_sets import EXPORT_ID, WeightFileError, checkpoint_export_id, read_finite, write_hdf5
+from elmo_jax.interop.export_sets import (
+    EXPORT_ID, WeightFileError, checkpoint_export_id, open_hdf5, read_finite, write_hdf5,
+)
 from elmo_jax.interop.softmax_hdf5 import softmax_writer
 from elmo_jax.model.lstm import has_projection
 
@@ -376,14 +378,8 @@ def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
         raise WeightFileError(
             f"{path}: only char-CNN biLMs can be loaded (model.token_encoder={config.model.token_encoder!r})"
         )
-    if not os.path.exists(path):
-        raise WeightFileError(f"{path}: weight file not found")
     shapes = dataset_shapes(config)
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise WeightFileError(f"{path}: not a readable HDF5 file ({e})") from None
-    with f:
+    with open_hdf5(path, "weight") as f:
         present = _dataset_names(f)
         unexpected = [name for name in present if name not in shapes]
         if unexpected:

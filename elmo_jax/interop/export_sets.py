@@ -39,6 +39,16 @@ def _hash_tree(digest: Any, node: Any) -> None:
         digest.update(np.ascontiguousarray(node).tobytes())
 
 
+def open_hdf5(path: str, what: str) -> h5py.File:
+    """The hdf5 file at `path` opened to read; WeightFileError naming it when missing or unreadable."""
+    if not os.path.exists(path):
+        raise WeightFileError(f"{path}: {what} file not found")
+    try:
+        return h5py.File(path, "r")
+    except OSError as e:
+        raise WeightFileError(f"{path}: not a readable HDF5 file ({e})") from None
+
+
 def write_hdf5(path: str, datasets: Mapping[str, np.ndarray], export_id: str | None = None) -> None:
     """An hdf5 file of `datasets` (name -> array), with the export id as a root attribute when given."""
     with h5py.File(path, "w") as f:

@@ -4,14 +4,13 @@
 
 from __future__ import annotations
 
-import os
 from typing import Callable
 
 import h5py
 import numpy as np
 
 from elmo_jax.runtime.atomic_write import write_atomic
-from elmo_jax.interop.export_sets import WeightFileError, read_finite, write_hdf5
+from elmo_jax.interop.export_sets import WeightFileError, open_hdf5, read_finite, write_hdf5
 
 DATASETS = ("softmax/W", "softmax/b")
 
@@ -42,13 +41,7 @@ def softmax_writer(w: np.ndarray, b: np.ndarray, where: str, export_id: str | No
 
 def load_softmax(path: str, vocab_size: int, dim: int) -> dict[str, np.ndarray]:
     """`{'W': [V, P], 'b': [V]}` float32 of a softmax file, finite and checked against V and P."""
-    if not os.path.exists(path):
-        raise WeightFileError(f"{path}: softmax file not found")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise WeightFileError(f"{path}: not a readable HDF5 file ({e})") from None
-    with f:
+    with open_hdf5(path, "softmax") as f:
         for name in DATASETS:
             if name not in f or not isinstance(f[name], h5py.Dataset):
                 raise WeightFileError(f"{path}: missing dataset '{name}'")

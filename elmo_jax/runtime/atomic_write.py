@@ -15,7 +15,7 @@ import os
 import shutil
 import signal
 import threading
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, NoReturn
 
 from elmo_jax.runtime.processes import pid_running
 
@@ -94,15 +94,18 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def naming_file(error: BaseException, path: str, tmp: str) -> BaseException:
-    """`error` of writing `tmp` (the temporary of `path`): an OSError with an errno naming no file
-    or `tmp` becomes `[Errno N] <strerror>: '<path>'` (also the OSError hidden behind h5py's
-    RuntimeError on closing); anything else is returned as it is."""
+def _raise_naming_file(error: BaseException, path: str, tmp: str) -> NoReturn:
+    """Raises `error` of writing `tmp` (the temporary of `path`), or the OSError that h5py's
+    RuntimeError on closing hides; an OSError with an errno naming no file or `tmp` is raised as
+    `[Errno N] <strerror>: '<path>'`."""
+    named = error
     if isinstance(error, RuntimeError) and isinstance(error.__context__, OSError):
-        error = error.__context__
-    if not isinstance(error, OSError) or not error.errno or error.filename not in (None, tmp):
-        return error
-    return type(error)(error.errno, os.strerror(error.errno), path)
+        named = error.__context__
+    if isinstance(named, OSError) and named.errno and named.filename in (None, tmp):
+        named = type(named)(named.errno, os.strerror(named.errno), path)
+    if named is error:
+        raise error
+    raise named from error
 
 
 def _write_or_truncate(fd: int, data: bytes) -> None:
@@ -128,10 +131,7 @@ def append_whole(path: str, data: bytes, create: bool = False) -> None:
         finally:
             os.close(fd)
     except OSError as e:
-        named = naming_file(e, path, path)
-        if named is e:
-            raise
-        raise named from e
+        _raise_naming_file(e, path, path)
 
 
 def write_atomic(path: str, write: Callable[[str], None]) -> None:
@@ -195,10 +195,7 @@ def _write_one(path: str, tmp: str, write: Callable[[str], None]) -> None:
         write(tmp)
         _fsync(tmp)
     except (OSError, RuntimeError) as e:
-        named = naming_file(e, path, tmp)
-        if named is e:
-            raise
-        raise named from e
+        _raise_naming_file(e, path, tmp)
 
 
 def write_json_atomic(path: str, obj: Any) -> None:

@@ -20,7 +20,7 @@ import orbax.checkpoint as ocp
 from elmo_jax.config.model_record import record_difference
 from elmo_jax.workdir.checkpoints import (
     CheckpointError, UnreadableCheckpoint, candidate_steps, check_finite, describe_error, first_line, first_readable,
-    MODEL_RECORD, first_spec_difference, read_model_record, read_only_notice_hidden,
+    MODEL_RECORD, first_spec_difference, open_manager, read_model_record,
 )
 from elmo_jax.runtime.data_parallel import all_processes
 
@@ -100,12 +100,7 @@ class Checkpointer:
             async_options=ocp.AsyncOptions(create_directories_asynchronously=False),
             cleanup_tmp_directories=not read_only,  # Unfinished saves of a killed run.
         )
-        handlers = {
-            "state": ocp.StandardCheckpointHandler(), "data": ocp.JsonCheckpointHandler(),
-            MODEL_RECORD: ocp.JsonCheckpointHandler(),
-        }
-        with read_only_notice_hidden():
-            self.manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=handlers)
+        self.manager = open_manager(self.directory, options, ocp.StandardCheckpointHandler())
         self._pending: int | None = None  # Step of the save in flight.
 
     def latest_step(self) -> int | None:

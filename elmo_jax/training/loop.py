@@ -54,8 +54,6 @@ def planned_steps(config: ml_collections.ConfigDict) -> tuple[int, int | None]:
     train = config.train
     if train.num_steps > 0:
         return train.num_steps, None
-    if train.num_epochs <= 0:
-        raise ValueError("set train.num_steps or train.num_epochs to a positive value")
     positions = corpus.count_positions(corpus.training_sentences(config.data))
     steps_per_epoch = math.ceil(positions / (train.batch_size * train.unroll_steps))
     return steps_per_epoch * train.num_epochs, train.num_epochs

@@ -4,10 +4,9 @@ record, and the failures every reader and the training Checkpointer share.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-from typing import Any, Callable, Iterator, NamedTuple, TypeVar
+from typing import Any, Callable, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -81,22 +80,22 @@ def first_spec_difference(saved: Any, wanted: Any, wanted_by: str) -> str | None
     return None
 
 
-class _ReadOnlyNotice(logging.Filter):
-    """Drops orbax's warning 'Given directory is read only', logged for every read-only manager."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Given directory is read only")
+def _not_read_only_notice(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Given directory is read only")
 
 
-@contextlib.contextmanager
-def read_only_notice_hidden() -> Iterator[None]:
-    """orbax logs through absl's logger: filter it while a manager is created."""
-    notice, logger = _ReadOnlyNotice(), logging.getLogger("absl")
-    logger.addFilter(notice)
+def open_manager(
+    directory: str, options: ocp.CheckpointManagerOptions, state_handler: ocp.CheckpointHandler
+) -> ocp.CheckpointManager:
+    """An orbax manager of a run's checkpoint items, created without the warning 'Given directory is
+    read only' that orbax logs (through absl's logger) for every read-only manager."""
+    handlers = {"state": state_handler, "data": ocp.JsonCheckpointHandler(), MODEL_RECORD: ocp.JsonCheckpointHandler()}
+    logger = logging.getLogger("absl")
+    logger.addFilter(_not_read_only_notice)
     try:
-        yield
+        return ocp.CheckpointManager(directory, options=options, item_handlers=handlers)
     finally:
-        logger.removeFilter(notice)
+        logger.removeFilter(_not_read_only_notice)
 
 
 def candidate_steps(directory: str, saved: list[int], step: int | None) -> list[int]:
@@ -190,12 +189,7 @@ def restore_params(
     """
     directory = os.path.abspath(directory)
     options = ocp.CheckpointManagerOptions(read_only=True, create=False, save_interval_steps=0)
-    handlers = {
-        "state": ocp.PyTreeCheckpointHandler(), "data": ocp.JsonCheckpointHandler(),
-        MODEL_RECORD: ocp.JsonCheckpointHandler(),
-    }
-    with read_only_notice_hidden():
-        manager = ocp.CheckpointManager(directory, options=options, item_handlers=handlers)
+    manager = open_manager(directory, options, ocp.PyTreeCheckpointHandler())
     try:
         steps = candidate_steps(directory, list(manager.all_steps()), step)
         checkpoint, _, _ = first_readable(directory, steps, lambda s: _read_params(manager, s, sharding), bool)
