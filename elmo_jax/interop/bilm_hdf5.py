@@ -78,18 +78,10 @@ def _clip(value: Any, key: str, path: str) -> float:
 # The keys an options.json decides (`load_options`): the biLM's shape. Everything else of a config
 # that runs it (evaluation's batches, continued training's optimizer) is the run's own.
 SHAPE_KEYS = (
-    "model.token_encoder",
-    "model.contextualizer",
-    "model.width",
-    "model.char_cnn.embed_dim",
-    "model.char_cnn.filters",
-    "model.char_cnn.activation",
-    "model.char_cnn.n_highway",
+    "model.token_encoder", "model.contextualizer", "model.width",
+    "model.char_cnn.embed_dim", "model.char_cnn.filters", "model.char_cnn.activation", "model.char_cnn.n_highway",
     "model.char_cnn.projection",
-    "model.lstm.dim",
-    "model.lstm.n_layers",
-    "model.lstm.cell_clip",
-    "model.lstm.proj_clip",
+    "model.lstm.dim", "model.lstm.n_layers", "model.lstm.cell_clip", "model.lstm.proj_clip",
     "model.lstm.use_skip_connections",
     "data.max_chars_per_token",
 )

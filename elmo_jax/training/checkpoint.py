@@ -165,13 +165,9 @@ class Checkpointer:
             raise CheckpointError(
                 f"{self.directory}/{step}: checkpoint does not match the configured model/optimizer ({mismatch})"
             )
+        args = ocp.args.Composite(state=ocp.args.StandardRestore(abstract_like(stored)), data=ocp.args.JsonRestore())
         try:
-            restored = self.manager.restore(
-                step,
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardRestore(abstract_like(stored)), data=ocp.args.JsonRestore()
-                ),
-            )
+            restored = self.manager.restore(step, args=args)
         except Exception as e:  # Shapes matched: what fails now is reading or decoding the files.
             raise UnreadableCheckpoint(describe_error(e)) from e
         check_finite(restored.state)

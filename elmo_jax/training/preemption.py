@@ -12,7 +12,9 @@ from types import FrameType
 
 import jax
 
-EXIT_CODE = 128 + signal.SIGTERM  # 143: what a shell reports for a process ended by SIGTERM.
+from elmo_jax.runtime.atomic_write import SIGTERM_EXIT_STATUS
+
+EXIT_CODE = SIGTERM_EXIT_STATUS  # What the train command exits with once preempted.
 
 
 class TrainingPreempted(Exception):
