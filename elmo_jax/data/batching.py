@@ -4,9 +4,7 @@ Row r of consecutive batches continues the same stream, so carried LSTM states s
 text. Each sentence `w1..wn` contributes n + 1 positions:
   forward : inputs `<S> w1 .. wn`,   targets `w1 .. wn </S>`
   backward: inputs `</S> wn .. w1`,  targets `wn .. w1 <S>`
-(the backward stream holds the same sentences, each reversed, at the same positions).
-When a finite source runs out, the remaining positions get mask 0; iteration ends once a batch
-would hold no real token, so every target is produced exactly once.
+When a finite source runs out, the remaining positions get mask 0, and every target comes once.
 """
 
 from __future__ import annotations
@@ -73,11 +71,8 @@ class BiLMBatcher:
 
     Each batch is `{'token_ids' [2,B,T] int32, 'char_ids' [2,B,T,C] int32 (char encoder only),
     'targets' [2,B,T] int32, 'mask' [2,B,T] bool}`, direction 0 forward, 1 backward (`Batch`).
-    `state_dict()` captures the source position and every row's partial sentence.
-
-    Speed: per batch, Python only hands sentences to rows; the sentences are encoded together
-    (one vocabulary lookup pass, array indexing for both directions), the batch is one gather
-    from them, and its char ids one gather from a per-word table (`CharIdTable`).
+    `state_dict()` captures the source position and every row's partial sentence. Python only
+    hands sentences to rows: encoding and batching are array operations.
     """
 
     def __init__(
@@ -123,16 +118,11 @@ class BiLMBatcher:
             self._remaining[r] = len(k)
         self._carried = encoded[:, np.concatenate(keep)] if keep else encoded
 
-    def _forget_other_words(self) -> None:
-        """Bounds the char table's out-of-vocabulary rows; re-encodes the rows' live sentences."""
-        self.chars.forget_other_words()
-        offsets = [len(w) + 1 - k if w is not None else 0 for w, k in zip(self._words, self._remaining)]
-        self._set_rows(offsets)
-
     def __next__(self) -> Batch:
         B, T = self.batch_size, self.unroll_steps
         if self.chars is not None and self.chars.other_words_full:
-            self._forget_other_words()
+            self.chars.forget_other_words()  # Bounds its memory; the rows' live sentences are re-encoded.
+            self._set_rows([len(w) + 1 - k if w is not None else 0 for w, k in zip(self._words, self._remaining)])
         # Hand out sentences: row after row, each takes new ones until it has T positions.
         pulled: list[list[str]] = []
         totals = list(self._remaining)
@@ -194,11 +184,8 @@ class BiLMBatcher:
 
 
 class Prefetcher:
-    """Produces items of an iterator on a background thread, `size` items ahead.
-
-    `state_dict()` returns the wrapped iterator's state as of the last item handed out, so a
-    checkpoint never skips or repeats batches that were prefetched but not consumed.
-    """
+    """Produces items of an iterator on a background thread, `size` items ahead; `state_dict()`
+    is the wrapped iterator's state as of the last item handed out."""
 
     _END = object()
 
@@ -213,20 +200,15 @@ class Prefetcher:
     def _run(self) -> None:
         try:
             for item in self._iterator:
-                state = self._iterator.state_dict() if self._state is not None else None
-                while not self._stop.is_set():
-                    try:
-                        self._queue.put((item, state), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                self._put((item, self._iterator.state_dict() if self._state is not None else None))
                 if self._stop.is_set():
                     return
-            self._put_final((self._END, None))
+            self._put((self._END, None))
         except BaseException as e:  # Re-raised in the consumer thread.
-            self._put_final((e, None))
+            self._put((e, None))
 
-    def _put_final(self, item: tuple) -> None:
+    def _put(self, item: tuple) -> None:
+        """Queues `item` unless `close()` is called first."""
         while not self._stop.is_set():
             try:
                 self._queue.put(item, timeout=0.1)

@@ -26,19 +26,9 @@ EOS_TOKEN = "</S>"
 UNK_TOKEN = "<UNK>"
 
 
-def _special(char: int, max_chars: int) -> np.ndarray:
-    """Unshifted ids of `<S>` / `</S>`."""
-    ids = np.full(max_chars, PAD_CHAR, dtype=np.int32)
-    ids[0], ids[1], ids[2] = BOW_CHAR, char, EOW_CHAR
-    return ids
-
-
 def word_to_char_ids(word: str, max_chars: int = 50) -> np.ndarray:
-    """Returns the +1-shifted character ids of one word, `[max_chars]` int32.
-
-    UTF-8 bytes beyond `max_chars - 2` are truncated (as bilm-tf). Characters that cannot be
-    encoded (lone surrogates) are dropped, as bilm-tf and AllenNLP do.
-    """
+    """The +1-shifted character ids of one word, `[max_chars]` int32: UTF-8 bytes past
+    `max_chars - 2` cut, lone surrogates dropped (as bilm-tf and AllenNLP)."""
     return words_to_char_ids([word], max_chars)[0]
 
 
@@ -57,20 +47,16 @@ def words_to_char_ids(words: Sequence[str], max_chars: int = 50) -> np.ndarray:
     ids[rows, np.arange(flat.size) - starts + 1] = flat
     ids[np.arange(n), lengths + 1] = EOW_CHAR
     for i, word in enumerate(words):
-        if word == BOS_TOKEN or word == EOS_TOKEN:
-            ids[i] = _special(BOS_CHAR if word == BOS_TOKEN else EOS_CHAR, max_chars)
+        if word == BOS_TOKEN or word == EOS_TOKEN:  # Spelled as their reserved character.
+            ids[i] = PAD_CHAR
+            ids[i, :3] = BOW_CHAR, BOS_CHAR if word == BOS_TOKEN else EOS_CHAR, EOW_CHAR
     return ids + ID_SHIFT
 
 
 def narrow_char_ids(ids: Ids, max_chars: int) -> Ids:
-    """Char ids `[..., C]` of width `C >= max_chars` -> `[..., max_chars]`: each token spelled as
-    `words_to_char_ids(word, max_chars)` spells it, so that a biLM of `max_chars` characters per
-    token reads AllenNLP's 50-wide `batch_to_ids` to the numbers of its own width.
-
-    A token of up to `max_chars - 2` bytes keeps its first `max_chars` ids (begin of word, bytes,
-    end of word, padding); a longer one keeps its first `max_chars - 2` bytes and gets the
-    end-of-word mark in its last column. `<S>`, `</S>` and all-zero padding tokens keep their
-    prefix. Only slicing and arithmetic: `ids` may be a NumPy array or a (traced) JAX array.
+    """Char ids `[..., C]` of width `C >= max_chars` -> `[..., max_chars]`, each token spelled as
+    `words_to_char_ids(word, max_chars)` spells it (a biLM of `max_chars` reading AllenNLP's
+    50-wide `batch_to_ids`): a cut token gets the end-of-word mark in its last column. NumPy or JAX.
     """
     narrow = ids[..., :max_chars]
     last = narrow[..., -1:]
@@ -109,12 +95,9 @@ class CharIdCache:
 class CharIdTable:
     """Character ids as rows of tables, so that a whole batch's char ids are one gather.
 
-    Row 0 is "no token" (all zeros, for padding); row `id + 1` holds vocabulary word `id`,
-    encoded when first seen (the table is allocated zeroed, so only rows written take memory:
-    100 bytes a word at 50 characters). Words outside the vocabulary (which map to `<UNK>` but
-    keep their own characters) get rows after those, memoised in a dict; `forget_other_words()`
-    empties it and `other_words_full` says when it holds `max_other_words`, so memory stays
-    bounded on corpora with endless rare words.
+    Row 0 is "no token" (zeros); row `id + 1` holds vocabulary word `id`, encoded when first seen.
+    Words outside the vocabulary (`<UNK>`, with their own characters) get rows after those;
+    `other_words_full` says when `forget_other_words()` should bound their memory.
     """
 
     def __init__(self, vocab_words: Sequence[str], unk_id: int, max_chars: int = 50, max_other_words: int = 200_000):

@@ -1,15 +1,9 @@
 """CoarseWSD-20's layout (Loureiro et al. 2021): word-sense examples of ambiguous nouns.
 
-A word's directory holds `classes_map.txt` (a JSON object: sense id -> sense name),
-`train.data.txt` and `test.data.txt` (one example a line: the 0-based position of the ambiguous
-word, a tab, then the tokenized sentence, tokens separated by spaces) and `train.gold.txt` and
-`test.gold.txt` (the sense id of each line of the data file, line for line). Line ends may be
-`\\n` or `\\r\\n`, the last line with or without one. The dataset's root holds one such directory
-per word; `read_coarsewsd` takes either.
-
-Errors are ValueErrors naming `file:line` (or the file): a data line without a tab, a position
-that is not an integer or not in the sentence, an empty sentence, a gold file with fewer or more
-lines than its data file, a sense id not in `classes_map.txt`, invalid UTF-8 or JSON.
+A word's directory holds `classes_map.txt` (JSON: sense id -> sense name), `<split>.data.txt`
+(one example a line: the ambiguous word's 0-based position, a tab, the tokenized sentence) and
+`<split>.gold.txt` (a sense id a line, line for line), for train and test. The dataset's root
+holds one such directory per word. Errors are ValueErrors naming `file:line`.
 """
 
 from __future__ import annotations
@@ -59,7 +53,7 @@ def read_coarsewsd(directory: str) -> list[WsdWord]:
 
 
 def read_word(directory: str) -> WsdWord:
-    """One word's directory (the module's docstring)."""
+    """One word's directory."""
     senses = _read_classes(os.path.join(directory, CLASSES))
     splits = [_read_split(directory, split, senses) for split in SPLITS]
     return WsdWord(os.path.basename(os.path.normpath(directory)), senses, *splits)

@@ -1,16 +1,8 @@
 """CoNLL-U files, the Universal Dependencies format (https://universaldependencies.org/format.html).
 
-A file is sentences separated by blank lines; a sentence is `#` comment lines, then one line per
-token of 10 tab-separated columns: ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC (`_` for a
-value not given, never an empty column). ID is an integer for a syntactic word (1, 2, ... in
-each sentence), a range for a multiword token (`3-4`: the surface form of words 3 and 4) or a
-decimal for an empty node of the enhanced graph (`5.1`). A `Sentence` keeps its words only: the
-multiword-token lines and empty nodes are checked and skipped, so token-level tasks see each
-syntactic word once (UD's `do` `n't` for `don't`, as the Penn Treebank splits it). A byte order
-mark opening the file is skipped.
-
-Errors are ValueErrors naming `file:line`: a line without 10 columns, an empty column, an ID that
-is none of the three kinds or out of order, invalid UTF-8, a file without any sentence.
+A `Sentence` keeps its syntactic words only: multiword-token lines (`3-4`) and empty nodes (`5.1`)
+are checked and skipped, so token-level tasks see each word once. Errors are ValueErrors naming
+`file:line`.
 """
 
 from __future__ import annotations
@@ -57,8 +49,7 @@ def read_conllu(path: str) -> list[Sentence]:
 
 
 def _decode(raw: bytes, path: str, number: int) -> str:
-    """Line `number` of `path` as text; the first line loses a byte order mark (U+FEFF), which
-    editors on Windows write and which would otherwise be read as part of a comment or an ID."""
+    """Line `number` of `path` as text, the first without a byte order mark."""
     try:
         return raw.decode("utf-8-sig" if number == 1 else "utf-8")
     except UnicodeDecodeError as e:

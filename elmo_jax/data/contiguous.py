@@ -1,15 +1,9 @@
 """The language-modelling papers' batching: the text in its order, split into B contiguous streams.
 
-Row r of the forward batches reads the r-th of B equal parts of the corpus, sentence after
-sentence, window after window; row r of the backward batches reads the r-th part of the corpus
-reversed (the sentences in reverse order, each reversed). So the LSTM state a row carries from
-window to window always holds the real preceding text, in training as at evaluation, as in
-Zaremba et al. 2014 and Kim et al. 2016. (`BiLMBatcher`, bilm-tf's batching, deals whole sentences
-to the rows instead, so a row's previous sentence is another part of the corpus.)
-
-Each sentence `w1..wn` contributes n + 1 positions per direction, as in `BiLMBatcher`. A part holds
-ceil(P / B) of the P positions; the tail of the last part is masked, so every target comes once a
-pass. Every pass reads the same streams; the state is (pass, window).
+Row r of the forward batches reads the r-th of B equal parts of the corpus, window after window;
+row r of the backward batches the r-th part of the reversed corpus. So the state a row carries
+always holds the real preceding text (Zaremba et al. 2014, Kim et al. 2016). Each sentence `w1..wn`
+contributes n + 1 positions per direction, as in `BiLMBatcher`; the tail of the last part is masked.
 """
 
 from __future__ import annotations

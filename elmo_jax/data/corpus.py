@@ -55,13 +55,9 @@ def train_source(
     process_index: int = 0,
     process_count: int = 1,
 ) -> sources.InMemorySource | sources.TextFileSource | TfdsSource:
-    """The training sentence stream of this process; processes read disjoint parts.
-
-    Text files are dealt out whole (file i goes to process i mod P); with fewer files than
-    processes every process reads every file but keeps only its lines (line j of a file goes to
-    process j mod P). Either way the parts are disjoint and together are the whole corpus.
-    With several processes the stream is endless whatever `num_epochs`: the parts differ in size,
-    and a process that ran out before the planned step count would leave the others waiting.
+    """The training sentence stream of this process; processes read disjoint parts: file i (or
+    with fewer files than processes, line i of each) goes to process i mod P. With several
+    processes the stream is endless: one running out early would leave the others waiting.
     """
     _check_source(data)
     if process_count > 1:
@@ -147,9 +143,8 @@ def training_sentences(data: ml_collections.ConfigDict):
 
 
 def eval_set_name(source: str, split: str, eval_files: str = "") -> str:
-    """What an evaluation reads, as its label and file name (`eval_<name>_<step>.json`): 'files'
-    for text files (`eval_files`, or the data.eval_files of data.source='text', which has no
-    splits: 'valid' and 'test' would name the same files), else the corpus split."""
+    """What an evaluation reads, its label and file name: 'files' for text files (`eval_files`, or
+    data.source='text', which has no splits), else the corpus split."""
     return "files" if eval_files or source == "text" else split
 
 
@@ -188,19 +183,9 @@ def vocab_origin(data: ml_collections.ConfigDict) -> str:
     )
 
 
-def _check_vocab_size(vocab: Vocabulary, data: ml_collections.ConfigDict) -> None:
-    """A vocabulary of fewer than MIN_VOCAB_SIZE words (the special tokens included) trains nothing."""
-    if len(vocab) < MIN_VOCAB_SIZE:
-        raise sources.DataError(
-            f"{vocab_origin(data)} has {len(vocab)} words, special tokens included; "
-            f"training needs at least {MIN_VOCAB_SIZE}"
-        )
-
-
 def load_or_build_vocab(data: ml_collections.ConfigDict, workdir: str | None = None) -> Vocabulary:
-    """`WORKDIR/vocab.txt` if present (a resumed run), else `data.vocab_file`, else built from
-    the training data; saved to `WORKDIR/vocab.txt` so the run is self-contained. A vocabulary too
-    small to train on is a DataError, raised before anything is saved."""
+    """`WORKDIR/vocab.txt` if present, else `data.vocab_file`, else built from the training data;
+    saved to `WORKDIR/vocab.txt`. DataError before saving one too small to train on."""
     saved = os.path.join(workdir, workdir_files.VOCAB) if workdir else None
     if saved and os.path.exists(saved):
         return Vocabulary.load(saved)
@@ -211,7 +196,11 @@ def load_or_build_vocab(data: ml_collections.ConfigDict, workdir: str | None = N
         vocab = Vocabulary.build(
             training_sentences(data), min_count=data.vocab_min_count, max_size=data.vocab_max_size or None
         )
-    _check_vocab_size(vocab, data)
+    if len(vocab) < MIN_VOCAB_SIZE:
+        raise sources.DataError(
+            f"{vocab_origin(data)} has {len(vocab)} words, special tokens included; "
+            f"training needs at least {MIN_VOCAB_SIZE}"
+        )
     if saved:
         vocab.save(saved)
     return vocab

@@ -1,9 +1,5 @@
 """Line-for-line files of labelled examples (CoarseWSD-20's and WiC's layouts): a data file of one
-example a line beside a gold file of one label a line.
-
-`numbered_lines` reads a UTF-8 file's lines with their 1-based numbers; `gold_lines` reads a gold
-file and checks that it has as many lines as its data file. Line ends may be `\\n` or `\\r\\n`, the
-last line with or without one. Errors are ValueErrors naming `file:line`.
+example a line beside a gold file of one label a line. Errors are ValueErrors naming `file:line`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The contract of every data iterator a run checkpoints: sentence sources and batchers.
 
 A checkpoint stores the iterator's `state_dict()`; a resumed run hands it to a fresh iterator's
-`load_state_dict()` and continues with exactly the item that would have come next. The epoch
-count in the metrics is `epochs_at(state)` of a saved position rather than of the iterator
-itself, because the position that counts is the one of the last batch consumed, which a
-prefetching wrapper (`batching.Prefetcher`) keeps while the iterator runs ahead.
+`load_state_dict()`. `epochs_at` takes a saved position: a prefetching wrapper runs ahead of it.
 """
 
 from __future__ import annotations

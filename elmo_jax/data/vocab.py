@@ -1,9 +1,7 @@
 """Word vocabulary in the bilm-tf file format.
 
 One token per line: `<S>`, `</S>`, `<UNK>` first, then words by descending training frequency
-(the sampled softmax's log-uniform sampler assumes this order). An optional second
-tab-separated column holds the count. `elmo-vocab build|stats` builds one from
-text files of any size and reports OOV rates (elmo_jax/data/vocab_cli.py).
+(the sampled softmax's log-uniform sampler assumes this order), an optional tab-separated count.
 """
 
 from __future__ import annotations
@@ -125,8 +123,8 @@ class Vocabulary:
             raise VocabularyError(f"{path}: {e}") from None
 
     def save(self, path: str, with_counts: bool = True) -> None:
-        """Writes the vocabulary atomically: `word<TAB>count` lines when counts are known and
-        `with_counts`, else one word per line (exactly bilm-tf's format)."""
+        """Writes `word<TAB>count` lines (with counts known and `with_counts`), else one word a line,
+        atomically."""
         write_atomic(path, lambda tmp: self.write(tmp, with_counts))
 
     def write(self, path: str, with_counts: bool = True) -> None:
@@ -137,9 +135,8 @@ class Vocabulary:
 
 
 def read_words(path: str) -> list[str]:
-    """The first tab-separated field of each line: a word list in the vocabulary format, special
-    tokens and counts optional (the words whose token embeddings are wanted); `Vocabulary.load`
-    reads a vocabulary to train or evaluate with."""
+    """The first tab-separated field of each line: the words whose token embeddings are wanted,
+    special tokens and counts optional."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: vocabulary file not found")
     words = []
@@ -160,12 +157,8 @@ _ROWS_PER_WORD = (("softmax", ("softmax", "W")), ("word embedding table", ("enco
 
 
 def checkpoint_vocabulary(path: str, params: Mapping) -> Vocabulary:
-    """The vocabulary at `path` of a checkpoint with `params` (nested dicts of arrays).
-
-    Row i of its softmax (and of a word-input biLM's embedding table) is word i: a vocabulary of
-    another length (a vocab.txt cut short, or of another run) would silently give other words'
-    rows, so it is a one-line VocabularyError naming the file and both counts.
-    """
+    """The vocabulary at `path` of a checkpoint with `params`: VocabularyError naming both counts
+    unless it has a word per row of the softmax (and of a word-input biLM's embedding table)."""
     vocab = Vocabulary.load(path)
     for what, keys in _ROWS_PER_WORD:
         node: Any = params

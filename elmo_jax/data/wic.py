@@ -2,16 +2,10 @@
 target word, labelled by whether the word has the same sense in both.
 
 A split is a data file `<split>.data.txt`, one pair a line: `word<TAB>PoS<TAB>i-j<TAB>sentence
-1<TAB>sentence 2`, i and j the 0-based indices of the target among the whitespace-separated
-tokens of sentence 1 and 2 (the word column is its lemma, e.g. `carry` for `carried`), and a gold
-file `<split>.gold.txt`, one `T` (same sense) or `F` a line, line for line (line_files.py). A
-directory holds the splits `train` and `test` and optionally `dev`, each either beside the others
-(`DIR/train.data.txt`) or in a directory of its own as WiC is distributed
-(`DIR/train/train.data.txt`; WiC has 5,428 training, 638 dev and 1,400 test pairs).
-
-Errors are ValueErrors naming `file:line` (or the file or directory): an empty data file, a data
-line without 5 columns, an index pair not `i-j` of non-negative integers or past its sentence, a
-gold file with fewer or more lines than its data file or a label other than T or F, invalid UTF-8.
+1<TAB>sentence 2` (i, j: the target's 0-based token indices; word: its lemma), and a gold file
+`<split>.gold.txt`, `T` (same sense) or `F` line for line. A directory holds `train`, `test` and
+optionally `dev`, as `DIR/train.data.txt` or `DIR/train/train.data.txt`. Errors are ValueErrors
+naming `file:line`.
 """
 
 from __future__ import annotations
@@ -50,7 +44,7 @@ class WicData(NamedTuple):
 
 
 def read_wic(directory: str) -> WicData:
-    """The splits of `directory` (the module's docstring); ValueError for bad input or a missing split."""
+    """The splits of `directory`; ValueError for bad input or a missing split."""
     if not os.path.isdir(directory):
         raise ValueError(f"{directory}: not a directory")
     splits = {split: split_files(directory, split) for split in SPLITS}

@@ -1,34 +1,11 @@
 """Read and write ELMo weights in the bilm-tf format (`options.json` + hdf5), also read by AllenNLP.
 
-hdf5 datasets, float32, `x @ W` oriented (bilm-tf `dump_weights`; read by bilm-tf's
-`BidirectionalLanguageModel` and AllenNLP's `Elmo`):
+The keys and datasets are listed in docs/embeddings.md. LSTM projection: bilm-tf's cells project
+only when projection_dim < dim; with projection_dim == dim elmo-jax's `BiLSTMLayer` has no `W_P`
+either and the file no `W_P_0` (bilm-tf loads it, AllenNLP cannot). With projection_dim > dim
+bilm-tf builds no usable biLM; elmo-jax keeps a `W_P`, stored as `W_P_0` as AllenNLP reads it.
 
-  char_embed                                      (261, d)         char ids 0..260, no padding row
-  CNN/W_cnn_{i}, CNN/b_cnn_{i}                    (1, w_i, d, n_i), (n_i,)
-  CNN_high_{k}/W_carry, b_carry, W_transform, b_transform     (F, F), (F,)    F = sum_i n_i
-  CNN_proj/W_proj, CNN_proj/b_proj                (F, P), (P,)     bilm-tf omits them when F == P
-  RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_0   (P + P, 4 D)     rows [input; previous h], gates i, j, f, o
-  RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/B     (4 D,)           forget-gate +1 added at run time
-  RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_P_0 (D, P)           only when P != D (see below)
-  d = 0 forward, 1 backward. The softmax is not stored (as in bilm-tf).
-
-LSTM projection. bilm-tf gives its LSTMCell `num_proj` only when projection_dim < dim; with
-projection_dim == dim its cells have no projection (h = sigmoid(o) tanh(c), proj_clip unused) and
-its files no `W_P_0`. elmo-jax does the same (`BiLSTMLayer` has no `W_P` then), so such files load
-and export exactly, but AllenNLP's `Elmo` cannot read them (it always reads `W_P_0`). With
-projection_dim > dim bilm-tf builds no projection either, and then no usable biLM (its LSTM outputs
-would be dim wide, its token embeddings and softmax projection_dim wide); elmo-jax keeps a `W_P`
-(dim -> projection_dim), which it stores as `W_P_0` as AllenNLP reads it: such files are
-AllenNLP-only.
-
-elmo-jax shifts char ids by +1 (0 = no token), so its `char_embed` has 262 rows: row 0 (zeros, never
-used) followed by the file's 261. `n_characters` is 261 in bilm-tf training options and 262 in
-inference options (the inference graph prepends the padding row itself); both describe the same
-file and are accepted. `save_options` writes 262, what bilm-tf's inference code expects (AllenNLP
-ignores the key).
-
-`export_checkpoint` writes a trained elmo-jax checkpoint in this format (`elmo-export`,
-elmo_jax/cli/export.py), as one set of files that carry one export id (elmo_jax.interop.export_sets).
+elmo-jax shifts char ids by +1 (0 = no token): its `char_embed` is a zero row 0 and the file's 261.
 """
 
 from __future__ import annotations
@@ -48,14 +25,16 @@ from elmo_jax.config.overrides import get_key
 from elmo_jax.workdir.saved_config import saved_config
 from elmo_jax.runtime.atomic_write import check_not_inputs, write_atomic, write_files_atomic
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.interop.export_sets import EXPORT_ID, WeightFileError, checkpoint_export_id, read_finite, write_hdf5
+from elmo_jax.interop.export_sets import (
+    EXPORT_ID, WeightFileError, checkpoint_export_id, open_hdf5, read_finite, write_hdf5,
+)
 from elmo_jax.interop.softmax_hdf5 import softmax_writer
 from elmo_jax.model.lstm import has_projection
 
 _LSTM_REQUIRED = ("dim", "projection_dim", "use_skip_connections")
-_LSTM_OPTIONAL = ("n_layers", "cell_clip", "proj_clip")  # bilm-tf defaults: 1 layer, no clipping.
+_LSTM_OPTIONAL = ("n_layers", "cell_clip", "proj_clip")
 _CNN_REQUIRED = ("embedding", "filters", "activation", "n_characters", "max_characters_per_token")
-_CNN_OPTIONAL = ("n_highway",)  # bilm-tf default: no highway layers.
+_CNN_OPTIONAL = ("n_highway",)
 # Written by bilm-tf's training script; they do not change the representations.
 _TRAINING_KEYS = (
     "bidirectional", "dropout", "all_clip_norm_val", "n_epochs", "n_train_tokens", "batch_size",
@@ -68,9 +47,6 @@ _HIGHWAY = ("W_carry", "b_carry", "W_transform", "b_transform")
 
 class OptionsError(ValueError):
     """An options.json that elmo-jax cannot use."""
-
-
-# ----------------------------------------------------------------------------- options.json
 
 
 def _check_keys(section: Any, required: Sequence[str], optional: Sequence[str], prefix: str, path: str) -> None:
@@ -102,18 +78,10 @@ def _clip(value: Any, key: str, path: str) -> float:
 # The keys an options.json decides (`load_options`): the biLM's shape. Everything else of a config
 # that runs it (evaluation's batches, continued training's optimizer) is the run's own.
 SHAPE_KEYS = (
-    "model.token_encoder",
-    "model.contextualizer",
-    "model.width",
-    "model.char_cnn.embed_dim",
-    "model.char_cnn.filters",
-    "model.char_cnn.activation",
-    "model.char_cnn.n_highway",
+    "model.token_encoder", "model.contextualizer", "model.width",
+    "model.char_cnn.embed_dim", "model.char_cnn.filters", "model.char_cnn.activation", "model.char_cnn.n_highway",
     "model.char_cnn.projection",
-    "model.lstm.dim",
-    "model.lstm.n_layers",
-    "model.lstm.cell_clip",
-    "model.lstm.proj_clip",
+    "model.lstm.dim", "model.lstm.n_layers", "model.lstm.cell_clip", "model.lstm.proj_clip",
     "model.lstm.use_skip_connections",
     "data.max_chars_per_token",
 )
@@ -126,12 +94,8 @@ def options_shape(path: str) -> dict[str, Any]:
 
 
 def load_options(path: str) -> ml_collections.ConfigDict:
-    """Reads a bilm-tf/AllenNLP `options.json` into an elmo-jax config.
-
-    Returns a complete config: the keys the file describes (`model` and
-    `data.max_chars_per_token`, float32 without dropout), the schema's defaults for the rest,
-    validated. Unknown or missing keys raise `OptionsError` naming the key.
-    """
+    """A bilm-tf/AllenNLP `options.json` as a complete, validated elmo-jax config (float32, no
+    dropout, the schema's defaults beside what the file describes). OptionsError names a bad key."""
     if not os.path.exists(path):
         raise OptionsError(f"{path}: options file not found")
     try:
@@ -237,15 +201,15 @@ def options_dict(config: ml_collections.ConfigDict) -> dict:
 
 
 def save_options(config: ml_collections.ConfigDict, path: str) -> None:
-    """Writes the `options.json` of an elmo-jax config (a full config or `load_options`' result)."""
+    """Writes the `options.json` of an elmo-jax config."""
     write_atomic(path, options_writer(config, path))
 
 
 def options_writer(
     config: ml_collections.ConfigDict, path: str, export_id: str | None = None
 ) -> Callable[[str], None]:
-    """The function writing `config`'s options.json (with `export_id` when given) to a temporary
-    of `path`, after warning, naming `path`, of what bilm-tf or AllenNLP cannot load."""
+    """The function writing `config`'s options.json (with `export_id` when given), after warning
+    of what bilm-tf or AllenNLP cannot load."""
     options = options_dict(config)
     if export_id:
         options[EXPORT_ID] = export_id
@@ -269,16 +233,8 @@ def _write_json(path: str, obj: dict) -> None:
         f.write("\n")
 
 
-# ----------------------------------------------------------------------------- weights
-
-
 def _lstm_root(direction: int, layer: int) -> str:
     return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
-
-
-def has_lstm_projection(model: ml_collections.ConfigDict) -> bool:
-    """Whether the LSTM layers of `config.model` have a projection `W_P` (`lstm.has_projection`)."""
-    return has_projection(model.lstm.dim, model.width)
 
 
 def dataset_shapes(config: ml_collections.ConfigDict) -> dict[str, tuple[int, ...]]:
@@ -299,7 +255,7 @@ def dataset_shapes(config: ml_collections.ConfigDict) -> dict[str, tuple[int, ..
             root = _lstm_root(direction, layer)
             shapes[f"{root}/W_0"] = (p + p, gates)
             shapes[f"{root}/B"] = (gates,)
-            if has_lstm_projection(config.model):
+            if has_projection(lstm.dim, p):
                 shapes[f"{root}/W_P_0"] = (lstm.dim, p)
     return shapes
 
@@ -326,7 +282,7 @@ def params_to_datasets(params: Mapping, config: ml_collections.ConfigDict) -> di
     out["CNN_proj/W_proj"] = _param(params, "encoder", "W_proj")
     out["CNN_proj/b_proj"] = _param(params, "encoder", "b_proj")
     for layer in range(lstm.n_layers):
-        out.update(_lstm_datasets(params, layer, has_lstm_projection(config.model)))
+        out.update(_lstm_datasets(params, layer, has_projection(lstm.dim, config.model.width)))
     return out
 
 
@@ -374,7 +330,7 @@ def datasets_to_params(data: Mapping[str, np.ndarray], config: ml_collections.Co
             "W_hidden": np.stack([data[f"{r}/W_0"][p:] for r in roots]),
             "B": np.stack([data[f"{r}/B"] for r in roots]),
         }
-        if has_lstm_projection(config.model):
+        if has_projection(lstm.dim, p):
             params[f"lstm_{layer}"]["W_P"] = np.stack([data[f"{r}/W_P_0"] for r in roots])
     return params
 
@@ -394,7 +350,7 @@ def _mismatch(name: str, shapes: Mapping[str, tuple[int, ...]], model: ml_collec
     """Why dataset `name` is missing from, or unexpected in, a file whose options imply `shapes`."""
     shape = shapes.get(name)
     lstm_projection = name.endswith("/LSTMCell/W_P_0")
-    if shape is None and lstm_projection and not has_lstm_projection(model):
+    if shape is None and lstm_projection and not has_projection(model.lstm.dim, model.width):
         return f"projection_dim == dim == {model.lstm.dim}: no LSTM projection, as in bilm-tf"
     if shape is None:
         return "options/weights mismatch: check n_layers, filters, n_highway"
@@ -404,27 +360,18 @@ def _mismatch(name: str, shapes: Mapping[str, tuple[int, ...]], model: ml_collec
 
 
 def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
-    """Reads a bilm-tf/AllenNLP hdf5 weight file into elmo-jax Flax params (float32, no softmax).
+    """A bilm-tf/AllenNLP hdf5 weight file as elmo-jax Flax params (float32, no softmax).
 
-    `config` is `load_options`' result (or any elmo-jax config with `model`). Every dataset must
-    exist with the shape the options imply and hold finite values (`read_finite`), and the file may
-    hold nothing else (a leftover layer or filter means the options do not describe the file);
-    errors name the dataset. When sum(filters) == projection_dim and `CNN_proj` is absent (bilm-tf skips it then), the
-    projection is the identity. When projection_dim == dim the LSTM has no projection: the file
-    must have no `W_P_0` (as bilm-tf writes it) and the params get no `W_P`.
+    Every dataset must exist with the shape `config` implies and hold finite values, and the file
+    nothing else; errors name the dataset. An absent `CNN_proj` (bilm-tf's when sum(filters) ==
+    projection_dim) is the identity.
     """
     if config.model.token_encoder != "char_cnn":
         raise WeightFileError(
             f"{path}: only char-CNN biLMs can be loaded (model.token_encoder={config.model.token_encoder!r})"
         )
-    if not os.path.exists(path):
-        raise WeightFileError(f"{path}: weight file not found")
     shapes = dataset_shapes(config)
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise WeightFileError(f"{path}: not a readable HDF5 file ({e})") from None
-    with f:
+    with open_hdf5(path, "weight") as f:
         present = _dataset_names(f)
         unexpected = [name for name in present if name not in shapes]
         if unexpected:
@@ -449,18 +396,14 @@ def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
 
 
 def save_weights(params: Mapping, config: ml_collections.ConfigDict, path: str) -> None:
-    """Writes Flax params as a bilm-tf/AllenNLP weight file: the exact inverse of `load_weights`.
-
-    The softmax and the unused char-embedding row 0 are not stored.
-    """
+    """Writes Flax params (but the softmax and char row 0) as a weight file: `load_weights`' inverse."""
     write_atomic(path, weights_writer(params, config))
 
 
 def weights_writer(
     params: Mapping, config: ml_collections.ConfigDict, export_id: str | None = None
 ) -> Callable[[str], None]:
-    """Checks `params` against `config` and returns the function writing their weight file to a
-    path (`save_weights`), with `export_id` when given."""
+    """Checks `params` against `config`; the function writing their weight file, with `export_id`."""
     data = params_to_datasets(params, config)
     for name, shape in dataset_shapes(config).items():
         if data[name].shape != shape:
@@ -471,9 +414,6 @@ def weights_writer(
     return lambda path: write_hdf5(path, data, export_id)
 
 
-# ----------------------------------------------------------------------------- checkpoints
-
-
 def export_checkpoint(
     workdir: str,
     options_path: str,
@@ -482,12 +422,10 @@ def export_checkpoint(
     softmax_path: str | None = None,
     vocab_path: str | None = None,
 ) -> None:
-    """Writes `options.json` and the hdf5 weights of an elmo-jax training checkpoint, and with
-    `softmax_path` / `vocab_path` its softmax (`softmax/W`, `softmax/b`) and its vocabulary (one
-    word per line: line i is softmax row i), as the released original ELMo comes.
+    """Writes `options.json` and the weights of a training checkpoint, and with `softmax_path` /
+    `vocab_path` its softmax and vocabulary (line i: softmax row i), as the original ELMo comes.
 
-    The files are one set: all written, or none (`write_files_atomic`), each carrying the same
-    export id (elmo_jax.interop.export_sets). An output that is a file the export reads is refused.
+    All the files are written or none, each with the same export id; overwriting an input is refused.
     """
     # Imported here: reading and writing weight files needs no orbax.
     from elmo_jax.workdir.runs import load_run, workdir_inputs

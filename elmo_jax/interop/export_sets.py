@@ -1,13 +1,8 @@
-"""The files of one export: which checkpoint each comes from, and the check that a set is one.
+"""The files of one export, and the hdf5 helpers of the weight and softmax files alike.
 
-`export_checkpoint` writes the same export id (the step, the workdir and a digest of the params)
-into every file it writes: the hdf5 files' root attribute `elmo_jax_export_id` and the key of that
-name in options.json (bilm-tf and AllenNLP ignore both). Loading files whose ids differ, say a
-weight file of step 3 beside a softmax of step 2, is a one-line error naming them. Files without
-an id (bilm-tf's, AllenNLP's) are taken as they are.
-
-Also here, the hdf5 helpers of the weight and softmax files alike: `write_hdf5`, and `read_finite`,
-which refuses a dataset holding a NaN or an infinity.
+`export_checkpoint` writes one export id (step, workdir, digest of the params) into every file: the
+hdf5 root attribute `elmo_jax_export_id` and that key of options.json (ignored by bilm-tf and
+AllenNLP). Files of different ids are refused together; files without one are taken as they are.
 """
 
 from __future__ import annotations
@@ -44,6 +39,16 @@ def _hash_tree(digest: Any, node: Any) -> None:
         digest.update(np.ascontiguousarray(node).tobytes())
 
 
+def open_hdf5(path: str, what: str) -> h5py.File:
+    """The hdf5 file at `path` opened to read; WeightFileError naming it when missing or unreadable."""
+    if not os.path.exists(path):
+        raise WeightFileError(f"{path}: {what} file not found")
+    try:
+        return h5py.File(path, "r")
+    except OSError as e:
+        raise WeightFileError(f"{path}: not a readable HDF5 file ({e})") from None
+
+
 def write_hdf5(path: str, datasets: Mapping[str, np.ndarray], export_id: str | None = None) -> None:
     """An hdf5 file of `datasets` (name -> array), with the export id as a root attribute when given."""
     with h5py.File(path, "w") as f:
@@ -54,11 +59,8 @@ def write_hdf5(path: str, datasets: Mapping[str, np.ndarray], export_id: str | N
 
 
 def read_finite(f: h5py.File, name: str, path: str) -> np.ndarray:
-    """Dataset `name` of the open hdf5 file `path` as float32; a one-line WeightFileError naming
-    both unless every value is finite, as a checkpoint's are checked (`workdir.check_finite`).
-    Nothing downstream notices a NaN or an infinity: the embedders, evaluation and continued
-    training compute with it to NaN, or to finite but wrong numbers, and exit 0. The check reads
-    the values once more: 0.4 s for the original ELMo's 93.6M weights on a 2-core machine."""
+    """Dataset `name` of the open hdf5 file `path` as float32; WeightFileError naming both unless
+    every value is finite (nothing downstream would notice: it computes to NaN or wrong numbers)."""
     values = f[name][...].astype(np.float32, copy=False)
     finite = np.isfinite(values)
     if not finite.all():

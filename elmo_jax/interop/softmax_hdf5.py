@@ -1,21 +1,16 @@
-"""The softmax of a bilm-tf/AllenNLP biLM, stored apart from its weights.
-
-The released original ELMo comes with `elmo_2x4096_512_2048cnn_2xhighway_softmax_weights.hdf5`:
-datasets `softmax/W` `[V, P]` and `softmax/b` `[V]`, row i for word i of its vocabulary file
-(`vocab-2016-09-10.txt`, one word per line). One softmax serves both directions, as elmo-jax's
-(`params['softmax']['W']`, `['b']`), so the layout maps one to one.
+"""The softmax of a bilm-tf/AllenNLP biLM, stored apart from its weights (as the original ELMo's):
+`softmax/W` `[V, P]` and `softmax/b` `[V]`, row i for word i of the vocabulary, as elmo-jax's.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Callable
 
 import h5py
 import numpy as np
 
 from elmo_jax.runtime.atomic_write import write_atomic
-from elmo_jax.interop.export_sets import WeightFileError, read_finite, write_hdf5
+from elmo_jax.interop.export_sets import WeightFileError, open_hdf5, read_finite, write_hdf5
 
 DATASETS = ("softmax/W", "softmax/b")
 
@@ -38,23 +33,15 @@ def save_softmax(w: np.ndarray, b: np.ndarray, path: str) -> None:
 
 
 def softmax_writer(w: np.ndarray, b: np.ndarray, where: str, export_id: str | None = None) -> Callable[[str], None]:
-    """Checks W and b (errors name `where`) and returns the function writing their softmax file to a
-    path, with `export_id` (elmo_jax.interop.export_sets) when given."""
+    """Checks W and b (errors name `where`); the function writing their softmax file, with `export_id`."""
     w, b = np.asarray(w, np.float32), np.asarray(b, np.float32)
     check_softmax(w, b, w.shape[0], w.shape[-1], where)
     return lambda path: write_hdf5(path, {"softmax/W": w, "softmax/b": b}, export_id)
 
 
 def load_softmax(path: str, vocab_size: int, dim: int) -> dict[str, np.ndarray]:
-    """`{'W': [V, P], 'b': [V]}` float32 from a softmax file, checked against the vocabulary and P
-    (and finite: `read_finite`)."""
-    if not os.path.exists(path):
-        raise WeightFileError(f"{path}: softmax file not found")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise WeightFileError(f"{path}: not a readable HDF5 file ({e})") from None
-    with f:
+    """`{'W': [V, P], 'b': [V]}` float32 of a softmax file, finite and checked against V and P."""
+    with open_hdf5(path, "softmax") as f:
         for name in DATASETS:
             if name not in f or not isinstance(f[name], h5py.Dataset):
                 raise WeightFileError(f"{path}: missing dataset '{name}'")

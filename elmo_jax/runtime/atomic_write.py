@@ -1,14 +1,9 @@
 """Writing files so that a crash, a SIGTERM or a full disk never leaves a partial one: each path
-holds either its old content or the complete new one, and a set of files written together
-(`write_files_atomic`) is all old or all new.
+holds its old content or the complete new one, and a set written together is all old or all new.
 
-New content goes to a temporary beside its path, named `<path>.tmp<pid>`, fsynced, then renamed
-over the path. The temporary is removed when the write fails, also on SIGTERM in the commands that
-run inside `exit_on_sigterm` (the tools: SIGTERM's default action would end the process without
-that cleanup; training keeps its own pre-emption handling), and a later write to the same path
-removes temporaries left by processes that no longer run (a SIGKILL, a power cut). Appending
-(`append_whole`) adds a record whole or not at all. Writing never changes the process's signal
-handlers.
+New content goes to `<path>.tmp<pid>`, fsynced, then renamed over the path. A failed write removes
+the temporary (on SIGTERM too, inside `exit_on_sigterm`); a later write to the path removes those
+of processes that no longer run.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ import os
 import shutil
 import signal
 import threading
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, NoReturn
 
 from elmo_jax.runtime.processes import pid_running
 
@@ -28,9 +23,8 @@ SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM  # 143: what a shell reports for a pr
 _TMP = ".tmp"
 
 
-# Set by the handler of `exit_on_sigterm`. Python swallows an exception raised where a weakref
-# callback or a __del__ runs (it only prints it), so a SystemExit raised there is lost and the
-# command would go on to commit its outputs and exit 0; the commit and the block's end check this.
+# Set by the handler of `exit_on_sigterm`: Python swallows a SystemExit raised in a weakref callback
+# or a __del__, so the commit and the block's end check this instead.
 _sigterm_received = threading.Event()
 
 
@@ -47,12 +41,8 @@ def _exit_if_sigterm_received() -> None:
 
 @contextlib.contextmanager
 def exit_on_sigterm() -> Iterator[None]:
-    """Within it, SIGTERM raises SystemExit(143), so `finally` blocks (removing temporaries) run:
-    what a command that writes outputs runs in (`cli.tool_flags.run`, evaluate).
-
-    Only where SIGTERM would otherwise end the process at once (its default action, in the main
-    thread): a handler of the program's own is left in place.
-    """
+    """Within it, SIGTERM raises SystemExit(143), so `finally` blocks (removing temporaries) run;
+    only where SIGTERM has its default action, in the main thread."""
     main_thread = threading.current_thread() is threading.main_thread()
     if not main_thread or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
@@ -104,19 +94,18 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def naming_file(error: BaseException, path: str, tmp: str) -> BaseException:
-    """`error` of writing `tmp` (the temporary of `path`), as an OSError naming `path`.
-
-    An OSError with an errno (ENOSPC, EFBIG, ...) that names no file, or names `tmp`, becomes
-    `[Errno N] <strerror>: '<path>'`; h5py's multi-line messages are dropped for it. h5py closing a
-    file after a failed write raises a RuntimeError that hides the write's OSError: that OSError is
-    the one named. Anything else is returned as it is.
-    """
+def _raise_naming_file(error: BaseException, path: str, tmp: str) -> NoReturn:
+    """Raises `error` of writing `tmp` (the temporary of `path`), or the OSError that h5py's
+    RuntimeError on closing hides; an OSError with an errno naming no file or `tmp` is raised as
+    `[Errno N] <strerror>: '<path>'`."""
+    named = error
     if isinstance(error, RuntimeError) and isinstance(error.__context__, OSError):
-        error = error.__context__
-    if not isinstance(error, OSError) or not error.errno or error.filename not in (None, tmp):
-        return error
-    return type(error)(error.errno, os.strerror(error.errno), path)
+        named = error.__context__
+    if isinstance(named, OSError) and named.errno and named.filename in (None, tmp):
+        named = type(named)(named.errno, os.strerror(named.errno), path)
+    if named is error:
+        raise error
+    raise named from error
 
 
 def _write_or_truncate(fd: int, data: bytes) -> None:
@@ -132,9 +121,8 @@ def _write_or_truncate(fd: int, data: bytes) -> None:
 
 
 def append_whole(path: str, data: bytes, create: bool = False) -> None:
-    """Appends `data` to `path` whole or not at all: after a failed write (a full disk, a file-size
-    limit) the file is as it was, so a later append never joins a partial record. OSError naming
-    `path`; with `create`, FileExistsError if `path` exists."""
+    """Appends `data` to `path` whole or not at all (OSError naming `path`); with `create`,
+    FileExistsError if `path` exists."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if create else 0)
     try:
         fd = os.open(path, flags, 0o644)
@@ -143,10 +131,7 @@ def append_whole(path: str, data: bytes, create: bool = False) -> None:
         finally:
             os.close(fd)
     except OSError as e:
-        named = naming_file(e, path, path)
-        if named is e:
-            raise
-        raise named from e
+        _raise_naming_file(e, path, path)
 
 
 def write_atomic(path: str, write: Callable[[str], None]) -> None:
@@ -158,10 +143,8 @@ def write_atomic(path: str, write: Callable[[str], None]) -> None:
 def write_files_atomic(writers: Mapping[str, Callable[[str], None]]) -> None:
     """Writes each path of `writers` with `writers[path](tmp)`: all of them, or none.
 
-    Paths in one directory that does not exist yet are written to a temporary directory beside
-    it, renamed into place whole. Otherwise each file is written to a temporary beside its path;
-    every one is fsynced before the first rename, and the renames happen with SIGTERM held, so
-    a failure or a SIGTERM leaves every path as it was; other files in the directories stay.
+    Paths in one new directory are written to a temporary directory renamed into place whole;
+    otherwise every temporary is fsynced before the first rename, and the renames hold SIGTERM.
     """
     paths = {path: os.path.abspath(path) for path in writers}
     if len(set(paths.values())) != len(paths):
@@ -212,10 +195,7 @@ def _write_one(path: str, tmp: str, write: Callable[[str], None]) -> None:
         write(tmp)
         _fsync(tmp)
     except (OSError, RuntimeError) as e:
-        named = naming_file(e, path, tmp)
-        if named is e:
-            raise
-        raise named from e
+        _raise_naming_file(e, path, tmp)
 
 
 def write_json_atomic(path: str, obj: Any) -> None:
@@ -230,12 +210,8 @@ def write_json_atomic(path: str, obj: Any) -> None:
 
 
 def check_not_inputs(outputs: Iterable[tuple[str, str | None]], inputs: Iterable[tuple[str, str | None]]) -> None:
-    """Raises a one-line ValueError naming both when an output is an input or another output.
-
-    `outputs` and `inputs` are (name for the user, e.g. `--output`; path or None: not given).
-    Two paths are one file when their real paths are (a symlink, `./x` and `x`) or
-    `os.path.samefile` says so (a hard link); an output inside an input directory is refused too.
-    """
+    """Raises a one-line ValueError naming both when an output is, or is inside, an input or is
+    another output. `outputs` and `inputs` are (flag name, path or None)."""
     outputs = [(name, path) for name, path in outputs if path]
     inputs = [(name, path) for name, path in inputs if path]
     for i, (name, path) in enumerate(outputs):

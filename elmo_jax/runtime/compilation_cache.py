@@ -1,15 +1,7 @@
 """A persistent cache of XLA compilations for the command-line tools: a second run skips compiling.
 
-JAX compiles each jitted function once per new shape, in every process. Embedding a file with ELMo
-small compiles about 30 programs (6 s on 2 CPU cores) before the first output, and evaluation and
-training compile their steps. The tools keep the compiled programs in a directory, and later runs
-of the same model and shapes load them instead (measurements in docs/embedding_performance.md).
 JAX keys each entry by the program, its compile options, the backend and the jax version, so a
-changed model or an upgraded jax compiles afresh.
-
-The directory: the tools' `--compilation_cache` flag. Its default is `$ELMO_JAX_COMPILATION_CACHE`
-if set, else JAX's own `$JAX_COMPILATION_CACHE_DIR` if set, else `$XDG_CACHE_HOME/elmo_jax/jax`
-(`~/.cache/elmo_jax/jax`). An empty value turns the cache off.
+changed model or an upgraded jax compiles afresh. The directory is the tools' `--compilation_cache`.
 """
 
 from __future__ import annotations
@@ -37,11 +29,8 @@ def default_dir() -> str:
 
 
 def configure(directory: str) -> None:
-    """Caches every compilation of this process in `directory` (nothing when empty).
-
-    Call before the first compilation. Every program is cached, however fast it compiled: the
-    embedder's are many small ones (about 0.2 s each), below JAX's default 1 s threshold.
-    """
+    """Caches every compilation of this process in `directory` (nothing when empty); call before
+    the first. Fast compilations too: the embedder's are many below JAX's default 1 s threshold."""
     if not directory:
         return
     jax.config.update("jax_compilation_cache_dir", os.path.expanduser(directory))

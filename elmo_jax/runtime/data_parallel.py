@@ -1,9 +1,5 @@
 """Data parallelism over every device: a 1-D 'data' mesh, batches and the contextualizer's carried
-state (`[2, B, ...]` leaves) split along the batch axis, decisions agreed by all processes.
-
-The same code runs on 1 CPU, simulated CPU devices, GPUs or a TPU slice, single- or
-multi-process; training (training/parallel.py) and evaluation build their steps on it.
-"""
+state (`[2, B, ...]` leaves) split along the batch axis, decisions agreed by all processes."""
 
 from __future__ import annotations
 
@@ -18,11 +14,8 @@ BATCH_SPEC = P(None, AXIS)  # Batch arrays `[2 directions, B, ...]` are split al
 
 
 def initialize_distributed(distributed: Any) -> None:
-    """`jax.distributed.initialize()` from `config.distributed` (no-op unless enabled).
-
-    Unset fields are auto-detected by JAX (SLURM, Open MPI, Cloud TPU); CPU processes exchange
-    collectives through gloo.
-    """
+    """`jax.distributed.initialize()` from `config.distributed` (no-op unless enabled); unset
+    fields are auto-detected by JAX."""
     if not distributed.enabled:
         return
     jax.config.update("jax_cpu_collectives_implementation", "gloo")  # Affects the CPU backend only.

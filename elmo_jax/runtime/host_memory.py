@@ -1,24 +1,11 @@
 """Host memory: keep freed large buffers in the process (glibc malloc), so they are reused.
 
-XLA:CPU allocates every large array (step outputs, the temporaries of a compiled step) with
-`malloc` from its worker threads. glibc serves a large request from a worker thread's arena with a
-fresh `mmap` and returns it to the kernel on `free`, whatever `M_MMAP_MAX` says (a non-main arena
-cannot grow past 64 MiB), so every step page-faults all of its large buffers in again: one fault
-per 4 KiB page, zero-filled by the kernel, a large share of a CPU train step (numbers in
-docs/performance.md).
-
-`reuse_freed_memory()` makes all threads share the main arena, serves large requests from the heap
-instead of `mmap`, and keeps up to 2 GiB of free memory at the top of the heap: after the first
-step the same pages are reused. The price is that the process keeps its peak heap size. It must run
-before JAX starts its CPU backend (before the first computation or `jax.devices()`), when the
-worker threads have no arenas of their own yet; the entry points call it first. Elsewhere than
-glibc (macOS, musl) it does nothing.
-
-It applies only where JAX computes on the CPU: `$JAX_PLATFORMS` names cpu first, or, when it is
-unset, no accelerator plugin (jax-cuda*, jax-rocm*, libtpu) is installed. Where a GPU computes,
-one shared arena serializes the XLA:GPU compiler's threads: on an H200 the elmo_original train step
-compiled in 123 s instead of 51 s (docs/performance.md). `$ELMO_JAX_REUSE_FREED_MEMORY` = 1 or 0
-forces it on or off.
+XLA:CPU mallocs its large arrays from worker threads, whose glibc arenas serve them with a fresh
+`mmap` returned on `free`: every step page-faults its buffers in again. `reuse_freed_memory()` puts
+all threads on the main arena, serves large requests from the heap and keeps up to 2 GiB free at
+its top, at the price of keeping the peak heap size. It must run before JAX starts its CPU backend,
+and applies only where JAX computes on the CPU: one arena serializes the XLA:GPU compiler's threads.
+Elsewhere than glibc it does nothing. docs/performance.md has the numbers.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Log output of the command-line tools: elmo-jax's own lines, not its libraries' internals.
+"""Log output of the command-line tools: elmo-jax's own lines, its libraries' errors only.
 
-orbax logs about 45 INFO lines per checkpoint save and warns about its own timings, jax notes
-every backend it tries: useful when debugging those libraries, noise that buries a run's own
-lines. `configure` shows the records logged from the elmo_jax package at INFO and up, other
-libraries' only at ERROR and up, and theirs from INFO too with the entry points' `--log_library`.
-Records are told apart by the file that logged them, so a library logging through the root
-logger stays quiet too. (Python `warnings`, e.g. jax's, are not log records and still show.)
+Records are told apart by the file that logged them, so a library logging through the root logger
+stays quiet too.
 """
 
 from __future__ import annotations
@@ -37,11 +33,8 @@ class _LibraryThreshold(logging.Filter):
 
 
 def configure(log_library: bool = False) -> None:
-    """Logs to stderr elmo_jax's records at INFO and up, libraries' at ERROR and up (INFO with `log_library`).
-
-    Call once, after parsing the flags: the filter goes on the root logger's handlers (absl's,
-    which `app.run` installs, or a plain stderr handler added here for a tool run without it).
-    """
+    """Logs to stderr elmo_jax's records at INFO and up, libraries' at ERROR and up (INFO with
+    `log_library`). Call once, after parsing the flags: it filters the root logger's handlers."""
     root = logging.getLogger()
     root.setLevel(logging.INFO)
     if not root.handlers:
@@ -70,14 +63,13 @@ class _ClosedEventLoopErrorsDropped:
 
 @contextlib.contextmanager
 def library_errors_silenced() -> Iterator[None]:
-    """Within it, only elmo_jax's own log records show: libraries' records, errors included, and
-    exceptions Python cannot raise (`sys.unraisablehook`) are dropped.
+    """Within it, only elmo_jax's own log records show; libraries' records and unraisable
+    exceptions are dropped.
 
     For an attempt whose failure the caller reports in one line: orbax reading a corrupt checkpoint
-    leaves tensorstore callbacks and coroutines failing on its closed event loop ("Event loop is
-    closed"), hundreds of traceback lines. Garbage is collected before leaving, so that abandoned
-    coroutines report their errors inside; tensorstore's threads can still deliver callbacks to the
-    closed loop afterwards, so on leaving a hook that drops only those errors stays installed.
+    leaves coroutines failing on a closed event loop, hundreds of traceback lines. Garbage is
+    collected before leaving; tensorstore's threads can still call into the closed loop later, so a
+    hook dropping only those errors stays installed.
     """
     only_package = _LibraryThreshold(logging.CRITICAL + 1)
     handlers = list(logging.getLogger().handlers)

@@ -1,7 +1,4 @@
-"""The names of the files in a training workdir, built and parsed here only.
-
-Training writes them, evaluation, probing, export and the report read them; each side asking
-this module keeps a renamed file from going unseen by a reader.
+"""The names of the files in a training workdir, built and parsed here only, for writers and readers.
 
     WORKDIR/config.json                         the run's config (CONFIG)
     WORKDIR/vocab.txt                           its vocabulary (VOCAB)

@@ -1,13 +1,8 @@
 """One training run per workdir: `WORKDIR/train.lock`, held while `train_and_evaluate` runs.
 
-Two runs in one workdir (a double launch, or a requeued job while the old one still runs) would
-interleave their metrics.jsonl records and overwrite each other's checkpoints, so the second one
-is refused at once, naming the holder. The lock is a file created with O_EXCL (creation fails if
-it exists) holding `{"host", "pid", "start_time"}`, removed when the run ends, normally or by an
-exception. A lock whose process is gone (same host, no process with that pid), left by a run
-killed with SIGKILL, is taken over with a warning; one from another host cannot be checked and is
-refused (delete the file if that run has stopped). Evaluation and embedding only read a workdir
-and never look at the lock. With several processes, only process 0 takes it.
+The lock is a file created with O_EXCL holding `{"host", "pid", "start_time"}`. A lock whose
+process is gone from this host is taken over with a warning; one from another host is refused.
+With several processes, only process 0 takes it.
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ from elmo_jax.runtime.data_parallel import all_processes
 from elmo_jax.runtime.processes import pid_running
 from elmo_jax.runtime.workdir_files import LOCK
 
-_ATTEMPTS = 3  # Each one creates the lock, is refused, or follows another process's move.
+_ATTEMPTS = 3
 
 
 class WorkdirInUseError(RuntimeError):
@@ -92,12 +87,8 @@ def _create(path: str, content: bytes) -> bool:
 
 
 def _remove_if_unchanged(path: str, stale: bytes) -> None:
-    """Removes the lock at `path` if it is still the one that held `stale`.
-
-    Two processes may judge the same dead run's lock stale: each locks the file (flock) and checks
-    that `path` still names it and it still holds `stale`, so only the first removes it and
-    neither removes the new lock the other then creates.
-    """
+    """Removes the lock at `path` if it is still the one that held `stale` (under flock: of two
+    processes judging it stale, neither removes the new lock the other then creates)."""
     try:
         fd = os.open(path, os.O_RDWR)
     except FileNotFoundError:
@@ -134,11 +125,8 @@ def _acquire(workdir: str, path: str) -> bytes:
 
 @contextlib.contextmanager
 def hold(workdir: str) -> Iterator[None]:
-    """Holds the lock of the existing directory `workdir` while the block runs.
-
-    Raises WorkdirInUseError (every process, when process 0 is refused) or OSError (the lock
-    cannot be written). The lock is removed at the end unless another process took it over.
-    """
+    """Holds the lock of the existing directory `workdir` while the block runs: WorkdirInUseError
+    on every process when process 0 is refused, OSError when the lock cannot be written."""
     path = os.path.join(workdir, LOCK)
     mine, error = None, None
     if jax.process_index() == 0:

@@ -1,13 +1,8 @@
-"""Checkpoints with orbax: the train state plus the data iterator's position, written atomically.
+"""Checkpoints with orbax: the train state, the data iterators' positions and the model record.
 
-Layout: `WORKDIR/checkpoints/<step>/{state,data,model}` (model: the run's `config.model_record`).
-orbax writes each checkpoint to a temporary directory and renames it when complete, so a killed run
-leaves at worst an unfinished temporary directory (removed when the next run starts), never a
-checkpoint that looks valid; old checkpoints are deleted only after a newer one is complete, and a
-failed write leaves them untouched. A checkpoint that cannot be read (truncated or corrupt files,
-NaN or infinite values) is reported in one line and the next older one is used; the unreadable one
-is moved aside to `<step>.unreadable`, never deleted. Reading a run's params without training:
-elmo_jax/workdir/.
+Layout: `WORKDIR/checkpoints/<step>/{state,data,model}`. orbax renames a checkpoint into place once
+complete, and deletes old ones only after that. An unreadable checkpoint is reported in one line,
+moved aside to `<step>.unreadable` and the next older one used.
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ import orbax.checkpoint as ocp
 from elmo_jax.config.model_record import record_difference
 from elmo_jax.workdir.checkpoints import (
     CheckpointError, UnreadableCheckpoint, candidate_steps, check_finite, describe_error, first_line, first_readable,
-    MODEL_RECORD, first_spec_difference, read_model_record, read_only_notice_hidden,
+    MODEL_RECORD, first_spec_difference, open_manager, read_model_record,
 )
 from elmo_jax.runtime.data_parallel import all_processes
 
@@ -43,11 +38,8 @@ def abstract_like(tree: Any) -> Any:
 
 
 def gather_process_states(local_state: dict | None) -> dict:
-    """Every process's data-iterator state, as `{'processes': [state_0, state_1, ...]}`.
-
-    Each process reads its own part of the data, so each has its own position; orbax writes the
-    JSON item from process 0, hence the all-gather (JSON bytes, padded to a common length).
-    """
+    """Every process's data-iterator state, `{'processes': [state_0, state_1, ...]}`: all-gathered
+    because orbax writes the JSON item from process 0 only."""
     if jax.process_count() == 1:
         return {"processes": [local_state]}
     from jax.experimental import multihost_utils
@@ -71,8 +63,7 @@ def local_process_state(saved: dict) -> dict | None:
 
 
 def _saved_names(saved: Any) -> dict[str, str]:
-    """{today's field name: its name in the checkpoint} for the renamed fields a checkpoint's state
-    metadata holds under an old name (empty for a checkpoint of today)."""
+    """{today's field name: its old name} of the renamed fields a checkpoint's state metadata holds."""
     names = saved.keys() if hasattr(saved, "keys") else ()  # orbax's TreeMetadata: a mapping of the fields.
     return {new: old for old, new in RENAMED_FIELDS.items() if old in names}
 
@@ -82,17 +73,10 @@ def _array_fields(state: TrainState) -> list[str]:
 
 
 def _fields_as_saved(state: TrainState, saved_names: Mapping[str, str]) -> Any:
-    """`state` itself, or, for a checkpoint that names fields as they were (`saved_names`), a dict of
-    its array fields under those names: the structure to compare and restore into."""
+    """`state`, or a dict of its array fields under their `saved_names`: what to restore into."""
     if not saved_names:
         return state
     return {saved_names.get(field, field): getattr(state, field) for field in _array_fields(state)}
-
-
-def describe_mismatch(saved: Any, target: Any) -> str | None:
-    """The first difference between a checkpoint's array metadata and `target`, or None."""
-    want = ocp.tree.serialize_tree(abstract_like(target), keep_empty_nodes=True)
-    return first_spec_difference(saved, want, "the configured model/optimizer")
 
 
 class Checkpointer:
@@ -101,8 +85,7 @@ class Checkpointer:
     def __init__(
         self, directory: str, keep: int = 3, read_only: bool = False, model_record: dict[str, Any] | None = None
     ):
-        """`model_record` (`config.model_record` of the run's config): written beside every checkpoint
-        saved, and compared with the record of any checkpoint restored."""
+        """`model_record` (`config.model_record`) is saved with every checkpoint and compared on restore."""
         self.directory = os.path.abspath(directory)
         self.read_only = read_only
         self.model_record = model_record
@@ -117,12 +100,7 @@ class Checkpointer:
             async_options=ocp.AsyncOptions(create_directories_asynchronously=False),
             cleanup_tmp_directories=not read_only,  # Unfinished saves of a killed run.
         )
-        handlers = {
-            "state": ocp.StandardCheckpointHandler(), "data": ocp.JsonCheckpointHandler(),
-            MODEL_RECORD: ocp.JsonCheckpointHandler(),
-        }
-        with read_only_notice_hidden():
-            self.manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=handlers)
+        self.manager = open_manager(self.directory, options, ocp.StandardCheckpointHandler())
         self._pending: int | None = None  # Step of the save in flight.
 
     def latest_step(self) -> int | None:
@@ -132,11 +110,8 @@ class Checkpointer:
         return list(self.manager.all_steps())
 
     def save(self, step: int, state: TrainState, data_state: dict | None) -> None:
-        """Starts an asynchronous save once the previous one is on disk; `wait()` blocks until done.
-
-        Raises CheckpointError if this or the previous save cannot be written (the checkpoints
-        already on disk are untouched).
-        """
+        """Starts an asynchronous save once the previous one is on disk; CheckpointError if either
+        cannot be written."""
         self.wait()
         items = {"state": ocp.args.StandardSave(state), "data": ocp.args.JsonSave(data_state or {})}
         if self.model_record is not None:
@@ -162,12 +137,9 @@ class Checkpointer:
         )
 
     def restore(self, target: TrainState, step: int | None = None) -> tuple[TrainState, dict, int]:
-        """(state, data state, step) restored into the structure, shapes and shardings of `target`.
-
-        Without `step`, the latest readable checkpoint: an unreadable one is reported and the next
-        older one tried; unless read-only, the unreadable ones are then moved aside (to
-        `<step>.unreadable`) so that the run can save those steps again. A checkpoint that does not
-        fit `target` is a configuration error, raised at once.
+        """(state, data state, step) restored into the structure, shapes and shardings of `target`:
+        of `step`, else of the latest readable checkpoint (the unreadable ones moved aside unless
+        read-only). CheckpointError at once for a checkpoint that does not fit `target`.
         """
         steps = candidate_steps(self.directory, self.all_steps(), step)
         # Processes may read different files of a checkpoint: they agree on the step to restore.
@@ -186,18 +158,16 @@ class Checkpointer:
             raise UnreadableCheckpoint("no state metadata")
         saved_names = _saved_names(saved)
         stored = _fields_as_saved(target, saved_names)
-        mismatch = self._record_mismatch(step) or describe_mismatch(saved, stored)  # The key tells more.
+        want = ocp.tree.serialize_tree(abstract_like(stored), keep_empty_nodes=True)
+        # The record first: a key tells more than an array.
+        mismatch = self._record_mismatch(step) or first_spec_difference(saved, want, "the configured model/optimizer")
         if mismatch:
             raise CheckpointError(
                 f"{self.directory}/{step}: checkpoint does not match the configured model/optimizer ({mismatch})"
             )
+        args = ocp.args.Composite(state=ocp.args.StandardRestore(abstract_like(stored)), data=ocp.args.JsonRestore())
         try:
-            restored = self.manager.restore(
-                step,
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardRestore(abstract_like(stored)), data=ocp.args.JsonRestore()
-                ),
-            )
+            restored = self.manager.restore(step, args=args)
         except Exception as e:  # Shapes matched: what fails now is reading or decoding the files.
             raise UnreadableCheckpoint(describe_error(e)) from e
         check_finite(restored.state)
@@ -207,8 +177,7 @@ class Checkpointer:
         return state, dict(restored.data or {})
 
     def _record_mismatch(self, step: int) -> str | None:
-        """How this run's model record differs from checkpoint `step`'s (keys that change no shape
-        included: a resumed run must continue the model it trained), or None."""
+        """How this run's model record differs from checkpoint `step`'s, or None."""
         recorded = read_model_record(self.manager, step)
         if self.model_record is None or recorded is None:
             return None

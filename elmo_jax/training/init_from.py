@@ -1,10 +1,7 @@
 """Continue training a bilm-tf/AllenNLP model (domain adaptation, as bilm-tf's `bin/restart.py`).
 
-`config.init.options` + `config.init.weights` name the model; its shape comes from options.json.
-`config.init.softmax_weights` + `config.init.vocab_file` (line i = softmax row i) add its softmax:
-words of the training vocabulary that the model's vocabulary has keep their rows, new words keep
-a fresh initialisation. Without a softmax file the softmax starts fresh. The optimizer always
-starts fresh: bilm-tf's files hold no optimizer state.
+The model's shape comes from `config.init.options`. With `config.init.softmax_weights` the words
+the model's vocabulary has keep their softmax rows; the rest, and the optimizer, start fresh.
 """
 
 from __future__ import annotations
@@ -21,11 +18,8 @@ from elmo_jax.interop.softmax_hdf5 import load_softmax
 
 
 def config_with_init_model(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-    """`config` with the shape of the model `config.init.options` describes.
-
-    A shape key that `config` sets (a value other than the schema's default) and options.json
-    contradicts is a ValueError naming the key: the model's shape is not the run's to change.
-    """
+    """`config` with the shape of the model `config.init.options` describes; ValueError naming a
+    shape key that `config` sets to another value than the schema's default and options.json's."""
     if not config.init.weights:
         raise ValueError("config.init.options needs config.init.weights (the model's hdf5 weights)")
     if bool(config.init.softmax_weights) != bool(config.init.vocab_file):

@@ -1,15 +1,9 @@
 """The training loop: `train_and_evaluate(config, workdir)`.
 
-Builds the vocabulary, model, optimizer and mesh; resumes from the latest readable checkpoint
-(state and data position) if there is one; trains with periodic logging, checkpoints and
-evaluation; then evaluates full-softmax perplexity on the configured split, and probes what each
-layer knows when `config.eval.probe` names a task (training/probes.py).
-
-Reliability: one run per workdir (workdir_lock); a run that fails before saving any result leaves
-nothing in a workdir it found missing or empty; a rerun refused for the workdir's checkpoint (another
-model shape) changes nothing in it; a checkpoint is never written from a state reached
-through a non-finite step (`train.nonfinite_policy='stop'` raises NonFiniteLossError, 'skip' skips
-the update); on SIGTERM the run finishes its step, checkpoints and raises TrainingPreempted.
+Resumes from the latest readable checkpoint, trains with periodic logs, checkpoints, evaluations
+and probes, then evaluates full-softmax perplexity. No checkpoint is written from a state reached
+through a non-finite step; on SIGTERM the run finishes its step, checkpoints and raises
+TrainingPreempted.
 """
 
 from __future__ import annotations
@@ -60,8 +54,6 @@ def planned_steps(config: ml_collections.ConfigDict) -> tuple[int, int | None]:
     train = config.train
     if train.num_steps > 0:
         return train.num_steps, None
-    if train.num_epochs <= 0:
-        raise ValueError("set train.num_steps or train.num_epochs to a positive value")
     positions = corpus.count_positions(corpus.training_sentences(config.data))
     steps_per_epoch = math.ceil(positions / (train.batch_size * train.unroll_steps))
     return steps_per_epoch * train.num_epochs, train.num_epochs
@@ -81,11 +73,8 @@ def _workdir_error(workdir: str, error: OSError) -> WorkdirError:
 
 
 def _write_config(config: ml_collections.ConfigDict, workdir: str) -> None:
-    """Writes `config.json` (process 0), the config that evaluation and embedding rebuild the model from.
-
-    Called once the run is known to fit the workdir's checkpoint: a refused rerun (another model
-    shape, say) must leave the config that the checkpoints were trained with.
-    """
+    """Writes `config.json` (process 0), what the model is rebuilt from; only once the run fits the
+    workdir's checkpoint, so that a refused rerun leaves the config the checkpoints were trained with."""
     try:
         if jax.process_index() == 0:
             write_json_atomic(os.path.join(workdir, workdir_files.CONFIG), config.to_dict())
@@ -119,11 +108,10 @@ def _remove_run_files(workdir: str, keep_directory: bool) -> None:
 
 @contextlib.contextmanager
 def _workdir_of_run(workdir: str) -> Iterator[None]:
-    """Creates `workdir` and holds its lock (workdir_lock) while the run uses it.
+    """Creates `workdir` and holds its lock while the run uses it.
 
-    A run that fails before any result is saved (a checkpoint or a metrics record) in a workdir
-    that was missing or empty removes what it wrote there: a rerun would otherwise pick up its
-    config.json and vocab.txt (built from the wrong data, say). Other workdirs are left as they are.
+    A run that fails before saving a result in a workdir that was missing or empty removes what it
+    wrote, so that a rerun does not pick up its config.json and vocab.txt.
     """
     with contextlib.ExitStack() as stack:
         try:
@@ -139,11 +127,6 @@ def _workdir_of_run(workdir: str) -> Iterator[None]:
             if fresh and jax.process_index() == 0 and not _holds_results(workdir):
                 _remove_run_files(workdir, keep_directory=existed)  # The lock too: its release then finds none.
             raise
-
-
-def _eval_set_name(data: ml_collections.ConfigDict) -> str:
-    """What a run evaluates: data.eval_split, or 'files' (data.eval_files) for data.source='text'."""
-    return corpus.eval_set_name(data.source, data.eval_split)
 
 
 Window = list[tuple[int, dict[str, Any]]]  # (step, that step's metrics on the device).
@@ -235,12 +218,8 @@ class _Run:
             self.log()
 
     def log(self) -> dict[str, Any]:
-        """Writes one metrics record for the steps since the previous one; `steps` says how many.
-
-        A window cut short (by a resume from a checkpoint inside it, SIGTERM, the end of the data)
-        is logged as such rather than completed from the earlier attempt: means and tokens/s then
-        describe the same steps, all timed by this run, and the checkpoint holds no metrics.
-        """
+        """Writes one metrics record of the steps since the previous one; `steps` says how many (a
+        window cut short is logged as such: its means and tokens/s describe steps timed by this run)."""
         if self.check_finite:
             _raise_if_nonfinite(self.window, self.checkpointer.directory)
         summary = _summarise(self.window)
@@ -288,18 +267,19 @@ class _Run:
         """Perplexity of the current parameters on the evaluation split (eval JSON and a metrics record)."""
         result = {"step": self.step, **self.evaluator(self.state.params, self.eval_sentences, max_tokens=max_tokens)}
         if jax.process_index() == 0:
-            name = workdir_files.evaluation_file(_eval_set_name(self.config.data), self.step, self.config.eval.stateful)
+            data = self.config.data
+            name = workdir_files.evaluation_file(
+                corpus.eval_set_name(data.source, data.eval_split), self.step, self.config.eval.stateful
+            )
             write_json_atomic(os.path.join(self.workdir, name), result)
         self.writer.write({"step": self.step, **{f"eval_{k}": v for k, v in result.items()}})
         return result
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
-    """Trains (or resumes) in `workdir`, then returns the final evaluation result. `config` is
-    validated here, where it enters, before the workdir is touched (ConfigError naming the key).
-
-    Raises WorkdirInUseError if another run trains in `workdir`, and TrainingPreempted after
-    checkpointing when SIGTERM arrives (call from the main thread).
+    """Trains (or resumes) in `workdir` and returns the final evaluation result. ConfigError
+    before the workdir is touched, WorkdirInUseError if another run trains in it, TrainingPreempted
+    after checkpointing on SIGTERM (call from the main thread).
     """
     validate(config)
     probe_data = probes.read_probe_data(config.eval.probe)  # A bad file fails before the workdir is touched.
@@ -322,8 +302,9 @@ def _train_and_evaluate(
         vocab = corpus.load_or_build_vocab(config.data, workdir)
         check_negative_samples(config, len(vocab), corpus.vocab_origin(config.data))
         eval_sentences = corpus.eval_sentences(config.data, config.data.eval_split)  # Read once per run.
+        eval_set = corpus.eval_set_name(config.data.source, config.data.eval_split)
         if not eval_sentences:
-            raise DataError(f"the evaluation set ({_eval_set_name(config.data)}) has no sentences")
+            raise DataError(f"the evaluation set ({eval_set}) has no sentences")
         model = setup_model(config, vocab)
         num_steps, num_epochs = planned_steps(config)
         max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
@@ -363,7 +344,7 @@ def _train_and_evaluate(
             checkpointer.close()
     result = run.evaluate(max_tokens=0)
     if jax.process_index() == 0:
-        print(format_table(result, f"{_eval_set_name(config.data)} @ step {run.step}"), flush=True)
+        print(format_table(result, f"{eval_set} @ step {run.step}"), flush=True)
     if run.prober:
         run.prober(run.state.params, run.step)
     return result

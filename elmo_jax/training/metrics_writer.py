@@ -63,19 +63,13 @@ def drop_records_after(path: str, step: int) -> None:
 
 
 class ScalarEventFile:
-    """A TensorBoard event file of scalars, written synchronously: like metrics.jsonl, a record is
-    in the file when `write` returns (no writer thread, nothing lost if the process dies).
-
-    TensorBoard reads a directory's `events.out.tfevents.*` files in name order; the name starts
-    with the creation time in nanoseconds, so a resumed run's file sorts after the earlier ones.
-    """
+    """A TensorBoard event file of scalars, written synchronously (nothing lost if the process dies),
+    named to sort after the files of earlier starts."""
 
     def __init__(self, logdir: str, purge_step: int):
         name = f"events.out.tfevents.{time.time_ns()}.{socket.gethostname()}.{os.getpid()}"
         self.path = os.path.join(logdir, name)
-        # A session START at `purge_step` makes TensorBoard drop what earlier files hold at steps
-        # >= purge_step, so the steps a resumed run repeats show once, from this run. (The fast
-        # loader, `--load_fast`, only replaces repeated steps tag by tag.)
+        # A session START at `purge_step` makes TensorBoard drop what earlier files hold from there.
         start = event_pb2.SessionLog(status=event_pb2.SessionLog.START)
         self._append(
             [
@@ -98,13 +92,9 @@ class ScalarEventFile:
 
 
 class MetricsWriter:
-    """Appends metric records to `WORKDIR/metrics.jsonl`, and their numbers (every key but `step`,
-    under the same names) to a TensorBoard event file in WORKDIR, keyed by `step`. Process 0 only.
-
-    `start_step` is the step a run (re)starts from: metrics.jsonl loses what an interrupted
-    earlier attempt logged after it (and a line it left partial), TensorBoard hides it.
-    Each record is one whole line or, if the write fails, none.
-    """
+    """Appends metric records, each whole or not at all, to `WORKDIR/metrics.jsonl` and their numbers
+    to a TensorBoard event file (process 0). What an earlier attempt logged after `start_step` is
+    dropped from metrics.jsonl and hidden in TensorBoard."""
 
     def __init__(self, workdir: str, start_step: int = 0):
         self.path = os.path.join(workdir, workdir_files.METRICS)

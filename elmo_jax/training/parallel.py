@@ -1,8 +1,5 @@
-"""The training step over the 'data' mesh (runtime/data_parallel.py): per-device steps mapped with
-shard_map, the train state's shardings.
-
-Parameters and optimizer state are replicated; the carried state (`[2, B, ...]` leaves) is split
-along the batch axis, as the batches are.
+"""The training step over the 'data' mesh: per-device steps mapped with shard_map. Parameters and
+optimizer state are replicated; the carried state (`[2, B, ...]` leaves) is split as the batches.
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ from types import FrameType
 
 import jax
 
-EXIT_CODE = 128 + signal.SIGTERM  # 143: what a shell reports for a process ended by SIGTERM.
+from elmo_jax.runtime.atomic_write import SIGTERM_EXIT_STATUS
+
+EXIT_CODE = SIGTERM_EXIT_STATUS  # What the train command exits with once preempted.
 
 
 class TrainingPreempted(Exception):
@@ -20,11 +22,8 @@ class TrainingPreempted(Exception):
 
 
 class PreemptionWatcher:
-    """`reached(step)` is True once SIGTERM arrived (on any process): the step to stop after.
-
-    Use as a context manager around the training loop; the previous SIGTERM handler is restored
-    on exit, so a SIGTERM after the loop ends the process as usual.
-    """
+    """`reached(step)` is True once SIGTERM arrived (on any process): the step to stop after. A
+    context manager around the training loop, restoring the previous SIGTERM handler on exit."""
 
     def __init__(self) -> None:
         self._multiprocess = jax.process_count() > 1

@@ -1,15 +1,9 @@
 """Probes during training (`config.eval.probe`): what each layer of the biLM being trained knows.
 
-The CoNLL-U files of the token task and the word senses of `wsd_data` (CoarseWSD-20's layout) are
-read, and their splits checked as the probes will take them (elmo_jax/probing/run.py's
-`labelled_splits`: labels present, enough training sentences to hold out a tenth for dev without a
-dev file, dev labels shared with training; wsd.py's `sense_splits`), before any training work, so
-that a bad file is an error at once rather than after hours of training. The probes run on the
-params in memory (elmo_jax/probing/run.py's `probe`, the biLM as `bilm_from_workdir` reads it:
-float32, no dropout, no softmax) at the end of training and every `eval.probe.every_steps`, and
-write `probe_<task>_<step>.json` (and `probe_wsd_<step>.json`) atomically beside
-`eval_<split>_<step>.json`. A step whose file exists (a resumed or rerun run) is not probed again.
-Only process 0 probes; the other processes wait for it, so that all go on (or fail) together.
+The probes' files are read and their splits checked before any training work, so that a bad file
+fails at once rather than after hours. The probes run on the params in memory at the end of
+training and every `eval.probe.every_steps`, on process 0 while the others wait, and write
+`probe_<task>_<step>.json` unless it exists.
 """
 
 from __future__ import annotations
@@ -47,10 +41,8 @@ class ProbeData(NamedTuple):
 
 
 def read_probe_data(settings: ml_collections.ConfigDict) -> ProbeData | None:
-    """The files of `settings` (config.eval.probe) read and their splits checked as the probes will
-    take them, or None without a task or word senses. FileNotFoundError naming the key and path of a
-    missing file or directory; ValueError naming the file (and line) of a malformed one or of splits
-    the probes cannot use (`labelled_splits`, `wsd.sense_splits`)."""
+    """The files of config.eval.probe, their splits checked as the probes will take them, or None
+    without a task or word senses. FileNotFoundError naming the key, ValueError the file."""
     if not settings.task and not settings.wsd_data:
         return None
     sentences = _read_token_files(settings) if settings.task else (None, None, None)
@@ -87,8 +79,7 @@ def result_path(workdir: str, task: str, step: int) -> str:
 
 
 def pretrained_bilm(config: ml_collections.ConfigDict, params: Any, vocab: Vocabulary) -> PretrainedBiLM:
-    """The biLM of a run's `config` with `params` (on the mesh, replicated) on the host, as
-    `bilm_from_workdir` reads a checkpoint (`bilm_from_params`)."""
+    """The biLM of a run's `config` with `params` (replicated on the mesh) copied to the host."""
     kept = {k: v for k, v in params.items() if k != "softmax"}
     host = jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), kept)  # This process's copy.
     return bilm_from_params(config, host, vocab)

@@ -1,10 +1,5 @@
-"""`WORKDIR/run_info.json`: where, when and with what code each (re)start of a run ran.
-
-The file holds `{"starts": [record, ...]}`, one record appended per start (a resume adds one and
-keeps the earlier ones): start time (UTC), the step it started from, hostname, command line, the
-git commit of the elmo-jax source tree (absent outside a git checkout), library versions and
-the devices.
-"""
+"""`WORKDIR/run_info.json`, `{"starts": [record, ...]}`: where, when and with what code each
+(re)start of a run ran."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
 """Row-sparse softmax updates: a step reads, differentiates and updates only the softmax rows it
-touches (the targets of the global batch and the negatives of every group of streams), as
-bilm-tf's IndexedSlices.
+touches (targets and sampled negatives), as bilm-tf's IndexedSlices.
 
-With the sampled softmax every other row of the `[V, P]` table gets a zero gradient. For Adagrad
-and SGD a zero gradient leaves a row and its optimizer state unchanged, and it adds nothing to
-the global gradient norm, so updating only the touched rows is the same step as the dense update
-(for Adam it is not: the moments of every row decay each step). What it saves is the dense
-`[V, P]` gradient, its all-reduce across devices, and the optimizer's pass over the whole table:
-at V = 793,471 and P = 512, 1.6 GB read and written several times per step.
-
-A `RowView` replaces the softmax leaves `W [V, P]` and `b [V]` of a pytree (the parameters, or an
-optimizer state that mirrors them, such as Adagrad's accumulators) by their touched rows, and
-writes updated views back into the full tables.
+For Adagrad and SGD a zero gradient leaves a row and its optimizer state unchanged, so this is the
+dense step (for Adam it is not), without the dense `[V, P]` gradient and its all-reduce.
 """
 
 from __future__ import annotations
@@ -32,10 +23,8 @@ def _is_softmax_leaf(path: tuple) -> bool:
 
 
 def touched_rows(ids: jax.Array, vocab_size: int) -> jax.Array:
-    """The distinct ids of `ids` `[M]` in ascending order, padded to `[M]` with `vocab_size`.
-
-    The padding is out of range on purpose: it gathers a clipped row and scatters nowhere.
-    """
+    """The distinct ids of `ids` `[M]` in ascending order, padded to `[M]` with `vocab_size` (out of
+    range on purpose: it gathers a clipped row and scatters nowhere)."""
     return jnp.unique(ids, size=ids.shape[0], fill_value=vocab_size)
 
 

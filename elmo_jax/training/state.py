@@ -14,9 +14,8 @@ from elmo_jax.model.initial_params import init_params
 
 
 class TrainState(flax.struct.PyTreeNode):
-    """step, params, opt_state, the contextualizer's carried state (`BiLM.initial_state`: LSTM states,
-    gated-CNN buffers or Transformer memory, `[2, B, ...]` leaves) and the RNG. Checkpoints written
-    before the carried state had this name hold it as `lstm_state` (training/checkpoint.py reads both)."""
+    """step, params, opt_state, the contextualizer's carried state (`BiLM.initial_state`, `[2, B, ...]`
+    leaves; `lstm_state` in older checkpoints) and the RNG."""
 
     step: jax.Array
     params: Any

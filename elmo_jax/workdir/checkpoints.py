@@ -1,17 +1,12 @@
-"""A training workdir's checkpoints, read without training: the params of one (never the optimizer
-state), its model record, and the failures every reader and the training Checkpointer share.
-
-A checkpoint that cannot be read (truncated or corrupt files, NaN or infinite values) is reported
-in one line and the next older one used (`first_readable`). Importing this module imports neither
-optax nor the training loop.
+"""A training workdir's checkpoints, read without training (no optax): the params of one, its model
+record, and the failures every reader and the training Checkpointer share.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-from typing import Any, Callable, Iterator, NamedTuple, TypeVar
+from typing import Any, Callable, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -51,12 +46,8 @@ def leaf_name(path: tuple) -> str:
 
 
 def check_finite(tree: Any) -> None:
-    """UnreadableCheckpoint naming the first floating-point leaf holding a NaN or an infinity.
-
-    Corrupt bytes in an array file can decode without any error: checked on load, such a
-    checkpoint falls back like an unreadable one instead of training or evaluating on NaN.
-    Only this process's shards are read; the processes then agree on the step (`first_readable`).
-    """
+    """UnreadableCheckpoint naming the first floating-point leaf (of this process's shards) holding a
+    NaN or an infinity: corrupt bytes can decode without any error."""
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         if not jnp.issubdtype(leaf.dtype, jnp.floating):
             continue
@@ -89,23 +80,22 @@ def first_spec_difference(saved: Any, wanted: Any, wanted_by: str) -> str | None
     return None
 
 
-class _ReadOnlyNotice(logging.Filter):
-    """Drops orbax's warning 'Given directory is read only', which it logs for every read-only
-    manager: evaluation and embedding ask for one, so it only made users wonder what went wrong."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Given directory is read only")
+def _not_read_only_notice(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Given directory is read only")
 
 
-@contextlib.contextmanager
-def read_only_notice_hidden() -> Iterator[None]:
-    """orbax logs through absl's logger: filter it while a manager is created."""
-    notice, logger = _ReadOnlyNotice(), logging.getLogger("absl")
-    logger.addFilter(notice)
+def open_manager(
+    directory: str, options: ocp.CheckpointManagerOptions, state_handler: ocp.CheckpointHandler
+) -> ocp.CheckpointManager:
+    """An orbax manager of a run's checkpoint items, created without the warning 'Given directory is
+    read only' that orbax logs (through absl's logger) for every read-only manager."""
+    handlers = {"state": state_handler, "data": ocp.JsonCheckpointHandler(), MODEL_RECORD: ocp.JsonCheckpointHandler()}
+    logger = logging.getLogger("absl")
+    logger.addFilter(_not_read_only_notice)
     try:
-        yield
+        return ocp.CheckpointManager(directory, options=options, item_handlers=handlers)
     finally:
-        logger.removeFilter(notice)
+        logger.removeFilter(_not_read_only_notice)
 
 
 def candidate_steps(directory: str, saved: list[int], step: int | None) -> list[int]:
@@ -123,11 +113,8 @@ def candidate_steps(directory: str, saved: list[int], step: int | None) -> list[
 def first_readable(
     directory: str, steps: list[int], read: Callable[[int], T], agree: Callable[[bool], bool]
 ) -> tuple[T, int, int]:
-    """(read(step), step, how many steps before it were unreadable) for the first of `steps` that
-    `agree` accepts as read; each unreadable one is reported, CheckpointError if none is readable.
-
-    `agree(ok)` turns this process's outcome into the decision every process takes.
-    """
+    """(read(step), step, how many steps before it were unreadable) for the first of `steps` read
+    on every process (`agree(ok)`); each unreadable one is reported, CheckpointError if none is."""
     unreadable: list[str] = []
     for candidate in steps:
         try:
@@ -153,8 +140,7 @@ def checkpoint_directory(workdir: str) -> str:
 
 
 class Checkpoint(NamedTuple):
-    """What a reader takes of one checkpoint: its params, its step and the model record it was
-    written with (`config.model_record`; None for checkpoints written before they carried one)."""
+    """One checkpoint's params, step and model record (None for checkpoints written without one)."""
 
     params: Any
     step: int
@@ -162,8 +148,7 @@ class Checkpoint(NamedTuple):
 
 
 def read_model_record(manager: ocp.CheckpointManager, step: int) -> dict[str, Any] | None:
-    """Checkpoint `step`'s model record (keys renamed since under their names of today), or None
-    when it was written without one."""
+    """Checkpoint `step`'s model record under today's key names, or None."""
     if not os.path.isdir(os.path.join(str(manager.directory), str(step), MODEL_RECORD)):
         return None
     try:
@@ -198,23 +183,13 @@ def _read_params(manager: ocp.CheckpointManager, step: int, sharding: jax.shardi
 def restore_params(
     directory: str, step: int | None = None, sharding: jax.sharding.Sharding | None = None
 ) -> Checkpoint:
-    """(params, step, record) of the checkpoint `step` under `directory` (default: the latest readable).
-
-    Only the saved state's `params` subtree is read (orbax partial restore), with the shapes and
-    dtypes the checkpoint records, so no model, optimizer or abstract train state is built. Leaves
-    are NumPy arrays, or with `sharding` jax.Arrays placed with it (e.g. replicated over a mesh).
-    An unreadable checkpoint is reported and the previous one read, as `Checkpointer.restore`
-    does; each process decides alone, which is safe for host or replicated params: every process
-    reads the same whole arrays.
+    """(params, step, record) of checkpoint `step` under `directory` (default: the latest readable),
+    with the shapes and dtypes it records: NumPy arrays, or jax.Arrays placed with `sharding`.
+    Each process decides alone on an unreadable checkpoint: every one reads the same whole arrays.
     """
     directory = os.path.abspath(directory)
     options = ocp.CheckpointManagerOptions(read_only=True, create=False, save_interval_steps=0)
-    handlers = {
-        "state": ocp.PyTreeCheckpointHandler(), "data": ocp.JsonCheckpointHandler(),
-        MODEL_RECORD: ocp.JsonCheckpointHandler(),
-    }
-    with read_only_notice_hidden():
-        manager = ocp.CheckpointManager(directory, options=options, item_handlers=handlers)
+    manager = open_manager(directory, options, ocp.PyTreeCheckpointHandler())
     try:
         steps = candidate_steps(directory, list(manager.all_steps()), step)
         checkpoint, _, _ = first_readable(directory, steps, lambda s: _read_params(manager, s, sharding), bool)

@@ -1,11 +1,5 @@
-"""A training workdir's run, read without training: its config.json (checked to fit the checkpoint),
-the params of a checkpoint and its vocab.txt checked against them.
-
-Evaluation, export, embedding and probing load a run with `load_run` (or `load_params`): no
-optimizer or abstract train state is built. The saved config is completed with the schema's
-defaults for keys that an older elmo-jax did not write, and must fit the checkpoint
-(`check_config_fits`): its model record, and the shapes of its params.
-"""
+"""A training workdir's run, read without training (no optimizer or train state is built): its
+config.json and vocab.txt, each checked to fit the params of a checkpoint."""
 
 from __future__ import annotations
 
@@ -27,13 +21,9 @@ from elmo_jax.workdir.saved_config import saved_config
 
 
 def check_config_fits(workdir: str, config: ml_collections.ConfigDict, checkpoint: Checkpoint) -> None:
-    """CheckpointError naming the first key (against the checkpoint's model record) or array (against
-    the params of the model `config` builds) in which `workdir`'s config.json does not fit `checkpoint`.
-
-    Without the check, an edited config.json either fails inside Flax (a shape) or, for a key that
-    changes no shape (the Transformer's norm placement, say), evaluates another model to a
-    plausible wrong number.
-    """
+    """CheckpointError naming the first key (of the model record) or array in which `workdir`'s
+    config.json does not fit `checkpoint`: an edited key that changes no shape would otherwise
+    evaluate another model to a plausible wrong number."""
     where = f"{os.path.join(workdir, workdir_files.CONFIG)} does not fit checkpoint {checkpoint.step}"
     difference = None if checkpoint.record is None else record_difference(model_record(config), checkpoint.record)
     if difference:
@@ -50,8 +40,7 @@ def check_config_fits(workdir: str, config: ml_collections.ConfigDict, checkpoin
 
 
 def workdir_vocabulary(workdir: str, params: Any) -> Vocabulary:
-    """WORKDIR/vocab.txt, checked to have a line per row of the checkpoint's softmax (and word
-    embeddings): `checkpoint_vocabulary`."""
+    """WORKDIR/vocab.txt, checked against `params` (`checkpoint_vocabulary`)."""
     path = os.path.join(workdir, workdir_files.VOCAB)
     if not os.path.exists(path):
         raise CheckpointError(f"{workdir}: no vocab.txt (is this a training workdir?)")
@@ -59,8 +48,7 @@ def workdir_vocabulary(workdir: str, params: Any) -> Vocabulary:
 
 
 class Run(NamedTuple):
-    """What a training workdir holds of its model: config, params of one checkpoint, its step and
-    (when asked for) its vocabulary."""
+    """A workdir's config, the params and step of one checkpoint, and (when asked for) its vocabulary."""
 
     config: ml_collections.ConfigDict
     params: Any
@@ -71,9 +59,8 @@ class Run(NamedTuple):
 def load_run(
     workdir: str, step: int | None = None, sharding: jax.sharding.Sharding | None = None, with_vocab: bool = True
 ) -> Run:
-    """The run of `workdir` at checkpoint `step` (default: the latest readable): its saved config
-    (checked to fit the checkpoint: `check_config_fits`), the params (placed with `sharding`, else
-    host arrays), and with `with_vocab` its vocab.txt."""
+    """The run of `workdir` at checkpoint `step` (default: the latest readable), its params placed
+    with `sharding` (else host arrays)."""
     config = saved_config(workdir)
     checkpoint = restore_params(checkpoint_directory(workdir), step, sharding)
     check_config_fits(workdir, config, checkpoint)
@@ -89,7 +76,6 @@ def load_params(workdir: str, step: int | None = None) -> tuple[ml_collections.C
 
 
 def workdir_inputs(workdir: str | None) -> list[tuple[str, str]]:
-    """What reading a training workdir's model reads, as `check_not_inputs` takes inputs: its
-    config.json, vocab.txt and checkpoints (writing elsewhere in the workdir is fine); none without one."""
+    """The files reading a workdir's model reads, as `check_not_inputs` takes inputs."""
     names = (workdir_files.CONFIG, workdir_files.VOCAB, workdir_files.CHECKPOINTS) if workdir else ()
     return [("--workdir", os.path.join(workdir, name)) for name in names]

@@ -14,11 +14,8 @@ from elmo_jax.runtime import workdir_files
 
 
 def saved_config(workdir: str) -> ml_collections.ConfigDict:
-    """`workdir`'s config.json, complete and validated: keys renamed since it was written under
-    their names of today (config/migration.py), keys that the run's elmo-jax did not write yet
-    taking the schema's defaults. FileNotFoundError naming `workdir` when it has none; ValueError
-    naming the file when it is not a JSON object (cut short, say); ConfigError naming the file and
-    the key whose value is not allowed."""
+    """`workdir`'s config.json, migrated to today's keys, completed with the schema's defaults and
+    validated. FileNotFoundError, ValueError (not a JSON object) or ConfigError naming the file."""
     config_path = os.path.join(workdir, workdir_files.CONFIG)
     if not os.path.exists(config_path):
         raise FileNotFoundError(f"{workdir}: no config.json (is this an elmo-jax training workdir?)")
