@@ -33,7 +33,7 @@ import numpy as np
 from elmo_jax.data.chars import (
     BOS_CHAR, BOS_TOKEN, EOS_TOKEN, ID_SHIFT, N_CHARACTERS, narrow_char_ids, words_to_char_ids,
 )
-from elmo_jax.inference.embedder import _embed_tokens, check_embeddable
+from elmo_jax.inference.embedder import check_embeddable, encode_chars
 from elmo_jax.pretrained import bilm_from_files, bilm_from_workdir
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.scalar_mix import ScalarMix
@@ -162,7 +162,7 @@ def _token_table(model: BiLM, params: Any, max_chars: int, vocab_to_cache: tuple
     """`ElmoBiLM.token_table`, `_TABLE_CHUNK` words per call."""
     table = np.zeros((len(vocab_to_cache), model.width), np.float32)
     ids = np.zeros((_TABLE_CHUNK, max_chars), np.int32)  # One shape: one compilation.
-    embed = _embed_tokens.lower(model, params, ids).compile()
+    embed = encode_chars.lower(model, params, ids).compile()
     for start in range(1, len(vocab_to_cache), _TABLE_CHUNK):
         words = vocab_to_cache[start : start + _TABLE_CHUNK]
         ids[: len(words)] = words_to_char_ids(words, max_chars)
@@ -202,7 +202,7 @@ def _cached_token_embeddings(
 ) -> jax.Array:
     """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` from the cached table (word ids
     `[B, T]`, rows holding `lengths` `[B]` tokens); `<S>` and `</S>` from the char CNN."""
-    bos, eos = _embed_tokens(bilm, params, jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], max_chars)))
+    bos, eos = encode_chars(bilm, params, jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], max_chars)))
     return _with_boundaries(jnp.take(table, word_ids, axis=0, mode="clip"), lengths, bos, eos)
 
 
@@ -425,7 +425,7 @@ class Elmo(nn.Module):
         bilm, max_chars = self.bilm.model, self.bilm.max_chars
 
         def from_chars() -> jax.Array:
-            return _embed_tokens(bilm, params, _add_sentence_boundaries(char_ids, lengths))
+            return encode_chars(bilm, params, _add_sentence_boundaries(char_ids, lengths))
 
         def from_table() -> jax.Array:
             return _cached_token_embeddings(bilm, params, table, word_ids, lengths, max_chars)

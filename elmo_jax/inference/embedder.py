@@ -68,8 +68,9 @@ class SentenceLayers(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _embed_tokens(model: BiLM, params: Any, char_ids: jax.Array) -> jax.Array:
-    """char_ids `[N, C]` -> token embeddings `[N, P]`."""
+def encode_chars(model: BiLM, params: Any, char_ids: jax.Array) -> jax.Array:
+    """char_ids `[N, C]` -> token embeddings `[N, P]` by `model`'s char CNN (embedding and `Elmo` share
+    this one jitted function, so its compilations too)."""
     return model.apply({"params": params}, {"char_ids": char_ids}, method=BiLM.embed_tokens)
 
 
@@ -286,7 +287,7 @@ class ElmoEmbedder:
             encode, by_length = self.kernels.char_cnn.encode, False
         else:
             encoder = model.clone(distinct_fraction=0.0)  # The cache sends it distinct words only.
-            encode, by_length = functools.partial(_embed_tokens, encoder, self.params), True
+            encode, by_length = functools.partial(encode_chars, encoder, self.params), True
         self.tokens = TokenEmbeddingCache(
             encode, model.token_dim, max_chars, widest_filter, token_cache_size, by_length=by_length
         )

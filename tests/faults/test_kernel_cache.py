@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EMBED = """
 import jax, jax.numpy as jnp, numpy as np
 from elmo_jax.data.chars import words_to_char_ids
-from elmo_jax.inference.embedder import _embed_tokens, cpu_kernels
+from elmo_jax.inference.embedder import cpu_kernels, encode_chars
 from flax.core import FrozenDict
 from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM
 
@@ -33,7 +33,7 @@ params = model.init(jax.random.key(0), inputs, model.initial_state(1))["params"]
 kernels = cpu_kernels(model, params, "auto")
 char_ids = words_to_char_ids(["a", "kernel", "cache"], 7)
 if kernels.char_cnn is not None:
-    want = _embed_tokens(model, params, jnp.asarray(char_ids))
+    want = encode_chars(model, params, jnp.asarray(char_ids))
     np.testing.assert_allclose(kernels.char_cnn.encode(char_ids), want, rtol=1e-5, atol=1e-5)
 print("cpu" if kernels.char_cnn is not None else "xla")
 """

@@ -10,7 +10,7 @@ import pytest
 
 from elmo_jax.inference.cpu_kernels import CpuCharCnn
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, words_to_char_ids
-from elmo_jax.inference.embedder import _embed_tokens
+from elmo_jax.inference.embedder import encode_chars
 from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM
 from tests.inference.cpu_kernels.compiler import requires_compiler
 
@@ -91,7 +91,7 @@ def test_matches_the_bilms_xla_char_cnn():
     filters = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
     model, params = make_char_cnn(filters, 1, "relu", 128, 50, embed_dim=16)
     char_ids = words_to_char_ids(words_of(2, 70, 50), 50)
-    want = np.asarray(_embed_tokens(model, params, jnp.asarray(char_ids)))
+    want = np.asarray(encode_chars(model, params, jnp.asarray(char_ids)))
     np.testing.assert_allclose(CpuCharCnn(model, params).encode(char_ids), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
