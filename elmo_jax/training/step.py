@@ -24,8 +24,6 @@ from elmo_jax.training import softmax_rows
 from elmo_jax.runtime.data_parallel import AXIS
 from elmo_jax.training.state import TrainState
 
-NONFINITE_POLICIES = ("stop", "skip")
-
 
 class NegativeSampler:
     """The negatives of one step and their log expected counts, from the keys of `model.softmax`.
@@ -206,10 +204,6 @@ def make_train_step(
     with `train.nonfinite_policy='skip'` such a step leaves params, optimizer and carried states
     unchanged (the step counter still advances, so the next step sees new data and negatives).
     """
-    if config.train.nonfinite_policy not in NONFINITE_POLICIES:
-        raise ValueError(
-            f"train.nonfinite_policy must be one of {NONFINITE_POLICIES}, got {config.train.nonfinite_policy!r}"
-        )
     skip_nonfinite = config.train.nonfinite_policy == "skip"
     softmax = schema.section_options(config.model.softmax, "model.softmax")
     sampler = NegativeSampler(model.vocab_size, config.train.batch_size, **softmax) if softmax["sampled"] else None

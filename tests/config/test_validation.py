@@ -311,7 +311,7 @@ def test_choices_are_those_the_code_accepts():
     from elmo_jax.data import corpus
     from elmo_jax.model import bilm, char_cnn, lstm
     from elmo_jax.probing import tasks
-    from elmo_jax.training import optim, step
+    from elmo_jax.training import optim
 
     def choices(key):
         return set(schema.keys()[key].check.choices)
@@ -327,7 +327,6 @@ def test_choices_are_those_the_code_accepts():
     assert choices("model.lstm_kernel") == set(lstm.TIME_LOOP_KERNELS)
     assert choices("train.optimizer.schedule") == set(optim._SCHEDULES)
     assert choices("train.optimizer.name") == set(optim._OPTIMIZERS)
-    assert choices("train.nonfinite_policy") == set(step.NONFINITE_POLICIES)
     assert choices("eval.probe.task") == {"", *tasks.TASKS}
     assert choices("eval.probe.normalize") == set(tasks.NORMALIZATIONS)
 

@@ -143,12 +143,6 @@ def test_skip_policy_applies_finite_updates(policy_steps):
     assert not any(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.params), after))
 
 
-def test_unknown_nonfinite_policy_is_an_error_naming_the_key():
-    config = tiny_config(**{"train.nonfinite_policy": "ignore"})
-    with pytest.raises(ValueError, match="train.nonfinite_policy"):
-        make_train_step(bilm_from_config(config.model, VOCAB), config)
-
-
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_gated_cnn_step_carries_its_buffers_and_trains_in_both_dtypes(dtype):
     """The train state holds the gated CNN's buffers `[2, B, k-1, .]` (float32 whatever the dtype);
