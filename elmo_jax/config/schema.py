@@ -338,6 +338,14 @@ def option(config: Mapping[str, Any], path: str) -> Any:
     return _none_if_off(keys()[path], get_key(config, path))
 
 
+def token_width(token_encoder: str, char_cnn: Mapping[str, Any], width: int) -> int:
+    """The token embeddings' width, the first contextual layer's input: the char CNN's channels
+    (the sum over `char_cnn['filters']`) without its projection, else `width` (model.width, P)."""
+    if token_encoder == "char_cnn" and not char_cnn["projection"]:
+        return sum(channels for _, channels in char_cnn["filters"])
+    return width
+
+
 def _none_if_off(key: Key, value: Any) -> Any:
     return None if key.off is not None and value == key.off else value
 

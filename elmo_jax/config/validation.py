@@ -122,13 +122,6 @@ def _gated_cnn_row_elements(kernel_width: int, dilation_base: int, n_layers: int
     return max(first, last, kernel_width * max(token_dim, width) * width)
 
 
-def _token_dim(model: Mapping[str, Any]) -> int:
-    """The token embeddings' width: the char CNN's channels without a token projection, else model.width."""
-    if model["token_encoder"] == "char_cnn" and not model["char_cnn"]["projection"]:
-        return sum(channels for _, channels in model["char_cnn"]["filters"])
-    return model["width"]
-
-
 def _check_contextualizer_sizes(config: Mapping[str, Any]) -> None:
     """The Transformer's and the gated CNN's size keys within what one row's arrays can hold
     (`MAX_ROW_ELEMENTS`): such values otherwise fail late, after minutes and gigabytes."""
@@ -142,7 +135,8 @@ def _check_contextualizer_sizes(config: Mapping[str, Any]) -> None:
         arrays = "one row's attention scores, memory and feed-forward layer"
         _check_row_sizes(config, sizes, context, _transformer_row_elements, arrays)
     elif contextualizer == "gated_cnn":
-        n_layers, token_dim = model["gated_cnn"]["n_layers"], _token_dim(model)
+        n_layers = model["gated_cnn"]["n_layers"]
+        token_dim = schema.token_width(model["token_encoder"], model["char_cnn"], width)
         sizes = [("model.gated_cnn.kernel_width", 2), ("model.gated_cnn.dilation_base", 1)]
         context = {"n_layers": n_layers, "token_dim": token_dim, "width": width}
         arrays = "one row's carried inputs and convolution weights"

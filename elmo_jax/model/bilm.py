@@ -101,9 +101,7 @@ class BiLM(nn.Module):
     @property
     def token_dim(self) -> int:
         """Width of the token embeddings: the char CNN's channels without a token projection, else P."""
-        if self.token_encoder == "char_cnn" and not self.char_cnn["projection"]:
-            return sum(n for _, n in self.char_cnn["filters"])
-        return self.width
+        return schema.token_width(self.token_encoder, self.char_cnn, self.width)
 
     def initial_state(self, batch_size: int) -> Any:
         """Zero carried state for `batch_size` rows per direction (the contextualizer's: an

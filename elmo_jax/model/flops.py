@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ml_collections
 
+from elmo_jax.config import schema
 from elmo_jax.model.contextualizers import contextualizer_from_config
 
 
@@ -16,7 +17,6 @@ def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: in
     """Forward FLOPs for one token in one direction, by component."""
     p = model.width
     parts = {}
-    token_dim = p  # The first contextual layer's input width.
     if model.token_encoder == "char_cnn":
         cnn = model.char_cnn
         n_filters = sum(n for _, n in cnn.filters)
@@ -24,8 +24,7 @@ def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: in
         parts["highway"] = cnn.n_highway * 2 * (2 * n_filters * n_filters)
         if cnn.projection:
             parts["token_projection"] = 2 * n_filters * p
-        else:
-            token_dim = n_filters
+    token_dim = schema.token_width(model.token_encoder, model.char_cnn, p)
     parts[model.contextualizer] = contextualizer_from_config(model, token_dim).flops_per_token()
     softmax_rows = model.softmax.n_negative_samples + 1 if model.softmax.sampled else vocab_size
     parts["softmax"] = 2 * p * softmax_rows
