@@ -23,7 +23,7 @@ from elmo_jax.config import schema
 from elmo_jax.config.validation import validate
 from elmo_jax.config.overrides import get_key
 from elmo_jax.workdir.saved_config import saved_config
-from elmo_jax.runtime.atomic_write import check_not_inputs, write_atomic, write_files_atomic
+from elmo_jax.runtime.atomic_write import check_not_inputs, json_writer, write_atomic, write_files_atomic
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.interop.export_sets import (
     EXPORT_ID, WeightFileError, checkpoint_export_id, open_hdf5, read_finite, write_hdf5,
@@ -224,37 +224,39 @@ def options_writer(
         )
     elif lstm["projection_dim"] > lstm["dim"]:
         logging.warning("%s: bilm-tf builds no biLM with projection_dim > dim (AllenNLP applies W_P_0)", path)
-    return lambda tmp: _write_json(tmp, options)
-
-
-def _write_json(path: str, obj: dict) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
+    return json_writer(options, sort_keys=False)
 
 
 def _lstm_root(direction: int, layer: int) -> str:
     return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
 
 
-def dataset_shapes(config: ml_collections.ConfigDict) -> dict[str, tuple[int, ...]]:
-    """Every dataset of the weight file described by `config`, with its shape."""
-    cnn, lstm = config.model.char_cnn, config.model.lstm
-    d, p, gates = cnn.embed_dim, config.model.width, 4 * lstm.dim
+def _encoder_layout(config: ml_collections.ConfigDict) -> list[tuple[str, tuple[str, ...], tuple[int, ...]]]:
+    """(dataset, its path in the params' `encoder`, its shape) of each char CNN dataset after
+    `char_embed`, in the file's order; a file's `W_cnn_i` has a leading 1 that the params lack."""
+    cnn, p = config.model.char_cnn, config.model.width
     n_filters = sum(n for _, n in cnn.filters)
-    shapes: dict[str, tuple[int, ...]] = {"char_embed": (N_CHARACTERS - 1, d)}
+    layout = []
     for i, (width, channels) in enumerate(cnn.filters):
-        shapes[f"CNN/W_cnn_{i}"] = (1, width, d, channels)
-        shapes[f"CNN/b_cnn_{i}"] = (channels,)
+        layout.append((f"CNN/W_cnn_{i}", (f"W_cnn_{i}",), (1, width, cnn.embed_dim, channels)))
+        layout.append((f"CNN/b_cnn_{i}", (f"b_cnn_{i}",), (channels,)))
     for k in range(cnn.n_highway):
         for name in _HIGHWAY:
-            shapes[f"CNN_high_{k}/{name}"] = (n_filters, n_filters) if name[0] == "W" else (n_filters,)
-    shapes["CNN_proj/W_proj"], shapes["CNN_proj/b_proj"] = (n_filters, p), (p,)
+            shape = (n_filters, n_filters) if name[0] == "W" else (n_filters,)
+            layout.append((f"CNN_high_{k}/{name}", ("highway", f"{name}_{k}"), shape))
+    return layout + [("CNN_proj/W_proj", ("W_proj",), (n_filters, p)), ("CNN_proj/b_proj", ("b_proj",), (p,))]
+
+
+def dataset_shapes(config: ml_collections.ConfigDict) -> dict[str, tuple[int, ...]]:
+    """Every dataset of the weight file described by `config`, with its shape."""
+    lstm, p = config.model.lstm, config.model.width
+    shapes = {"char_embed": (N_CHARACTERS - 1, config.model.char_cnn.embed_dim)}
+    shapes.update((name, shape) for name, _, shape in _encoder_layout(config))
     for layer in range(lstm.n_layers):
         for direction in (0, 1):
             root = _lstm_root(direction, layer)
-            shapes[f"{root}/W_0"] = (p + p, gates)
-            shapes[f"{root}/B"] = (gates,)
+            shapes[f"{root}/W_0"] = (p + p, 4 * lstm.dim)
+            shapes[f"{root}/B"] = (4 * lstm.dim,)
             if has_projection(lstm.dim, p):
                 shapes[f"{root}/W_P_0"] = (lstm.dim, p)
     return shapes
@@ -271,16 +273,11 @@ def _param(params: Mapping, *keys: str) -> np.ndarray:
 
 def params_to_datasets(params: Mapping, config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
     """Flax params (softmax ignored) -> the weight file's datasets."""
-    cnn, lstm = config.model.char_cnn, config.model.lstm
     out = {"char_embed": _param(params, "encoder", "char_embed")[1:]}  # Drop the "no token" row.
-    for i in range(len(cnn.filters)):
-        out[f"CNN/W_cnn_{i}"] = _param(params, "encoder", f"W_cnn_{i}")[None]
-        out[f"CNN/b_cnn_{i}"] = _param(params, "encoder", f"b_cnn_{i}")
-    for k in range(cnn.n_highway):
-        for name in _HIGHWAY:
-            out[f"CNN_high_{k}/{name}"] = _param(params, "encoder", "highway", f"{name}_{k}")
-    out["CNN_proj/W_proj"] = _param(params, "encoder", "W_proj")
-    out["CNN_proj/b_proj"] = _param(params, "encoder", "b_proj")
+    for name, path, _ in _encoder_layout(config):
+        value = _param(params, "encoder", *path)
+        out[name] = value[None] if name.startswith("CNN/W") else value
+    lstm = config.model.lstm
     for layer in range(lstm.n_layers):
         out.update(_lstm_datasets(params, layer, has_projection(lstm.dim, config.model.width)))
     return out
@@ -307,22 +304,13 @@ def _lstm_datasets(params: Mapping, layer: int, projected: bool) -> dict[str, np
 
 def datasets_to_params(data: Mapping[str, np.ndarray], config: ml_collections.ConfigDict) -> dict:
     """The weight file's datasets -> Flax params (no softmax); the inverse of `params_to_datasets`."""
-    cnn, lstm = config.model.char_cnn, config.model.lstm
-    char_embed = data["char_embed"]
-    encoder: dict[str, Any] = {
-        "char_embed": np.concatenate([np.zeros((1, char_embed.shape[1]), np.float32), char_embed]),
-        "W_proj": data["CNN_proj/W_proj"],
-        "b_proj": data["CNN_proj/b_proj"],
-    }
-    for i in range(len(cnn.filters)):
-        encoder[f"W_cnn_{i}"] = data[f"CNN/W_cnn_{i}"][0]
-        encoder[f"b_cnn_{i}"] = data[f"CNN/b_cnn_{i}"]
-    if cnn.n_highway:
-        encoder["highway"] = {
-            f"{name}_{k}": data[f"CNN_high_{k}/{name}"] for k in range(cnn.n_highway) for name in _HIGHWAY
-        }
+    zero_row = np.zeros((1, data["char_embed"].shape[1]), np.float32)
+    encoder: dict[str, Any] = {"char_embed": np.concatenate([zero_row, data["char_embed"]])}
+    for name, (*parents, leaf), _ in _encoder_layout(config):
+        node = encoder.setdefault(parents[0], {}) if parents else encoder
+        node[leaf] = data[name][0] if name.startswith("CNN/W") else data[name]
     params: dict[str, Any] = {"encoder": encoder}
-    p = config.model.width
+    lstm, p = config.model.lstm, config.model.width
     for layer in range(lstm.n_layers):
         roots = [_lstm_root(direction, layer) for direction in (0, 1)]
         params[f"lstm_{layer}"] = {
@@ -337,12 +325,7 @@ def datasets_to_params(data: Mapping[str, np.ndarray], config: ml_collections.Co
 
 def _dataset_names(f: h5py.File) -> list[str]:
     names: list[str] = []
-
-    def visit(name: str, obj: Any) -> None:
-        if isinstance(obj, h5py.Dataset):
-            names.append(name)
-
-    f.visititems(visit)
+    f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
     return names
 
 

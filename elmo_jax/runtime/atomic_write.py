@@ -198,15 +198,20 @@ def _write_one(path: str, tmp: str, write: Callable[[str], None]) -> None:
         _raise_naming_file(e, path, tmp)
 
 
-def write_json_atomic(path: str, obj: Any) -> None:
-    """`obj` as indented JSON with sorted keys, written atomically."""
+def json_writer(obj: Any, sort_keys: bool = True) -> Callable[[str], None]:
+    """The function writing `obj` as indented JSON to a path (a writer of `write_atomic`)."""
 
-    def write(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2, sort_keys=True)
+    def write(path: str) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=2, sort_keys=sort_keys)
             f.write("\n")
 
-    write_atomic(path, write)
+    return write
+
+
+def write_json_atomic(path: str, obj: Any) -> None:
+    """`obj` as indented JSON with sorted keys, written atomically."""
+    write_atomic(path, json_writer(obj))
 
 
 def check_not_inputs(outputs: Iterable[tuple[str, str | None]], inputs: Iterable[tuple[str, str | None]]) -> None:
