@@ -18,22 +18,14 @@ from elmo_jax.data.tfds_source import TfdsSource
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.runtime import workdir_files
 
-SOURCES = ("ptb", "text", "tfds")
 SPLITS = ("train", "valid", "test")
-STREAMS = ("sentences", "contiguous")
 
 
-def _check_source(data: ml_collections.ConfigDict) -> None:
-    if data.source not in SOURCES:
-        raise sources.DataError(f"data.source must be one of {SOURCES}, got {data.source!r}")
-    if data.streams not in STREAMS:
-        raise sources.DataError(f"data.streams must be one of {STREAMS}, got {data.streams!r}")
-    if data.source == "text" and not data.train_files:
-        raise sources.DataError("data.source='text' needs data.train_files (a glob of text files)")
-
-
-def _files(data: ml_collections.ConfigDict, key: str) -> list[str]:
-    """The files matched by config key `data.<key>`, as glob patterns matching exactly themselves."""
+def _files(data: ml_collections.ConfigDict, key: str, needed_for: str = "(a glob of text files)") -> list[str]:
+    """The files matched by config key `data.<key>` (data.source='text'), as glob patterns matching
+    exactly themselves; DataError saying what they are `needed_for` when the key is empty."""
+    if not data[key]:
+        raise sources.DataError(f"data.source='text' needs data.{key} {needed_for}")
     try:
         return [globlib.escape(path) for path in sources.expand_globs(data[key])]
     except sources.DataError as e:
@@ -59,7 +51,6 @@ def train_source(
     with fewer files than processes, line i of each) goes to process i mod P. With several
     processes the stream is endless: one running out early would leave the others waiting.
     """
-    _check_source(data)
     if process_count > 1:
         num_epochs = None
     if data.source == "ptb":
@@ -99,7 +90,6 @@ def training_batcher(
 ) -> ResumableIterator[Batch]:
     """This process's training batches, `batch_size / process_count` of the `batch_size` streams,
     laid out as `data.streams` says ('contiguous' holds the training text in memory)."""
-    _check_source(data)
     if data.streams == "contiguous":
         sentences = list(training_sentences(data))
         return ContiguousBatcher(
@@ -132,7 +122,6 @@ def evaluation_batcher(
 
 def training_sentences(data: ml_collections.ConfigDict):
     """One ordered, streamed pass over all training sentences (for vocabulary building and counting)."""
-    _check_source(data)
     if data.source == "ptb":
         return sources.ptb_sentences("train")
     if data.source == "tfds":
@@ -163,14 +152,11 @@ def eval_sentences(data: ml_collections.ConfigDict, split: str, eval_files: str 
     """Held-out sentences: `eval_files` if given, else the split of the configured corpus."""
     if eval_files:
         return sources.read_sentences(eval_files)
-    _check_source(data)
     if data.source == "ptb":
         return sources.ptb_sentences(split)
     if data.source == "tfds":
         return list(_tfds(data, split, shuffle=False))
-    if not data.eval_files:
-        raise sources.DataError("data.source='text' needs data.eval_files (or --eval_files) to evaluate")
-    return sources.read_sentences(_files(data, "eval_files"))
+    return sources.read_sentences(_files(data, "eval_files", "(or --eval_files) to evaluate"))
 
 
 def vocab_origin(data: ml_collections.ConfigDict) -> str:

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from elmo_jax.config import schema
+from elmo_jax.config import ConfigError, schema, validate
 from elmo_jax.data import corpus
 from elmo_jax.data.sources import DataError
 from tests.data.tfds_helpers import prepare_text_dataset, stored_texts
@@ -179,9 +179,12 @@ def test_vocabulary_built_from_the_tfds_training_split(data_dir, tmp_path):
 
 
 def test_source_tfds_is_known():
-    assert "tfds" in corpus.SOURCES
-    with pytest.raises(DataError, match="data.source must be one of"):
-        corpus.train_source(_data("", source="tfdz"), seed=0, num_epochs=1)
+    """data.source is checked where a config enters (validation), before the corpus reads it."""
+    assert "tfds" in schema.keys()["data.source"].check.choices
+    config = schema.get_config()
+    config.data = _data("", source="tfdz")
+    with pytest.raises(ConfigError, match="^config key data.source='tfdz' is not one of 'ptb', 'text', 'tfds'$"):
+        validate(config)
 
 
 def test_an_evaluation_of_files_is_named_files_and_takes_no_split():
