@@ -10,7 +10,7 @@ on the run (the device count, the vocabulary) are made where that is known.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 from elmo_jax.config import schema
 from elmo_jax.config.checks import ConfigError
@@ -72,49 +72,21 @@ def _largest_fitting(fits: Callable[[int], bool], low: int) -> int:
     return low
 
 
-def _check_row_sizes(
-    config: Mapping[str, Any],
-    sizes: Sequence[tuple[str, int]],
-    context: Mapping[str, Any],
-    elements: Callable[..., int],
-    arrays: str,
-) -> None:
-    """Size keys (key, minimum), in the order given, against `elements(**values)`, the element
-    count of the largest array one row needs (keyword arguments: each key's last part, and
-    `context`): each key is checked with the keys before it at their values and those after it
-    at their minimums, so the error names the key that is too large, and its range given the
-    others."""
-    values = {key.rsplit(".", 1)[1]: minimum for key, minimum in sizes}
-    for key, minimum in sizes:
-        name, value = key.rsplit(".", 1)[1], get_key(config, key)
-
-        def fits(n: int, name: str = name) -> bool:
-            return elements(**context, **{**values, name: n}) <= MAX_ROW_ELEMENTS
-
-        if fits(minimum) and not fits(value):
-            largest = _largest_fitting(fits, minimum)
-            raise ConfigError(
-                f"config key {key}={value!r} is out of range (allowed: an integer in [{minimum}, {largest}]: "
-                f"{arrays} must stay within 2^31 - 1 elements, JAX's int32 indexing)"
-            )
-        values[name] = value
-
-
-def _transformer_row_elements(
-    max_window: int, memory_length: int, ff_dim: int, n_heads: int, n_layers: int, width: int
-) -> int:
+def _transformer_row_elements(model: Mapping[str, Any], max_window: int, memory_length: int, ff_dim: int) -> int:
     """The largest array of one row and direction of the Transformer: its attention scores
     `[heads, W, M + W]`, its memory `[L, M, P]`, keys, values and positions `[M + W, P]`, the
     feed-forward layer's hidden units `[W, ff_dim]` and weights `[P, ff_dim]`."""
-    context = memory_length + max_window
-    return max(n_heads * max_window * context, n_layers * memory_length * width, context * width,
-               max_window * ff_dim, width * ff_dim)
+    transformer, width, context = model["transformer"], model["width"], memory_length + max_window
+    return max(transformer["n_heads"] * max_window * context, transformer["n_layers"] * memory_length * width,
+               context * width, max_window * ff_dim, width * ff_dim)
 
 
-def _gated_cnn_row_elements(kernel_width: int, dilation_base: int, n_layers: int, token_dim: int, width: int) -> int:
+def _gated_cnn_row_elements(model: Mapping[str, Any], kernel_width: int, dilation_base: int) -> int:
     """The largest array of one row and direction of the gated CNN: the carried inputs `[(k - 1)
     r_l, F_l]` of its first layer (r = 1, the token embeddings' width) and its last (r =
     base^(L-1), P wide), and a layer's weights `[k, F, P]`."""
+    n_layers, width = model["gated_cnn"]["n_layers"], model["width"]
+    token_dim = schema.token_width(model["token_encoder"], model["char_cnn"], width)
     first = (kernel_width - 1) * token_dim
     # base^(L-1), capped at base^32 (past MAX_ROW_ELEMENTS already for base >= 2): no huge powers.
     last_dilation = dilation_base ** min(n_layers - 1, 32)
@@ -122,25 +94,40 @@ def _gated_cnn_row_elements(kernel_width: int, dilation_base: int, n_layers: int
     return max(first, last, kernel_width * max(token_dim, width) * width)
 
 
+# Per contextualizer: its size keys (with their minimums, in the order checked), the element count
+# of one row's largest array given them, and what those arrays are.
+_ROW_SIZES: dict[str, tuple[tuple[tuple[str, int], ...], Callable[..., int], str]] = {
+    "transformer": ((("max_window", 1), ("memory_length", 0), ("ff_dim", 1)), _transformer_row_elements,
+                    "one row's attention scores, memory and feed-forward layer"),
+    "gated_cnn": ((("kernel_width", 2), ("dilation_base", 1)), _gated_cnn_row_elements,
+                  "one row's carried inputs and convolution weights"),
+}
+
+
 def _check_contextualizer_sizes(config: Mapping[str, Any]) -> None:
     """The Transformer's and the gated CNN's size keys within what one row's arrays can hold
-    (`MAX_ROW_ELEMENTS`): such values otherwise fail late, after minutes and gigabytes."""
+    (`MAX_ROW_ELEMENTS`): such values otherwise fail late, after minutes and gigabytes. Each key is
+    checked with the keys before it at their values and those after it at their minimums, so the
+    error names the key that is too large, and its range given the others."""
     model = config["model"]
-    contextualizer, width = model["contextualizer"], model["width"]
-    if contextualizer == "transformer":
-        n_heads, n_layers = model["transformer"]["n_heads"], model["transformer"]["n_layers"]
-        sizes = [("model.transformer.max_window", 1), ("model.transformer.memory_length", 0),
-                 ("model.transformer.ff_dim", 1)]
-        context = {"n_heads": n_heads, "n_layers": n_layers, "width": width}
-        arrays = "one row's attention scores, memory and feed-forward layer"
-        _check_row_sizes(config, sizes, context, _transformer_row_elements, arrays)
-    elif contextualizer == "gated_cnn":
-        n_layers = model["gated_cnn"]["n_layers"]
-        token_dim = schema.token_width(model["token_encoder"], model["char_cnn"], width)
-        sizes = [("model.gated_cnn.kernel_width", 2), ("model.gated_cnn.dilation_base", 1)]
-        context = {"n_layers": n_layers, "token_dim": token_dim, "width": width}
-        arrays = "one row's carried inputs and convolution weights"
-        _check_row_sizes(config, sizes, context, _gated_cnn_row_elements, arrays)
+    contextualizer = model["contextualizer"]
+    if contextualizer not in _ROW_SIZES:
+        return
+    sizes, elements, arrays = _ROW_SIZES[contextualizer]
+    values = dict(sizes)
+    for name, minimum in sizes:
+        value = model[contextualizer][name]
+
+        def fits(n: int, name: str = name) -> bool:
+            return elements(model, **{**values, name: n}) <= MAX_ROW_ELEMENTS
+
+        if fits(minimum) and not fits(value):
+            raise ConfigError(
+                f"config key model.{contextualizer}.{name}={value!r} is out of range (allowed: an integer in "
+                f"[{minimum}, {_largest_fitting(fits, minimum)}]: {arrays} must stay within 2^31 - 1 elements, "
+                "JAX's int32 indexing)"
+            )
+        values[name] = value
 
 
 def check_negative_samples(config: Mapping[str, Any], vocab_size: int, vocabulary: str) -> None:
@@ -169,8 +156,6 @@ def validate(config: Mapping[str, Any]) -> None:
         problem = declared.check.problem(value)
         if problem:
             raise ConfigError(f"config key {key}={value!r} {problem}")
-    _check_chars_fit_filters(config)
-    _check_init_range_is_uniform(config)
-    _check_heads_divide_width(config)
-    _check_contextualizer_sizes(config)
-    _check_probe_files_given(config)
+    for check in (_check_chars_fit_filters, _check_init_range_is_uniform, _check_heads_divide_width,
+                  _check_contextualizer_sizes, _check_probe_files_given):
+        check(config)
