@@ -9,7 +9,7 @@ on the command line, e.g. `--config.model.lstm.dim=1024`), the checks of validat
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Iterator, Mapping, NamedTuple
 
 import ml_collections
 
@@ -262,19 +262,17 @@ SCHEMA = Section("", {
 })
 
 
-def _flattened(section: Section, prefix: str = "") -> dict[str, Key]:
-    keys: dict[str, Key] = {}
+def _walk(section: Section, prefix: str = "") -> Iterator[tuple[str, Key | Section]]:
+    """(dotted name, item) of every key and section below `section`, each section before its keys."""
     for name, item in section.keys.items():
+        yield prefix + name, item
         if isinstance(item, Section):
-            keys.update(_flattened(item, f"{prefix}{name}."))
-        else:
-            keys[prefix + name] = item
-    return keys
+            yield from _walk(item, f"{prefix}{name}.")
 
 
 def keys() -> dict[str, Key]:
     """{'model.lstm.dim': Key(...), ...}: every key of the schema, registered sections included."""
-    return _flattened(SCHEMA)
+    return {name: item for name, item in _walk(SCHEMA) if isinstance(item, Key)}
 
 
 def _config_of(section: Section) -> ml_collections.ConfigDict:
@@ -352,15 +350,10 @@ def schema_table() -> str:
     """docs/config.md's table: one row per key (dotted key, default, allowed values, meaning), a
     heading row per section with its meaning."""
     rows = ["| key | default | allowed | meaning |", "| --- | --- | --- | --- |"]
-
-    def add(section: Section, prefix: str) -> None:
-        for name, item in section.keys.items():
-            if isinstance(item, Section):
-                rows.append(f"| **`{prefix}{name}`** | | | {item.meaning} |")
-                add(item, f"{prefix}{name}.")
-            else:
-                meaning = item.meaning.replace("|", "\\|")
-                rows.append(f"| `{prefix}{name}` | `{item.default!r}` | {item.check.allowed} | {meaning} |")
-
-    add(SCHEMA, "")
+    for name, item in _walk(SCHEMA):
+        if isinstance(item, Section):
+            rows.append(f"| **`{name}`** | | | {item.meaning} |")
+        else:
+            meaning = item.meaning.replace("|", "\\|")
+            rows.append(f"| `{name}` | `{item.default!r}` | {item.check.allowed} | {meaning} |")
     return "\n".join(rows) + "\n"
