@@ -15,14 +15,6 @@ from elmo_jax.data.sources import DataError, InMemorySource
 READ_BLOCK = 1024
 
 
-def _import_tfds() -> Any:
-    try:
-        import tensorflow_datasets as tfds
-    except ImportError as e:
-        raise DataError("data.source='tfds' needs tensorflow-datasets: pip install tensorflow-datasets") from e
-    return tfds
-
-
 def prepare_command(name: str, data_dir: str) -> str:
     """The shell command that prepares `name` under `data_dir` in the format read here."""
     return f"tfds build {name} --data_dir={data_dir} --file_format=array_record"
@@ -33,7 +25,10 @@ def open_split(name: str, split: str, data_dir: str = "", feature: str = "text")
     feature dicts; `data_dir` '' is TFDS's default. DataError, with the command that prepares it,
     when the dataset is not prepared there, is not array_record, or lacks the split or feature.
     """
-    tfds = _import_tfds()
+    try:
+        import tensorflow_datasets as tfds
+    except ImportError as e:
+        raise DataError("data.source='tfds' needs tensorflow-datasets: pip install tensorflow-datasets") from e
     root = data_dir or str(tfds.core.constants.get_default_data_dir())
     try:
         builder = tfds.builder(name, data_dir=root)

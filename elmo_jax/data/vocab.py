@@ -63,9 +63,7 @@ class Vocabulary:
         return all(a >= b for a, b in zip(counts, counts[1:]))
 
     @classmethod
-    def build(
-        cls, sentences: Iterable[list[str]], min_count: int = 1, max_size: int | None = None
-    ) -> "Vocabulary":
+    def build(cls, sentences: Iterable[list[str]], min_count: int = 1, max_size: int | None = None) -> "Vocabulary":
         """Counts words; orders them by descending count, ties broken by the word itself."""
         counter: collections.Counter[str] = collections.Counter()
         for sentence in sentences:
@@ -73,18 +71,13 @@ class Vocabulary:
         return cls.from_counts(counter, min_count=min_count, max_size=max_size)
 
     @classmethod
-    def from_counts(
-        cls, counter: collections.Counter, min_count: int = 1, max_size: int | None = None
-    ) -> "Vocabulary":
+    def from_counts(cls, counter: collections.Counter, min_count: int = 1, max_size: int | None = None) -> "Vocabulary":
         items = [(w, c) for w, c in counter.items() if c >= min_count and w not in SPECIAL_TOKENS]
         items.sort(key=lambda wc: (-wc[1], wc[0]))
         if max_size is not None:
             items = items[: max(0, max_size - len(SPECIAL_TOKENS))]
         special_counts = [counter.get(t, 0) for t in SPECIAL_TOKENS]
-        return cls(
-            list(SPECIAL_TOKENS) + [w for w, _ in items],
-            special_counts + [c for _, c in items],
-        )
+        return cls(list(SPECIAL_TOKENS) + [w for w, _ in items], special_counts + [c for _, c in items])
 
     @classmethod
     def load(cls, path: str) -> "Vocabulary":
@@ -107,9 +100,7 @@ class Vocabulary:
                 if len(fields) > 2:
                     raise VocabularyError(f"{path}:{line_no}: expected `word` or `word<TAB>count`: {line.strip()!r}")
                 has_count = len(fields) == 2
-                if line_no == 1:
-                    first_has_count = has_count
-                elif has_count != first_has_count:
+                if line_no > 1 and has_count != bool(counts):  # Counts so far: line 1 had one.
                     raise VocabularyError(f"{path}:{line_no}: {'a' if has_count else 'no'} count, unlike line 1")
                 words.append(word)
                 if has_count:

@@ -50,7 +50,7 @@ def check_batch_size(batch_size: int, mesh: jax.sharding.Mesh, key: str) -> None
 def carried_state_spec(state: Any) -> Any:
     """A carried state pytree (`BiLM.initial_state`: LSTM states, gated-CNN buffers), every leaf
     `[2, B, ...]`, is split along B."""
-    return jax.tree.map(lambda _: P(None, AXIS), state)
+    return jax.tree.map(lambda _: BATCH_SPEC, state)
 
 
 def shardings(mesh: jax.sharding.Mesh, specs: Any) -> Any:

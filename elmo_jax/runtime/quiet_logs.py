@@ -45,10 +45,6 @@ def configure(log_library: bool = False) -> None:
         handler.addFilter(_LibraryThreshold(logging.INFO if log_library else logging.ERROR))
 
 
-def _drop_unraisable(unraisable: Any) -> None:
-    """A `sys.unraisablehook` that reports nothing."""
-
-
 class _ClosedEventLoopErrorsDropped:
     """A `sys.unraisablehook` that drops asyncio's "Event loop is closed" and passes the rest to `inner`."""
 
@@ -74,7 +70,7 @@ def library_errors_silenced() -> Iterator[None]:
     only_package = _LibraryThreshold(logging.CRITICAL + 1)
     handlers = list(logging.getLogger().handlers)
     previous_hook = sys.unraisablehook
-    sys.unraisablehook = _drop_unraisable
+    sys.unraisablehook = lambda unraisable: None
     for handler in handlers:
         handler.addFilter(only_package)
     try:
