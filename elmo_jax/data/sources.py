@@ -266,8 +266,8 @@ class TextFileSource:
     Each pass visits the files in a new seeded order (`shuffle`) and shuffles the sentences within
     consecutive blocks of `shuffle_buffer`. Blank lines and empty files are skipped; invalid UTF-8
     becomes U+FFFD and lines over `max_sentence_tokens` tokens are split (each warned about once
-    per file); a line over `max_line_bytes` is an error. `line_shard=(k, n)` keeps the lines
-    numbered k mod n within their file.
+    per file); a line over `max_line_bytes` is an error. `line_shard=(k, n)`, 0 <= k < n, keeps
+    the lines numbered k mod n within their file.
 
     Blocks rather than a sliding buffer keep the state small and exact (block start, number and
     sentences handed out): restoring re-reads one block instead of checkpointing a buffer.
@@ -290,9 +290,7 @@ class TextFileSource:
         self.num_epochs = num_epochs
         self.block_size = max(shuffle_buffer, 1) if shuffle else 1
         self.max_sentence_tokens = max_sentence_tokens
-        self.line_shard = (int(line_shard[0]), int(line_shard[1]))
-        if not 0 <= self.line_shard[0] < self.line_shard[1]:
-            raise ValueError(f"line_shard must be (k, n) with 0 <= k < n, got {line_shard}")
+        self.line_shard = line_shard
         self.max_line_bytes = max_line_bytes
         self.issues = _Issues()
         self._sizes: np.ndarray | None = None  # On-disk and uncompressed sizes, for epochs_at.

@@ -343,16 +343,13 @@ def _mismatch(name: str, shapes: Mapping[str, tuple[int, ...]], model: ml_collec
 
 
 def load_weights(config: ml_collections.ConfigDict, path: str) -> dict:
-    """A bilm-tf/AllenNLP hdf5 weight file as elmo-jax Flax params (float32, no softmax).
+    """A bilm-tf/AllenNLP hdf5 weight file as elmo-jax Flax params (float32, no softmax), `config`
+    the shape its options.json gives (`options_shape`).
 
     Every dataset must exist with the shape `config` implies and hold finite values, and the file
     nothing else; errors name the dataset. An absent `CNN_proj` (bilm-tf's when sum(filters) ==
     projection_dim) is the identity.
     """
-    if config.model.token_encoder != "char_cnn":
-        raise WeightFileError(
-            f"{path}: only char-CNN biLMs can be loaded (model.token_encoder={config.model.token_encoder!r})"
-        )
     shapes = dataset_shapes(config)
     with open_hdf5(path, "weight") as f:
         present = _dataset_names(f)
