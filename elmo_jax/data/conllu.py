@@ -16,20 +16,9 @@ _EMPTY_NODE = re.compile(r"(0|[1-9][0-9]*)\.[1-9][0-9]*")
 _WORD = re.compile(r"[1-9][0-9]*")
 
 
-class Token(NamedTuple):
-    """A syntactic word: its 10 columns (COLUMNS, as strings) and its 1-based line in the file."""
-
-    id: str
-    form: str
-    lemma: str
-    upos: str
-    xpos: str
-    feats: str
-    head: str
-    deprel: str
-    deps: str
-    misc: str
-    line: int
+# A syntactic word: its 10 columns (COLUMNS, as strings: token.form, token.upos, ...) and its 1-based
+# line in the file.
+Token = NamedTuple("Token", [*((column, str) for column in COLUMNS), ("line", int)])
 
 
 class Sentence(NamedTuple):
