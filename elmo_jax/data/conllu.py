@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, NamedTuple
 
+from elmo_jax.data.line_files import numbered_lines
+
 COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
 _MULTIWORD = re.compile(r"[1-9][0-9]*-[1-9][0-9]*")
 _EMPTY_NODE = re.compile(r"(0|[1-9][0-9]*)\.[1-9][0-9]*")
@@ -30,19 +32,10 @@ class Sentence(NamedTuple):
 
 def read_conllu(path: str) -> list[Sentence]:
     """The sentences of the CoNLL-U file at `path`; ValueError naming `path:line` for bad input."""
-    with open(path, "rb") as f:
-        sentences = parse_conllu((_decode(raw, path, number) for number, raw in enumerate(f, 1)), path)
+    sentences = parse_conllu((line for _, line in numbered_lines(path)), path)
     if not sentences:
         raise ValueError(f"{path}: no sentences (an empty file, or comments only)")
     return sentences
-
-
-def _decode(raw: bytes, path: str, number: int) -> str:
-    """Line `number` of `path` as text, the first without a byte order mark."""
-    try:
-        return raw.decode("utf-8-sig" if number == 1 else "utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}:{number}: invalid UTF-8 ({e.reason} at byte {e.start})") from None
 
 
 def parse_conllu(lines: Iterable[str], path: str) -> list[Sentence]:

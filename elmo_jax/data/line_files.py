@@ -1,5 +1,6 @@
-"""Line-for-line files of labelled examples (CoarseWSD-20's and WiC's layouts): a data file of one
-example a line beside a gold file of one label a line. Errors are ValueErrors naming `file:line`.
+"""UTF-8 text files read line by line (CoNLL-U's), and line-for-line files of labelled examples
+(CoarseWSD-20's and WiC's layouts): a data file of one example a line beside a gold file of one
+label a line. Errors are ValueErrors naming `file:line`.
 """
 
 from __future__ import annotations
@@ -8,11 +9,12 @@ from typing import Iterator
 
 
 def numbered_lines(path: str) -> Iterator[tuple[int, str]]:
-    """(1-based number, text without its line end) of each line of `path`; ValueError for invalid UTF-8."""
+    """(1-based number, text without its line end) of each line of `path`, the first without a byte
+    order mark; ValueError for invalid UTF-8."""
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
             try:
-                yield number, raw.decode("utf-8").rstrip("\r\n")
+                yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8").rstrip("\r\n")
             except UnicodeDecodeError as e:
                 raise ValueError(f"{path}:{number}: invalid UTF-8 ({e.reason})") from None
 
