@@ -4,9 +4,7 @@ computes, so that a reader can refuse a config.json that builds another model fr
 A changed shape (a wider LSTM) shows in the params, but many keys change the computation and no
 shape: the Transformer's norm placement, the positions, the activation, the clips, skip
 connections. Each checkpoint stores `model_record(config)` beside its arrays; readers and resumed
-runs compare it with their config (`record_difference`). Keys that choose only how the model is
-computed or trained (precision, kernels, loop unrolling, dropout, initialisation, the training
-softmax) are left out: they may change between training and evaluation.
+runs compare it with their config (`record_difference`).
 """
 
 from __future__ import annotations
@@ -19,7 +17,8 @@ from elmo_jax.config.overrides import as_json, leaves, under
 
 # Keys that define the model's function: its inputs (chars per token) and every module.
 RECORDED = ("model.", "data.max_chars_per_token")
-# Keys under RECORDED that change how the model is computed or trained, not what it computes.
+# Keys under RECORDED that change how the model is computed or trained, not what it computes: they
+# may change between training and evaluation.
 HOW_COMPUTED = (
     "model.dtype", "model.remat", "model.unroll", "model.lstm_kernel", "model.conv_block", "model.conv_kernel",
     "model.distinct_fraction", "model.dropout", "model.token_dropout", "model.init_range", "model.lstm.initializer",

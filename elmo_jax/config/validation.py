@@ -1,11 +1,7 @@
 """A config checked where it enters (the commands, a workdir's config.json, an options.json), before
-a run does any work: the modules it configures then take its values as they are.
-
-`validate` raises ConfigError naming the first key whose value its declaration (schema.py) does
-not allow, e.g. `config key train.keep_checkpoints=0 is out of range (allowed: an integer >= 1)`,
-then the first combination of keys that does not fit. Keys a config lacks are checked at the
-schema's defaults (what a run reads for them) and keys it adds are left alone. Checks that depend
-on the run (the device count, the vocabulary) are made where that is known.
+a run does any work: the modules it configures then take its values as they are. Keys a config
+lacks are checked at the schema's defaults (what a run reads for them), keys it adds are left
+alone; checks that depend on the run (the device count, the vocabulary) are made where that is known.
 """
 
 from __future__ import annotations
@@ -146,7 +142,8 @@ def check_negative_samples(config: Mapping[str, Any], vocab_size: int, vocabular
 
 def validate(config: Mapping[str, Any]) -> None:
     """Raises ConfigError naming the first key whose value its declaration (schema.py) does not
-    allow, or the first combination of keys that does not fit."""
+    allow (`config key train.keep_checkpoints=0 is out of range (allowed: an integer >= 1)`), or
+    the first combination of keys that does not fit."""
     config = schema.with_defaults(config)
     for key, declared in schema.keys().items():
         try:
