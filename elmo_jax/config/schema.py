@@ -44,11 +44,6 @@ class Section(NamedTuple):
 # The values of model.contextualizer: the registry's names (elmo_jax/model/contextualizers.py, a
 # layer above, declares each contextualizer it registers through `declare_contextualizer`).
 CONTEXTUALIZER_NAMES = ["lstm", "gated_cnn", "transformer"]
-_CONTEXTUALIZER_MEANING = (
-    "What reads the token embeddings in context, one stack per direction, each seeing only its side "
-    "(docs/contextualizers.md): 'lstm' (bilm-tf's biLM, model.lstm) | 'gated_cnn' (model.gated_cnn) | "
-    "'transformer' (model.transformer); each is a section of its own."
-)
 
 SCHEMA = Section("", {
     "seed": Key(0, integer(0), "Seeds parameter init, dropout, negative sampling and data order."),
@@ -104,7 +99,11 @@ SCHEMA = Section("", {
                               "Project the highway output to model.width (bilm-tf); False: it feeds the first layer "
                               "directly, sum(channels) wide (Kim et al. 2016; no bilm-tf export)."),
         }),
-        "contextualizer": Key("lstm", one_of(*CONTEXTUALIZER_NAMES), _CONTEXTUALIZER_MEANING),
+        "contextualizer": Key("lstm", one_of(*CONTEXTUALIZER_NAMES),
+                              "What reads the token embeddings in context, one stack per direction, each seeing "
+                              "only its side (docs/contextualizers.md): 'lstm' (bilm-tf's biLM, model.lstm) | "
+                              "'gated_cnn' (model.gated_cnn) | 'transformer' (model.transformer); each is a section "
+                              "of its own."),
         "lstm": Section("bilm-tf's LSTMs with projection (model.contextualizer='lstm'), one stack per direction.", {
             "dim": Key(4096, integer(1),
                        "LSTM cell size; the cell projects to model.width (no projection when equal)."),
@@ -293,7 +292,7 @@ def declare_contextualizer(name: str, section: Section) -> None:
     if name not in CONTEXTUALIZER_NAMES:
         CONTEXTUALIZER_NAMES.append(name)
     model = SCHEMA.keys["model"]
-    model.keys["contextualizer"] = Key("lstm", one_of(*CONTEXTUALIZER_NAMES), _CONTEXTUALIZER_MEANING)
+    model.keys["contextualizer"] = model.keys["contextualizer"]._replace(check=one_of(*CONTEXTUALIZER_NAMES))
     model.keys[name] = section
 
 

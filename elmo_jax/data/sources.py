@@ -52,13 +52,7 @@ def _epoch_order(n: int, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
 class InMemorySource:
     """Sentences held in memory, reshuffled every epoch with a seed-determined order."""
 
-    def __init__(
-        self,
-        sentences: Sequence[list[str]],
-        shuffle: bool = True,
-        seed: int = 0,
-        num_epochs: int | None = 1,
-    ):
+    def __init__(self, sentences: Sequence[list[str]], shuffle: bool = True, seed: int = 0, num_epochs: int | None = 1):
         if not sentences:
             raise DataError("the corpus has no sentences")
         self.sentences = sentences

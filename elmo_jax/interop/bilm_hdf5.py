@@ -205,9 +205,7 @@ def save_options(config: ml_collections.ConfigDict, path: str) -> None:
     write_atomic(path, options_writer(config, path))
 
 
-def options_writer(
-    config: ml_collections.ConfigDict, path: str, export_id: str | None = None
-) -> Callable[[str], None]:
+def options_writer(config: ml_collections.ConfigDict, path: str, export_id: str | None = None) -> Callable[[str], None]:
     """The function writing `config`'s options.json (with `export_id` when given), after warning
     of what bilm-tf or AllenNLP cannot load."""
     options = options_dict(config)
