@@ -74,12 +74,12 @@ def _read_classes(path: str) -> dict[str, str]:
 def _read_split(directory: str, split: str, senses: dict[str, str]) -> list[SenseExample]:
     data_path = os.path.join(directory, f"{split}.data.txt")
     gold_path = os.path.join(directory, f"{split}.gold.txt")
-    sentences = [(*_parse_data_line(data_path, number, line), number) for number, line in numbered_lines(data_path)]
+    sentences = [_parse_data_line(data_path, number, line) for number, line in numbered_lines(data_path)]
     examples = []
     for number, sense in gold_lines(gold_path, data_path, len(sentences), "sense"):
         if sense not in senses:
             raise ValueError(f"{gold_path}:{number}: sense {sense!r} is not in {CLASSES} ({', '.join(senses)})")
-        tokens, position, _ = sentences[number - 1]
+        tokens, position = sentences[number - 1]
         examples.append(SenseExample(tokens, position, sense, (data_path, number)))
     return examples
 

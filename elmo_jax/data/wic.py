@@ -55,7 +55,7 @@ def read_wic(directory: str) -> WicData:
             f"<split>.data.txt or <split>/<split>.data.txt, for train, test and optionally dev)"
         )
     pairs = {split: None if files is None else read_split(*files) for split, files in splits.items()}
-    return WicData(pairs["train"], pairs["dev"], pairs["test"])
+    return WicData(**pairs)
 
 
 def split_files(directory: str, split: str) -> tuple[str, str] | None:

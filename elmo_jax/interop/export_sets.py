@@ -87,8 +87,7 @@ def read_export_id(path: str) -> str | None:
 def check_one_export(paths: Sequence[str]) -> None:
     """Raises a one-line WeightFileError naming the files unless all of `paths` that have an
     export id have the same one."""
-    ids = {path: read_export_id(path) for path in paths}
-    found = {path: value for path, value in ids.items() if value is not None}
+    found = {path: value for path in paths if (value := read_export_id(path)) is not None}
     if len(set(found.values())) > 1:
         listed = ", ".join(f"{path} ({value})" for path, value in found.items())
         raise WeightFileError(f"files of different exports: {listed}; export them again together")
