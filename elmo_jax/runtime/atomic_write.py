@@ -160,8 +160,14 @@ def write_files_atomic(writers: Mapping[str, Callable[[str], None]]) -> None:
         if staging:
             remove_stale_temporaries(new_directory)
             os.makedirs(staging)
-        for path, write in writers.items():
-            _write_one(path, tmps[path], write)
+        for path, write in writers.items():  # Each fsynced, its stale temporaries gone; errors name `path`.
+            os.makedirs(os.path.dirname(tmps[path]), exist_ok=True)
+            remove_stale_temporaries(paths[path])
+            try:
+                write(tmps[path])
+                _fsync(tmps[path])
+            except (OSError, RuntimeError) as e:
+                _raise_naming_file(e, path, tmps[path])
         _commit(tmps, paths, staging, new_directory)
     finally:
         if staging:
@@ -185,17 +191,6 @@ def _commit(tmps: Mapping[str, str], paths: Mapping[str, str], staging: str | No
         parents.add(os.path.dirname(directory))  # Where the new directory's entry is.
     for parent in parents:
         _fsync(parent)
-
-
-def _write_one(path: str, tmp: str, write: Callable[[str], None]) -> None:
-    """`write(tmp)` and fsync, after removing `path`'s stale temporaries; errors name `path`."""
-    os.makedirs(os.path.dirname(tmp), exist_ok=True)
-    remove_stale_temporaries(os.path.abspath(path))
-    try:
-        write(tmp)
-        _fsync(tmp)
-    except (OSError, RuntimeError) as e:
-        _raise_naming_file(e, path, tmp)
 
 
 def json_writer(obj: Any, sort_keys: bool = True) -> Callable[[str], None]:
