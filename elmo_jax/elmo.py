@@ -1,20 +1,7 @@
-"""ELMo inside a downstream Flax model, as AllenNLP's `Elmo` inside a PyTorch one: docs/elmo_in_flax.md
-(where the biLM's weights, the mixes and the carried state live; what differs from AllenNLP:
-docs/coming_from_allennlp.md).
-
-  from elmo_jax import Elmo, batch_to_ids
-
-  elmo = Elmo(options_file, weight_file, 2, dropout=0)
-  character_ids = batch_to_ids([["First", "sentence", "."], ["Another", "."]])  # [2, 3, 50] int32
-  variables = elmo.init(jax.random.key(0), character_ids)  # holds the pretrained biLM already
-  out = elmo.apply(variables, character_ids)
-  out["elmo_representations"]  # 2 arrays [2, 3, 2P]: AllenNLP's list of K mixes
-  out["mask"]                  # [2, 3] bool
-
-Building an `Elmo` reads the biLM into an `ElmoBiLM` (its field `bilm`), once: Flax's clones of it
-(`bind`, `init`, `apply`, `jit`) share that one, and `init` stores its weights in the variables:
-in the collection FROZEN_COLLECTION, through `stop_gradient` (`requires_grad=False`), or in
-'params' (`requires_grad=True`).
+"""ELMo inside a downstream Flax model, as AllenNLP's `Elmo` inside a PyTorch one (docs/elmo_in_flax.md;
+what differs from AllenNLP: docs/coming_from_allennlp.md). Building an `Elmo` reads the biLM into an
+`ElmoBiLM` once, which Flax's clones share; `init` stores its weights in FROZEN_COLLECTION (through
+`stop_gradient`) or, with `requires_grad=True`, in 'params'.
 """
 
 from __future__ import annotations
@@ -43,7 +30,7 @@ STATE_COLLECTION = "elmo_state"  # The biLM's carried state when stateful=True.
 BILM_NAME = "bilm"  # The biLM's weights, in FROZEN_COLLECTION or 'params'.
 CACHE_NAME = "token_embeddings"  # The vocab_to_cache table, beside them.
 _TABLE_CHUNK = 1024  # Words through the char CNN per call when building the vocab_to_cache table.
-_WORD_ID_MESSAGE = (  # `_raise_outside`'s message: {0} the word id, {1} the table's size.
+_WORD_ID_MESSAGE = (  # `_check_ids`' message: {0} the word id, {1} the table's size.
     "word id {0} is outside vocab_to_cache ({1} words, 0 = padding): pass the char ids too (Elmo embeds "
     "a batch holding such a word from its char ids) or give the sentence as char ids"
 )
@@ -54,10 +41,8 @@ _CHAR_ID_MESSAGE = (  # {0}: the char id.
 
 
 def batch_to_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50) -> np.ndarray:
-    """AllenNLP's `batch_to_ids`: char ids `[batch, max_len, max_chars]` int32 of tokenized
-    sentences (`words_to_char_ids`), the input of `Elmo`; positions after a sentence's end are all
-    zeros, as AllenNLP's: that is how `Elmo` finds the mask. `max_chars`: `elmo.max_chars` for a
-    biLM trained with fewer than 50."""
+    """AllenNLP's `batch_to_ids`: char ids `[batch, max_len, max_chars]` int32, all zeros after a
+    sentence's end (how `Elmo` finds the mask). `max_chars`: `elmo.max_chars` for a narrower biLM."""
     ids = np.zeros((len(sentences), max((len(s) for s in sentences), default=0), max_chars), np.int32)
     for row, tokens in enumerate(sentences):
         if tokens:
@@ -66,14 +51,9 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50) -> np.
 
 
 def batch_to_word_ids(sentences: Sequence[Sequence[str]], vocab_to_cache: Sequence[str]) -> np.ndarray:
-    """Word ids `[batch, max_len]` int32 of tokenized sentences: each token's index in
-    `vocab_to_cache` (its first after index 0, which is padding), 0 after a sentence's end; the
-    `word_inputs` of an `Elmo` built with that `vocab_to_cache`. Raises ValueError for a token
-    outside it."""
-    index: dict[str, int] = {}
-    for i, word in enumerate(vocab_to_cache):
-        if i:
-            index.setdefault(word, i)
+    """`Elmo`'s `word_inputs` `[batch, max_len]` int32: each token's first index in `vocab_to_cache`
+    after 0 (padding, as after a sentence's end); ValueError for a token outside it."""
+    index = {word: i for i, word in reversed(list(enumerate(vocab_to_cache))) if i}  # A word's first index wins.
     ids = np.zeros((len(sentences), max((len(s) for s in sentences), default=0)), np.int32)
     for row, tokens in enumerate(sentences):
         for t, token in enumerate(tokens):
@@ -85,12 +65,9 @@ def batch_to_word_ids(sentences: Sequence[Sequence[str]], vocab_to_cache: Sequen
     return ids
 
 
-# ----------------------------------------------------------------------------- the pretrained biLM, host side
-
-
 def _source(options_file: str | None, weight_file: str | None, workdir: str | None, step: int | None) -> tuple:
-    """Where a biLM is read from: ('files', options path, weights path) or ('workdir', path, step),
-    paths absolute. Raises ValueError unless the arguments name files or a workdir, not both."""
+    """('files', options path, weights path) or ('workdir', path, step), paths absolute; ValueError
+    unless the arguments name files or a workdir, not both."""
     files = (options_file, weight_file)
     if workdir is not None and files == (None, None):
         return "workdir", os.path.abspath(workdir), step
@@ -104,7 +81,7 @@ def _source(options_file: str | None, weight_file: str | None, workdir: str | No
 
 
 def _check_bilm(bilm: BiLM) -> None:
-    """Raises ValueError unless Elmo can run `bilm`: a char-CNN biLM whose layers are one width."""
+    """ValueError unless Elmo can run `bilm`: a char-CNN biLM whose layers are one width."""
     check_embeddable(bilm)
     if bilm.token_encoder != "char_cnn":
         raise ValueError(
@@ -114,22 +91,12 @@ def _check_bilm(bilm: BiLM) -> None:
 
 
 class ElmoBiLM:
-    """The pretrained biLM of an `Elmo`, read from disk once, when built: `ElmoBiLM(options_file,
-    weight_file)` (bilm-tf/AllenNLP files) or `ElmoBiLM(None, None, workdir=..., step=...)` (an
-    elmo-jax training checkpoint, the latest by default); the Elmos given it (`bilm=`) share that read.
-
-    Holds `model` (the `BiLM`, unbound), `params` (its weights, no softmax), `max_chars` (characters
-    per token of its char ids), `source` (where it was read from, as `_source`) and the
-    `vocab_to_cache` tables computed so far (`token_table`). Compared and hashed by identity.
-    """
+    """The pretrained biLM of an `Elmo`, read once when built (from files, or `None, None, workdir=...,
+    step=...`), shared by the Elmos given it (`bilm=`): `model` (unbound), `params` (no softmax),
+    `max_chars`, `source` and the `vocab_to_cache` tables so far. Compared and hashed by identity."""
 
     def __init__(
-        self,
-        options_file: str | None,
-        weight_file: str | None,
-        *,
-        workdir: str | None = None,
-        step: int | None = None,
+        self, options_file: str | None, weight_file: str | None, *, workdir: str | None = None, step: int | None = None
     ) -> None:
         self.source = _source(options_file, weight_file, workdir, step)
         if self.source[0] == "files":
@@ -151,8 +118,7 @@ class ElmoBiLM:
 
     def token_table(self, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
         """The char CNN's token embeddings `[V, P]` float32 of `vocab_to_cache` (row 0, padding:
-        zeros), computed once per vocabulary: now, by a compiled executable, even when called while
-        `init` is traced."""
+        zeros), once per vocabulary, by a compiled executable (so also while `init` is traced)."""
         if vocab_to_cache not in self._tables:
             self._tables[vocab_to_cache] = _token_table(self.model, self.params, self.max_chars, vocab_to_cache)
         return self._tables[vocab_to_cache]
@@ -170,17 +136,6 @@ def _token_table(model: BiLM, params: Any, max_chars: int, vocab_to_cache: tuple
     return table
 
 
-# ----------------------------------------------------------------------------- the computation
-
-
-def _add_sentence_boundaries(char_ids: jax.Array, lengths: jax.Array) -> jax.Array:
-    """char_ids `[B, T, C]` of rows holding `lengths` `[B]` tokens -> the char ids `[B, T + 2, C]`
-    of `<S> w1 .. wn </S>`, zeros after. Empty rows stay empty."""
-    bos, eos = jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], char_ids.shape[-1]))
-    ids = _with_boundaries(char_ids, lengths, bos, eos)
-    return jnp.where(_boundary_mask(lengths, char_ids.shape[1])[..., None], ids, 0)
-
-
 def _with_boundaries(x: jax.Array, lengths: jax.Array, bos: jax.Array, eos: jax.Array) -> jax.Array:
     """x `[B, T, F]` of rows holding `lengths` `[B]` tokens -> `[B, T + 2, F]`: `bos` at position 0,
     each row's tokens, `eos` after them, then x's padding."""
@@ -191,19 +146,9 @@ def _with_boundaries(x: jax.Array, lengths: jax.Array, bos: jax.Array, eos: jax.
 
 
 def _boundary_mask(lengths: jax.Array, steps: int) -> jax.Array:
-    """The mask `[B, steps + 2]` of `<S> w1 .. wn </S>` in rows holding `lengths` `[B]` tokens
-    (empty rows: all false)."""
+    """The mask `[B, steps + 2]` of `<S> w1 .. wn </S>` in rows of `lengths` `[B]` tokens (empty: none)."""
     n = lengths[:, None]
     return (jnp.arange(steps + 2)[None, :] <= n + 1) & (n > 0)
-
-
-def _cached_token_embeddings(
-    bilm: BiLM, params: Any, table: jax.Array, word_ids: jax.Array, lengths: jax.Array, max_chars: int
-) -> jax.Array:
-    """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` from the cached table (word ids
-    `[B, T]`, rows holding `lengths` `[B]` tokens); `<S>` and `</S>` from the char CNN."""
-    bos, eos = encode_chars(bilm, params, jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], max_chars)))
-    return _with_boundaries(jnp.take(table, word_ids, axis=0, mode="clip"), lengths, bos, eos)
 
 
 def _outside(ids: Any, size: int) -> Any:
@@ -211,22 +156,20 @@ def _outside(ids: Any, size: int) -> Any:
     return (ids < 0) | (ids >= size)
 
 
-def _raise_outside(ids: Any, size: int, message: str) -> None:
-    """ValueError `message.format(id, size)` of the first id outside `0 .. size - 1`, if any."""
-    ids = np.asarray(ids)
-    outside = ids[_outside(ids, size)]
-    if outside.size:
-        raise ValueError(message.format(int(outside[0]), size))
-
-
 def _check_ids(ids: jax.Array, size: int, message: str) -> None:
-    """`_raise_outside` now when the ids are concrete; when they are traced (under `jit`), when the
-    computation runs (a debug callback): an id outside a table would read NaN (JAX's gathers fill
-    out-of-range rows with NaN) or, for a negative char id, pass for padding."""
+    """ValueError `message.format(id, size)` of the first id outside `0 .. size - 1`: now, or for traced
+    ids when the computation runs (a debug callback). It would read NaN, or pass for padding."""
+
+    def check(ids: Any) -> None:
+        ids = np.asarray(ids)
+        outside = ids[_outside(ids, size)]
+        if outside.size:
+            raise ValueError(message.format(int(outside[0]), size))
+
     if isinstance(ids, jax.core.Tracer):
-        jax.debug.callback(functools.partial(_raise_outside, size=size, message=message), ids)
+        jax.debug.callback(check, ids)
     else:
-        _raise_outside(ids, size, message)
+        check(ids)
 
 
 def _reverse_sentences(x: jax.Array, lengths: jax.Array) -> jax.Array:
@@ -239,10 +182,8 @@ def _reverse_sentences(x: jax.Array, lengths: jax.Array) -> jax.Array:
 
 
 def _bilm_layers(bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: Any) -> tuple[jax.Array, Any]:
-    """The ELMo layers `[L + 1, B, T, 2P]` of the token embeddings x `[B, T, P]` of sentences with
-    boundaries (mask `[B, T]`) and the final carried state (as `BiLM.initial_state`). Layer 0 =
-    `[x; x]`, layer j = `[forward_j; backward_j]`, as `elmo_jax.inference.embedder`; zeros at
-    masked positions."""
+    """The ELMo layers `[L + 1, B, T, 2P]` (zeros at masked positions) of the token embeddings x
+    `[B, T, P]` of sentences with boundaries (mask `[B, T]`), and the final carried state."""
     lengths = mask.sum(axis=1)
     layers, _, state = bilm.apply(
         {"params": params}, jnp.stack([x, _reverse_sentences(x, lengths)]), jnp.stack([mask, mask]), state,
@@ -254,9 +195,8 @@ def _bilm_layers(bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: 
 
 
 def _flatten(x: jax.Array | None, ndim: int) -> jax.Array | None:
-    """x `[..., *trailing]` with `ndim` trailing dimensions -> `[max(rows, 1), *trailing]`. A batch of
-    no rows gets one row of padding (zeros): the biLM's LSTMs cannot run on none. `_unflatten`
-    drops it again, and a padding row leaves a stateful Elmo's carried state as it was."""
+    """x `[..., *trailing]` with `ndim` trailing dimensions -> `[max(rows, 1), *trailing]`: no rows
+    get one row of zeros (the LSTMs cannot run on none), which `_unflatten` drops again."""
     if x is None:
         return None
     trailing, rows = x.shape[x.ndim - ndim :], math.prod(x.shape[: x.ndim - ndim])
@@ -274,15 +214,12 @@ class Elmo(nn.Module):
     `__call__(inputs, word_inputs=None, *, deterministic=True)`: char ids `[..., T, C]`
     (`batch_to_ids`) and/or, with `vocab_to_cache`, word ids `[..., T]` (`batch_to_word_ids`; 0 =
     padding). Returns `{'elmo_representations': K arrays [..., T, 2P], 'mask': [..., T] bool}`; with
-    `keep_sentence_boundaries`, `<S>`/`</S>` stay in both (`T + 2` positions). Each representation
-    is `gamma_k * sum_j softmax(s_k)_j * layer_j` (`ScalarMix`), zero at masked positions, then
-    dropout (rate `dropout`, rng 'dropout') when `deterministic=False`.
+    `keep_sentence_boundaries`, `<S>`/`</S>` stay in both (`T + 2` positions). Each representation is
+    a `ScalarMix` of the layers, zero at masked positions, then dropout when `deterministic=False`.
 
-    The biLM: `options_file` and `weight_file`, or a training `workdir` (`step`: its checkpoint,
-    default the latest) with None for both files, read into `bilm` when the Elmo is built; or
-    `bilm`, an `ElmoBiLM` read before (with None for the files and the workdir, or those it was
-    read from). `max_chars`: the char ids' width it reads; wider char ids are narrowed to it as
-    `batch_to_ids(sentences, elmo.max_chars)` would spell each token, narrower ones are refused.
+    The biLM: `options_file` and `weight_file`, or a training `workdir` (`step`: its checkpoint)
+    with None for both files; or `bilm`, an `ElmoBiLM` read before. Char ids wider than `max_chars`
+    are narrowed to it, narrower ones refused.
     """
 
     options_file: str | None
@@ -300,8 +237,7 @@ class Elmo(nn.Module):
     bilm: ElmoBiLM | None = None
 
     def __post_init__(self) -> None:
-        """Reads the biLM unless `bilm` holds it: a clone (Flax's `bind`, `init`, `apply`, ...) gets
-        this one's `bilm` with its other fields, so only the Elmo a user builds reads."""
+        """Reads the biLM unless `bilm` holds it (Flax's clones get this one's `bilm`)."""
         if self.bilm is None:
             bilm = ElmoBiLM(self.options_file, self.weight_file, workdir=self.workdir, step=self.step)
             object.__setattr__(self, "bilm", bilm)  # Flax's __setattr__ allows fields in `setup` only.
@@ -331,7 +267,7 @@ class Elmo(nn.Module):
         pretrained = self.bilm
         self._check_fields(pretrained.model)
         char_ids, word_ids = self._inputs(inputs, word_inputs, pretrained.max_chars)
-        params = self._bilm_weights(pretrained.params)
+        params = self._pretrained_variable(BILM_NAME, functools.partial(jax.tree.map, jnp.asarray, pretrained.params))
         table = self._cached_table()
         lead = char_ids.shape[:-2] if char_ids is not None else word_ids.shape[:-1]
         char_ids, word_ids = _flatten(char_ids, 2), _flatten(word_ids, 1)
@@ -340,7 +276,13 @@ class Elmo(nn.Module):
         mask_with_boundaries = _boundary_mask(lengths, mask.shape[1])
         x = self._token_embeddings(params, table, char_ids, word_ids, lengths)
         layers = self._layers(pretrained.model, params, x, mask_with_boundaries)
-        representations = self._mixes(layers, mask_with_boundaries)
+        fixed = self.scalar_mix_parameters
+        representations = [  # The K scalar mixes [B, T + 2, 2P].
+            ScalarMix(len(layers), self.do_layer_norm, fixed, trainable=fixed is None, name=f"scalar_mix_{k}")(
+                layers, mask_with_boundaries
+            )
+            for k in range(self.num_output_representations)
+        ]
         if self.keep_sentence_boundaries:
             mask = mask_with_boundaries
         else:  # Token i at position i; a shorter row's </S> is masked below.
@@ -359,9 +301,7 @@ class Elmo(nn.Module):
         if fixed is not None and len(fixed) != n_layers:
             raise ValueError(f"scalar_mix_parameters has {len(fixed)} values, the biLM has {n_layers} layers")
 
-    def _inputs(
-        self, inputs: Any, word_inputs: Any, max_chars: int
-    ) -> tuple[jax.Array | None, jax.Array | None]:
+    def _inputs(self, inputs: Any, word_inputs: Any, max_chars: int) -> tuple[jax.Array | None, jax.Array | None]:
         """(char ids `[..., T, C]`, word ids `[..., T]`) as arrays, checked; either may be None."""
         char_ids = None if inputs is None else jnp.asarray(inputs)
         word_ids = None if word_inputs is None else jnp.asarray(word_inputs)
@@ -398,10 +338,6 @@ class Elmo(nn.Module):
             return self.param(name, lambda _: initial())
         return jax.lax.stop_gradient(self.variable(FROZEN_COLLECTION, name, initial).value)
 
-    def _bilm_weights(self, pretrained: Mapping) -> Any:
-        """The biLM's params, from the pretrained weights."""
-        return self._pretrained_variable(BILM_NAME, functools.partial(jax.tree.map, jnp.asarray, dict(pretrained)))
-
     def _cached_table(self) -> jax.Array | None:
         """The `vocab_to_cache` token embeddings `[V, P]` (None without it), beside the biLM's params."""
         if not self.vocab_to_cache:
@@ -421,14 +357,17 @@ class Elmo(nn.Module):
     ) -> jax.Array:
         """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` (rows of `lengths` `[B]` tokens):
         from the char ids, from the cached table, or, with both, from the table unless a word id is
-        outside it."""
-        bilm, max_chars = self.bilm.model, self.bilm.max_chars
+        outside it; `<S>` and `</S>` always through the char CNN."""
+        bilm = self.bilm.model
+        boundaries = jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], self.bilm.max_chars))
 
         def from_chars() -> jax.Array:
-            return encode_chars(bilm, params, _add_sentence_boundaries(char_ids, lengths))
+            ids = _with_boundaries(char_ids, lengths, *boundaries)
+            return encode_chars(bilm, params, jnp.where(_boundary_mask(lengths, char_ids.shape[1])[..., None], ids, 0))
 
         def from_table() -> jax.Array:
-            return _cached_token_embeddings(bilm, params, table, word_ids, lengths, max_chars)
+            bos, eos = encode_chars(bilm, params, boundaries)
+            return _with_boundaries(jnp.take(table, word_ids, axis=0, mode="clip"), lengths, bos, eos)
 
         if word_ids is None:
             return from_chars()
@@ -437,8 +376,7 @@ class Elmo(nn.Module):
         return jax.lax.cond(jnp.any(_outside(word_ids, table.shape[0])), from_chars, from_table)
 
     def _layers(self, bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array) -> jax.Array:
-        """The biLM's layers `[L + 1, B, T, 2P]` (`_bilm_layers`), from and to the carried state
-        when stateful."""
+        """The biLM's layers `[L + 1, B, T, 2P]`, from and to the carried state when stateful."""
         batch = mask.shape[0]
         if not self.stateful:
             return _bilm_layers(bilm, params, x, mask, bilm.initial_state(batch))[0]
@@ -455,16 +393,6 @@ class Elmo(nn.Module):
                 lambda s, new: s.at[:, :batch].set(jax.lax.stop_gradient(new)), state, new_state
             )
         return layers
-
-    def _mixes(self, layers: jax.Array, mask: jax.Array) -> list[jax.Array]:
-        """The K scalar mixes `[B, T, 2P]` of layers `[L + 1, B, T, 2P]`."""
-        fixed = self.scalar_mix_parameters
-        return [
-            ScalarMix(layers.shape[0], self.do_layer_norm, fixed, trainable=fixed is None, name=f"scalar_mix_{k}")(
-                layers, mask
-            )
-            for k in range(self.num_output_representations)
-        ]
 
 
 def with_bilm_params(variables: Mapping, bilm_params: Mapping) -> dict:

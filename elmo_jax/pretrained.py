@@ -1,7 +1,5 @@
-"""A pretrained biLM read for inference (embedding, `Elmo`, the probes), whatever it was saved as:
-bilm-tf/AllenNLP files, an elmo-jax training checkpoint, or params in memory (a run probing itself
-while it trains).
-"""
+"""A pretrained biLM read for inference (embedding, `Elmo`, the probes) from bilm-tf/AllenNLP files,
+an elmo-jax training checkpoint, or params in memory (a run probing itself while it trains)."""
 
 from __future__ import annotations
 
@@ -16,9 +14,8 @@ from elmo_jax.model.bilm import BiLM, bilm_from_config
 
 
 class PretrainedBiLM(NamedTuple):
-    """A biLM read for inference: the module (float32, no dropout), its params (no softmax), the
-    characters per token its char ids have, for a word-input biLM its vocabulary (word ids) and,
-    when read from a training checkpoint, that checkpoint's step."""
+    """A biLM read for inference: the module (float32, no dropout), its params (no softmax), its char
+    ids' characters per token, a word-input biLM's vocabulary, and a training checkpoint's step."""
 
     model: BiLM
     params: dict
@@ -38,9 +35,8 @@ def bilm_from_files(options_path: str, weights_path: str) -> PretrainedBiLM:
 
 
 def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
-    """The biLM of an elmo-jax training checkpoint (latest step by default; its step is the result's
-    `step`), in float32 whatever model.dtype it trained in; a word-input biLM comes with the
-    workdir's vocab.txt, which must have a line per row of its tables (`checkpoint_vocabulary`)."""
+    """The biLM of an elmo-jax training checkpoint (latest step by default), as `bilm_from_params`;
+    a word-input biLM with the workdir's vocab.txt (`checkpoint_vocabulary`)."""
     from elmo_jax.workdir.runs import load_run, workdir_vocabulary  # Imported here: only this path needs orbax.
 
     run = load_run(workdir, step, with_vocab=False)

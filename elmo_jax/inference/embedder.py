@@ -1,19 +1,7 @@
-"""ELMo representations of sentences: `ElmoEmbedder`, what `elmo-embed` (elmo_jax/cli/embed.py)
-computes; the command, the Python API and the files are in docs/embeddings.md, how it computes in
-docs/embedding_performance.md, other contextualizers in docs/contextualizers.md.
-
-Each sentence's layers: `[n_layers + 1, n_tokens, 2 * P]`, layer 0 = `[token embedding; token
-embedding]`, layer j = `[forward_j; backward_j]`, `<S>`/`</S>` added inside and removed. Stateful
-by default, as bilm-tf and AllenNLP: the LSTM states of batch row r carry over to row r of the
-next batch; a row's states freeze after its last token, so padding never changes an output.
-
-Consecutive batches (up to GROUP_POSITIONS token positions) run together as token streams, one
-per row: stateful, row r's sentences one after another; stateless, the sentences packed longest
-first into `batch_size` streams, each sentence starting from the state after its boundary token
-(the same for every sentence), so a sentence of n words runs n steps, not n + 2. On CPUs the char
-CNN and the LSTMs run in C++ kernels (`elmo_jax.inference.cpu_kernels`), else in XLA
-(`ragged_lstm`); a biLM of another contextualizer runs with XLA through `BiLM.contextualize`
-(`run_contextualizer`).
+"""ELMo representations of sentences: `ElmoEmbedder`, what `elmo-embed` computes (docs/embeddings.md;
+how, docs/embedding_performance.md). Each sentence's layers: `[n_layers + 1, n_tokens, 2 * P]`,
+layer 0 = `[token embedding; token embedding]`, layer j = `[forward_j; backward_j]`. Consecutive
+batches (up to GROUP_POSITIONS token positions) run together as token streams (`_run_batches`).
 """
 
 from __future__ import annotations
@@ -50,16 +38,14 @@ TIME_STEP = 16  # `run_contextualizer`'s shortest padded stream length (`padded_
 
 
 class SentenceLayers(NamedTuple):
-    """One sentence's biLM outputs, each at its own width: its token embeddings `[n_tokens, F]`
-    (F = P, or the char CNN's channels without a token projection) and its LSTM layers
-    `[n_layers, n_tokens, 2 * P]`, layer j = `[forward_j; backward_j]`."""
+    """One sentence's token embeddings `[n_tokens, F]` (F = P, or the char CNN's channels without a
+    token projection) and LSTM layers `[n_layers, n_tokens, 2 * P]`."""
 
     tokens: np.ndarray
     lstm: np.ndarray
 
     def elmo_layers(self) -> np.ndarray:
-        """ELMo's layers `[n_layers + 1, n_tokens, 2 * P]`: layer 0 `[token embedding; token embedding]`
-        (as bilm-tf), then the LSTM layers; only for token embeddings of width P."""
+        """ELMo's layers `[n_layers + 1, n_tokens, 2 * P]` (token embeddings of width P only)."""
         n_layers, n_tokens, width = self.lstm.shape
         layers = np.empty((n_layers + 1, n_tokens, width), np.float32)
         layers[0, :, : width // 2] = layers[0, :, width // 2 :] = self.tokens
@@ -69,8 +55,7 @@ class SentenceLayers(NamedTuple):
 
 @functools.partial(jax.jit, static_argnums=0)
 def encode_chars(model: BiLM, params: Any, char_ids: jax.Array) -> jax.Array:
-    """char_ids `[N, C]` -> token embeddings `[N, P]` by `model`'s char CNN (embedding and `Elmo` share
-    this one jitted function, so its compilations too)."""
+    """char_ids `[N, C]` -> token embeddings `[N, P]` (shared with `Elmo`, so are its compilations)."""
     return model.apply({"params": params}, {"char_ids": char_ids}, method=BiLM.embed_tokens)
 
 
@@ -84,10 +69,7 @@ def _contextualize(model: BiLM, params: Any, x: jax.Array, mask: jax.Array, stat
 def run_contextualizer(
     model: BiLM, params: Any, words: np.ndarray, word_ids: np.ndarray, lengths: np.ndarray, rows: np.ndarray, state: Any
 ) -> tuple[np.ndarray, Any]:
-    """`run_lstms` for any contextualizer, with XLA in one call (`BiLM.contextualize`): the layers
-    `[L, 2, n, T', P]` of n token streams (word_ids `[2, n, T]` rows of `words` `[W, F]`, row i's first
-    lengths[i] positions real), each continuing from its state row `rows[i]` of `state` (leaves
-    `[2, B, ...]`), and `state` with those rows advanced. T' pads the longest length to
+    """`run_lstms` (same arguments and results) for any contextualizer, in one XLA call; T' is
     `padded_count(longest, TIME_STEP)`, so few lengths compile."""
     steps = padded_count(int(lengths.max()), TIME_STEP)
     ids = np.zeros((2, len(lengths), steps), np.int64)
@@ -109,8 +91,8 @@ def projects_tokens(model: BiLM) -> bool:
 
 
 def check_embeddable(model: BiLM, any_token_width: bool = False) -> None:
-    """Raises ValueError unless `model` reads characters or words and, unless `any_token_width`, has
-    ELMo layers: token embeddings as wide as its LSTM layers."""
+    """ValueError unless `model` reads characters or words and, unless `any_token_width`, has token
+    embeddings as wide as its LSTM layers."""
     if model.token_encoder not in ("char_cnn", "word"):
         raise ValueError(
             f"embedding needs a char-CNN or word-input biLM, got model.token_encoder={model.token_encoder!r}"
@@ -123,14 +105,12 @@ def check_embeddable(model: BiLM, any_token_width: bool = False) -> None:
 
 
 def check_batch_size(batch_size: int) -> None:
-    """Raises ValueError unless `batch_size` (sentences per batch) is at least 1."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
 
 
 def jax_device(cuda_device: int) -> jax.Device | None:
-    """The device of AllenNLP's `cuda_device`: None (JAX's default device) for -1, else that GPU;
-    ValueError when JAX has no such GPU."""
+    """AllenNLP's `cuda_device` as a JAX device: None (the default device) for -1, else that GPU."""
     if cuda_device < 0:
         return None
     try:
@@ -150,11 +130,9 @@ class CpuKernels(NamedTuple):
 
 
 def cpu_kernels(model: BiLM, params: Mapping, engine: str) -> CpuKernels:
-    """The C++ kernels that compute a char-CNN biLM's token embeddings and its LSTMs, or Nones for
-    XLA. engine: 'cpu' (the kernels; KernelUnavailable if they cannot be built here), 'xla' (Nones)
-    or 'auto': the kernels when JAX computes on the CPU and the biLM is float32, unless they cannot
-    be built (then Nones, with a warning). Without a token projection: XLA ('cpu' is refused), as
-    the kernels read P-wide token embeddings."""
+    """The C++ kernels for a biLM's char CNN and LSTMs, Nones for XLA. engine 'cpu': the kernels
+    (KernelUnavailable if they cannot be built); 'xla': Nones; 'auto': the kernels for a float32 biLM
+    when JAX computes on the CPU and they build. They need a token projection."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     if engine == "cpu" and not projects_tokens(model):
@@ -186,101 +164,49 @@ class _Stream(list):
 
 
 class ElmoEmbedder:
-    """ELMo representations of tokenized sentences, built and called as AllenNLP's `ElmoEmbedder`.
+    """ELMo representations of tokenized sentences, as AllenNLP's `ElmoEmbedder`: of bilm-tf/AllenNLP
+    files, `from_workdir` an elmo-jax checkpoint, `from_pretrained` a biLM in memory (each takes
+    `_load`'s keywords). Stateful by default: row r of a batch continues from the states row r of the
+    previous batch left; `stateful=False` starts every sentence from zeros."""
 
-    `ElmoEmbedder(options_file, weight_file)` reads bilm-tf/AllenNLP files, `from_workdir` an
-    elmo-jax checkpoint, `from_pretrained` a biLM already in memory. Stateful by default: row r of
-    a batch continues from the states row r of the previous batch left (new rows start from zeros;
-    a shorter batch, or an empty sentence, leaves the other rows' states as they were);
-    `stateful=False` starts every sentence from zeros. `batch_size`: the default of
-    `embed_sentences` and `embed_file`.
-
-    `token_cache_size`: the distinct words whose char-CNN token embeddings are kept
-    (`TokenEmbeddingCache`; the words of `vocab_to_cache` up front, refused for a word-input biLM).
-    `engine`: 'auto' | 'cpu' | 'xla' (`cpu_kernels`). `cuda_device`: -1, JAX's default device; k >=
-    0, the k-th GPU. `any_token_width` (`from_pretrained`): also a char-CNN biLM without a token
-    projection, whose layers only `embed_sentence_layers` gives.
-    """
-
-    def __init__(
-        self,
-        options_file: str,
-        weight_file: str,
-        cuda_device: int = -1,
-        *,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        stateful: bool = True,
-        vocab_to_cache: Sequence[str] | None = None,
-        token_cache_size: int = 100_000,
-        engine: str = "auto",
-    ):
-        self._load(bilm_from_files(options_file, weight_file), batch_size, stateful, vocab_to_cache,
-                   token_cache_size, engine, cuda_device)
+    def __init__(self, options_file: str, weight_file: str, cuda_device: int = -1, **options: Any):
+        self._load(bilm_from_files(options_file, weight_file), cuda_device=cuda_device, **options)
 
     @classmethod
-    def from_workdir(
-        cls,
-        workdir: str,
-        step: int | None = None,
-        *,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        stateful: bool = True,
-        vocab_to_cache: Sequence[str] | None = None,
-        token_cache_size: int = 100_000,
-        engine: str = "auto",
-        cuda_device: int = -1,
-    ) -> ElmoEmbedder:
-        """The embedder of an elmo-jax training checkpoint (latest step by default), in float32
-        whatever model.dtype it trained in (`bilm_from_workdir`)."""
-        return cls.from_pretrained(
-            bilm_from_workdir(workdir, step), batch_size=batch_size, stateful=stateful, vocab_to_cache=vocab_to_cache,
-            token_cache_size=token_cache_size, engine=engine, cuda_device=cuda_device,
-        )
+    def from_workdir(cls, workdir: str, step: int | None = None, **options: Any) -> ElmoEmbedder:
+        """The embedder of an elmo-jax training checkpoint (latest step by default; `bilm_from_workdir`)."""
+        return cls.from_pretrained(bilm_from_workdir(workdir, step), **options)
 
     @classmethod
-    def from_pretrained(
-        cls,
-        pretrained: PretrainedBiLM,
-        *,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        stateful: bool = True,
-        vocab_to_cache: Sequence[str] | None = None,
-        token_cache_size: int = 100_000,
-        engine: str = "auto",
-        cuda_device: int = -1,
-        any_token_width: bool = False,
-    ) -> ElmoEmbedder:
+    def from_pretrained(cls, pretrained: PretrainedBiLM, **options: Any) -> ElmoEmbedder:
         """The embedder of a biLM in memory (`PretrainedBiLM`)."""
         embedder = cls.__new__(cls)
-        embedder._load(pretrained, batch_size, stateful, vocab_to_cache, token_cache_size, engine, cuda_device,
-                       any_token_width)
+        embedder._load(pretrained, **options)
         return embedder
 
     def _load(
-        self,
-        pretrained: PretrainedBiLM,
-        batch_size: int,
-        stateful: bool,
-        vocab_to_cache: Sequence[str] | None,
-        token_cache_size: int,
-        engine: str,
-        cuda_device: int,
-        any_token_width: bool = False,
+        self, pretrained: PretrainedBiLM, *, batch_size: int = DEFAULT_BATCH_SIZE, stateful: bool = True,
+        vocab_to_cache: Sequence[str] | None = None, token_cache_size: int = 100_000, engine: str = "auto",
+        cuda_device: int = -1, any_token_width: bool = False,
     ) -> None:
-        """Sets the embedder up (every constructor's body)."""
-        model, params, max_chars, vocab = pretrained.model, pretrained.params, pretrained.max_chars, pretrained.vocab
+        """Every constructor's body. `batch_size`: `embed_sentences`' default; `token_cache_size`:
+        the distinct words whose char-CNN token embeddings are kept, besides the words of
+        `vocab_to_cache` (refused for a word-input biLM); `engine`: 'auto' | 'cpu' | 'xla'
+        (`cpu_kernels`); `cuda_device`: -1, JAX's default device, k >= 0 the k-th GPU;
+        `any_token_width`: also a biLM without a token projection (`embed_sentence_layers` only)."""
+        model, max_chars = pretrained.model, pretrained.max_chars
         check_embeddable(model, any_token_width)
         check_batch_size(batch_size)
         self.model = model
         # The softmax is not used (and bilm-tf weight files do not have one).
-        self.params = jax.device_put({k: v for k, v in params.items() if k != "softmax"}, jax_device(cuda_device))
+        params = {k: v for k, v in pretrained.params.items() if k != "softmax"}
+        self.params = jax.device_put(params, jax_device(cuda_device))
         self.batch_size = batch_size
         self.stateful = stateful
         self.kernels = cpu_kernels(model, self.params, engine)
-        self._boundary_state: list[LSTMState] | None = None  # See `_sentence_start_state` (LSTMs).
         self.reset_states()
         if model.token_encoder == "word":
-            self.tokens = self._word_tokens(vocab, vocab_to_cache)
+            self.tokens = self._word_tokens(pretrained.vocab, vocab_to_cache)
             return
         widest_filter = max(width for width, _ in model.char_cnn["filters"])
         if self.kernels.char_cnn is not None:  # It takes every word at once and skips their padding itself.
@@ -317,8 +243,7 @@ class ElmoEmbedder:
         self._state = self._zero_state(self.batch_size)
 
     def _zero_state(self, rows: int) -> Any:
-        """The biLM's zero carried state (`BiLM.initial_state`) of `rows` rows per direction, each
-        leaf of its dtype, on the host (nothing for XLA to compile)."""
+        """The zero carried state of `rows` rows per direction, on the host (nothing to compile)."""
         shapes = jax.eval_shape(lambda: self.model.initial_state(rows))
         return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), shapes)
 
@@ -331,24 +256,19 @@ class ElmoEmbedder:
         return max(rows, have)
 
     def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
-        """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of one tokenized sentence, in row 0.
-        Stateful by default, as AllenNLP's: the same sentence twice gets different vectors;
-        `stateful=False` (the embedder's argument) gives those of the sentence alone, and
-        `reset_states()` starts over once."""
+        """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of one sentence, in row 0. Stateful by
+        default, as AllenNLP's; `stateful=False` (the embedder's) gives the sentence alone."""
         return self.embed_batch([sentence])[0]
 
     def embed_batch(self, batch: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of each sentence of one batch, sentence i
-        in row i (an empty sentence: `[n_layers + 1, 0, 2 * P]`). Stateful by default, as AllenNLP's:
-        row i continues from the state row i ended the call before with; `stateful=False` (the
-        embedder's argument) embeds each sentence alone."""
+        """ELMo layers `[n_layers + 1, n_tokens, 2 * P]` float32 of each sentence, sentence i in row i.
+        Stateful by default, as AllenNLP's; `stateful=False` (the embedder's) embeds each alone."""
         check_embeddable(self.model)
         return [layers.elmo_layers() for layers in self._run_batches([batch], max(len(batch), self.batch_size))]
 
     def batch_to_embeddings(self, batch: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
-        """One batch's ELMo layers as AllenNLP returns them: activations `[B, n_layers + 1, T, 2 * P]`
-        float32, zeros after each sentence's end, and the mask `[B, T]` bool of its tokens (T: the
-        longest sentence; `<S>`/`</S>` removed)."""
+        """As AllenNLP's: activations `[B, n_layers + 1, T, 2 * P]` float32 (zeros after each
+        sentence's end) and the mask `[B, T]` bool; T: the longest sentence."""
         layers = self.embed_batch(batch)
         longest = max((x.shape[1] for x in layers), default=0)
         activations = np.zeros((len(batch), self.n_outputs, longest, 2 * self.model.width), np.float32)
@@ -361,8 +281,7 @@ class ElmoEmbedder:
     def embed_sentences(
         self, sentences: Iterable[Sequence[str]], batch_size: int | None = None
     ) -> Iterator[np.ndarray]:
-        """ELMo layers of each sentence, in order, as `embed_batch` on each batch of `batch_size`
-        (default: the embedder's) consecutive sentences in turn gives them."""
+        """ELMo layers of each sentence, as `embed_batch` on consecutive batches of `batch_size`."""
         check_embeddable(self.model)
         for layers in self.embed_sentence_layers(sentences, batch_size):
             yield layers.elmo_layers()
@@ -370,41 +289,29 @@ class ElmoEmbedder:
     def embed_sentence_layers(
         self, sentences: Iterable[Sequence[str]], batch_size: int | None = None
     ) -> Iterator[SentenceLayers]:
-        """`embed_sentences`' outputs as `SentenceLayers`, each at its own width: any biLM of the
-        embedder, with or without a token projection."""
+        """`embed_sentences`' outputs as `SentenceLayers` (any biLM, token projection or not)."""
         batch_size = self.batch_size if batch_size is None else batch_size
         check_batch_size(batch_size)
         group: list[list[Sequence[str]]] = []
-        batch: list[Sequence[str]] = []
         positions = 0
-        for sentence in sentences:
-            batch.append(sentence)
-            positions += len(sentence) + 2
-            if len(batch) == batch_size:
-                group.append(batch)
-                batch = []
-                if positions >= GROUP_POSITIONS:
-                    yield from self._run_batches(group, batch_size)
-                    group, positions = [], 0
-        if batch:
+        sentences = iter(sentences)
+        while batch := list(itertools.islice(sentences, batch_size)):
             group.append(batch)
+            positions += sum(len(sentence) + 2 for sentence in batch)
+            if positions >= GROUP_POSITIONS:
+                yield from self._run_batches(group, batch_size)
+                group, positions = [], 0
         if group:
             yield from self._run_batches(group, batch_size)
 
     def embed_file(
-        self,
-        input_file: str | os.PathLike | IO[str],
-        output_file_path: str,
-        output_format: str = "all",
-        batch_size: int | None = None,
-        forget_sentences: bool = False,
-        use_sentence_keys: bool = False,
+        self, input_file: str | os.PathLike | IO[str], output_file_path: str, output_format: str = "all",
+        batch_size: int | None = None, forget_sentences: bool = False, use_sentence_keys: bool = False,
         progress: bool = True,
     ) -> int:
-        """Writes the ELMo layers of every line of `input_file` (a path, or a text file open for
-        reading) to the hdf5 file `output_file_path`, as AllenNLP's `embed_file` (the layout:
-        `hdf5_output`); returns the line count. Batches of `batch_size` (default: the embedder's)
-        consecutive lines. The file is written whole or not at all (`write_atomic`)."""
+        """Writes the ELMo layers of every line of `input_file` (a path or an open text file) to the
+        hdf5 file `output_file_path`, whole or not at all, as AllenNLP's (`hdf5_output`); returns
+        the line count."""
         if output_format not in LAYER_MODES:
             raise ValueError(f"output_format must be one of {LAYER_MODES}, got {output_format!r}")
         sentences, total, source = _input_sentences(input_file)
@@ -427,13 +334,10 @@ class ElmoEmbedder:
         return count
 
     def _run_batches(self, batches: Sequence[Sequence[Sequence[str]]], rows: int) -> list[SentenceLayers]:
-        """Token embeddings and LSTM layers of the sentences of consecutive batches (of up to `rows`
-        sentences), in order, in one run of the contextualizer over token streams (module docstring).
-
-        A stream holds `<S> w1 .. wn </S>` of each sentence, or, stateless LSTMs, `w1 .. wn` from
-        `_sentence_start_state`; the backward stream holds each sentence reversed in place. A biLM
-        of another contextualizer, stateless: each sentence in its own stream from the zero state.
-        """
+        """The sentences of consecutive batches (up to `rows` each), in one run over token streams:
+        stateful, row r's sentences one after another, each `<S> w1 .. wn </S>`; stateless LSTMs,
+        packed longest first, each `w1 .. wn` from `_sentence_start_state`; else one stream each.
+        The backward stream holds each sentence reversed in place."""
         sentences = [sentence for batch in batches for sentence in batch]
         p = self.model.width
         empty = SentenceLayers(np.zeros((0, self.model.token_dim), np.float32),
@@ -462,15 +366,14 @@ class ElmoEmbedder:
                 word_ids[1, i, start : start + len(ids)] = ids[::-1]  # The backward LM reads it reversed.
                 starts[i, start] = True
         embeddings = self.tokens.lookup(list(words))  # [n_words, P]
-        if lstm:
-            lstm_layers, state = run_lstms(
-                self.model, self.params, embeddings, word_ids, lengths, np.array(active), state,
-                reset=None if self.stateful else starts,
-                reset_state=None if self.stateful else self._sentence_start_state(), cpu_stack=self.kernels.lstm_stack,
-            )
+        streams_in = (self.model, self.params, embeddings, word_ids, lengths, np.array(active), state)
+        if not lstm:
+            lstm_layers, state = run_contextualizer(*streams_in)
+        elif self.stateful:
+            lstm_layers, state = run_lstms(*streams_in, cpu_stack=self.kernels.lstm_stack)
         else:
-            lstm_layers, state = run_contextualizer(
-                self.model, self.params, embeddings, word_ids, lengths, np.array(active), state
+            lstm_layers, state = run_lstms(
+                *streams_in, reset=starts, reset_state=self._sentence_start_state, cpu_stack=self.kernels.lstm_stack
             )
         if self.stateful:
             self._state = state
@@ -484,18 +387,16 @@ class ElmoEmbedder:
                 out[index] = SentenceLayers(embeddings[word_ids[0, i, tokens]], both)
         return out
 
+    @functools.cached_property
     def _sentence_start_state(self) -> list[LSTMState]:
-        """Each layer's state `[2, 1, .]` after reading a sentence's first token from zeros: `<S>`
-        in the forward direction, `</S>` in the backward one. Stateless sentences start from it: the
-        boundary tokens' own outputs are not returned, so their steps need not run."""
-        if self._boundary_state is None:
-            embeddings = self.tokens.lookup([BOS_TOKEN, EOS_TOKEN])
-            word_ids = np.array([0, 1]).reshape(2, 1, 1)  # Forward reads <S>, backward </S>.
-            _, self._boundary_state = run_lstms(
-                self.model, self.params, embeddings, word_ids, np.array([1]), np.array([0]),
-                self._zero_state(1), cpu_stack=self.kernels.lstm_stack,
-            )
-        return self._boundary_state
+        """Each layer's state `[2, 1, .]` after `<S>` forward and `</S>` backward from zeros: where
+        stateless sentences start, so the boundary tokens' steps need not run."""
+        embeddings = self.tokens.lookup([BOS_TOKEN, EOS_TOKEN])
+        word_ids = np.array([0, 1]).reshape(2, 1, 1)  # Forward reads <S>, backward </S>.
+        return run_lstms(
+            self.model, self.params, embeddings, word_ids, np.array([1]), np.array([0]), self._zero_state(1),
+            cpu_stack=self.kernels.lstm_stack,
+        )[1]
 
     @staticmethod
     def _stateful_streams(batches: Sequence[Sequence[Sequence[str]]], rows: int) -> list["_Stream"]:
@@ -521,43 +422,30 @@ class ElmoEmbedder:
         return streams
 
     def token_embeddings(self, words: Sequence[str]) -> np.ndarray:
-        """Context-independent embeddings `[len(words), P]` (`<S>`/`</S>` use their special chars;
-        a word-input biLM: the table rows of the words' vocabulary ids, `<UNK>` for unknown words)."""
+        """Context-independent embeddings `[len(words), P]` (a word-input biLM: its table rows)."""
         return self.tokens.encode(words)
 
 
 def embedder_from_bilm_files(
-    options_path: str,
-    weights_path: str,
-    batch_size: int = 1,
-    stateful: bool = True,
-    vocab_to_cache: Sequence[str] | None = None,
-    engine: str = "auto",
+    options_path: str, weights_path: str, batch_size: int = 1, stateful: bool = True,
+    vocab_to_cache: Sequence[str] | None = None, engine: str = "auto",
 ) -> ElmoEmbedder:
     """An embedder for a bilm-tf/AllenNLP model (`options.json` + hdf5 weights)."""
-    return ElmoEmbedder(
-        options_path, weights_path, batch_size=batch_size, stateful=stateful, vocab_to_cache=vocab_to_cache,
-        engine=engine,
-    )
+    return ElmoEmbedder(options_path, weights_path, batch_size=batch_size, stateful=stateful,
+                        vocab_to_cache=vocab_to_cache, engine=engine)
 
 
 def embedder_from_workdir(
-    workdir: str,
-    step: int | None = None,
-    batch_size: int = 1,
-    stateful: bool = True,
-    vocab_to_cache: Sequence[str] | None = None,
-    engine: str = "auto",
+    workdir: str, step: int | None = None, batch_size: int = 1, stateful: bool = True,
+    vocab_to_cache: Sequence[str] | None = None, engine: str = "auto",
 ) -> ElmoEmbedder:
     """An embedder for an elmo-jax training checkpoint (`ElmoEmbedder.from_workdir`)."""
-    return ElmoEmbedder.from_workdir(
-        workdir, step, batch_size=batch_size, stateful=stateful, vocab_to_cache=vocab_to_cache, engine=engine
-    )
+    return ElmoEmbedder.from_workdir(workdir, step, batch_size=batch_size, stateful=stateful,
+                                     vocab_to_cache=vocab_to_cache, engine=engine)
 
 
 def _input_sentences(input_file: str | os.PathLike | IO[str]) -> tuple[Iterator[list[str]], int | None, str]:
-    """The tokens of each line of `input_file` (a path: `read_lines`; or an open text file), its line
-    count when known (a progress bar's total) and its name for messages."""
+    """The tokens of each line of `input_file`, its line count when known and its name."""
     if hasattr(input_file, "read"):
         return (line.split() for line in input_file), None, getattr(input_file, "name", "the input")
     path = os.fspath(input_file)

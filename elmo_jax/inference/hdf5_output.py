@@ -1,8 +1,5 @@
-"""The hdf5 files `elmo-embed` writes, each whole or not at all (`write_atomic`): the representations
-(`ElmoEmbedder.embed_file`, AllenNLP's `allennlp elmo` layout: one dataset per line, and
-`sentence_to_index`) and bilm-tf's `dump_token_embeddings` file; both laid out in
-docs/embeddings.md (File formats).
-"""
+"""The hdf5 files `elmo-embed` writes, each whole or not at all: the representations (AllenNLP's
+`allennlp elmo` layout) and bilm-tf's `dump_token_embeddings` file (docs/embeddings.md)."""
 
 from __future__ import annotations
 
@@ -20,9 +17,8 @@ SENTENCE_TO_INDEX = "sentence_to_index"  # `embed_file`'s dataset: JSON of sente
 
 
 def select_layers(layers: np.ndarray, mode: str) -> np.ndarray:
-    """One sentence's ELMo layers `[n_layers + 1, n_tokens, 2P]` as `mode` asks: 'all' (as they are),
-    'top' (the top LSTM layer, `[n_tokens, 2P]`) or 'average' (the mean over layers, `[n_tokens, 2P]`),
-    as AllenNLP's `allennlp elmo --all/--top/--average`."""
+    """One sentence's ELMo layers `[n_layers + 1, n_tokens, 2P]` as 'all', or 'top' / 'average'
+    `[n_tokens, 2P]`, as AllenNLP's `allennlp elmo --all/--top/--average`."""
     if mode == "top":
         return layers[-1]
     return layers.mean(axis=0) if mode == "average" else layers
@@ -40,26 +36,20 @@ class DatasetWriter:
         """Writes the next line's layers (unless its sentence names an earlier line's dataset)."""
         sentence = " ".join(tokens)
         self.lines += 1
+        name = sentence if self.by_sentence else str(self.lines - 1)
         if self.by_sentence:
-            name = self._sentence_name(sentence)
+            # Not a name hdf5 can take: a NUL would end it there ('a\x00b' would name the dataset of 'a').
+            if not sentence or sentence == "." or "/" in sentence or "\x00" in sentence:
+                raise ValueError(
+                    f"{self.source}:{self.lines}: {sentence!r} cannot name an hdf5 dataset (empty, '.' or holding "
+                    "'/' or NUL): leave out use_sentence_keys (--use_sentence_keys) to name the datasets by line number"
+                )
             if name in self.out:
                 self.repeated += 1
                 return
-        else:
-            name = str(self.lines - 1)
-            if self.sentence_to_index is not None:
-                self.sentence_to_index[sentence] = name
+        elif self.sentence_to_index is not None:
+            self.sentence_to_index[sentence] = name
         self.out.create_dataset(name, data=layers)
-
-    def _sentence_name(self, sentence: str) -> str:
-        """`sentence` as a dataset name; ValueError for what hdf5 cannot take as one (a NUL would end
-        the name there: 'a\\x00b' would name the dataset of 'a')."""
-        if not sentence or sentence == "." or "/" in sentence or "\x00" in sentence:
-            raise ValueError(
-                f"{self.source}:{self.lines}: {sentence!r} cannot name an hdf5 dataset (empty, '.' or holding '/' "
-                "or NUL): leave out use_sentence_keys (--use_sentence_keys) to name the datasets by line number"
-            )
-        return sentence
 
     def finish(self) -> int:
         """Writes `sentence_to_index` (when kept) and returns the line count."""

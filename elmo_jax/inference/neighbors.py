@@ -1,7 +1,6 @@
-"""Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4) and its
-nearest words by token embedding (Kim et al. 2016, Table 6): what `elmo-neighbors`
-(elmo_jax/cli/neighbors.py) prints, as docs/embeddings.md describes. Stateless, and bounded in
-memory whatever the corpus size: only a running top-k (`TopK`) and the word counts are kept.
+"""Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4) and its nearest
+words by token embedding (Kim et al. 2016, Table 6), as `elmo-neighbors` prints them
+(docs/embeddings.md); in bounded memory: a running top-k and the word counts.
 """
 
 from __future__ import annotations
@@ -56,9 +55,8 @@ class ScanResult(NamedTuple):
 
 
 class TopK:
-    """The k best items offered so far, in a min-heap of at most k entries (memory O(k)), ranked by
-    higher similarity, then smaller `position` (e.g. (line, token)): ties resolve to corpus order
-    whatever the offer order. The payload is kept only while its item is among the k best."""
+    """The k best items offered so far (a min-heap), by higher similarity, then smaller `position`
+    (e.g. (line, token)): ties resolve to corpus order whatever the offer order."""
 
     def __init__(self, k: int):
         if k < 1:
@@ -87,11 +85,8 @@ class TopK:
 
 
 def cosine(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Cosine similarities `[N]` of vectors `[N, D]` to query `[D]`, in float64 (0 for a zero vector).
-
-    Each row is reduced alone (not a matrix product, whose rounding may depend on the row's place in
-    the block), so equal vectors get bit-equal similarities and tie: corpus order then decides.
-    """
+    """Cosine similarities `[N]` of vectors `[N, D]` to query `[D]`, in float64 (0 for a zero vector),
+    each row reduced alone (not a matrix product): equal vectors tie bit for bit."""
     vectors = np.asarray(vectors, np.float64)
     query = np.asarray(query, np.float64)
     norms = np.sqrt((vectors * vectors).sum(axis=-1)) * np.sqrt((query * query).sum())
@@ -124,30 +119,17 @@ def check_layer(embedder: ElmoEmbedder, layer: int) -> None:
         )
 
 
-def query_vector(embedder: ElmoEmbedder, query: Sequence[str], word: int, layer: int) -> np.ndarray:
-    """The layer-`layer` representation `[2P]` of `query[word]`, the query embedded alone (stateless)."""
-    check_query(query, word)
-    check_layer(embedder, layer)
-    return embedder.embed_batch([list(query)])[0][layer, word]
-
-
 def scan_corpus(
-    embedder: ElmoEmbedder,
-    lines: Iterable[CorpusLine],
-    query: Sequence[str],
-    word: int,
-    layer: int,
-    k: int,
-    same_word: bool = False,
-    progress_total: int | None = None,
-    progress: bool = False,
+    embedder: ElmoEmbedder, lines: Iterable[CorpusLine], query: Sequence[str], word: int, layer: int, k: int,
+    same_word: bool = False, progress_total: int | None = None, progress: bool = False,
 ) -> ScanResult:
-    """One pass over the corpus: the k tokens nearest to `query[word]` at `layer`, and the word counts.
-    The lines stream through `embedder` (stateless: its `stateful` must be False), one group of
-    batches ahead; only the tokens above the running top-k's threshold are offered to it."""
+    """One pass over the corpus through a stateless `embedder`: the k tokens nearest to `query[word]`
+    at `layer`, and the word counts."""
     if embedder.stateful:
         raise ValueError("scan_corpus needs a stateless embedder (stateful=False)")
-    target = query_vector(embedder, query, word, layer)
+    check_query(query, word)
+    check_layer(embedder, layer)
+    target = embedder.embed_batch([list(query)])[0][layer, word]  # The query embedded alone.
     top = TopK(k)
     counts: collections.Counter = collections.Counter()
     n_sentences = n_tokens = 0
@@ -175,8 +157,8 @@ def scan_corpus(
 def nearest_words(
     embedder: ElmoEmbedder, word: str, word_counts: collections.Counter, k: int, max_words: int
 ) -> list[WordHit]:
-    """The k words of the `max_words` most frequent in `word_counts` nearest to `word` by the cosine
-    of their token embeddings (`word` itself excluded); chunks of WORD_CHUNK words through the char CNN."""
+    """The k words of the `max_words` most frequent in `word_counts` nearest to `word` (itself
+    excluded) by the cosine of their token embeddings."""
     if max_words < 1:
         raise ValueError(f"--max_words must be >= 1, got {max_words}")
     target = embedder.token_embeddings([word])[0]

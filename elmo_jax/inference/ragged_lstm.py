@@ -1,14 +1,6 @@
-"""The biLM's LSTM stacks over token streams of different lengths, running only the rows still
-running (the XLA path of docs/embedding_performance.md).
-
-The rows (token streams: one sentence, or several one after another, the state reset at each start
-where `reset` says so) are sorted longest first and time is cut into chunks of `CHUNK` steps;
-chunk k runs only the rows that reach into it (a prefix of the sorted rows, padded by `row_bucket`
-to few shapes), carrying each row's state to the next chunk. The outputs equal those of the padded
-batch: a row's state freezes after its last token either way, and rows never interact. The first
-layer's x W_input depends on the token alone: it is computed once per distinct word. With
-`cpu_stack` (`CpuLstmStack`) one C++ call runs every layer, step and row instead.
-"""
+"""The biLM's LSTM stacks over token streams of different lengths (the XLA path of
+docs/embedding_performance.md): time cut into chunks of CHUNK steps, each running only the rows that
+reach into it, the first layer's x W_input once per distinct word; or one C++ call (`cpu_stack`)."""
 
 from __future__ import annotations
 
@@ -26,13 +18,12 @@ from elmo_jax.inference.token_cache import MIN_WORDS, padded_count
 
 CHUNK = 8  # Time steps per call.
 ROW_STEP = 8  # Above 8 rows, chunks run a multiple of this many rows.
-_SMALL_ROW_COUNTS = (1, 2, 3, 4, 6, 8)
 
 
 def row_bucket(n: int) -> int:
     """The row count a chunk of n running rows is padded to: 1, 2, 3, 4, 6, 8, then multiples of ROW_STEP."""
     if n <= 8:
-        return next(size for size in _SMALL_ROW_COUNTS if size >= n)
+        return padded_count(n, 1)
     return -(-n // ROW_STEP) * ROW_STEP
 
 
@@ -78,20 +69,11 @@ def _gather_gates(gates: jax.Array, ids: jax.Array) -> jax.Array:
 
 @functools.partial(jax.jit, static_argnums=0)
 def _run_chunk(
-    model: BiLM,
-    params: Any,
-    first_gates: jax.Array,
-    mask: jax.Array,
-    reset: jax.Array,
-    reset_state: list[LSTMState],
-    state: list[LSTMState],
+    model: BiLM, params: Any, first_gates: jax.Array, mask: jax.Array, reset: jax.Array,
+    reset_state: list[LSTMState], state: list[LSTMState],
 ) -> tuple[jax.Array, list[LSTMState]]:
-    """The LSTM stacks over one chunk of the first R rows.
-
-    first_gates `[2, R, CHUNK, 4 dim]` (the first layer's x W_input), mask and reset `[R, CHUNK]`
-    (both directions alike); reset_state: each layer's `[2, 1, .]`; state: every row's `[2, B, .]`
-    (sorted order), of which rows [0, R) run. Returns (LSTM layers `[L, 2, R, CHUNK, P]`, state).
-    """
+    """The LSTM stacks over one chunk of rows [0, R) of state (every row's `[2, B, .]`, sorted):
+    first_gates `[2, R, CHUNK, 4 dim]`, mask and reset `[R, CHUNK]` -> (`[L, 2, R, CHUNK, P]`, state)."""
     n_rows = first_gates.shape[1]
     rows_state = jax.tree.map(lambda s: s[:, :n_rows], state)
     mask, reset = (jnp.broadcast_to(a, (2, *a.shape)) for a in (mask, reset))
@@ -104,28 +86,15 @@ def _run_chunk(
 
 
 def run_lstms(
-    model: BiLM,
-    params: Any,
-    words: np.ndarray,
-    word_ids: np.ndarray,
-    lengths: np.ndarray,
-    rows: np.ndarray,
-    state: list[LSTMState],
-    reset: np.ndarray | None = None,
-    reset_state: list[LSTMState] | None = None,
+    model: BiLM, params: Any, words: np.ndarray, word_ids: np.ndarray, lengths: np.ndarray, rows: np.ndarray,
+    state: list[LSTMState], reset: np.ndarray | None = None, reset_state: list[LSTMState] | None = None,
     cpu_stack: CpuLstmStack | None = None,
 ) -> tuple[np.ndarray, list[LSTMState]]:
-    """The LSTM layers of n token streams, each row continuing from its state row.
-
-    words `[W, F]`: the token embeddings of the distinct words; word_ids `[2, n, T]`: the word
-    (row of `words`) at each position of the forward and backward streams (row i's first
-    `lengths[i]` positions hold tokens; T >= max length); lengths `[n]`, non-increasing; rows
-    `[n]`: distinct state rows (of the B rows of `state`, `[2, B, .]` per layer); reset: optional
-    `[n, T]` bool, the state becomes `reset_state` (each layer's `[2, 1, .]`; default zeros) before
-    the positions where true, in both directions. Returns the LSTM layers `[L, 2, n, T', P]` (T' >=
-    the longest length; what positions past a row's length hold is unspecified) and `state` with
-    the n rows advanced (the others untouched).
-    """
+    """The LSTM layers `[L, 2, n, T', P]` of n token streams (T' >= the longest length; past a row's
+    length unspecified) and `state` with their rows advanced. words `[W, F]`: the distinct words'
+    token embeddings; word_ids `[2, n, T]`: each position's row of `words`, forward and backward;
+    lengths `[n]`, non-increasing; rows `[n]`: distinct rows of `state` (`[2, B, .]` per layer);
+    reset `[n, T]`: where true, the state first becomes `reset_state` (`[2, 1, .]`; default zeros)."""
     n = len(lengths)
     if np.any(np.diff(lengths) > 0) or lengths[-1] < 1:
         raise ValueError("lengths must be >= 1 and sorted longest first")

@@ -1,11 +1,6 @@
 """Context-independent token embeddings, computed once per distinct word and kept on the host
-(char-CNN biLMs: `TokenEmbeddingCache`), or looked up by vocabulary id (word-input biLMs:
-`WordTokenEmbeddings`).
-
-Encoding trims the character axis: every character window wholly in the padding after a word
-gives the same convolution output, so the char CNN over a word's first `length + widest filter`
-characters (rounded up to CHAR_STEP) has the same max over positions as over all `max_chars`.
-"""
+(`TokenEmbeddingCache`), or looked up by vocabulary id (`WordTokenEmbeddings`). Encoding trims each
+word's padding but `widest filter` characters: all windows in it give the same convolution output."""
 
 from __future__ import annotations
 
@@ -30,36 +25,22 @@ def padded_count(n: int, smallest: int) -> int:
 
 
 def needed_chars(char_ids: np.ndarray, widest_filter: int) -> np.ndarray:
-    """char_ids `[N, C]` -> `[N]`: the characters each word's char CNN output needs, min(C, its
-    length + widest filter, rounded up to CHAR_STEP)."""
+    """char_ids `[N, C]` -> `[N]`: min(C, length + widest filter rounded up to CHAR_STEP)."""
     n_chars = char_ids.shape[1]
     lengths = (char_ids != PAD_CHAR + ID_SHIFT).sum(axis=1)
     return np.minimum(n_chars, -(-(lengths + widest_filter) // CHAR_STEP) * CHAR_STEP)
 
 
-def trimmed_char_ids(char_ids: np.ndarray, widest_filter: int) -> np.ndarray:
-    """char_ids `[N, C]` cut to `[N, C']`, C' = the most `needed_chars` of any word: each filter's
-    max over positions is unchanged."""
-    return char_ids[:, : int(needed_chars(char_ids, widest_filter).max(initial=0))]
-
-
 class TokenEmbeddingCache:
-    """Word -> token embedding `[P]` float32, from `encode(char_ids [N, C']) -> [N, P]`, for up to
-    `capacity` words (later ones are encoded each time they appear) and the words given to `add`.
-
-    by_length: call `encode` per group of words of one trimmed length (`needed_chars`), in padded
-    word counts (few shapes for XLA to compile); False: once with all the words, untrimmed `[N, C]`
-    (an encoder that skips each word's padding itself: the CPU kernel).
+    """Word -> token embedding `[P]` float32 from `encode(char_ids [N, C']) -> [N, P]`, for up to
+    `capacity` words (later ones are encoded each time) and the words given to `add`. by_length:
+    `encode` per group of one trimmed length, in padded word counts (few shapes to compile); False:
+    once, untrimmed (an encoder that skips padding itself: the CPU kernel).
     """
 
     def __init__(
-        self,
-        encode: Callable[[np.ndarray], np.ndarray],
-        dim: int,
-        max_chars: int,
-        widest_filter: int,
-        capacity: int = 100_000,
-        by_length: bool = True,
+        self, encode: Callable[[np.ndarray], np.ndarray], dim: int, max_chars: int, widest_filter: int,
+        capacity: int = 100_000, by_length: bool = True,
     ):
         if capacity < 0:
             raise ValueError(f"token cache capacity must be >= 0, got {capacity}")
@@ -75,8 +56,7 @@ class TokenEmbeddingCache:
         return len(self._index)
 
     def encode(self, words: Sequence[str]) -> np.ndarray:
-        """Token embeddings `[len(words), P]` of `words` through the char CNN (no cache); by length,
-        in groups of one trimmed length, TOKEN_CHUNK words a call padded to `padded_count` words."""
+        """Token embeddings `[len(words), P]` of `words` through the char CNN (no cache)."""
         char_ids = self._chars.encode(list(words))
         if not self._by_length:
             return np.asarray(self._encode(char_ids), np.float32)
@@ -98,8 +78,7 @@ class TokenEmbeddingCache:
         self._store(new)
 
     def lookup(self, words: Sequence[str]) -> np.ndarray:
-        """Token embeddings of `words`, `[len(words), P]`; words met for the first time are encoded
-        once and held while there is room."""
+        """Token embeddings `[len(words), P]`; new words are encoded and held while there is room."""
         new = [w for w in dict.fromkeys(words) if w not in self._index]
         room = max(self._limit - len(self._index), 0)
         self._store(new[:room])
@@ -129,9 +108,8 @@ class TokenEmbeddingCache:
 
 
 class WordTokenEmbeddings:
-    """Word -> token embedding `[P]` of a word-input biLM: the row of the word's id in `vocab`
-    (`<UNK>`'s for a word outside it, as in training), from `embed(token_ids [N]) -> [N, P]`. The
-    same `encode`/`lookup` as `TokenEmbeddingCache`, holding nothing (a lookup costs no more)."""
+    """Word -> token embedding `[P]` of a word-input biLM, `embed(token_ids [N]) -> [N, P]` of its
+    `vocab` id (`<UNK>`'s outside it): `TokenEmbeddingCache`'s `encode`/`lookup`, holding nothing."""
 
     def __init__(self, embed: Callable[[np.ndarray], np.ndarray], vocab: Vocabulary):
         self._embed = embed

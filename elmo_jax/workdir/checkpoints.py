@@ -1,6 +1,5 @@
-"""A training workdir's checkpoints, read without training (no optax): the params of one, its model
-record, and the failures every reader and the training Checkpointer share.
-"""
+"""A training workdir's checkpoints, read without training (no optax): one's params and model record,
+and the failures every reader and the training Checkpointer share."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ from elmo_jax.runtime import quiet_logs, workdir_files
 
 T = TypeVar("T")
 
-# The checkpoint item holding `config.model_record` of the run that wrote it.
-MODEL_RECORD = "model"
+MODEL_RECORD = "model"  # The checkpoint item holding `config.model_record` of the run that wrote it.
 
 
 class CheckpointError(RuntimeError):
@@ -47,7 +45,7 @@ def leaf_name(path: tuple) -> str:
 
 def check_finite(tree: Any) -> None:
     """UnreadableCheckpoint naming the first floating-point leaf (of this process's shards) holding a
-    NaN or an infinity: corrupt bytes can decode without any error."""
+    NaN or an infinity: corrupt bytes can decode without an error."""
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         if not jnp.issubdtype(leaf.dtype, jnp.floating):
             continue
@@ -183,10 +181,8 @@ def _read_params(manager: ocp.CheckpointManager, step: int, sharding: jax.shardi
 def restore_params(
     directory: str, step: int | None = None, sharding: jax.sharding.Sharding | None = None
 ) -> Checkpoint:
-    """(params, step, record) of checkpoint `step` under `directory` (default: the latest readable),
-    with the shapes and dtypes it records: NumPy arrays, or jax.Arrays placed with `sharding`.
-    Each process decides alone on an unreadable checkpoint: every one reads the same whole arrays.
-    """
+    """(params, step, record) of checkpoint `step` under `directory` (default: the latest readable):
+    NumPy arrays, or jax.Arrays placed with `sharding`; each process reads the same whole arrays."""
     directory = os.path.abspath(directory)
     options = ocp.CheckpointManagerOptions(read_only=True, create=False, save_interval_steps=0)
     manager = open_manager(directory, options, ocp.PyTreeCheckpointHandler())

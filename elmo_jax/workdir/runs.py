@@ -21,9 +21,8 @@ from elmo_jax.workdir.saved_config import saved_config
 
 
 def check_config_fits(workdir: str, config: ml_collections.ConfigDict, checkpoint: Checkpoint) -> None:
-    """CheckpointError naming the first key (of the model record) or array in which `workdir`'s
-    config.json does not fit `checkpoint`: an edited key that changes no shape would otherwise
-    evaluate another model to a plausible wrong number."""
+    """CheckpointError naming the first model-record key or array in which `workdir`'s config.json
+    does not fit `checkpoint` (an edited key that changes no shape would give a wrong number)."""
     where = f"{os.path.join(workdir, workdir_files.CONFIG)} does not fit checkpoint {checkpoint.step}"
     difference = None if checkpoint.record is None else record_difference(model_record(config), checkpoint.record)
     if difference:
@@ -59,8 +58,7 @@ class Run(NamedTuple):
 def load_run(
     workdir: str, step: int | None = None, sharding: jax.sharding.Sharding | None = None, with_vocab: bool = True
 ) -> Run:
-    """The run of `workdir` at checkpoint `step` (default: the latest readable), its params placed
-    with `sharding` (else host arrays)."""
+    """`workdir`'s run at checkpoint `step` (default: the latest readable), params placed with `sharding`."""
     config = saved_config(workdir)
     checkpoint = restore_params(checkpoint_directory(workdir), step, sharding)
     check_config_fits(workdir, config, checkpoint)
@@ -69,8 +67,7 @@ def load_run(
 
 
 def load_params(workdir: str, step: int | None = None) -> tuple[ml_collections.ConfigDict, Any]:
-    """(config, params) of `workdir` at checkpoint `step`: `load_run` without the vocabulary, params
-    as host NumPy arrays, float32 as trained whatever model.dtype."""
+    """(config, params) of `workdir` at checkpoint `step`: `load_run`'s, as host NumPy arrays."""
     run = load_run(workdir, step, with_vocab=False)
     return run.config, run.params
 

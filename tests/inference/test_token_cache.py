@@ -8,7 +8,7 @@ import pytest
 
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, words_to_char_ids
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count, trimmed_char_ids
+from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, needed_chars, padded_count
 
 PAD_ID = PAD_CHAR + ID_SHIFT
 
@@ -58,6 +58,9 @@ def test_trimmed_char_ids_keep_every_max_over_positions(widths):
             [np.stack([np.einsum("nkd,kdo->no", x[:, p : p + k.shape[0]], k) for p in range(ids.shape[1] - k.shape[0] + 1)]).max(0)
              for k in kernels], axis=1,
         )
+
+    def trimmed_char_ids(ids: np.ndarray, widest_filter: int) -> np.ndarray:  # Cut to the most any word needs.
+        return ids[:, : int(needed_chars(ids, widest_filter).max())]
 
     for words in (["a", "cat", "<S>"], ["word", "x" * 30], ["y" * 60, "b"]):
         ids = words_to_char_ids(words, 50)

@@ -1,9 +1,7 @@
 """Compiles the CPU kernels (lstm_stack.cc, char_cnn.cc) with `-march=native` into one library on
-first use and keeps it in a cache directory: docs/embeddings.md says where, and what makes the
-cache safe to share (a lock, checksums, pruning). The library's name is a hash of the sources,
-the compiler and its version, the flags and the CPU, so a changed source, compiler or CPU (a home
-directory shared by machines of different kinds) builds afresh. A failed build raises
-KernelUnavailable and is remembered by the process (until `forget_library()`).
+first use, cached under a hash of the sources, compiler, flags and CPU (where, and what makes the
+cache safe to share: docs/embeddings.md). A failed build raises KernelUnavailable, remembered by
+the process until `forget_library()`.
 """
 
 from __future__ import annotations
@@ -84,9 +82,8 @@ def library_path() -> Path:
 
 
 def load_library() -> ctypes.CDLL:
-    """The kernels' shared library, compiled first if this machine has no verified cached build (a
-    few seconds). Raises KernelUnavailable if it cannot be built, then and on every later call of the
-    process (until `forget_library()`)."""
+    """The kernels' shared library, compiled first unless a verified build is cached; KernelUnavailable
+    if it cannot be built, now and on every later call (until `forget_library()`)."""
     library = _load_once()
     if isinstance(library, KernelUnavailable):
         raise KernelUnavailable(*library.args)
@@ -103,16 +100,13 @@ def _load_once() -> ctypes.CDLL | KernelUnavailable:
 
 
 def forget_library() -> None:
-    """Makes the next `load_library` check the cache directory, build if needed and load again, or
-    try again a build that failed: the outcome is kept per process, so a process that changes the
-    cache directory, the compiler or the flags (as tests do) asks for it here. A library already
-    loaded stays mapped."""
+    """Makes the next `load_library` look, build and load again (after changing the cache directory,
+    the compiler or the flags); a library already loaded stays mapped."""
     _load_once.cache_clear()
 
 
 def _load(path: Path) -> ctypes.CDLL:
-    """The library cached at `path` (built there first if needed), or a private build when the
-    cache directory cannot be used."""
+    """The library cached at `path` (built there first if needed), else a private build."""
     try:
         with _locked(path.parent):
             return _load_cached(path)

@@ -1,7 +1,5 @@
-"""The char CNN token encoder on CPUs, in one call of char_cnn.cc per batch of words (inference).
-It computes what `CharCNNEncoder` computes for float32 biLMs, to float32 rounding, for words of any
-length in one call: no grouping by length and no padded shapes.
-"""
+"""The char CNN token encoder on CPUs (inference): what `CharCNNEncoder` computes for float32 biLMs,
+to float32 rounding, in one call of char_cnn.cc for words of any length."""
 
 from __future__ import annotations
 
@@ -42,10 +40,8 @@ class _Args(ctypes.Structure):
 
 
 class CpuCharCnn:
-    """The char CNN of a float32 biLM with a token projection (`model`: its `char_cnn` and
-    `width`; `params`: its variables' params, whose `encoder`
-    holds the char CNN) ready for `encode`. Builds the kernels on first use (`load_library`;
-    KernelUnavailable when it cannot)."""
+    """The char CNN of a float32 biLM with a token projection, ready for `encode`; KernelUnavailable
+    when the kernels cannot be built (`load_library`)."""
 
     def __init__(self, model: Any, params: Mapping, n_threads: int | None = None):
         cnn = model.char_cnn

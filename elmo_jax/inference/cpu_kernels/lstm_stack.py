@@ -1,8 +1,6 @@
-"""The biLM's LSTM stacks over token streams on CPUs, in one call of lstm_stack.cc (inference):
-every layer of both directions over all the streams' steps, each (direction, block of rows) on a
-thread of its own. It computes what `BiLM.contextualize_from_gates` computes for float32 biLMs, to
-float32 rounding.
-"""
+"""The biLM's LSTM stacks over token streams on CPUs (inference): what `BiLM.contextualize_from_gates`
+computes for float32 biLMs, to float32 rounding, in one call of lstm_stack.cc for every layer and step,
+each (direction, block of rows) on a thread of its own."""
 
 from __future__ import annotations
 
@@ -42,9 +40,8 @@ class _Args(ctypes.Structure):
 
 
 class CpuLstmStack:
-    """The LSTM stacks of a float32 biLM (`model`: its `width`, and its `stack_spec`'s
-    n_layers, dim, clips and skip connections; `params`: its variables' params) ready for `run`. Builds the kernel on
-    first use (`load_library`; KernelUnavailable when it cannot)."""
+    """The LSTM stacks of a float32 biLM, ready for `run`; KernelUnavailable when the kernels cannot
+    be built (`load_library`)."""
 
     def __init__(self, model: Any, params: Mapping, n_threads: int | None = None):
         library = load_library()
@@ -71,24 +68,12 @@ class CpuLstmStack:
         self._model = packed_model(self, library, "lstm", args)
 
     def run(
-        self,
-        embeddings: np.ndarray,
-        ids: np.ndarray,
-        lengths: np.ndarray,
-        state: list[LSTMState],
-        reset: np.ndarray | None = None,
-        reset_state: list[LSTMState] | None = None,
+        self, embeddings: np.ndarray, ids: np.ndarray, lengths: np.ndarray, state: list[LSTMState],
+        reset: np.ndarray | None = None, reset_state: list[LSTMState] | None = None,
     ) -> tuple[np.ndarray, list[LSTMState]]:
-        """Runs the stacks over n token streams.
-
-        embeddings `[W, P]`: the token embeddings of W words (the first layer computes its x W_input
-        once per word); ids `[2, n, T]`: the word (row of embeddings) at each position of the
-        forward and backward streams; lengths `[n]`: row i runs positions [0, lengths[i]) and its
-        state stays after them; state: each layer's `[2, n, .]` initial state; reset: optional
-        `[n, T]`, each layer's state becomes its `reset_state` (`[2, 1, .]`, default zeros) before
-        the positions where true (those past a row's length are ignored).
-        Returns the layers' outputs `[L, 2, n, T, P]` (zeros past a row's length) and the final states.
-        """
+        """`run_lstms` (`ragged_lstm`) over n token streams: embeddings `[W, P]`, ids `[2, n, T]`, lengths
+        `[n]`, state (each layer's `[2, n, .]`), reset `[n, T]` and reset_state as there. Returns the
+        layers `[L, 2, n, T, P]` (zeros past a row's length) and the final states."""
         n_rows, n_steps = ids.shape[1:]
         embeddings = f32(embeddings)
         if embeddings.ndim != 2 or embeddings.shape[1] != self.proj:
