@@ -61,10 +61,8 @@ def allennlp_width_note(max_chars: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`elmo-export` / `python -m elmo_jax.cli.export`: the exit status (elmo_jax.cli.tool_flags)."""
-    return tool_flags.run(
-        _FLAGS, argv, _export, doc=__doc__, required=["workdir", "options", "weights"],
-        errors=(ValueError, RuntimeError, OSError),
-    )
+    required = ["workdir", "options", "weights"]
+    return tool_flags.run(_FLAGS, argv, _export, doc=__doc__, required=required, errors=tool_flags.ERRORS)
 
 
 if __name__ == "__main__":

@@ -44,8 +44,7 @@ _ERRORS = (ValueError, OSError)  # DataError, VocabularyError and an output that
 
 def _build() -> None:
     """`build`: write a bilm-tf vocabulary of the most frequent words."""
-    if _BUILD.min_count < 1:
-        raise tool_flags.UsageError(f"--min_count must be >= 1, got {_BUILD.min_count}")
+    tool_flags.check_positive(_BUILD, "min_count")
     if _BUILD.max_size and _BUILD.max_size < len(SPECIAL_TOKENS):
         raise tool_flags.UsageError(
             f"--max_size must be 0 or >= {len(SPECIAL_TOKENS)} (the special tokens), got {_BUILD.max_size}"
