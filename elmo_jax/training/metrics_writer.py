@@ -31,10 +31,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
 def _is_past(line: bytes, step: int) -> bool:
     """Whether `line` is a metrics record of a step after `step` (a line that is not one is kept)."""
     try:
@@ -110,4 +106,5 @@ class MetricsWriter:
         line = json.dumps({k: _jsonable(v) for k, v in record.items()}) + "\n"
         append_whole(self.path, line.encode())
         values = {k: _item(v) for k, v in record.items() if k != "step"}
-        self.events.write(int(record["step"]), {k: float(v) for k, v in values.items() if _is_scalar(v)})
+        scalars = {k: float(v) for k, v in values.items() if isinstance(v, numbers.Real) and not isinstance(v, bool)}
+        self.events.write(int(record["step"]), scalars)

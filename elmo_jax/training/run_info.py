@@ -56,19 +56,9 @@ def library_versions() -> dict[str, str | None]:
     return versions
 
 
-def device_info() -> dict[str, Any]:
-    devices = jax.devices()
-    return {
-        "platform": devices[0].platform,
-        "kinds": sorted({d.device_kind for d in devices}),
-        "count": len(devices),
-        "local_count": jax.local_device_count(),
-        "process_count": jax.process_count(),
-    }
-
-
 def start_record(step: int) -> dict[str, Any]:
     """What describes this start of the run (resuming from `step`, 0 for a fresh run)."""
+    devices = jax.devices()
     return {
         "start_time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "step": step,
@@ -76,7 +66,10 @@ def start_record(step: int) -> dict[str, Any]:
         "command": shlex.join(sys.argv),
         "git": git_info(),
         "versions": library_versions(),
-        "devices": device_info(),
+        "devices": {
+            "platform": devices[0].platform, "kinds": sorted({d.device_kind for d in devices}), "count": len(devices),
+            "local_count": jax.local_device_count(), "process_count": jax.process_count(),
+        },
     }
 
 

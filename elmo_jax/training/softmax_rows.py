@@ -1,8 +1,7 @@
 """Row-sparse softmax updates: a step reads, differentiates and updates only the softmax rows it
-touches (targets and sampled negatives), as bilm-tf's IndexedSlices.
-
-For Adagrad and SGD a zero gradient leaves a row and its optimizer state unchanged, so this is the
-dense step (for Adam it is not), without the dense `[V, P]` gradient and its all-reduce.
+touches (targets and sampled negatives), as bilm-tf's IndexedSlices. For Adagrad and SGD (not
+Adam) a zero gradient leaves a row and its optimizer state unchanged: this is then the dense step,
+without the dense `[V, P]` gradient and its all-reduce.
 """
 
 from __future__ import annotations

@@ -35,8 +35,6 @@ def build_trainer(
     `params`: start from these instead of a fresh initialisation (the optimizer state starts fresh).
     """
     tx, schedule = optim.make_optimizer(config.train, num_steps)
-    state = create_train_state(
-        model, tx, config.seed, config.train.batch_size, config.data.max_chars_per_token, params
-    )
+    state = create_train_state(model, tx, config.seed, config.train.batch_size, config.data.max_chars_per_token, params)
     state = parallel.place_state(state, mesh)
     return Trainer(state, parallel.parallel_train_step(make_train_step(model, config), mesh, state), schedule)
