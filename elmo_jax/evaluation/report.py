@@ -143,24 +143,18 @@ def read_test_evaluation(run_dir: str) -> dict[str, Any] | None:
 
 def read_probes(run_dir: str) -> dict[str, Probe]:
     """The probes of each task in `run_dir` (the module's docstring), by task."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, dict[int | str, str]] = {}  # task -> {step, 'model' or 'control': path}
     for name in sorted(os.listdir(run_dir)):
         probe = workdir_files.parse_probe_file(name)
-        if probe is None or probe.control not in workdir_files.PROBE_CONTROLS:
-            continue
-        files = found.setdefault(probe.task, {"steps": {}})
-        path = os.path.join(run_dir, name)
-        if probe.step is not None:
-            files["steps"][probe.step] = path
-        else:
-            files["model" if probe.control == "none" else "control"] = path
+        if probe is not None and probe.control in workdir_files.PROBE_CONTROLS:
+            key = probe.step if probe.step is not None else "model" if probe.control == "none" else "control"
+            found.setdefault(probe.task, {})[key] = os.path.join(run_dir, name)
     probes = {}
     for task, files in sorted(found.items()):
-        shown = files.get("model") or (files["steps"][max(files["steps"])] if files["steps"] else None)
-        probes[task] = Probe(
-            result=_read_probe_result(shown) if shown else None,
-            control=_read_probe_result(files["control"]) if "control" in files else None,
-        )
+        steps = [key for key in files if isinstance(key, int)]
+        shown, control = files.get("model") or (files[max(steps)] if steps else None), files.get("control")
+        probes[task] = Probe(_read_probe_result(shown) if shown else None,
+                             _read_probe_result(control) if control else None)
     return probes
 
 
@@ -231,9 +225,7 @@ def summary(run: Run) -> dict[str, Any]:
 
 
 def _fmt(value: float, digits: int) -> str:
-    if math.isnan(value):
-        return "n/a"
-    return f"{value:,.{digits}f}"
+    return "n/a" if math.isnan(value) else f"{value:,.{digits}f}"
 
 
 def probe_tasks(runs: Sequence[Run]) -> list[str]:
@@ -268,10 +260,7 @@ def best_layer(result: dict[str, Any]) -> int:
 
 def _best_layer_cell(result: dict[str, Any] | None) -> str:
     """`layer: accuracy` of the best layer."""
-    if result is None:
-        return "n/a"
-    best = best_layer(result)
-    return f"{best}: {result['layers'][best]:.3f}"
+    return "n/a" if result is None else f"{best_layer(result)}: {max(result['layers']):.3f}"
 
 
 def _probe_cells(probe: Probe) -> list[str]:
