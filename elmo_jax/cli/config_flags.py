@@ -1,12 +1,7 @@
-"""The `--config` flag of the entry points, with list-valued keys overridable on the command line,
-and the command line of train and evaluate: help that lists the command's flags, one-line errors.
-
-ml_collections' config flags parse int, float, bool, str and tuple fields but not lists, while the
-configs declare lists (`model.char_cnn.filters = [[1, 32], ...]`) because that is how `config.json`
-and bilm-tf's options.json write them. `ListParser`, registered through ml_collections' own hook
-(`register_flag_parser_for_type`), makes every list-valued key overridable:
-
-  --config.model.char_cnn.filters='((1, 8), (2, 8))'   # or '[[1, 8], [2, 8]]'
+"""The `--config` flag of the entry points and the command line of train and evaluate: help that
+lists the command's flags, one-line errors. ml_collections' config flags do not parse lists, which
+the configs declare (as config.json and options.json write them): `ListParser` makes them
+overridable, `--config.model.char_cnn.filters='((1, 8), (2, 8))'` (or '[[1, 8], [2, 8]]').
 """
 
 from __future__ import annotations
@@ -183,12 +178,7 @@ def _flag_value(args: Sequence[str], name: str) -> str | None:
 
 def _override_keys(args: Sequence[str]) -> list[str]:
     """KEY of each `--config.KEY=VALUE` / `--config.KEY VALUE` / `--[no]config.KEY` argument."""
-    keys = []
-    for arg in args:
-        for prefix in ("--config.", "--noconfig."):
-            if arg.startswith(prefix):
-                keys.append(arg[len(prefix):].split("=", 1)[0])
-    return keys
+    return [arg.split(".", 1)[1].split("=", 1)[0] for arg in args if arg.startswith(("--config.", "--noconfig."))]
 
 
 def _dotted_keys(config: Any, prefix: str = "") -> list[str]:

@@ -38,9 +38,7 @@ flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values
 def _export() -> None:
     """The CLI: `export_checkpoint` with the flags."""
     quiet_logs.configure(_FLAGS.log_library)
-    export_checkpoint(
-        _FLAGS.workdir, _FLAGS.options, _FLAGS.weights, _FLAGS.step, _FLAGS.softmax_weights, _FLAGS.vocab
-    )
+    export_checkpoint(_FLAGS.workdir, _FLAGS.options, _FLAGS.weights, _FLAGS.step, _FLAGS.softmax_weights, _FLAGS.vocab)
     written = [path for path in (_FLAGS.options, _FLAGS.weights, _FLAGS.softmax_weights, _FLAGS.vocab) if path]
     print(f"wrote {', '.join(written)}")
     with open(_FLAGS.options) as f:

@@ -82,8 +82,7 @@ flags.DEFINE_enum(
 )
 flags.DEFINE_enum(
     "control", "none", workdir_files.PROBE_CONTROLS,
-    "random_init: probe the same biLM with fresh random weights instead",
-    flag_values=_FLAGS,
+    "random_init: probe the same biLM with fresh random weights instead", flag_values=_FLAGS,
 )
 flags.DEFINE_string(
     "output", None, "directory of the results (default: --workdir, or the current directory)", flag_values=_FLAGS
@@ -121,12 +120,6 @@ def _check_flags() -> None:
         raise tool_flags.UsageError(f"{', '.join(given)} not taken with --task {_FLAGS.task}")
     if _FLAGS.max_train_per_word < 0 or _FLAGS.max_train_per_word == 1:
         raise tool_flags.UsageError(f"--max_train_per_word must be 0 (all) or >= 2, got {_FLAGS.max_train_per_word}")
-
-
-def _output_dir() -> str:
-    if _FLAGS.output is not None:
-        return _FLAGS.output
-    return _FLAGS.workdir if _FLAGS.workdir is not None else os.getcwd()
 
 
 def _not_a_directory(path: str) -> str | None:
@@ -168,7 +161,7 @@ def _model() -> tuple[PretrainedBiLM, dict[str, Any]]:
 def _probe(command: str) -> None:
     """The CLI: the result's JSON and figure in the output directory, its table on stdout."""
     _check_flags()
-    output = _output_dir()
+    output = next(path for path in (_FLAGS.output, _FLAGS.workdir, os.getcwd()) if path is not None)
     written = _check_output(output)
     tool_flags.configure_runtime(_FLAGS)
     common = dict(

@@ -1,13 +1,9 @@
-"""absl flags for the tools whose `main(argv)` returns an exit status (elmo-embed, elmo-export,
-elmo-vocab, elmo-report, elmo-neighbors, elmo-probe).
+"""absl flags of the tools whose `main(argv)` returns an exit status (elmo-embed, elmo-export,
+elmo-vocab, elmo-report, elmo-neighbors, elmo-probe), and the flags they share with train and evaluate.
 
-A tool's `main(argv)` is also called in process, many times (tests, notebooks, beside train and
-evaluate's global FLAGS): so each tool defines its flags on a `flags.FlagValues` of its own, and
-`run` parses every argv from the defaults again and returns the exit status instead of exiting.
-
-Exit status, as train.py and evaluate.py give it: 0, also after the help (-h, --help); 1 with one
-line `error: ...` on stderr for a flag absl cannot parse, a required flag or argument missing, an
-argument the tool does not take, a `UsageError` or one of the tool's `errors`.
+`main(argv)` may run many times in one process (tests, notebooks): each tool has a `flags.FlagValues`
+of its own, parsed from the defaults on every call. Exit status: 0, also after the help; 1 with one
+line `error: ...` on stderr for a flag or argument that cannot be used or one of the tool's `errors`.
 """
 
 from __future__ import annotations
@@ -73,21 +69,15 @@ def check_model_source(flag_values: flags.FlagValues, either: str = ONE_MODEL) -
 
 
 def run(
-    flag_values: flags.FlagValues,
-    argv: Sequence[str] | None,
-    body: Callable[..., None],
-    *,
-    doc: str,
-    required: Sequence[str] = (),
-    positional: str | None = None,
-    errors: tuple[type[Exception], ...] = (),
+    flag_values: flags.FlagValues, argv: Sequence[str] | None, body: Callable[..., None], *, doc: str,
+    required: Sequence[str] = (), positional: str | None = None, errors: tuple[type[Exception], ...] = (),
 ) -> int:
     """Parses `argv` (default: sys.argv[1:]) into `flag_values`, calls `body(*arguments)` and returns
     the exit status (the module docstring). `required`: the flags that must be given; `positional`:
     the name of the tool's arguments (one or more, e.g. 'RUN_DIR'), without which it takes none.
     Help is `doc` and the flags."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if _wants_help(argv):
+    if any(arg in HELP_ARGS for arg in (argv[: argv.index("--")] if "--" in argv else argv)):  # Before a '--'.
         print(f"{doc.strip()}\n{flag_values.get_help(include_special_flags=False)}")
         return 0
     try:
@@ -113,11 +103,6 @@ def run_commands(
     if not argv:
         return _error(f"the following arguments are required: command ({names})")
     return _error(f"invalid command {argv[0]!r} (choose from {names})")
-
-
-def _wants_help(argv: Sequence[str]) -> bool:
-    args = argv[: argv.index("--")] if "--" in argv else argv
-    return any(arg in HELP_ARGS for arg in args)
 
 
 def _parse(
