@@ -71,10 +71,7 @@ class Evaluator:
 
     def __init__(self, model: BiLM, vocab: Vocabulary, config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh):
         data_parallel.check_batch_size(config.eval.batch_size, mesh, "eval.batch_size")
-        self.model, self.vocab, self.mesh, self.data = model, vocab, mesh, config.data
-        self.batch_size = config.eval.batch_size
-        self.unroll_steps = config.eval.unroll_steps
-        self.stateful = config.eval.stateful
+        self.model, self.vocab, self.mesh, self.data, self.eval = model, vocab, mesh, config.data, config.eval
         self.max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
         self._per_device_step = make_eval_step(model, config.model.softmax.chunk_size)
         self._step = None
@@ -87,13 +84,13 @@ class Evaluator:
             raise DataError("the evaluation set has no sentences")
         n_proc, proc = jax.process_count(), jax.process_index()
         batcher = evaluation_batcher(
-            self.data, sentences, self.vocab, self.batch_size, self.unroll_steps, self.max_chars, proc, n_proc
+            self.data, sentences, self.vocab, self.eval.batch_size, self.eval.unroll_steps, self.max_chars, proc, n_proc
         )
         state_spec = data_parallel.carried_state_spec(self.model.initial_state(1))
         state_shardings = data_parallel.shardings(self.mesh, state_spec)
 
         def initial_state() -> Any:  # New buffers each time: the step donates the state it is given.
-            return jax.device_put(self.model.initial_state(self.batch_size), state_shardings)
+            return jax.device_put(self.model.initial_state(self.eval.batch_size), state_shardings)
 
         state = initial_state()
         if self._step is None:
@@ -104,7 +101,7 @@ class Evaluator:
         sums, seen = [], 0
         with tqdm(total=total, desc="eval", unit="tok", disable=not progress or proc != 0, leave=False) as bar:
             for batch in batcher:
-                if not self.stateful:
+                if not self.eval.stateful:
                     state = initial_state()
                 state, batch_sums = self._step(params, state, data_parallel.shard_batch(batch, self.mesh))
                 sums.append(batch_sums)

@@ -1,9 +1,7 @@
 """Compare training runs (`elmo-report`, docs/training.md "Comparing runs"): curves of training
 loss and evaluation perplexity against steps and tokens, and a Markdown table of each run's final
-metrics, its latest test evaluation (`eval_test_<step>.json`) and what the probes of its layers
-scored (`probe_<task>.json`, else the latest `probe_<task>_<step>.json`, beside the control
-`probe_<task>_random_init.json`). Scores are test accuracies unless a result names its `metric`.
-Needs matplotlib: `pip install 'elmo-jax[report]'`.
+metrics, latest test evaluation (`eval_test_<step>.json`) and probes (`probe_<task>.json`, else the
+latest `probe_<task>_<step>.json`, beside `probe_<task>_random_init.json`). The figure needs matplotlib.
 """
 
 from __future__ import annotations
@@ -344,18 +342,6 @@ def plot_scores_by_layer(
     ax.legend()
 
 
-def _probe_panel(ax: Any, runs: Sequence[Run], task: str) -> None:
-    """The scores of `task` by layer, a line per run and per control."""
-    lines = []
-    for i, run in enumerate(runs):
-        probe = run.probes.get(task, Probe())
-        if probe.result:
-            lines.append((probe.result, i, run.name, False))
-        if probe.control:
-            lines.append((probe.control, i, f"{run.name} (random init)", True))
-    plot_scores_by_layer(ax, task, probe_measure(runs, task), lines)
-
-
 def figure(runs: Sequence[Run]) -> Any:
     """2 x 2 matplotlib Figure: train loss and eval perplexity (log scale) against steps and tokens
     (subset evaluations dashed); then a panel per probed task."""
@@ -368,8 +354,13 @@ def figure(runs: Sequence[Run]) -> Any:
     fig = Figure(figsize=(12 + 6 * len(tasks), 8), layout="constrained")
     grid = fig.add_gridspec(1, 1 + len(tasks), width_ratios=[2, *[1] * len(tasks)])
     axes = grid[0, 0].subgridspec(2, 2).subplots()
-    for k, task in enumerate(tasks):
-        _probe_panel(fig.add_subplot(grid[0, 1 + k]), runs, task)
+    for k, task in enumerate(tasks):  # The scores by layer, a line per run and per control.
+        lines = []
+        for i, run in enumerate(runs):
+            probe = run.probes.get(task, Probe())
+            lines += [(probe.result, i, run.name, False)] if probe.result else []
+            lines += [(probe.control, i, f"{run.name} (random init)", True)] if probe.control else []
+        plot_scores_by_layer(fig.add_subplot(grid[0, 1 + k]), task, probe_measure(runs, task), lines)
     splits = "/".join(sorted({run.eval_split for run in runs}))
     perplexities = [r["eval_perplexity"] for run in runs for r in run.evals if r["eval_perplexity"] > 0]
     for i, run in enumerate(runs):
