@@ -45,8 +45,7 @@ def gather_process_states(local_state: dict | None) -> dict:
 
     encoded = np.frombuffer(json.dumps(local_state).encode(), dtype=np.uint8)
     length = int(np.max(multihost_utils.process_allgather(np.array([encoded.size]))))
-    padded = np.zeros(length, np.uint8)
-    padded[: encoded.size] = encoded
+    padded = np.pad(encoded, (0, length - encoded.size))
     gathered = np.asarray(multihost_utils.process_allgather(padded)).reshape(jax.process_count(), length)
     return {"processes": [json.loads(row.tobytes().rstrip(b"\0")) for row in gathered]}
 
@@ -129,10 +128,9 @@ class Checkpointer:
         )
 
     def restore(self, target: TrainState, step: int | None = None) -> tuple[TrainState, dict, int]:
-        """(state, data state, step) restored into the structure, shapes and shardings of `target`:
-        of `step`, else of the latest readable checkpoint (the unreadable ones moved aside unless
-        read-only). CheckpointError at once for a checkpoint that does not fit `target`.
-        """
+        """(state, data state, step) restored into the structure, shapes and shardings of `target`: of
+        `step`, else of the latest readable checkpoint (unreadable ones moved aside unless read-only);
+        CheckpointError at once for a checkpoint that does not fit `target`."""
         steps = candidate_steps(self.directory, self.all_steps(), step)
         # Processes may read different files of a checkpoint: they agree on the step to restore.
         restored, candidate, n_unreadable = first_readable(

@@ -87,21 +87,15 @@ def _remove_run_files(workdir: str, keep_directory: bool) -> None:
             shutil.rmtree(workdir)
             return
         for entry in os.scandir(workdir):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.remove(entry.path)
+            (shutil.rmtree if entry.is_dir(follow_symlinks=False) else os.remove)(entry.path)
     except OSError as e:
         logging.warning("%s: could not remove what the failed run wrote (%s)", workdir, e)
 
 
 @contextlib.contextmanager
 def _workdir_of_run(workdir: str) -> Iterator[None]:
-    """Creates `workdir` and holds its lock while the run uses it.
-
-    A run that fails before saving a result in a workdir that was missing or empty removes what it
-    wrote, so that a rerun does not pick up its config.json and vocab.txt.
-    """
+    """Creates `workdir` and holds its lock while the run uses it. A run that fails before saving a
+    result in a missing or empty workdir removes what it wrote (a rerun would pick up its config.json)."""
     with contextlib.ExitStack() as stack:
         try:
             existed = os.path.exists(workdir)
@@ -257,10 +251,9 @@ class _Run:
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
-    """Trains (or resumes) in `workdir` and returns the final evaluation result. ConfigError
-    before the workdir is touched, WorkdirInUseError if another run trains in it, TrainingPreempted
-    after checkpointing on SIGTERM (call from the main thread).
-    """
+    """Trains (or resumes) in `workdir` and returns the final evaluation result; call from the main
+    thread. ConfigError before the workdir is touched, WorkdirInUseError if another run trains in it,
+    TrainingPreempted after checkpointing on SIGTERM."""
     validate(config)
     probe_data = probes.read_probe_data(config.eval.probe)  # A bad file fails before the workdir is touched.
     with _workdir_of_run(workdir):

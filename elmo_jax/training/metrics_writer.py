@@ -25,10 +25,8 @@ def _item(value: Any) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
-    value = _item(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
+    value = _item(value)  # Non-finite floats as 'nan' / 'inf' strings: JSON has no such numbers.
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _is_past(line: bytes, step: int) -> bool:

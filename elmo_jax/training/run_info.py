@@ -78,9 +78,7 @@ def record_start(workdir: str, step: int) -> None:
     if jax.process_index() != 0:
         return
     path = os.path.join(workdir, RUN_INFO)
-    starts: list[dict[str, Any]] = []
-    if os.path.exists(path):
-        starts = _previous_starts(path)
+    starts = _previous_starts(path) if os.path.exists(path) else []
     write_json_atomic(path, {"starts": [*starts, start_record(step)]})
 
 

@@ -44,11 +44,8 @@ class NegativeSampler:
         self.directions = 2 if negatives_per_direction else 1
 
     def draw(self, rng: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """Every set's negative ids and their log expected counts, `[D, G, K]` each (D directions).
-
-        One set draws from `rng` itself (the draw of a single-set run is unchanged), several from
-        `fold_in(rng, set index)`: independent draws.
-        """
+        """Every set's negative ids and their log expected counts, `[D, G, K]` each (D directions): one
+        set draws from `rng` itself (a single-set run's draw is unchanged), several from `fold_in(rng, i)`."""
         n_sets = self.directions * self.groups
         keys = rng[None] if n_sets == 1 else jax.vmap(lambda i: jax.random.fold_in(rng, i))(jnp.arange(n_sets))
 
