@@ -70,10 +70,9 @@ class CommandLineError(ValueError):
 def flags_parser(
     usage: str, flag_values: flags.FlagValues = flags.FLAGS, config_from_workdir: bool = False
 ) -> Callable[[list[str]], list[str]]:
-    """absl's `app.run(main, flags_parser=...)` for train and evaluate: `--help` prints `usage` and
-    the command's own flags (exit 0); a bad config path, key or file, or a flag absl cannot parse,
-    is one line `error: ...` on stderr (exit 1), before any work. `config_from_workdir`: overrides
-    without `--config` apply to `--workdir`'s config (`add_workdir_config`)."""
+    """absl's `app.run(main, flags_parser=...)` for train and evaluate: `--help` prints `usage` and the
+    command's own flags (exit 0); a bad config or flag is one line `error: ...` (exit 1) before any
+    work. `config_from_workdir`: overrides without `--config` apply to `--workdir`'s config."""
 
     def parse(argv: list[str]) -> list[str]:
         if any(arg in HELP_ARGS for arg in argv[1:]):

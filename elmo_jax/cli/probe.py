@@ -122,14 +122,6 @@ def _check_flags() -> None:
         raise tool_flags.UsageError(f"--max_train_per_word must be 0 (all) or >= 2, got {_FLAGS.max_train_per_word}")
 
 
-def _not_a_directory(path: str) -> str | None:
-    """The file that stands where the directory `path` or one of its parents would be, else None."""
-    path = os.path.abspath(path)
-    while not os.path.exists(path):
-        path = os.path.dirname(path)
-    return None if os.path.isdir(path) else path
-
-
 def _check_output(output: str) -> list[str]:
     """The files the result goes to in the directory `output`, checked before any work: ValueError
     when `output` or a written file is or lies in an input, or a result file there is not a result;
@@ -139,8 +131,10 @@ def _check_output(output: str) -> list[str]:
     inputs += workdir_inputs(_FLAGS.workdir)
     check_not_inputs([("--output", output)], inputs)
     check_not_inputs([("--output", path) for path in written], inputs)
-    blocking = _not_a_directory(output)
-    if blocking is not None:
+    blocking = os.path.abspath(output)  # The nearest of `output` and its parents that exists.
+    while not os.path.exists(blocking):
+        blocking = os.path.dirname(blocking)
+    if not os.path.isdir(blocking):
         raise tool_flags.UsageError(f"--output {output}: {blocking} is not a directory (the results go into one)")
     read_results(output, _FLAGS.task)  # What write_outputs reads after the work.
     return written

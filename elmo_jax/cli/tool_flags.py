@@ -73,9 +73,8 @@ def run(
     required: Sequence[str] = (), positional: str | None = None, errors: tuple[type[Exception], ...] = (),
 ) -> int:
     """Parses `argv` (default: sys.argv[1:]) into `flag_values`, calls `body(*arguments)` and returns
-    the exit status (the module docstring). `required`: the flags that must be given; `positional`:
-    the name of the tool's arguments (one or more, e.g. 'RUN_DIR'), without which it takes none.
-    Help is `doc` and the flags."""
+    the exit status. `required`: the flags that must be given; `positional`: the name of the tool's
+    arguments (one or more, e.g. 'RUN_DIR'), without which it takes none. Help: `doc` and the flags."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if any(arg in HELP_ARGS for arg in (argv[: argv.index("--")] if "--" in argv else argv)):  # Before a '--'.
         print(f"{doc.strip()}\n{flag_values.get_help(include_special_flags=False)}")

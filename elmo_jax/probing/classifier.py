@@ -179,9 +179,8 @@ def _total_loss(params: Params, x: jax.Array, labels: jax.Array, allowed: jax.Ar
 
 
 def _epoch_fn(tx: optax.GradientTransformation, batch_size: int) -> Callable:
-    """A compiled epoch of Adam steps over the minibatches of a permutation of the tokens (the last
-    partial one left out): (params, opt_state, x, labels, groups, label_groups, mean, std, key) ->
-    (params, opt_state)."""
+    """A compiled epoch of Adam steps over the minibatches of a permutation of the tokens by `key`
+    (the last partial one left out), returning (params, opt_state)."""
 
     @jax.jit
     def epoch(params: Params, opt_state: Any, x: jax.Array, labels: jax.Array, groups: jax.Array,

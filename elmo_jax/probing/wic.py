@@ -123,12 +123,9 @@ def pair_scores(
     train: PairVectors, dev: PairVectors | None, test: PairVectors, dims: Sequence[int],
     config: ProbeConfig = SMALL_TASK_CONFIG, progress: bool = True,
 ) -> dict[str, Any]:
-    """The cosine thresholds and linear probes of every layer and the mix, trained on `train`,
-    early-stopped on `dev` (as `_linear_probes`) and scored on `test`; `dims`: each layer's width.
-
-    Returns `cosine` and `linear`, each {`layers` (test accuracy of layer 0..L), `mix`},
-    `thresholds` {`layers`, `mix`}, `dev` ('dev' or 'train_tenth'), `dev_pairs` and the
-    `training_record`."""
+    """The cosine thresholds and linear probes of every layer (`dims`: their widths) and the mix,
+    trained on `train`, early-stopped on `dev` (as `_linear_probes`): `cosine` and `linear` test
+    accuracies and `thresholds`, each {`layers`, `mix`}, where dev came from and the training record."""
     trained, dev_source, dev_pairs = _linear_probes(train, dev, dims, config, progress)
     linear = accuracies(trained, pair_features(test.u, test.v, dims), test.same.astype(np.int32), config.eval_chunk)
     layers = [_cosine_scores(train, test, lambda x, k=k, d=d: x[:, k, :d]) for k, d in enumerate(dims)]
@@ -148,10 +145,8 @@ def probe_wic(
     engine: str = "auto", batch_size: int = 32, progress: bool = True, max_feature_bytes: int = MAX_BYTES,
     config: ProbeConfig | None = None,
 ) -> dict[str, Any]:
-    """Probes WiC's pairs `data` on every layer of `pretrained` and on their mix; returns the result dict:
-    `pair_scores`' and, as the headline (what elmo-report reads), `layers` and `mix`, the cosine
-    thresholds' test accuracy, and `word_baseline`, the majority class's; also the run's settings,
-    shapes and `seconds`. `config`: the linear probes' training (its seed is `seed`)."""
+    """Probes WiC's pairs `data` on every layer of `pretrained` and on their mix: `pair_scores`' result
+    with the headline `layers` and `mix` (the cosine thresholds') and `word_baseline` (the majority's)."""
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
     if len(data.train) < 2 or not data.test or data.dev == []:

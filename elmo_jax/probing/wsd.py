@@ -101,9 +101,8 @@ def _sample(examples: Sequence[SenseExample], limit: int, seed: int) -> list[Sen
 def _dev_senses(
     words: Sequence[WsdWord], samples: Sequence[Sequence[SenseExample]], held_out: Sequence[tuple[list[int], list[int]]]
 ) -> list[dict[str, Any]]:
-    """Each word's `unseen_labels` of its held-out (dev) sentences; ValueError naming the files when
-    no held-out sentence of any word has a sense training has. `held_out`: (kept, held-out)
-    indices into each word's `samples`."""
+    """Each word's `unseen_labels` of its held-out (`held_out`: (kept, dev) indices into `samples`)
+    sentences; ValueError naming the files when no dev sentence of any word has a trained sense."""
     splits, pooled_dev, pooled_fit, where = [], [], set(), []
     for word, sample, (kept, out) in zip(words, samples, held_out):
         fit = {sample[j].sense for j in kept}
