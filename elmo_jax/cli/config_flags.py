@@ -1,12 +1,7 @@
-"""The `--config` flag of the entry points, with list-valued keys overridable on the command line,
-and the command line of train and evaluate: help that lists the command's flags, one-line errors.
-
-ml_collections' config flags parse int, float, bool, str and tuple fields but not lists, while the
-configs declare lists (`model.char_cnn.filters = [[1, 32], ...]`) because that is how `config.json`
-and bilm-tf's options.json write them. `ListParser`, registered through ml_collections' own hook
-(`register_flag_parser_for_type`), makes every list-valued key overridable:
-
-  --config.model.char_cnn.filters='((1, 8), (2, 8))'   # or '[[1, 8], [2, 8]]'
+"""The `--config` flag of the entry points and the command line of train and evaluate: help that
+lists the command's flags, one-line errors. ml_collections' config flags do not parse lists, which
+the configs declare (as config.json and options.json write them): `ListParser` makes them
+overridable, `--config.model.char_cnn.filters='((1, 8), (2, 8))'` (or '[[1, 8], [2, 8]]').
 """
 
 from __future__ import annotations
@@ -75,10 +70,9 @@ class CommandLineError(ValueError):
 def flags_parser(
     usage: str, flag_values: flags.FlagValues = flags.FLAGS, config_from_workdir: bool = False
 ) -> Callable[[list[str]], list[str]]:
-    """absl's `app.run(main, flags_parser=...)` for train and evaluate: `--help` prints `usage` and
-    the command's own flags (exit 0); a bad config path, key or file, or a flag absl cannot parse,
-    is one line `error: ...` on stderr (exit 1), before any work. `config_from_workdir`: overrides
-    without `--config` apply to `--workdir`'s config (`add_workdir_config`)."""
+    """absl's `app.run(main, flags_parser=...)` for train and evaluate: `--help` prints `usage` and the
+    command's own flags (exit 0); a bad config or flag is one line `error: ...` (exit 1) before any
+    work. `config_from_workdir`: overrides without `--config` apply to `--workdir`'s config."""
 
     def parse(argv: list[str]) -> list[str]:
         if any(arg in HELP_ARGS for arg in argv[1:]):
@@ -183,12 +177,7 @@ def _flag_value(args: Sequence[str], name: str) -> str | None:
 
 def _override_keys(args: Sequence[str]) -> list[str]:
     """KEY of each `--config.KEY=VALUE` / `--config.KEY VALUE` / `--[no]config.KEY` argument."""
-    keys = []
-    for arg in args:
-        for prefix in ("--config.", "--noconfig."):
-            if arg.startswith(prefix):
-                keys.append(arg[len(prefix):].split("=", 1)[0])
-    return keys
+    return [arg.split(".", 1)[1].split("=", 1)[0] for arg in args if arg.startswith(("--config.", "--noconfig."))]
 
 
 def _dotted_keys(config: Any, prefix: str = "") -> list[str]:

@@ -22,7 +22,6 @@ from typing import Sequence
 
 from absl import flags
 
-from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
 from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.vocab import read_words
@@ -31,15 +30,11 @@ from elmo_jax.inference.hdf5_output import LAYER_MODES
 from elmo_jax.workdir.runs import workdir_inputs
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
-flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)
-flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=_FLAGS)
-flags.DEFINE_string(
-    "workdir", None,
-    "elmo-jax training workdir (instead of --options/--weights); a word-input biLM "
+tool_flags.define_model_flags(
+    _FLAGS, "elmo-jax training workdir (instead of --options/--weights); a word-input biLM "
     "(model.token_encoder='word') maps words to ids by its vocab.txt, unknown words -> <UNK> as in training",
-    flag_values=_FLAGS,
 )
-flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
+tool_flags.define_runtime_flags(_FLAGS)
 flags.DEFINE_string("input", None, "sentences, one whitespace-tokenized sentence per line", flag_values=_FLAGS)
 flags.DEFINE_string(
     "token_embeddings", None, "vocabulary file: write the token embeddings of its words instead", flag_values=_FLAGS
@@ -78,10 +73,6 @@ flags.DEFINE_enum(
     "(xla), or the kernels when computing on the CPU in float32 (auto)",
     flag_values=_FLAGS,
 )
-flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
-flags.DEFINE_string(
-    compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
-)
 
 _INPUT_FLAGS = ("input", "token_embeddings", "options", "weights", "vocab_to_cache")  # Files --output must not be.
 
@@ -98,20 +89,14 @@ def _layers() -> str:
 
 def _embed() -> None:
     """The CLI: checks the flags' combinations, then writes --output."""
-    if (_FLAGS.workdir is None) == (_FLAGS.options is None and _FLAGS.weights is None):
-        raise tool_flags.UsageError("give either --options and --weights, or --workdir")
-    if _FLAGS.workdir is None and (_FLAGS.options is None or _FLAGS.weights is None):
-        raise tool_flags.UsageError("--options and --weights go together")
+    tool_flags.check_model_source(_FLAGS, "give either --options and --weights, or --workdir")
     if (_FLAGS.input is None) == (_FLAGS.token_embeddings is None):
         raise tool_flags.UsageError("give exactly one of --input and --token_embeddings")
-    if _FLAGS.batch_size < 1:
-        raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
+    tool_flags.check_positive(_FLAGS, "batch_size")
     layers = _layers()
     inputs = [(f"--{name}", _FLAGS[name].value) for name in _INPUT_FLAGS]
     check_not_inputs([("--output", _FLAGS.output)], inputs + workdir_inputs(_FLAGS.workdir))
-    quiet_logs.configure(_FLAGS.log_library)
-    compilation_cache.configure(_FLAGS.compilation_cache)
-    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
+    tool_flags.configure_runtime(_FLAGS)
     cache = read_words(_FLAGS.vocab_to_cache) if _FLAGS.vocab_to_cache else None
     settings = {"batch_size": _FLAGS.batch_size, "stateful": not _FLAGS.stateless, "vocab_to_cache": cache,
                 "engine": _FLAGS.engine}
@@ -132,9 +117,7 @@ def _embed() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`elmo-embed` / `python -m elmo_jax.cli.embed`: the exit status (elmo_jax.cli.tool_flags)."""
-    return tool_flags.run(
-        _FLAGS, argv, _embed, doc=__doc__, required=["output"], errors=(ValueError, RuntimeError, OSError)
-    )
+    return tool_flags.run(_FLAGS, argv, _embed, doc=__doc__, required=["output"], errors=tool_flags.ERRORS)
 
 
 if __name__ == "__main__":

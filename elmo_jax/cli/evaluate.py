@@ -20,7 +20,7 @@ from absl import app, flags
 
 from elmo_jax.config import schema, validate
 from elmo_jax.runtime.atomic_write import exit_on_sigterm
-from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
+from elmo_jax.cli import tool_flags
 from elmo_jax.cli.config_flags import define_config_flag, flags_parser
 from elmo_jax.evaluation.perplexity import BilmFiles, evaluate_bilm_files, evaluate_checkpoint
 
@@ -40,8 +40,7 @@ flags.DEFINE_string("split", None, "Corpus split to evaluate ('valid' | 'test');
 flags.DEFINE_string("eval_files", "", "Evaluate these text files (globs) instead of a corpus split.")
 flags.DEFINE_integer("step", None, "Checkpoint step to evaluate (default: the latest).")
 flags.DEFINE_string("output", None, "Also write the result to this JSON file.")
-flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP)
-flags.DEFINE_string(compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP)
+tool_flags.define_runtime_flags()
 
 
 # evaluate.py's flags naming a BilmFiles field, with what each names.
@@ -89,9 +88,7 @@ def main(argv: list[str]) -> None:
     try:
         if FLAGS.config is not None:
             validate(FLAGS.config)  # Before anything starts or touches the workdir.
-        host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-        quiet_logs.configure(FLAGS.log_library)
-        compilation_cache.configure(FLAGS.compilation_cache)
+        tool_flags.configure_runtime()
         files = bilm_files_from_flags(FLAGS.flag_values_dict())
         with exit_on_sigterm():  # A SIGTERM removes a half-written --output, then exits 143.
             if files is None:

@@ -38,9 +38,7 @@ flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values
 def _export() -> None:
     """The CLI: `export_checkpoint` with the flags."""
     quiet_logs.configure(_FLAGS.log_library)
-    export_checkpoint(
-        _FLAGS.workdir, _FLAGS.options, _FLAGS.weights, _FLAGS.step, _FLAGS.softmax_weights, _FLAGS.vocab
-    )
+    export_checkpoint(_FLAGS.workdir, _FLAGS.options, _FLAGS.weights, _FLAGS.step, _FLAGS.softmax_weights, _FLAGS.vocab)
     written = [path for path in (_FLAGS.options, _FLAGS.weights, _FLAGS.softmax_weights, _FLAGS.vocab) if path]
     print(f"wrote {', '.join(written)}")
     with open(_FLAGS.options) as f:
@@ -61,10 +59,8 @@ def allennlp_width_note(max_chars: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`elmo-export` / `python -m elmo_jax.cli.export`: the exit status (elmo_jax.cli.tool_flags)."""
-    return tool_flags.run(
-        _FLAGS, argv, _export, doc=__doc__, required=["workdir", "options", "weights"],
-        errors=(ValueError, RuntimeError, OSError),
-    )
+    required = ["workdir", "options", "weights"]
+    return tool_flags.run(_FLAGS, argv, _export, doc=__doc__, required=required, errors=tool_flags.ERRORS)
 
 
 if __name__ == "__main__":

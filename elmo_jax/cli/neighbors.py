@@ -15,7 +15,6 @@ from typing import Sequence
 
 from absl import flags
 
-from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.sources import count_lines, expand_globs
 from elmo_jax.inference.embedder import embedder_from_bilm_files, embedder_from_workdir
@@ -24,10 +23,8 @@ from elmo_jax.inference.neighbors import (
 )
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
-flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)
-flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=_FLAGS)
-flags.DEFINE_string("workdir", None, "elmo-jax training workdir (instead of --options/--weights)", flag_values=_FLAGS)
-flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
+tool_flags.define_model_flags(_FLAGS)
+tool_flags.define_runtime_flags(_FLAGS)
 flags.DEFINE_string("corpus", None, "comma-separated globs of text files, one sentence a line", flag_values=_FLAGS)
 flags.DEFINE_string("query", None, "the query sentence, whitespace-tokenized", flag_values=_FLAGS)
 flags.DEFINE_integer("word", None, "0-based index of the query word in --query", flag_values=_FLAGS)
@@ -37,26 +34,13 @@ flags.DEFINE_bool("same_word", False, "contexts: only occurrences of the query w
 flags.DEFINE_integer("max_words", 100_000, "word list: among the N most frequent corpus words", flag_values=_FLAGS)
 flags.DEFINE_integer("batch_size", 32, "corpus lines per embedder batch", flag_values=_FLAGS)
 flags.DEFINE_bool("no_progress", False, "no progress bar", flag_values=_FLAGS)
-flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
-flags.DEFINE_string(
-    compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
-)
-
-
-def _check_flags() -> None:
-    """Raises UsageError for bad flag combinations and values."""
-    tool_flags.check_model_source(_FLAGS)
-    for flag in ("k", "batch_size", "max_words"):
-        if _FLAGS[flag].value < 1:
-            raise tool_flags.UsageError(f"--{flag} must be >= 1, got {_FLAGS[flag].value}")
 
 
 def _neighbors() -> None:
     """The CLI: both lists of the query word on stdout."""
-    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-    quiet_logs.configure(_FLAGS.log_library)
-    compilation_cache.configure(_FLAGS.compilation_cache)
-    _check_flags()
+    tool_flags.configure_runtime(_FLAGS)
+    tool_flags.check_model_source(_FLAGS)
+    tool_flags.check_positive(_FLAGS, "k", "batch_size", "max_words")
     query = _FLAGS.query.split()
     check_query(query, _FLAGS.word)
     paths = expand_globs(_FLAGS.corpus)
@@ -80,10 +64,8 @@ def _neighbors() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`elmo-neighbors` / `python -m elmo_jax.cli.neighbors`: the exit status (elmo_jax.cli.tool_flags)."""
-    return tool_flags.run(
-        _FLAGS, argv, _neighbors, doc=__doc__, required=["corpus", "query", "word"],
-        errors=(ValueError, RuntimeError, OSError),
-    )
+    required = ["corpus", "query", "word"]
+    return tool_flags.run(_FLAGS, argv, _neighbors, doc=__doc__, required=required, errors=tool_flags.ERRORS)
 
 
 if __name__ == "__main__":

@@ -43,14 +43,12 @@ from elmo_jax.probing.report import (
 )
 from elmo_jax.probing.run import probe
 from elmo_jax.probing.tasks import NORMALIZATIONS, TASKS
-from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs, workdir_files
+from elmo_jax.runtime import workdir_files
 from elmo_jax.runtime.atomic_write import check_not_inputs
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
-flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=_FLAGS)
-flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=_FLAGS)
-flags.DEFINE_string("workdir", None, "elmo-jax training workdir (instead of --options/--weights)", flag_values=_FLAGS)
-flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=_FLAGS)
+tool_flags.define_model_flags(_FLAGS)
+tool_flags.define_runtime_flags(_FLAGS)
 flags.DEFINE_enum(
     "task", "upos", [*sorted(TASKS), wsd.TASK, wic.TASK],
     "the token label to predict (a CoNLL-U column), or wsd: the senses of CoarseWSD-20's words (--data), "
@@ -84,8 +82,7 @@ flags.DEFINE_enum(
 )
 flags.DEFINE_enum(
     "control", "none", workdir_files.PROBE_CONTROLS,
-    "random_init: probe the same biLM with fresh random weights instead",
-    flag_values=_FLAGS,
+    "random_init: probe the same biLM with fresh random weights instead", flag_values=_FLAGS,
 )
 flags.DEFINE_string(
     "output", None, "directory of the results (default: --workdir, or the current directory)", flag_values=_FLAGS
@@ -103,17 +100,12 @@ flags.DEFINE_enum(
     flag_values=_FLAGS,
 )
 flags.DEFINE_bool("no_progress", False, "no progress bars", flag_values=_FLAGS)
-flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=_FLAGS)
-flags.DEFINE_string(
-    compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP, flag_values=_FLAGS
-)
 
 
 def _check_flags() -> None:
     """Raises UsageError for bad flag combinations and values."""
     tool_flags.check_model_source(_FLAGS)
-    if _FLAGS.batch_size < 1:
-        raise tool_flags.UsageError(f"--batch_size must be >= 1, got {_FLAGS.batch_size}")
+    tool_flags.check_positive(_FLAGS, "batch_size")
     if _FLAGS.max_memory_gib <= 0:
         raise tool_flags.UsageError(f"--max_memory_gib must be > 0, got {_FLAGS.max_memory_gib}")
     data_task = _FLAGS.task in (wsd.TASK, wic.TASK)
@@ -130,20 +122,6 @@ def _check_flags() -> None:
         raise tool_flags.UsageError(f"--max_train_per_word must be 0 (all) or >= 2, got {_FLAGS.max_train_per_word}")
 
 
-def _output_dir() -> str:
-    if _FLAGS.output is not None:
-        return _FLAGS.output
-    return _FLAGS.workdir if _FLAGS.workdir is not None else os.getcwd()
-
-
-def _not_a_directory(path: str) -> str | None:
-    """The file that stands where the directory `path` or one of its parents would be, else None."""
-    path = os.path.abspath(path)
-    while not os.path.exists(path):
-        path = os.path.dirname(path)
-    return None if os.path.isdir(path) else path
-
-
 def _check_output(output: str) -> list[str]:
     """The files the result goes to in the directory `output`, checked before any work: ValueError
     when `output` or a written file is or lies in an input, or a result file there is not a result;
@@ -153,8 +131,10 @@ def _check_output(output: str) -> list[str]:
     inputs += workdir_inputs(_FLAGS.workdir)
     check_not_inputs([("--output", output)], inputs)
     check_not_inputs([("--output", path) for path in written], inputs)
-    blocking = _not_a_directory(output)
-    if blocking is not None:
+    blocking = os.path.abspath(output)  # The nearest of `output` and its parents that exists.
+    while not os.path.exists(blocking):
+        blocking = os.path.dirname(blocking)
+    if not os.path.isdir(blocking):
         raise tool_flags.UsageError(f"--output {output}: {blocking} is not a directory (the results go into one)")
     read_results(output, _FLAGS.task)  # What write_outputs reads after the work.
     return written
@@ -175,11 +155,9 @@ def _model() -> tuple[PretrainedBiLM, dict[str, Any]]:
 def _probe(command: str) -> None:
     """The CLI: the result's JSON and figure in the output directory, its table on stdout."""
     _check_flags()
-    output = _output_dir()
+    output = next(path for path in (_FLAGS.output, _FLAGS.workdir, os.getcwd()) if path is not None)
     written = _check_output(output)
-    quiet_logs.configure(_FLAGS.log_library)
-    compilation_cache.configure(_FLAGS.compilation_cache)
-    host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
+    tool_flags.configure_runtime(_FLAGS)
     common = dict(
         control=_FLAGS.control, seed=_FLAGS.seed, engine=_FLAGS.engine, batch_size=_FLAGS.batch_size,
         progress=not _FLAGS.no_progress, max_feature_bytes=int(_FLAGS.max_memory_gib * 2**30),
@@ -214,10 +192,8 @@ def _probe(command: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """`elmo-probe` / `python -m elmo_jax.probe`: the exit status (elmo_jax.cli.tool_flags)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    return tool_flags.run(
-        _FLAGS, argv, functools.partial(_probe, shlex.join(["elmo-probe", *argv])), doc=__doc__,
-        errors=(ValueError, RuntimeError, OSError),
-    )
+    body = functools.partial(_probe, shlex.join(["elmo-probe", *argv]))
+    return tool_flags.run(_FLAGS, argv, body, doc=__doc__, errors=tool_flags.ERRORS)
 
 
 if __name__ == "__main__":

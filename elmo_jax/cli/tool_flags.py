@@ -1,13 +1,9 @@
-"""absl flags for the tools whose `main(argv)` returns an exit status (elmo-embed, elmo-export,
-elmo-vocab, elmo-report, elmo-neighbors, elmo-probe).
+"""absl flags of the tools whose `main(argv)` returns an exit status (elmo-embed, elmo-export,
+elmo-vocab, elmo-report, elmo-neighbors, elmo-probe), and the flags they share with train and evaluate.
 
-A tool's `main(argv)` is also called in process, many times (tests, notebooks, beside train and
-evaluate's global FLAGS): so each tool defines its flags on a `flags.FlagValues` of its own, and
-`run` parses every argv from the defaults again and returns the exit status instead of exiting.
-
-Exit status, as train.py and evaluate.py give it: 0, also after the help (-h, --help); 1 with one
-line `error: ...` on stderr for a flag absl cannot parse, a required flag or argument missing, an
-argument the tool does not take, a `UsageError` or one of the tool's `errors`.
+`main(argv)` may run many times in one process (tests, notebooks): each tool has a `flags.FlagValues`
+of its own, parsed from the defaults on every call. Exit status: 0, also after the help; 1 with one
+line `error: ...` on stderr for a flag or argument that cannot be used or one of the tool's `errors`.
 """
 
 from __future__ import annotations
@@ -17,40 +13,70 @@ from typing import Callable, Mapping, Sequence
 
 from absl import flags
 
+from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
 from elmo_jax.runtime.atomic_write import exit_on_sigterm
 
+flags.disclaim_key_flags()  # The flags the helpers below define belong to the calling tool (its --help).
 HELP_ARGS = ("-h", "--help", "--helpshort", "--helpfull")  # argparse's and absl's spellings.
+ERRORS = (ValueError, RuntimeError, OSError)  # What the model tools report as `error: ...`.
+ONE_MODEL = "give either --workdir, or --options and --weights (not both, not neither)"
 
 
 class UsageError(Exception):
     """Flags that parse but cannot be used as given: `error: <message>` on stderr, exit status 1."""
 
 
-def check_model_source(flag_values: flags.FlagValues) -> None:
-    """Raises UsageError unless the flags name one model: --workdir, or --options with --weights."""
+def define_model_flags(
+    flag_values: flags.FlagValues, workdir_help: str = "elmo-jax training workdir (instead of --options/--weights)"
+) -> None:
+    """--options and --weights (a bilm-tf/AllenNLP model), or --workdir and --step (a checkpoint)."""
+    flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=flag_values)
+    flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=flag_values)
+    flags.DEFINE_string("workdir", None, workdir_help, flag_values=flag_values)
+    flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=flag_values)
+
+
+def define_runtime_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """--log_library and --compilation_cache, which `configure_runtime` applies."""
+    flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values=flag_values)
+    flags.DEFINE_string(
+        compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP,
+        flag_values=flag_values,
+    )
+
+
+def configure_runtime(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """The process set up for JAX as `define_runtime_flags`' flags say; before JAX starts a backend."""
+    host_memory.reuse_freed_memory()
+    quiet_logs.configure(flag_values[quiet_logs.FLAG_NAME].value)
+    compilation_cache.configure(flag_values[compilation_cache.FLAG_NAME].value)
+
+
+def check_positive(flag_values: flags.FlagValues, *names: str) -> None:
+    """Raises UsageError for the first of the integer flags `names` below 1."""
+    for name in names:
+        if flag_values[name].value < 1:
+            raise UsageError(f"--{name} must be >= 1, got {flag_values[name].value}")
+
+
+def check_model_source(flag_values: flags.FlagValues, either: str = ONE_MODEL) -> None:
+    """Raises UsageError (`either`) unless the flags name one model: --workdir, or --options with --weights."""
     workdir, options, weights = (flag_values[name].value for name in ("workdir", "options", "weights"))
     if (workdir is None) == (options is None and weights is None):
-        raise UsageError("give either --workdir, or --options and --weights (not both, not neither)")
+        raise UsageError(either)
     if workdir is None and (options is None or weights is None):
         raise UsageError("--options and --weights go together")
 
 
 def run(
-    flag_values: flags.FlagValues,
-    argv: Sequence[str] | None,
-    body: Callable[..., None],
-    *,
-    doc: str,
-    required: Sequence[str] = (),
-    positional: str | None = None,
-    errors: tuple[type[Exception], ...] = (),
+    flag_values: flags.FlagValues, argv: Sequence[str] | None, body: Callable[..., None], *, doc: str,
+    required: Sequence[str] = (), positional: str | None = None, errors: tuple[type[Exception], ...] = (),
 ) -> int:
     """Parses `argv` (default: sys.argv[1:]) into `flag_values`, calls `body(*arguments)` and returns
-    the exit status (the module docstring). `required`: the flags that must be given; `positional`:
-    the name of the tool's arguments (one or more, e.g. 'RUN_DIR'), without which it takes none.
-    Help is `doc` and the flags."""
+    the exit status. `required`: the flags that must be given; `positional`: the name of the tool's
+    arguments (one or more, e.g. 'RUN_DIR'), without which it takes none. Help: `doc` and the flags."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if _wants_help(argv):
+    if any(arg in HELP_ARGS for arg in (argv[: argv.index("--")] if "--" in argv else argv)):  # Before a '--'.
         print(f"{doc.strip()}\n{flag_values.get_help(include_special_flags=False)}")
         return 0
     try:
@@ -76,11 +102,6 @@ def run_commands(
     if not argv:
         return _error(f"the following arguments are required: command ({names})")
     return _error(f"invalid command {argv[0]!r} (choose from {names})")
-
-
-def _wants_help(argv: Sequence[str]) -> bool:
-    args = argv[: argv.index("--")] if "--" in argv else argv
-    return any(arg in HELP_ARGS for arg in args)
 
 
 def _parse(

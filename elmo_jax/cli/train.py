@@ -14,7 +14,7 @@ import sys
 
 from absl import app, flags
 
-from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
+from elmo_jax.cli import tool_flags
 from elmo_jax.cli.config_flags import CONFIG_HELP, define_config_flag, flags_parser
 from elmo_jax.training import preemption
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
@@ -23,8 +23,7 @@ from elmo_jax.runtime.data_parallel import initialize_distributed
 FLAGS = flags.FLAGS
 define_config_flag(CONFIG_HELP)
 flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics and evaluation results.")
-flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP)
-flags.DEFINE_string(compilation_cache.FLAG_NAME, compilation_cache.default_dir(), compilation_cache.FLAG_HELP)
+tool_flags.define_runtime_flags()
 flags.mark_flags_as_required(["config", "workdir"])
 
 
@@ -32,9 +31,7 @@ def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     try:
-        host_memory.reuse_freed_memory()  # Before JAX starts its CPU backend.
-        quiet_logs.configure(FLAGS.log_library)
-        compilation_cache.configure(FLAGS.compilation_cache)
+        tool_flags.configure_runtime()
         initialize_distributed(FLAGS.config.distributed)
         train_and_evaluate(FLAGS.config, FLAGS.workdir)
     except preemption.TrainingPreempted as e:

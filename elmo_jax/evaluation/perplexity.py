@@ -2,8 +2,7 @@
 of a training workdir's checkpoint or of a bilm-tf/AllenNLP model's files (docs/training.md).
 
 States are carried across batches, every target token is counted once and the final partial batch
-is masked. Both kinds of model go through the same `Evaluator`, so an exported checkpoint
-evaluates to the checkpoint's own perplexity.
+masked. Both kinds of model share `Evaluator`: an exported checkpoint evaluates to its own perplexity.
 """
 
 from __future__ import annotations
@@ -38,11 +37,8 @@ from elmo_jax.workdir.runs import load_run, workdir_inputs
 
 
 def make_eval_step(model: BiLM, chunk_size: int) -> Callable[[Any, Any, Batch], tuple[Any, dict]]:
-    """Per-device eval step `(params, state, batch) -> (state, sums)`: full softmax; state is the
-    contextualizer's carried state (`BiLM.initial_state`).
-
-    Returns summed NLL `[2]` and token counts `[2]` (forward, backward) over the global batch.
-    """
+    """Per-device eval step `(params, state, batch) -> (state, sums)`: full softmax, the carried state
+    (`BiLM.initial_state`), summed NLL `[2]` and token counts `[2]` (forward, backward) of the global batch."""
 
     def eval_step(params: Any, state: Any, batch: Batch) -> tuple[Any, dict]:
         _, top, new_state = model.apply({"params": params}, batch, state, train=False)
@@ -75,10 +71,7 @@ class Evaluator:
 
     def __init__(self, model: BiLM, vocab: Vocabulary, config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh):
         data_parallel.check_batch_size(config.eval.batch_size, mesh, "eval.batch_size")
-        self.model, self.vocab, self.mesh, self.data = model, vocab, mesh, config.data
-        self.batch_size = config.eval.batch_size
-        self.unroll_steps = config.eval.unroll_steps
-        self.stateful = config.eval.stateful
+        self.model, self.vocab, self.mesh, self.data, self.eval = model, vocab, mesh, config.data, config.eval
         self.max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
         self._per_device_step = make_eval_step(model, config.model.softmax.chunk_size)
         self._step = None
@@ -91,13 +84,13 @@ class Evaluator:
             raise DataError("the evaluation set has no sentences")
         n_proc, proc = jax.process_count(), jax.process_index()
         batcher = evaluation_batcher(
-            self.data, sentences, self.vocab, self.batch_size, self.unroll_steps, self.max_chars, proc, n_proc
+            self.data, sentences, self.vocab, self.eval.batch_size, self.eval.unroll_steps, self.max_chars, proc, n_proc
         )
         state_spec = data_parallel.carried_state_spec(self.model.initial_state(1))
         state_shardings = data_parallel.shardings(self.mesh, state_spec)
 
         def initial_state() -> Any:  # New buffers each time: the step donates the state it is given.
-            return jax.device_put(self.model.initial_state(self.batch_size), state_shardings)
+            return jax.device_put(self.model.initial_state(self.eval.batch_size), state_shardings)
 
         state = initial_state()
         if self._step is None:
@@ -108,7 +101,7 @@ class Evaluator:
         sums, seen = [], 0
         with tqdm(total=total, desc="eval", unit="tok", disable=not progress or proc != 0, leave=False) as bar:
             for batch in batcher:
-                if not self.stateful:
+                if not self.eval.stateful:
                     state = initial_state()
                 state, batch_sums = self._step(params, state, data_parallel.shard_batch(batch, self.mesh))
                 sums.append(batch_sums)
@@ -161,12 +154,9 @@ class ConfigMismatchError(ValueError):
 
 
 def evaluation_config(workdir: str, given: ml_collections.ConfigDict | None = None) -> ml_collections.ConfigDict:
-    """The config that evaluates `workdir`: its config.json, with the evaluation keys of `given`.
-
-    The model is always built from config.json: another model config would give a wrong perplexity
-    or fail on a shape without saying why. A model key (MODEL_KEYS) that `given` sets to another
-    value is a ConfigMismatchError naming it; its other keys are not used.
-    """
+    """The config that evaluates `workdir`: its config.json (another model would give a wrong
+    perplexity), with the evaluation keys of `given`; ConfigMismatchError for a model key (MODEL_KEYS)
+    that `given` sets to another value. Its other keys are not used."""
     config = saved_config(workdir)
     if given is None:
         return config
@@ -201,12 +191,8 @@ def _output_paths(output: str | None, inputs: Sequence[tuple[str, str]]) -> list
 
 
 def evaluate_checkpoint(
-    workdir: str,
-    given: ml_collections.ConfigDict | None = None,
-    split: str | None = None,
-    eval_files: str = "",
-    step: int | None = None,
-    output: str | None = None,
+    workdir: str, given: ml_collections.ConfigDict | None = None, split: str | None = None, eval_files: str = "",
+    step: int | None = None, output: str | None = None,
 ) -> dict:
     """Perplexity of a checkpoint under `evaluation_config(workdir, given)`; prints a table and
     writes `eval_<name>_<step>.json` (and `output`), `name` the split or 'files' (`eval_files`,
@@ -240,15 +226,6 @@ class BilmFiles:
     vocab: str
 
 
-def bilm_files_config(files: BilmFiles, base: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-    """The config that evaluates `files`: `base` (configs/default.py's, or a given --config) with
-    the biLM's shape from its options.json (`options_shape`), in float32; the rest (eval.*,
-    data.streams, model.softmax.chunk_size) is `base`'s."""
-    config = ml_collections.ConfigDict(base.to_dict())
-    apply_overrides(config, {**options_shape(files.options), "model.dtype": "float32"}, files.options)
-    return config
-
-
 def bilm_params(files: BilmFiles, config: ml_collections.ConfigDict, vocab: Vocabulary) -> dict:
     """Host params of `files`: the weight file's, and the softmax `W [V, P]`, `b [V]` (checked
     against the vocabulary and the model's P); files of different exports are refused."""
@@ -261,10 +238,11 @@ def bilm_params(files: BilmFiles, config: ml_collections.ConfigDict, vocab: Voca
 def evaluate_bilm_files(
     files: BilmFiles, eval_files: str, base: ml_collections.ConfigDict, output: str | None = None
 ) -> dict:
-    """Perplexity of a bilm-tf/AllenNLP model on the text files `eval_files` (globs) under
-    `bilm_files_config(files, base)`; prints a table and writes `output` (a workdir evaluation's
-    fields, step null)."""
-    config = bilm_files_config(files, base)
+    """Perplexity of a bilm-tf/AllenNLP model on the text files `eval_files` (globs) under `base`
+    (configs/default.py's, or a given --config) with the biLM's shape from its options.json, in
+    float32; prints a table and writes `output` (a workdir evaluation's fields, step null)."""
+    config = ml_collections.ConfigDict(base.to_dict())
+    apply_overrides(config, {**options_shape(files.options), "model.dtype": "float32"}, files.options)
     outputs = _output_paths(output, [(f"--{f.name}", getattr(files, f.name)) for f in dataclasses.fields(files)])
     vocab = Vocabulary.load(files.vocab)
     params = bilm_params(files, config, vocab)

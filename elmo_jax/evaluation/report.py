@@ -1,9 +1,7 @@
 """Compare training runs (`elmo-report`, docs/training.md "Comparing runs"): curves of training
 loss and evaluation perplexity against steps and tokens, and a Markdown table of each run's final
-metrics, its latest test evaluation (`eval_test_<step>.json`) and what the probes of its layers
-scored (`probe_<task>.json`, else the latest `probe_<task>_<step>.json`, beside the control
-`probe_<task>_random_init.json`). Scores are test accuracies unless a result names its `metric`.
-Needs matplotlib: `pip install 'elmo-jax[report]'`.
+metrics, latest test evaluation (`eval_test_<step>.json`) and probes (`probe_<task>.json`, else the
+latest `probe_<task>_<step>.json`, beside `probe_<task>_random_init.json`). The figure needs matplotlib.
 """
 
 from __future__ import annotations
@@ -143,24 +141,18 @@ def read_test_evaluation(run_dir: str) -> dict[str, Any] | None:
 
 def read_probes(run_dir: str) -> dict[str, Probe]:
     """The probes of each task in `run_dir` (the module's docstring), by task."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, dict[int | str, str]] = {}  # task -> {step, 'model' or 'control': path}
     for name in sorted(os.listdir(run_dir)):
         probe = workdir_files.parse_probe_file(name)
-        if probe is None or probe.control not in workdir_files.PROBE_CONTROLS:
-            continue
-        files = found.setdefault(probe.task, {"steps": {}})
-        path = os.path.join(run_dir, name)
-        if probe.step is not None:
-            files["steps"][probe.step] = path
-        else:
-            files["model" if probe.control == "none" else "control"] = path
+        if probe is not None and probe.control in workdir_files.PROBE_CONTROLS:
+            key = probe.step if probe.step is not None else "model" if probe.control == "none" else "control"
+            found.setdefault(probe.task, {})[key] = os.path.join(run_dir, name)
     probes = {}
     for task, files in sorted(found.items()):
-        shown = files.get("model") or (files["steps"][max(files["steps"])] if files["steps"] else None)
-        probes[task] = Probe(
-            result=_read_probe_result(shown) if shown else None,
-            control=_read_probe_result(files["control"]) if "control" in files else None,
-        )
+        steps = [key for key in files if isinstance(key, int)]
+        shown, control = files.get("model") or (files[max(steps)] if steps else None), files.get("control")
+        probes[task] = Probe(_read_probe_result(shown) if shown else None,
+                             _read_probe_result(control) if control else None)
     return probes
 
 
@@ -231,9 +223,7 @@ def summary(run: Run) -> dict[str, Any]:
 
 
 def _fmt(value: float, digits: int) -> str:
-    if math.isnan(value):
-        return "n/a"
-    return f"{value:,.{digits}f}"
+    return "n/a" if math.isnan(value) else f"{value:,.{digits}f}"
 
 
 def probe_tasks(runs: Sequence[Run]) -> list[str]:
@@ -268,10 +258,7 @@ def best_layer(result: dict[str, Any]) -> int:
 
 def _best_layer_cell(result: dict[str, Any] | None) -> str:
     """`layer: accuracy` of the best layer."""
-    if result is None:
-        return "n/a"
-    best = best_layer(result)
-    return f"{best}: {result['layers'][best]:.3f}"
+    return "n/a" if result is None else f"{best_layer(result)}: {max(result['layers']):.3f}"
 
 
 def _probe_cells(probe: Probe) -> list[str]:
@@ -355,18 +342,6 @@ def plot_scores_by_layer(
     ax.legend()
 
 
-def _probe_panel(ax: Any, runs: Sequence[Run], task: str) -> None:
-    """The scores of `task` by layer, a line per run and per control."""
-    lines = []
-    for i, run in enumerate(runs):
-        probe = run.probes.get(task, Probe())
-        if probe.result:
-            lines.append((probe.result, i, run.name, False))
-        if probe.control:
-            lines.append((probe.control, i, f"{run.name} (random init)", True))
-    plot_scores_by_layer(ax, task, probe_measure(runs, task), lines)
-
-
 def figure(runs: Sequence[Run]) -> Any:
     """2 x 2 matplotlib Figure: train loss and eval perplexity (log scale) against steps and tokens
     (subset evaluations dashed); then a panel per probed task."""
@@ -379,8 +354,13 @@ def figure(runs: Sequence[Run]) -> Any:
     fig = Figure(figsize=(12 + 6 * len(tasks), 8), layout="constrained")
     grid = fig.add_gridspec(1, 1 + len(tasks), width_ratios=[2, *[1] * len(tasks)])
     axes = grid[0, 0].subgridspec(2, 2).subplots()
-    for k, task in enumerate(tasks):
-        _probe_panel(fig.add_subplot(grid[0, 1 + k]), runs, task)
+    for k, task in enumerate(tasks):  # The scores by layer, a line per run and per control.
+        lines = []
+        for i, run in enumerate(runs):
+            probe = run.probes.get(task, Probe())
+            lines += [(probe.result, i, run.name, False)] if probe.result else []
+            lines += [(probe.control, i, f"{run.name} (random init)", True)] if probe.control else []
+        plot_scores_by_layer(fig.add_subplot(grid[0, 1 + k]), task, probe_measure(runs, task), lines)
     splits = "/".join(sorted({run.eval_split for run in runs}))
     perplexities = [r["eval_perplexity"] for run in runs for r in run.evals if r["eval_perplexity"] > 0]
     for i, run in enumerate(runs):

@@ -1,8 +1,6 @@
-"""The floors beside the probes: what the word alone, or nothing at all, predicts.
-
-`word_baseline`: each word type gets its most frequent label in training (ties: the label more
-frequent overall, then the first in sorted order); a word never seen in training gets the overall
-majority label. `majority_baseline`: every token gets the overall majority label.
+"""The floors beside the probes: `word_baseline`, each word type its most frequent training label
+(ties: the label more frequent overall, then by name; unseen words: the majority label), and
+`majority_baseline`, every token the majority label.
 """
 
 from __future__ import annotations

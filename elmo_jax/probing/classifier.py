@@ -1,28 +1,16 @@
 """Probes: classifiers trained on frozen token representations `[N, K, D]` (K = n_layers + 1).
 
-Three heads, each a stack of probes with a leading probe axis in all its params: `linear`, a
-softmax classifier on each layer (Liu et al. 2019); `mix`, one on ELMo's scalar mix of all layers
-(`ScalarMix`, Peters et al. 2018, eq. 1), trained with the classifier; `mlp` (optional), one
-hidden ReLU layer on each layer.
+Heads, each a stack of probes with a leading probe axis in all its params: `linear`, a softmax
+classifier on each layer (Liu et al. 2019); `mix`, one on ELMo's scalar mix of all layers
+(`ScalarMix`, Peters et al. 2018, eq. 1); `mlp` (optional), one hidden ReLU layer on each layer.
+Each layer is standardised by its mean and std over the training tokens (so the mix weighs layers
+of one scale, as ELMo's `do_layer_norm`); a layer narrower than D (`layer_dims`) keeps zero padding.
 
-Every layer is first standardised by its mean and standard deviation over the training tokens
-(fixed scalars per layer): an affine map a linear probe can undo, but the mix then weighs layers
-of one scale (as ELMo's `do_layer_norm`). Layers narrower than the widest (`layer_dims`) come
-zero-padded to D; their statistics cover their own columns and their padding stays zero, so a
-probe on a padded layer is one on the layer itself.
-
-All probes train at once: minibatch Adam on the sum of their losses, whose gradient in each
-probe's params is that probe's own (disjoint params, elementwise Adam), one epoch a compiled scan.
-Each probe keeps the params of its best dev epoch; training stops once no probe improved for
-`patience` epochs. The seed fixes the initialisation and the permutations.
-
-Labels are ints; -1 marks a dev or test token whose label training never had: always an error.
-
-Groups (optional) train several small tasks as one: each label belongs to a group (`label_groups`
-`[n_labels]`), each token to one (`groups` `[N]`), and a token's softmax and prediction range over
-its group's labels only, so each group's linear probe is a classifier of its own (e.g. one per
-ambiguous word); they share the standardisation, the mix's weights, the minibatches and the early
-stopping. Without groups every token is in group 0.
+All probes train at once: minibatch Adam on the sum of their losses (disjoint params: each gets its
+own gradient), one compiled scan an epoch; each keeps its best dev epoch's params, and training
+stops once none improved for `patience` epochs. Labels are ints; -1 (a label training never had)
+always counts as an error. Groups (`label_groups` `[n_labels]`, `groups` `[N]`) make one classifier
+per group (e.g. per ambiguous word): a token's softmax ranges over its group's labels only.
 """
 
 from __future__ import annotations
@@ -191,25 +179,22 @@ def _total_loss(params: Params, x: jax.Array, labels: jax.Array, allowed: jax.Ar
 
 
 def _epoch_fn(tx: optax.GradientTransformation, batch_size: int) -> Callable:
-    """A compiled epoch of Adam steps over the minibatches of a permutation of the tokens (the last
-    partial one left out): (params, opt_state, x, labels, groups, label_groups, mean, std, key) ->
-    (params, opt_state)."""
-
-    def step(carry: tuple, indices: jax.Array, x: jax.Array, labels: jax.Array, groups: jax.Array,
-             label_groups: jax.Array, mean: jax.Array, std: jax.Array):
-        params, opt_state = carry
-        allowed = allowed_labels(groups[indices], label_groups)
-        grads = jax.grad(_total_loss)(params, standardize(x[indices], mean, std), labels[indices], allowed)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), None
+    """A compiled epoch of Adam steps over the minibatches of a permutation of the tokens by `key`
+    (the last partial one left out), returning (params, opt_state)."""
 
     @jax.jit
     def epoch(params: Params, opt_state: Any, x: jax.Array, labels: jax.Array, groups: jax.Array,
               label_groups: jax.Array, mean: jax.Array, std: jax.Array, key: jax.Array):
+        def step(carry: tuple, indices: jax.Array) -> tuple[tuple, None]:
+            params, opt_state = carry
+            allowed = allowed_labels(groups[indices], label_groups)
+            grads = jax.grad(_total_loss)(params, standardize(x[indices], mean, std), labels[indices], allowed)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), None
+
         steps = x.shape[0] // batch_size
         order = jax.random.permutation(key, x.shape[0])[: steps * batch_size].reshape(steps, batch_size)
-        body = functools.partial(step, x=x, labels=labels, groups=groups, label_groups=label_groups, mean=mean, std=std)
-        return jax.lax.scan(body, (params, opt_state), order)[0]
+        return jax.lax.scan(step, (params, opt_state), order)[0]
 
     return epoch
 
@@ -273,17 +258,9 @@ def _keep_best(best: Params, params: Params, improved: dict[str, jax.Array]) -> 
 
 
 def train_probes(
-    train_x: np.ndarray,
-    train_labels: np.ndarray,
-    dev_x: np.ndarray,
-    dev_labels: np.ndarray,
-    n_labels: int,
-    config: ProbeConfig = ProbeConfig(),
-    progress: bool = True,
-    layer_dims: Sequence[int] | None = None,
-    *,
-    label_groups: np.ndarray | None = None,
-    train_groups: np.ndarray | None = None,
+    train_x: np.ndarray, train_labels: np.ndarray, dev_x: np.ndarray, dev_labels: np.ndarray, n_labels: int,
+    config: ProbeConfig = ProbeConfig(), progress: bool = True, layer_dims: Sequence[int] | None = None, *,
+    label_groups: np.ndarray | None = None, train_groups: np.ndarray | None = None,
     dev_groups: np.ndarray | None = None,
 ) -> TrainedProbes:
     """Trains every probe on `train_x` `[N, K, D]` with int labels in [0, n_labels), early-stopped

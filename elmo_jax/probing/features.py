@@ -1,17 +1,9 @@
 """The frozen representations the probes read: every token's biLM layers, computed once.
 
-`compute_features` runs the embedder (elmo_jax/inference/embedder.py) stateless, each sentence
-from zero states, so a token's representation does not depend on its neighbouring sentences or
-its batch.
-
-Layers (`layer_dims`): layer j >= 1 is `[forward_j; backward_j]` (2 x width). Layer 0 is ELMo's
-`[x; x]` when the token embedding x is as wide as an LSTM direction; a char-CNN biLM without a
-token projection has its layer 0 x once, at the char CNN's width. Narrower layers are zero-padded
-to the widest, D.
-
-Each split gets one float32 array `[n_tokens, n_layers + 1, D]`, allocated once; with `targets`
-(one token of each sentence) only that token's layers are kept, `[n_sentences, n_layers + 1, D]`.
-Arrays over `max_bytes` in all are refused up front rather than risking the host's memory.
+The embedder runs stateless, so a token's layers do not depend on its neighbouring sentences or
+its batch. Layer j >= 1 is `[forward_j; backward_j]`; layer 0 is ELMo's `[x; x]` when the token
+embedding x is as wide as an LSTM direction, else x once (a char CNN without projection); narrower
+layers are zero-padded to the widest, D. Arrays over `max_bytes` are refused up front.
 """
 
 from __future__ import annotations
@@ -42,13 +34,8 @@ def feature_shape(pretrained: PretrainedBiLM, n_tokens: int) -> tuple[int, int, 
 
 
 def compute_features(
-    pretrained: PretrainedBiLM,
-    splits: Sequence[Sequence[Sequence[str]]],
-    batch_size: int = 32,
-    engine: str = "auto",
-    progress: bool = True,
-    max_bytes: int = MAX_BYTES,
-    targets: Sequence[Sequence[int]] | None = None,
+    pretrained: PretrainedBiLM, splits: Sequence[Sequence[Sequence[str]]], batch_size: int = 32, engine: str = "auto",
+    progress: bool = True, max_bytes: int = MAX_BYTES, targets: Sequence[Sequence[int]] | None = None,
 ) -> list[np.ndarray]:
     """For each split (a list of sentences), the layers `[n_tokens, n_layers + 1, D]` float32 of its
     tokens in order; with `targets` (a token index into each sentence of each split), of those
@@ -89,13 +76,8 @@ def compute_features(
 
 
 def target_features(
-    pretrained: PretrainedBiLM,
-    splits: Sequence[Sequence[tuple[Sequence[str], int]]],
-    normalize: str = "none",
-    batch_size: int = 32,
-    engine: str = "auto",
-    progress: bool = True,
-    max_bytes: int = MAX_BYTES,
+    pretrained: PretrainedBiLM, splits: Sequence[Sequence[tuple[Sequence[str], int]]], normalize: str = "none",
+    batch_size: int = 32, engine: str = "auto", progress: bool = True, max_bytes: int = MAX_BYTES,
 ) -> list[np.ndarray]:
     """For each split, a list of (a sentence's tokens, the index of its target word), the target's
     layers `[n_sentences, n_layers + 1, D]`, the words spelled by `normalize` (tasks.py)."""

@@ -1,12 +1,9 @@
 """Probing a biLM in memory: `probe(pretrained, train, dev, test, task)` -> the result dict.
 
-The words are normalised (tasks.py), their representations computed once (features.py), the
-probes trained on train and early-stopped on dev (classifier.py; without dev sentences, on a
-tenth of train held out by `seed`) and scored on test beside the baselines (baseline.py). A test
-or dev label that training never had counts as an error, with a warning; dev tokens none of whose
-labels training has are refused, as early stopping would keep the untrained probes.
-
-`control='random_init'`: the same biLM with fresh random weights (`random_init`; Liu et al. 2019).
+The probes train on train, stop early on dev (without dev sentences, a tenth of train held out by
+`seed`) and are scored on test beside the baselines. A label training never had counts as an
+error, with a warning; dev tokens none of whose labels training has are refused (early stopping
+would keep the untrained probes). `control='random_init'`: the biLM with fresh random weights.
 """
 
 from __future__ import annotations
@@ -113,29 +110,16 @@ def labelled_splits(
 
 
 def probe(
-    pretrained: PretrainedBiLM,
-    train: Sequence[Sentence],
-    dev: Sequence[Sentence] | None,
-    test: Sequence[Sentence],
-    task: str,
-    normalize: str = "none",
-    *,
-    control: str = "none",
-    mlp: bool = False,
-    seed: int = 0,
-    engine: str = "auto",
-    batch_size: int = 32,
-    progress: bool = True,
-    max_feature_bytes: int = MAX_BYTES,
+    pretrained: PretrainedBiLM, train: Sequence[Sentence], dev: Sequence[Sentence] | None, test: Sequence[Sentence],
+    task: str, normalize: str = "none", *, control: str = "none", mlp: bool = False, seed: int = 0,
+    engine: str = "auto", batch_size: int = 32, progress: bool = True, max_feature_bytes: int = MAX_BYTES,
     config: ProbeConfig | None = None,
 ) -> dict[str, Any]:
     """Probes `task` on every layer of `pretrained` and on their mix; returns the result dict.
 
-    Test accuracies: `layers` (layer 0..L), `mix`, `mlp` (with `mlp`), `word_baseline`,
-    `majority_baseline`; `dev_mlp` and the `training_record`; token and label counts, `dev`
-    ('dev' or 'train_tenth'), `unseen_dev_labels`, `unseen_test_labels`; the run's settings,
-    `n_layers`, `layer_dims`, `dim` (the widest layer) and `seconds`. `config`: the probes'
-    training (its seed and MLP width are set from `seed` and `mlp`).
+    Test accuracies `layers` (layer 0..L), `mix`, `mlp` (with `mlp`), `word_baseline`, `majority_baseline`;
+    counts, unseen labels, the settings and `seconds`. `config`: the probes' training (seed and MLP
+    width from `seed` and `mlp`).
     """
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")

@@ -1,12 +1,8 @@
 """Probing tasks and the text the biLM reads (docs/probing.md).
 
-A task is a function of a token's CoNLL-U columns (elmo_jax/data/conllu.py) returning its label:
-`upos`, `xpos` or `deprel` (the whole DEPREL column, subtype included). A label of `_` (not
-annotated) is an error naming the file and line.
-
-Normalisation spells the words as the biLM's training text: `none`, `lower`, or `ptb` (Mikolov's
-Penn Treebank text: lower case, a token with a digit and no letter becomes `N`; punctuation is
-kept, each word needs a representation).
+A task maps a token's CoNLL-U columns to its label: `upos`, `xpos` or `deprel` (subtype included);
+a label `_` is an error naming the file and line. Normalisation spells the words as the biLM's
+training text: `none`, `lower`, or `ptb` (lower case, a token with a digit and no letter as `N`).
 """
 
 from __future__ import annotations

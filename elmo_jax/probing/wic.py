@@ -1,18 +1,10 @@
 """Word in Context in a biLM's layers (`elmo-probe --task wic`, docs/probing.md): `probe_wic(pretrained, data)`.
 
-WiC (elmo_jax/data/wic.py) pairs two sentences sharing a target word, labelled by whether the word
-has the same sense in both. A pair's representation at each layer is its two target vectors u
-and v (features.py's `target_features`). Two classifiers per layer, scored by test accuracy:
-
-- `cosine`: same sense when cos(u, v) > the threshold of highest accuracy on the training pairs
-  (`best_threshold`); nothing else is trained.
-- `linear`: the token probes' classifier on the pair features [u * v; |u - v|] (`pair_features`:
-  symmetric in u and v, as the label is), early-stopped on the dev pairs, or on a tenth of the
-  training pairs held out by `seed`.
-
-The linear probes' `mix` is their learned scalar mix of the standardised pair features; the
-cosine's mix reads u and v mixed with those weights, each layer standardised over the training
-vectors. The floor is the training pairs' majority class.
+A WiC pair (elmo_jax/data/wic.py) is two sentences sharing a target word, labelled same sense or
+not; its representation at each layer is the two target vectors u and v. Two classifiers per
+layer: `cosine`, same sense when cos(u, v) > the threshold best on the training pairs; `linear`,
+the token probes' classifier on [u * v; |u - v|] (symmetric in u and v, as the label is). The
+cosine's mix reads u and v mixed with the linear probes' learned weights. Floor: the majority class.
 """
 
 from __future__ import annotations
@@ -23,7 +15,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from elmo_jax.data.wic import WicData, WicPair
+from elmo_jax.data.wic import WicData
 from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_baseline
 from elmo_jax.probing.classifier import (
@@ -102,11 +94,13 @@ def _mixer(trained: TrainedProbes, train: PairVectors, dims: Sequence[int]) -> C
     return mixed
 
 
-def _cosine_scores(train_cos: np.ndarray, train_same: np.ndarray, test_cos: np.ndarray,
-                   test_same: np.ndarray) -> tuple[float, float]:
-    """(threshold chosen on the training pairs, test accuracy of it) of one layer's cosines."""
-    threshold, _ = best_threshold(train_cos, train_same)
-    return threshold, float(np.mean((test_cos > threshold) == test_same))
+def _cosine_scores(
+    train: PairVectors, test: PairVectors, vectors: Callable[[np.ndarray], np.ndarray]
+) -> tuple[float, float]:
+    """(threshold chosen on the training pairs, its test accuracy) of the cosines of u and v as
+    `vectors` (`[N, K, D]` -> `[N, d]`) reads them."""
+    threshold, _ = best_threshold(cosines(vectors(train.u), vectors(train.v)), train.same)
+    return threshold, float(np.mean((cosines(vectors(test.u), vectors(test.v)) > threshold) == test.same))
 
 
 def _linear_probes(
@@ -126,29 +120,16 @@ def _linear_probes(
 
 
 def pair_scores(
-    train: PairVectors,
-    dev: PairVectors | None,
-    test: PairVectors,
-    dims: Sequence[int],
-    config: ProbeConfig = SMALL_TASK_CONFIG,
-    progress: bool = True,
+    train: PairVectors, dev: PairVectors | None, test: PairVectors, dims: Sequence[int],
+    config: ProbeConfig = SMALL_TASK_CONFIG, progress: bool = True,
 ) -> dict[str, Any]:
-    """The cosine thresholds and linear probes of every layer and the mix, trained on `train`,
-    early-stopped on `dev` (as `_linear_probes`) and scored on `test`; `dims`: each layer's width.
-
-    Returns `cosine` and `linear`, each {`layers` (test accuracy of layer 0..L), `mix`},
-    `thresholds` {`layers`, `mix`}, `dev` ('dev' or 'train_tenth'), `dev_pairs` and the
-    `training_record`."""
+    """The cosine thresholds and linear probes of every layer (`dims`: their widths) and the mix,
+    trained on `train`, early-stopped on `dev` (as `_linear_probes`): `cosine` and `linear` test
+    accuracies and `thresholds`, each {`layers`, `mix`}, where dev came from and the training record."""
     trained, dev_source, dev_pairs = _linear_probes(train, dev, dims, config, progress)
     linear = accuracies(trained, pair_features(test.u, test.v, dims), test.same.astype(np.int32), config.eval_chunk)
-    layers = [
-        _cosine_scores(cosines(train.u[:, k, :d], train.v[:, k, :d]), train.same,
-                       cosines(test.u[:, k, :d], test.v[:, k, :d]), test.same)
-        for k, d in enumerate(dims)
-    ]
-    mixed = _mixer(trained, train, dims)
-    mix = _cosine_scores(cosines(mixed(train.u), mixed(train.v)), train.same,
-                         cosines(mixed(test.u), mixed(test.v)), test.same)
+    layers = [_cosine_scores(train, test, lambda x, k=k, d=d: x[:, k, :d]) for k, d in enumerate(dims)]
+    mix = _cosine_scores(train, test, _mixer(trained, train, dims))
     return {
         "cosine": {"layers": [accuracy for _, accuracy in layers], "mix": mix[1]},
         "linear": {"layers": linear["linear"].tolist(), "mix": float(linear["mix"][0])},
@@ -159,29 +140,13 @@ def pair_scores(
     }
 
 
-def _pair_vectors(x: np.ndarray, pairs: Sequence[WicPair]) -> PairVectors:
-    """The features `[2 N, K, D]` of the first sentences then the second ones, as pairs."""
-    n = len(pairs)
-    return PairVectors(x[:n], x[n:], np.array([p.same for p in pairs], bool))
-
-
 def probe_wic(
-    pretrained: PretrainedBiLM,
-    data: WicData,
-    normalize: str = "none",
-    *,
-    control: str = "none",
-    seed: int = 0,
-    engine: str = "auto",
-    batch_size: int = 32,
-    progress: bool = True,
-    max_feature_bytes: int = MAX_BYTES,
+    pretrained: PretrainedBiLM, data: WicData, normalize: str = "none", *, control: str = "none", seed: int = 0,
+    engine: str = "auto", batch_size: int = 32, progress: bool = True, max_feature_bytes: int = MAX_BYTES,
     config: ProbeConfig | None = None,
 ) -> dict[str, Any]:
-    """Probes WiC's pairs `data` on every layer of `pretrained` and on their mix; returns the result dict:
-    `pair_scores`' and, as the headline (what elmo-report reads), `layers` and `mix`, the cosine
-    thresholds' test accuracy, and `word_baseline`, the majority class's; also the run's settings,
-    shapes and `seconds`. `config`: the linear probes' training (its seed is `seed`)."""
+    """Probes WiC's pairs `data` on every layer of `pretrained` and on their mix: `pair_scores`' result
+    with the headline `layers` and `mix` (the cosine thresholds') and `word_baseline` (the majority's)."""
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
     if len(data.train) < 2 or not data.test or data.dev == []:
@@ -196,7 +161,10 @@ def probe_wic(
         pretrained, [[(p.tokens[i], p.positions[i]) for i in (0, 1) for p in pairs] for pairs in splits],
         normalize, batch_size, engine, progress, max_feature_bytes,
     )
-    train, *dev, test = [_pair_vectors(x, pairs) for x, pairs in zip(features, splits)]
+    train, *dev, test = [  # The features of the first sentences, then of the second ones.
+        PairVectors(x[: len(pairs)], x[len(pairs) :], np.array([p.same for p in pairs], bool))
+        for x, pairs in zip(features, splits)
+    ]
     features_done = time.perf_counter()
     dims = layer_dims(pretrained.model)
     scores = pair_scores(train, dev[0] if dev else None, test, dims, config, progress)

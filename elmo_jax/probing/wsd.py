@@ -1,20 +1,12 @@
 """Word senses in a biLM's layers (`elmo-probe --task wsd`, docs/probing.md): `probe_wsd(pretrained, words)`.
 
-The words are CoarseWSD-20's ambiguous nouns (elmo_jax/data/coarsewsd.py). An example's
-representation is the ambiguous word's vector at each layer (features.py with `targets`). Three
-classifiers per word and layer, scored on the word's test sentences:
-
-- `centroid`: the nearest sense centroid by cosine (Peters et al. 2018, section 5.3); senses
-  without a training sentence have no centroid, their test sentences count as errors.
-- `linear`: a softmax classifier per word; all words' probes train as one, a group of labels per
-  word (classifier.py's groups), early-stopped on a tenth of each word's training sentences held
-  out by `seed` (refused when no held-out sense is one training has, run.py's `check_shared_labels`).
-- `most_frequent_sense`: the sense most frequent among all the word's training sentences.
-
-The `mix` is the linear probes' learned scalar mix of the standardised layers; the centroids read
-the same mixed vectors. Scores: each word's accuracy and macro-F1, and their unweighted means over
-the words. Training reads at most `max_train_per_word` sentences of each word (a sample by `seed`):
-embedding the sentences is the run's cost.
+The words are CoarseWSD-20's ambiguous nouns (elmo_jax/data/coarsewsd.py), an example the word's
+vector at each layer. Classifiers per word and layer: `centroid`, the nearest sense centroid by
+cosine (Peters et al. 2018, 5.3; a sense without training sentences has none); `linear`, a softmax
+per word (all words train as one, a group of labels each, early-stopped on a tenth of each word's
+sentences); `most_frequent_sense`. The mix is the linear probes' learned one, which the centroids
+read too. Scores: each word's accuracy and macro-F1, and their means over the words. Training
+reads at most `max_train_per_word` sentences of each word (a sample by `seed`).
 """
 
 from __future__ import annotations
@@ -99,11 +91,6 @@ def _sentence_predictions(
     ]
 
 
-def _mean_scores(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The unweighted mean over words of `_scores` dicts (or of the baseline's numbers)."""
-    return jax.tree.map(lambda *values: float(np.mean(values)), *scores)
-
-
 def _sample(examples: Sequence[SenseExample], limit: int, seed: int) -> list[SenseExample]:
     """At most `limit` of `examples` (0: all), chosen at random by `seed`, in file order."""
     if not limit or len(examples) <= limit:
@@ -114,9 +101,8 @@ def _sample(examples: Sequence[SenseExample], limit: int, seed: int) -> list[Sen
 def _dev_senses(
     words: Sequence[WsdWord], samples: Sequence[Sequence[SenseExample]], held_out: Sequence[tuple[list[int], list[int]]]
 ) -> list[dict[str, Any]]:
-    """Each word's `unseen_labels` of its held-out (dev) sentences; ValueError naming the files when
-    no held-out sentence of any word has a sense training has. `held_out`: (kept, held-out)
-    indices into each word's `samples`."""
+    """Each word's `unseen_labels` of its held-out (`held_out`: (kept, dev) indices into `samples`)
+    sentences; ValueError naming the files when no dev sentence of any word has a trained sense."""
     splits, pooled_dev, pooled_fit, where = [], [], set(), []
     for word, sample, (kept, out) in zip(words, samples, held_out):
         fit = {sample[j].sense for j in kept}
@@ -153,30 +139,17 @@ def sense_splits(words: Sequence[WsdWord], max_train_per_word: int, seed: int) -
 
 
 def probe_wsd(
-    pretrained: PretrainedBiLM,
-    words: Sequence[WsdWord],
-    normalize: str = "none",
-    *,
-    control: str = "none",
-    seed: int = 0,
-    max_train_per_word: int = MAX_TRAIN_PER_WORD,
-    engine: str = "auto",
-    batch_size: int = 32,
-    progress: bool = True,
-    max_feature_bytes: int = MAX_BYTES,
-    config: ProbeConfig | None = None,
+    pretrained: PretrainedBiLM, words: Sequence[WsdWord], normalize: str = "none", *, control: str = "none",
+    seed: int = 0, max_train_per_word: int = MAX_TRAIN_PER_WORD, engine: str = "auto", batch_size: int = 32,
+    progress: bool = True, max_feature_bytes: int = MAX_BYTES, config: ProbeConfig | None = None,
     per_sentence: bool = False,
 ) -> dict[str, Any]:
     """Probes the senses of `words` on every layer of `pretrained` and on their mix; returns the result dict.
 
-    `words`: each word's sentence counts, unseen senses (`unseen_labels`), `most_frequent_sense`
-    {`sense`, `accuracy`, `macro_f1`}, `centroid` and `linear`, each {`accuracy`, `macro_f1`}, each
-    {`layers` (layer 0..L), `mix`}; `mean`: those scores averaged over the words. Headline (what
-    elmo-report reads): `layers` and `mix`, the centroids' mean macro-F1, and `word_baseline`, the
-    most frequent sense's; also the run's settings, shapes, `training_record` and `seconds`.
-    `config`: the linear probes' training (default SMALL_TASK_CONFIG; its seed is `seed`).
-    `per_sentence`: each word also gets `predictions` (`_sentence_predictions`), which hold the
-    test sentences.
+    `words`: each word's counts, unseen senses, `most_frequent_sense`, `centroid` and `linear` scores
+    ({`accuracy`, `macro_f1`} of {`layers`, `mix`}); `mean`: their means over the words; headline
+    `layers`, `mix` (the centroids' mean macro-F1) and `word_baseline` (the most frequent sense's).
+    `per_sentence`: each word also gets `predictions` (`_sentence_predictions`).
     """
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
@@ -232,9 +205,7 @@ def probe_wsd(
             "dev_sentences": len(held_out[i][1]),
             "test_sentences": len(word.test),
             "untrained_dev_senses": untrained_dev[i],
-            "untrained_test_senses": unseen_labels(
-                LabelledTokens([], gold, [e.where for e in word.test]), set(senses)
-            ),
+            "untrained_test_senses": unseen_labels(LabelledTokens([], gold, [e.where for e in word.test]), set(senses)),
             "most_frequent_sense": {
                 "sense": majority, "accuracy": float(np.mean(np.asarray(gold) == majority)),
                 "macro_f1": macro_f1(gold, [majority] * len(gold)),
@@ -245,7 +216,8 @@ def probe_wsd(
         if per_sentence:
             per_word[word.word]["predictions"] = _sentence_predictions(word, centroid, centroid_mix)
     mean = {
-        name: _mean_scores([{k: v for k, v in w[name].items() if k != "sense"} for w in per_word.values()])
+        name: jax.tree.map(lambda *values: float(np.mean(values)),  # The unweighted mean over the words.
+                           *({k: v for k, v in w[name].items() if k != "sense"} for w in per_word.values()))
         for name in ("most_frequent_sense", *METHODS)
     }
     return {

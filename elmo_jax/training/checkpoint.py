@@ -1,8 +1,7 @@
-"""Checkpoints with orbax: the train state, the data iterators' positions and the model record.
-
-Layout: `WORKDIR/checkpoints/<step>/{state,data,model}`. orbax renames a checkpoint into place once
-complete, and deletes old ones only after that. An unreadable checkpoint is reported in one line,
-moved aside to `<step>.unreadable` and the next older one used.
+"""Checkpoints with orbax, `WORKDIR/checkpoints/<step>/{state,data,model}`: the train state, the
+data iterators' positions and the model record. orbax renames a checkpoint into place once complete
+and deletes old ones only after that. An unreadable checkpoint is reported in one line, moved aside
+to `<step>.unreadable` and the next older one used.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import dataclasses
 import json
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
@@ -46,8 +45,7 @@ def gather_process_states(local_state: dict | None) -> dict:
 
     encoded = np.frombuffer(json.dumps(local_state).encode(), dtype=np.uint8)
     length = int(np.max(multihost_utils.process_allgather(np.array([encoded.size]))))
-    padded = np.zeros(length, np.uint8)
-    padded[: encoded.size] = encoded
+    padded = np.pad(encoded, (0, length - encoded.size))
     gathered = np.asarray(multihost_utils.process_allgather(padded)).reshape(jax.process_count(), length)
     return {"processes": [json.loads(row.tobytes().rstrip(b"\0")) for row in gathered]}
 
@@ -70,13 +68,6 @@ def _saved_names(saved: Any) -> dict[str, str]:
 
 def _array_fields(state: TrainState) -> list[str]:
     return [f.name for f in dataclasses.fields(state) if f.metadata.get("pytree_node", True)]
-
-
-def _fields_as_saved(state: TrainState, saved_names: Mapping[str, str]) -> Any:
-    """`state`, or a dict of its array fields under their `saved_names`: what to restore into."""
-    if not saved_names:
-        return state
-    return {saved_names.get(field, field): getattr(state, field) for field in _array_fields(state)}
 
 
 class Checkpointer:
@@ -137,10 +128,9 @@ class Checkpointer:
         )
 
     def restore(self, target: TrainState, step: int | None = None) -> tuple[TrainState, dict, int]:
-        """(state, data state, step) restored into the structure, shapes and shardings of `target`:
-        of `step`, else of the latest readable checkpoint (the unreadable ones moved aside unless
-        read-only). CheckpointError at once for a checkpoint that does not fit `target`.
-        """
+        """(state, data state, step) restored into the structure, shapes and shardings of `target`: of
+        `step`, else of the latest readable checkpoint (unreadable ones moved aside unless read-only);
+        CheckpointError at once for a checkpoint that does not fit `target`."""
         steps = candidate_steps(self.directory, self.all_steps(), step)
         # Processes may read different files of a checkpoint: they agree on the step to restore.
         restored, candidate, n_unreadable = first_readable(
@@ -157,7 +147,7 @@ class Checkpointer:
         if saved is None:
             raise UnreadableCheckpoint("no state metadata")
         saved_names = _saved_names(saved)
-        stored = _fields_as_saved(target, saved_names)
+        stored = {saved_names.get(f, f): getattr(target, f) for f in _array_fields(target)} if saved_names else target
         want = ocp.tree.serialize_tree(abstract_like(stored), keep_empty_nodes=True)
         # The record first: a key tells more than an array.
         mismatch = self._record_mismatch(step) or first_spec_difference(saved, want, "the configured model/optimizer")

@@ -1,7 +1,6 @@
-"""Continue training a bilm-tf/AllenNLP model (domain adaptation, as bilm-tf's `bin/restart.py`).
-
-The model's shape comes from `config.init.options`. With `config.init.softmax_weights` the words
-the model's vocabulary has keep their softmax rows; the rest, and the optimizer, start fresh.
+"""Continue training a bilm-tf/AllenNLP model (domain adaptation, as bilm-tf's `bin/restart.py`):
+its shape from `config.init.options`; with `config.init.softmax_weights` the words its vocabulary
+has keep their softmax rows; the rest, and the optimizer, start fresh.
 """
 
 from __future__ import annotations

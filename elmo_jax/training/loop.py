@@ -2,8 +2,7 @@
 
 Resumes from the latest readable checkpoint, trains with periodic logs, checkpoints, evaluations
 and probes, then evaluates full-softmax perplexity. No checkpoint is written from a state reached
-through a non-finite step; on SIGTERM the run finishes its step, checkpoints and raises
-TrainingPreempted.
+through a non-finite step; SIGTERM ends the step, checkpoints and raises TrainingPreempted.
 """
 
 from __future__ import annotations
@@ -25,9 +24,8 @@ from elmo_jax.data import corpus
 from elmo_jax.data.batching import Batch, Prefetcher
 from elmo_jax.data.resumable import ResumableIterator
 from elmo_jax.data.sources import DataError
-from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.perplexity import Evaluator, format_table
-from elmo_jax.model.bilm import BiLM, bilm_from_config
+from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.runtime import data_parallel, workdir_files, workdir_lock
 from elmo_jax.training import init_from, probes, run_info
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
@@ -57,15 +55,6 @@ def planned_steps(config: ml_collections.ConfigDict) -> tuple[int, int | None]:
     positions = corpus.count_positions(corpus.training_sentences(config.data))
     steps_per_epoch = math.ceil(positions / (train.batch_size * train.unroll_steps))
     return steps_per_epoch * train.num_epochs, train.num_epochs
-
-
-def setup_model(config: ml_collections.ConfigDict, vocab: Vocabulary) -> BiLM:
-    if config.model.softmax.sampled and not vocab.is_frequency_sorted() and config.data.vocab_file:
-        logging.warning(
-            "%s has no descending-frequency counts; the sampled softmax's log-uniform sampler assumes "
-            "frequency order", config.data.vocab_file,
-        )
-    return bilm_from_config(config.model, len(vocab))
 
 
 def _workdir_error(workdir: str, error: OSError) -> WorkdirError:
@@ -98,21 +87,15 @@ def _remove_run_files(workdir: str, keep_directory: bool) -> None:
             shutil.rmtree(workdir)
             return
         for entry in os.scandir(workdir):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.remove(entry.path)
+            (shutil.rmtree if entry.is_dir(follow_symlinks=False) else os.remove)(entry.path)
     except OSError as e:
         logging.warning("%s: could not remove what the failed run wrote (%s)", workdir, e)
 
 
 @contextlib.contextmanager
 def _workdir_of_run(workdir: str) -> Iterator[None]:
-    """Creates `workdir` and holds its lock while the run uses it.
-
-    A run that fails before saving a result in a workdir that was missing or empty removes what it
-    wrote, so that a rerun does not pick up its config.json and vocab.txt.
-    """
+    """Creates `workdir` and holds its lock while the run uses it. A run that fails before saving a
+    result in a missing or empty workdir removes what it wrote (a rerun would pick up its config.json)."""
     with contextlib.ExitStack() as stack:
         try:
             existed = os.path.exists(workdir)
@@ -132,16 +115,6 @@ def _workdir_of_run(workdir: str) -> Iterator[None]:
 Window = list[tuple[int, dict[str, Any]]]  # (step, that step's metrics on the device).
 
 
-def _raise_if_nonfinite(window: Window, checkpoint_dir: str) -> None:
-    for step, metrics in jax.device_get(window):
-        if metrics["nonfinite"]:
-            raise NonFiniteLossError(
-                f"non-finite training loss or gradient norm at step {step} (loss {metrics['train_loss']}, "
-                f"gradient norm {metrics['grad_norm']}); the last good checkpoint is kept in {checkpoint_dir} "
-                "(train.nonfinite_policy='skip' skips such updates instead)"
-            )
-
-
 def _summarise(window: Window) -> dict[str, float]:
     """Means over the steps whose update was applied, and the number of skipped steps."""
     fetched = [metrics for _, metrics in jax.device_get(window)]
@@ -156,15 +129,8 @@ class _Run:
     """One training run's moving parts: state, data position, metrics window, checkpoints."""
 
     def __init__(
-        self,
-        config: ml_collections.ConfigDict,
-        workdir: str,
-        state: TrainState,
-        batcher: ResumableIterator[Batch],
-        checkpointer: Checkpointer,
-        schedule: Any,
-        evaluator: Evaluator,
-        eval_sentences: list[list[str]],
+        self, config: ml_collections.ConfigDict, workdir: str, state: TrainState, batcher: ResumableIterator[Batch],
+        checkpointer: Checkpointer, schedule: Any, evaluator: Evaluator, eval_sentences: list[list[str]],
         prober: probes.TrainingProbes | None,
     ):
         self.config, self.workdir, self.state, self.batcher = config, workdir, state, batcher
@@ -220,8 +186,7 @@ class _Run:
     def log(self) -> dict[str, Any]:
         """Writes one metrics record of the steps since the previous one; `steps` says how many (a
         window cut short is logged as such: its means and tokens/s describe steps timed by this run)."""
-        if self.check_finite:
-            _raise_if_nonfinite(self.window, self.checkpointer.directory)
+        self._check_finite()
         summary = _summarise(self.window)
         elapsed = time.perf_counter() - self.window_start
         train = self.config.train
@@ -241,10 +206,19 @@ class _Run:
 
     def save(self) -> None:
         """Starts saving state and data position; never from a state reached through a non-finite step."""
-        if self.check_finite:
-            _raise_if_nonfinite(self.window, self.checkpointer.directory)
+        self._check_finite()
         self.checkpointer.save(self.step, self.state, gather_process_states(self.batches.state_dict()))
         self.saved_step = self.step
+
+    def _check_finite(self) -> None:
+        """NonFiniteLossError for a non-finite step in the window (`train.nonfinite_policy='stop'`)."""
+        for step, metrics in jax.device_get(self.window) if self.check_finite else ():
+            if metrics["nonfinite"]:
+                raise NonFiniteLossError(
+                    f"non-finite training loss or gradient norm at step {step} (loss {metrics['train_loss']}, "
+                    f"gradient norm {metrics['grad_norm']}); the last good checkpoint is kept in "
+                    f"{self.checkpointer.directory} (train.nonfinite_policy='skip' skips such updates instead)"
+                )
 
     def _stop_for_preemption(self) -> None:
         """Logs and checkpoints what this run trained, then raises TrainingPreempted saying what is saved."""
@@ -277,10 +251,9 @@ class _Run:
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
-    """Trains (or resumes) in `workdir` and returns the final evaluation result. ConfigError
-    before the workdir is touched, WorkdirInUseError if another run trains in it, TrainingPreempted
-    after checkpointing on SIGTERM (call from the main thread).
-    """
+    """Trains (or resumes) in `workdir` and returns the final evaluation result; call from the main
+    thread. ConfigError before the workdir is touched, WorkdirInUseError if another run trains in it,
+    TrainingPreempted after checkpointing on SIGTERM."""
     validate(config)
     probe_data = probes.read_probe_data(config.eval.probe)  # A bad file fails before the workdir is touched.
     with _workdir_of_run(workdir):
@@ -305,7 +278,12 @@ def _train_and_evaluate(
         eval_set = corpus.eval_set_name(config.data.source, config.data.eval_split)
         if not eval_sentences:
             raise DataError(f"the evaluation set ({eval_set}) has no sentences")
-        model = setup_model(config, vocab)
+        if config.model.softmax.sampled and not vocab.is_frequency_sorted() and config.data.vocab_file:
+            logging.warning(
+                "%s has no descending-frequency counts; the sampled softmax's log-uniform sampler assumes "
+                "frequency order", config.data.vocab_file,
+            )
+        model = bilm_from_config(config.model, len(vocab))
         num_steps, num_epochs = planned_steps(config)
         max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
         checkpoints = os.path.join(workdir, workdir_files.CHECKPOINTS)

@@ -25,14 +25,8 @@ def _item(value: Any) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
-    value = _item(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
-
-
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    value = _item(value)  # Non-finite floats as 'nan' / 'inf' strings: JSON has no such numbers.
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _is_past(line: bytes, step: int) -> bool:
@@ -110,4 +104,5 @@ class MetricsWriter:
         line = json.dumps({k: _jsonable(v) for k, v in record.items()}) + "\n"
         append_whole(self.path, line.encode())
         values = {k: _item(v) for k, v in record.items() if k != "step"}
-        self.events.write(int(record["step"]), {k: float(v) for k, v in values.items() if _is_scalar(v)})
+        scalars = {k: float(v) for k, v in values.items() if isinstance(v, numbers.Real) and not isinstance(v, bool)}
+        self.events.write(int(record["step"]), scalars)

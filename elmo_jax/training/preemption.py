@@ -1,8 +1,7 @@
 """Pre-emption: SIGTERM asks a run to stop at the end of the current step, checkpoint and exit.
 
-One process: a SIGTERM handler sets a flag. Several processes: JAX's preemption service (started
-by `jax.distributed.initialize`, which also watches SIGTERM) has every process agree on the step
-at which all of them stop, so their collectives stay in step.
+One process: a SIGTERM handler sets a flag. Several: JAX's preemption service (started by
+`jax.distributed.initialize`) has every process agree on the step at which all of them stop.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Probes during training (`config.eval.probe`): what each layer of the biLM being trained knows.
 
-The probes' files are read and their splits checked before any training work, so that a bad file
-fails at once rather than after hours. The probes run on the params in memory at the end of
-training and every `eval.probe.every_steps`, on process 0 while the others wait, and write
+Their files are read and checked before any training work (a bad file fails at once, not after
+hours). They run on process 0 at the end of training and every `eval.probe.every_steps`, writing
 `probe_<task>_<step>.json` unless it exists.
 """
 
@@ -59,18 +58,14 @@ def _read_words(directory: str) -> list[WsdWord]:
 
 def _read_token_files(settings: ml_collections.ConfigDict) -> tuple[Any, Any, Any]:
     """(train, dev or None, test) sentences of the token task's CoNLL-U files, their splits checked."""
-    splits = {}
+    sentences = []
     for key in FILE_KEYS:
         path = settings[key]
-        if not path:
-            splits[key] = None
-            continue
-        if not os.path.isfile(path):
+        if path and not os.path.isfile(path):
             raise FileNotFoundError(f"config key eval.probe.{key}={path!r}: no such file")
-        splits[key] = read_conllu(path)
-    sentences = (splits["train_file"], splits["dev_file"], splits["test_file"])
+        sentences.append(read_conllu(path) if path else None)
     labelled_splits(*sentences, settings.task, settings.normalize, SEED)  # What the probes will fail on fails now.
-    return sentences
+    return tuple(sentences)
 
 
 def result_path(workdir: str, task: str, step: int) -> str:
@@ -112,17 +107,13 @@ class TrainingProbes:
     def _probe(self, params: Any, step: int) -> None:
         """The probes of config.eval.probe whose result at `step` is not on disk yet."""
         tasks = ([self.settings.task] if self.data.train is not None else []) + ([wsd.TASK] if self.data.words else [])
-        pending = []
+        pretrained = None  # Loaded for the first task not on disk.
         for task in tasks:
             path = result_path(self.workdir, task, step)
             if os.path.exists(path):
                 logging.info("%s exists: step %d is not probed again", path, step)
-            else:
-                pending.append(task)
-        if not pending:
-            return
-        pretrained = pretrained_bilm(self.config, params, self.vocab)
-        for task in pending:
+                continue
+            pretrained = pretrained or pretrained_bilm(self.config, params, self.vocab)
             self._write(task, step, self._run(task, pretrained))
 
     def _run(self, task: str, pretrained: PretrainedBiLM) -> dict[str, Any]:

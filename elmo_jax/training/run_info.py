@@ -56,19 +56,9 @@ def library_versions() -> dict[str, str | None]:
     return versions
 
 
-def device_info() -> dict[str, Any]:
-    devices = jax.devices()
-    return {
-        "platform": devices[0].platform,
-        "kinds": sorted({d.device_kind for d in devices}),
-        "count": len(devices),
-        "local_count": jax.local_device_count(),
-        "process_count": jax.process_count(),
-    }
-
-
 def start_record(step: int) -> dict[str, Any]:
     """What describes this start of the run (resuming from `step`, 0 for a fresh run)."""
+    devices = jax.devices()
     return {
         "start_time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "step": step,
@@ -76,7 +66,10 @@ def start_record(step: int) -> dict[str, Any]:
         "command": shlex.join(sys.argv),
         "git": git_info(),
         "versions": library_versions(),
-        "devices": device_info(),
+        "devices": {
+            "platform": devices[0].platform, "kinds": sorted({d.device_kind for d in devices}), "count": len(devices),
+            "local_count": jax.local_device_count(), "process_count": jax.process_count(),
+        },
     }
 
 
@@ -85,9 +78,7 @@ def record_start(workdir: str, step: int) -> None:
     if jax.process_index() != 0:
         return
     path = os.path.join(workdir, RUN_INFO)
-    starts: list[dict[str, Any]] = []
-    if os.path.exists(path):
-        starts = _previous_starts(path)
+    starts = _previous_starts(path) if os.path.exists(path) else []
     write_json_atomic(path, {"starts": [*starts, start_record(step)]})
 
 

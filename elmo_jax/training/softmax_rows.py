@@ -1,8 +1,7 @@
 """Row-sparse softmax updates: a step reads, differentiates and updates only the softmax rows it
-touches (targets and sampled negatives), as bilm-tf's IndexedSlices.
-
-For Adagrad and SGD a zero gradient leaves a row and its optimizer state unchanged, so this is the
-dense step (for Adam it is not), without the dense `[V, P]` gradient and its all-reduce.
+touches (targets and sampled negatives), as bilm-tf's IndexedSlices. For Adagrad and SGD (not
+Adam) a zero gradient leaves a row and its optimizer state unchanged: this is then the dense step,
+without the dense `[V, P]` gradient and its all-reduce.
 """
 
 from __future__ import annotations
@@ -44,7 +43,11 @@ class RowView:
         def take(path: tuple, leaf: Any) -> Any:
             if not _is_softmax_leaf(path):
                 return leaf
-            self._check(path, leaf)
+            if getattr(leaf, "ndim", 0) < 1 or leaf.shape[0] != self.vocab_size:
+                raise ValueError(
+                    f"softmax leaf {jax.tree_util.keystr(path)} has shape {getattr(leaf, 'shape', None)}, "
+                    f"expected [{self.vocab_size}, ...]"
+                )
             return jnp.take(leaf, self.rows, axis=0, mode="clip")
 
         return jax.tree_util.tree_map_with_path(take, tree)
@@ -57,10 +60,3 @@ class RowView:
             return full_leaf.at[self.rows].set(view_leaf.astype(full_leaf.dtype), mode="drop")
 
         return jax.tree_util.tree_map_with_path(put, full, view)
-
-    def _check(self, path: tuple, leaf: Any) -> None:
-        if getattr(leaf, "ndim", 0) < 1 or leaf.shape[0] != self.vocab_size:
-            raise ValueError(
-                f"softmax leaf {jax.tree_util.keystr(path)} has shape {getattr(leaf, 'shape', None)}, "
-                f"expected [{self.vocab_size}, ...]"
-            )

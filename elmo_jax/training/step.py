@@ -1,9 +1,7 @@
-"""The loss and the per-device train step (pmap-style: collectives over the 'data' axis).
-
-The per-device functions see their shard of the global batch; sums and token counts are
-`psum`-ed so the loss and gradients equal those of the global batch on one device, whatever the
-device count. Negative samples come from the replicated step RNG: by default one draw for the
-global batch; with `model.softmax.streams_per_draw` one per group of streams (bilm-tf's towers).
+"""The loss and the per-device train step (collectives over the 'data' axis): sums and token counts
+are `psum`-ed, so the loss and gradients are the global batch's whatever the device count.
+Negative samples come from the replicated step RNG, one draw for the global batch or, with
+`model.softmax.streams_per_draw`, one per group of streams (bilm-tf's towers).
 """
 
 from __future__ import annotations
@@ -28,13 +26,10 @@ from elmo_jax.training.state import TrainState
 class NegativeSampler:
     """The negatives of one step and their log expected counts, from the keys of `model.softmax`.
 
-    Candidates are drawn per negative set. bilm-tf draws n_negative_samples_batch candidates per
-    tower (128 streams on one GPU) and per direction (one `sampled_softmax_loss` call each):
-    `streams_per_draw` S < B splits the global batch of B streams into G = B / S consecutive
-    groups (the towers), and `negatives_per_direction` gives the two directions of a group draws
-    of their own. The default (S = 0, or S >= B) is one set for the whole global batch. Sets
-    belong to the global batch, not to devices, so the loss does not depend on the device count;
-    every device draws every set (the row-sparse update needs all their rows).
+    One draw per negative set: `streams_per_draw` S < B splits the global batch of B streams into
+    G = B / S groups (bilm-tf's towers), `negatives_per_direction` gives each direction its own
+    (bilm-tf's two `sampled_softmax_loss` calls); by default one set for the whole batch. Sets belong
+    to the global batch, so the loss does not depend on the device count; every device draws all.
     """
 
     def __init__(
@@ -49,11 +44,8 @@ class NegativeSampler:
         self.directions = 2 if negatives_per_direction else 1
 
     def draw(self, rng: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """Every set's negative ids and their log expected counts, `[D, G, K]` each (D directions).
-
-        One set draws from `rng` itself (the draw of a single-set run is unchanged), several from
-        `fold_in(rng, set index)`: independent draws.
-        """
+        """Every set's negative ids and their log expected counts, `[D, G, K]` each (D directions): one
+        set draws from `rng` itself (a single-set run's draw is unchanged), several from `fold_in(rng, i)`."""
         n_sets = self.directions * self.groups
         keys = rng[None] if n_sets == 1 else jax.vmap(lambda i: jax.random.fold_in(rng, i))(jnp.arange(n_sets))
 
@@ -86,11 +78,9 @@ def draw_groups(streams_per_draw: int, batch_size: int) -> int:
 class NegativeSetLayout:
     """This device's tokens `[2, b, T, ...]` arranged by negative set, `[S, M, ...]`, and back.
 
-    Under shard_map the device holds rows d b .. (d + 1) b - 1 of the global batch: whole groups
-    `first` .. `first + n_local - 1` when G is a multiple of the device count, or part of group
-    `first` when the device count is a multiple of G (other splits would put part-groups on a
-    device). A set holds one direction of a group (S = 2 n_local) with negatives per direction,
-    else both directions of a group (S = n_local).
+    The device holds whole groups `first` .. `first + n_local - 1` (G a multiple of the device
+    count) or part of group `first` (the device count a multiple of G). A set is one direction of
+    a group (S = 2 n_local) with negatives per direction, else both (S = n_local).
     """
 
     def __init__(self, sampler: NegativeSampler, local_rows: int):
@@ -144,23 +134,14 @@ class Scored(NamedTuple):
 
 
 def training_loss(
-    model: BiLM,
-    chunk_size: int,
-    loss_scale: float,
-    params: Any,
-    inputs: dict[str, jax.Array],
-    carried_state: list[Any],
-    scored: Scored,
-    dropout_rng: jax.Array,
-    global_count: jax.Array,
+    model: BiLM, chunk_size: int, loss_scale: float, params: Any, inputs: dict[str, jax.Array],
+    carried_state: list[Any], scored: Scored, dropout_rng: jax.Array, global_count: jax.Array,
 ) -> tuple[jax.Array, tuple[list[Any], jax.Array]]:
     """`loss_scale` x this device's share of the global batch's loss, and (the new carried state, the
-    directions' shares of the mean NLL `[2]`). Pure: what `jax.value_and_grad` differentiates.
+    directions' shares of the mean NLL `[2]`); what `jax.value_and_grad` differentiates.
 
-    The loss is the mean over the two directions of each direction's mean NLL over the global
-    batch's `global_count` `[2]` tokens (bilm-tf's mean of tower means when the towers hold equal
-    token counts, as its always full training batches do); the sampled softmax scores each set's
-    tokens against its negatives, the full softmax all rows of `params['softmax']`.
+    The loss is the mean over the directions of each one's mean NLL over the global batch's
+    `global_count` `[2]` tokens (bilm-tf's mean of tower means, its batches being always full).
     """
     _, top, new_state = model.apply(
         {"params": params}, inputs, carried_state, train=True, rngs={"dropout": dropout_rng}
@@ -182,39 +163,26 @@ def training_loss(
     return loss_scale * 0.5 * direction_nll.sum(), (new_state, direction_nll)
 
 
-def _step_rngs(state: TrainState) -> tuple[jax.Array, jax.Array]:
-    """(the negatives' RNG, the same on every device; this device's dropout RNG) of this step."""
-    rng = jax.random.fold_in(jax.random.wrap_key_data(state.rng), state.step)
-    sample_rng, dropout_rng = jax.random.split(rng)
-    return sample_rng, jax.random.fold_in(dropout_rng, jax.lax.axis_index(AXIS))
-
-
-def _grad_norm(grads: Any) -> jax.Array:
-    return jnp.sqrt(sum(jnp.sum(g * g) for g in jax.tree.leaves(grads)))
-
-
 def make_train_step(
     model: BiLM, config: ml_collections.ConfigDict
 ) -> Callable[[TrainState, Batch], tuple[TrainState, dict]]:
     """The per-device train step `(state, batch) -> (state, metrics)`; run under shard_map.
 
-    The step draws the negatives, takes the softmax rows they and the targets touch (row-sparse
-    updates), differentiates `training_loss`, sums the gradients over devices and applies the
-    optimizer. metrics['nonfinite'] is 1.0 when the loss or the gradient norm is NaN or infinite;
-    with `train.nonfinite_policy='skip'` such a step leaves params, optimizer and carried states
-    unchanged (the step counter still advances, so the next step sees new data and negatives).
+    metrics['nonfinite'] is 1.0 when the loss or the gradient norm is NaN or infinite; with
+    `train.nonfinite_policy='skip'` such a step changes only the step counter (the next step sees
+    new data and negatives).
     """
     skip_nonfinite = config.train.nonfinite_policy == "skip"
     softmax = schema.section_options(config.model.softmax, "model.softmax")
     sampler = NegativeSampler(model.vocab_size, config.train.batch_size, **softmax) if softmax["sampled"] else None
     row_updates = uses_row_updates(config)
-    stateful = config.train.stateful
-    loss_scale = config.train.loss_scale
+    stateful, loss_scale = config.train.stateful, config.train.loss_scale
     loss_fn = functools.partial(training_loss, model, softmax["chunk_size"], loss_scale)
 
-    def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
-        inputs = batch
-        sample_rng, dropout_rng = _step_rngs(state)
+    def train_step(state: TrainState, inputs: Batch) -> tuple[TrainState, dict]:
+        # The negatives' RNG is the same on every device, the dropout RNG this device's own.
+        sample_rng, dropout_rng = jax.random.split(jax.random.fold_in(jax.random.wrap_key_data(state.rng), state.step))
+        dropout_rng = jax.random.fold_in(dropout_rng, jax.lax.axis_index(AXIS))
         carried_state = state.carried_state if stateful else jax.tree.map(jnp.zeros_like, state.carried_state)
         global_count = jnp.maximum(jax.lax.psum(inputs["mask"].astype(jnp.float32).sum(axis=(1, 2)), AXIS), 1.0)
         targets = inputs["targets"]  # [2, b, T]
@@ -243,7 +211,7 @@ def make_train_step(
         grads = jax.lax.psum(grads, AXIS)
         loss = jax.lax.psum(scaled_loss, AXIS) / loss_scale
         direction_nll = jax.lax.psum(direction_nll, AXIS)
-        grad_norm = _grad_norm(grads)
+        grad_norm = jnp.sqrt(sum(jnp.sum(g * g) for g in jax.tree.leaves(grads)))
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)  # Equal on every device (psum-ed).
         new_state = _apply_gradients(state, params, opt_state, grads, new_carried_state, finite, skip_nonfinite, view)
         metrics = {
@@ -260,14 +228,8 @@ def make_train_step(
 
 
 def _apply_gradients(
-    state: TrainState,
-    params: Any,
-    opt_state: Any,
-    grads: Any,
-    new_carried_state: list[Any],
-    finite: jax.Array,
-    skip_nonfinite: bool,
-    view: softmax_rows.RowView | None,
+    state: TrainState, params: Any, opt_state: Any, grads: Any, new_carried_state: list[Any], finite: jax.Array,
+    skip_nonfinite: bool, view: softmax_rows.RowView | None,
 ) -> TrainState:
     """The next state: the optimizer's update of `params` (all of them, or the softmax rows of
     `view` written back into the full tables), the new carried state, the step + 1; with

@@ -29,14 +29,9 @@ class Trainer(NamedTuple):
 def build_trainer(
     model: BiLM, config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh, num_steps: int, params: Any = None
 ) -> Trainer:
-    """The training of `model` as `config.train` says, over `num_steps` steps (the schedule's length),
-    with `config.train.batch_size` streams and `config.seed`.
-
-    `params`: start from these instead of a fresh initialisation (the optimizer state starts fresh).
-    """
+    """The training of `model` as `config.train` says over `num_steps` steps (the schedule's length);
+    `params`: start from these instead of a fresh initialisation (the optimizer state starts fresh)."""
     tx, schedule = optim.make_optimizer(config.train, num_steps)
-    state = create_train_state(
-        model, tx, config.seed, config.train.batch_size, config.data.max_chars_per_token, params
-    )
+    state = create_train_state(model, tx, config.seed, config.train.batch_size, config.data.max_chars_per_token, params)
     state = parallel.place_state(state, mesh)
     return Trainer(state, parallel.parallel_train_step(make_train_step(model, config), mesh, state), schedule)
