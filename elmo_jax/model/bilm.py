@@ -1,9 +1,7 @@
 """The bidirectional language model: shared token encoder, a contextualizer per direction, shared softmax.
 
-Inputs carry a leading direction axis of size 2 (0 = forward stream, 1 = backward stream of
-reversed sentences), so one token-encoder call and one contextualizer call serve both directions.
-The contextualizer is a `Contextualizer` of the registry model/contextualizers.py; each reads its
-stream in order, so the backward one sees the text to the right.
+Inputs carry a leading direction axis of size 2 (0 = forward, 1 = the reversed sentences), so one
+encoder call and one contextualizer call (model/contextualizers.py) serve both directions.
 """
 
 from __future__ import annotations
@@ -33,17 +31,10 @@ CHAR_CNN_DEFAULTS = FrozenDict(schema.section_options(schema.get_config().model.
 
 
 class BiLM(nn.Module):
-    """ELMo biLM.
-
-    __call__(inputs, state, train) with inputs `{'token_ids' [2,B,T], 'char_ids' [2,B,T,C]
-    (char encoder), 'mask' [2,B,T]}` and state (`initial_state`: the contextualizer's, e.g. an
-    `LSTMState` per LSTM layer) returns `(layers, top, new_state)`: layers = `[token embedding,
-    layer 1, ..., layer L]`, each `[2, B, T, P]` (the token embedding `[2, B, T, sum of channels]`
-    without a token projection); top = the last layer after dropout (the softmax input).
-    `char_cnn` holds the keys of `model.char_cnn` (`CharCNNEncoder`'s fields) and `options` the
-    contextualizer's own fields (e.g. `LSTMContextualizer`'s dim and clips; missing: its defaults),
-    each section passed whole; `stack_spec` is the contextualizer unbound.
-    """
+    """ELMo biLM: inputs `{'token_ids' [2,B,T], 'char_ids' [2,B,T,C], 'mask' [2,B,T]}`, state
+    (`initial_state`) -> (layers `[token embedding, layer 1, ..., layer L]`, each `[2, B, T, P]`
+    (the token embedding F wide), top: the last layer after dropout, the new state).
+    `char_cnn`: `CharCNNEncoder`'s fields; `options`: the contextualizer's own fields."""
 
     vocab_size: int
     token_encoder: str = "char_cnn"
@@ -89,8 +80,7 @@ class BiLM(nn.Module):
 
     @property
     def has_lstm_gates(self) -> bool:
-        """Whether the contextualizer is an LSTM stack, so `first_layer_gates` and
-        `contextualize_from_gates` (embedding's fast paths) apply."""
+        """Whether `first_layer_gates` and `contextualize_from_gates` apply (an LSTM stack)."""
         return isinstance(self.stack_spec, LSTMContextualizer)
 
     @property
@@ -104,18 +94,12 @@ class BiLM(nn.Module):
         return schema.token_width(self.token_encoder, self.char_cnn, self.width)
 
     def initial_state(self, batch_size: int) -> Any:
-        """Zero carried state for `batch_size` rows per direction (the contextualizer's: an
-        `LSTMState` per LSTM layer, the gated CNN's buffers, the Transformer's empty memory). Every
-        leaf has the rows on axis 1 and is all zeros (`zeros_like` of a state is one)."""
+        """The contextualizer's zero state for `batch_size` rows per direction (rows on axis 1)."""
         return self.stack_spec.initial_state(batch_size)
 
     def embed_tokens(self, inputs: dict[str, jax.Array]) -> jax.Array:
-        """Context-independent token embeddings `[..., P]`.
-
-        The char CNN encodes each distinct word of the call once when there are at most
-        `distinct_fraction` x tokens of them (`distinct_rows`; same result, its gradients summed
-        over a word's tokens), else every token; 0 = every token always.
-        """
+        """Token embeddings `[..., F]`. The char CNN encodes each distinct word once when there are at
+        most `distinct_fraction` x tokens of them (`distinct_rows`; same result), else every token."""
         if self.token_encoder != "char_cnn":
             return self.encoder(inputs["token_ids"])
         char_ids = inputs["char_ids"]
@@ -148,12 +132,11 @@ class BiLM(nn.Module):
     ) -> tuple[list[jax.Array], jax.Array, Any]:
         """Token embeddings x `[2, B, T, F]` through the contextualizer: `__call__` without the encoder."""
         outputs, new_state = self.stack(x, mask, state, train)
-        return [x, *outputs], self.stack.drop_top(outputs[-1], train), new_state
+        return [x, *outputs], self.stack.drop(outputs[-1], deterministic=not train), new_state
 
     def first_layer_gates(self, x: jax.Array) -> jax.Array:
-        """The first LSTM layer's x W_input for both directions: token embeddings x `[N, F]` ->
-        `[2, N, 4 dim]`. A token embedding depends on the word alone, so embedding computes these
-        once per distinct word and gathers them for `contextualize_from_gates` (LSTMs only)."""
+        """The first LSTM layer's x W_input, x `[N, F]` -> `[2, N, 4 dim]`: per distinct word, for
+        `contextualize_from_gates` (LSTMs only)."""
         return self._lstm("first_layer_gates").first_layer_gates(x)
 
     def _lstm(self, method: str) -> LSTMContextualizer:
@@ -162,28 +145,14 @@ class BiLM(nn.Module):
             raise ValueError(f"BiLM.{method} is for LSTM biLMs; this one's contextualizer is {self.contextualizer!r}")
         return self.stack
 
-    def contextualize_from_gates(
-        self,
-        first_gates: jax.Array,
-        mask: jax.Array,
-        state: list[LSTMState],
-        reset: jax.Array | None = None,
-        reset_state: list[LSTMState] | None = None,
-    ) -> tuple[list[jax.Array], list[LSTMState]]:
-        """Inference `contextualize` from the first layer's x W_input `[2, B, T, 4 dim]`
-        (`first_layer_gates` of each position's token): returns the LSTM layers (`[2, B, T, P]`
-        each, without the token embeddings) and the final states. reset: optional `[2, B, T]`, each
-        layer's state becomes its `reset_state` (`[2, 1, .]`, default zeros) before the step where
-        true (sentences packed one after another in a row). LSTMs only."""
-        return self._lstm("contextualize_from_gates").contextualize_from_gates(
-            first_gates, mask, state, reset, reset_state
-        )
+    def contextualize_from_gates(self, *args: Any) -> tuple[list[jax.Array], list[LSTMState]]:
+        """Inference `contextualize` from the first layer's x W_input `[2, B, T, 4 dim]`: the
+        arguments and result of `LSTMContextualizer.contextualize_from_gates` (LSTMs only)."""
+        return self._lstm("contextualize_from_gates").contextualize_from_gates(*args)
 
 
 def bilm_from_config(model: Mapping[str, Any], vocab_size: int) -> BiLM:
-    """Builds the biLM of `config.model`, complete and validated where it entered (the commands, a
-    workdir's config.json, an options.json: elmo_jax/config/validation.py): the model section's
-    keys that are BiLM fields, the char CNN's and the contextualizer's sections whole."""
+    """The biLM of `config.model` (complete and validated where it entered)."""
     fields = {name: value for name, value in schema.section_options(model, "model").items() if name in _FIELDS}
     return BiLM(
         vocab_size=vocab_size, **{**fields, "dtype": DTYPES[model["dtype"]]},

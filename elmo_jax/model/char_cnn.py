@@ -1,9 +1,7 @@
 """The character CNN token encoder with highway layers (bilm-tf).
 
-Parameter names follow bilm-tf's weight file (`char_embed`, `W_cnn_i`/`b_cnn_i`, highway
-`W_carry`/`b_carry`/`W_transform`/`b_transform`, `W_proj`/`b_proj`), all `x @ W` oriented, so
-its weights export as they are. Weights start from bilm-tf's initializers, or with `init_range`
-r > 0 all from U(-r, r); biases start at 0 (highway carry: -2, mostly carrying at first).
+Parameter names and `x @ W` orientation follow bilm-tf's weight file, so the weights export as they
+are; initializers are bilm-tf's (or U(-r, r) with `init_range` r > 0), biases 0 (highway carry -2).
 """
 
 from __future__ import annotations
@@ -56,10 +54,8 @@ class Highway(nn.Module):
 class CharCNNEncoder(nn.Module):
     """Char ids `[..., C]` (+1 shifted, 0 = no token) -> token embeddings `[..., output_dim]`.
 
-    The fields up to `projection` are the keys of `model.char_cnn`, passed whole. Without a
-    projection the highway output itself, `[..., sum of channels]`, is the embedding (Kim et al.
-    2016): a product of two trained matrices (the projection and the first layer's input weights)
-    grows fast under plain SGD and saturates the first LSTM's gates.
+    The fields up to `projection` are the keys of `model.char_cnn`. Without a projection the
+    highway output, `[..., sum of channels]`, is the embedding (Kim et al. 2016).
     """
 
     embed_dim: int

@@ -1,9 +1,7 @@
 """The contextualizer interface: what the biLM asks of the stacks between its token encoder and softmax.
 
-A contextualizer reads both streams at once (direction axis of size 2, the backward stream holding
-the reversed text) and carries a state from one window to the next. It shares the biLM's scope, so
-its parameters sit directly under the biLM's and its dropouts are the biLM's `drop` and
-`token_drop` (docs/contextualizers.md, "Adding a contextualizer").
+It reads both streams at once and carries a state from window to window; it shares the biLM's
+scope, params and dropouts (docs/contextualizers.md, "Adding a contextualizer").
 """
 
 from __future__ import annotations
@@ -16,13 +14,10 @@ import jax.numpy as jnp
 
 
 class Contextualizer(nn.Module):
-    """Base of every contextualizer: the biLM's shared fields and the contract.
-
-    `__call__(x, mask, state, train)`: token embeddings x `[2, B, T, input_dim]`, mask `[2, B, T]`
-    -> (the L = n_layers outputs `[2, B, T, width]`, the next state). `initial_state(B)`: the zero
-    state, rows on axis 1 of every leaf. `flops_per_token()`: forward matmul FLOPs for one token in
-    one direction. Subclasses add their config section's keys as fields and call `super().setup()`.
-    """
+    """Base of every contextualizer: the biLM's shared fields and the contract. `__call__`: x
+    `[2, B, T, input_dim]`, mask `[2, B, T]` -> (L outputs `[2, B, T, width]`, next state);
+    `initial_state(B)`: zeros, rows on axis 1; `flops_per_token()`: forward matmul FLOPs per token
+    and direction. Subclasses add their config section's keys as fields."""
 
     n_layers: int = 2
     width: int = 512  # P (model.width): every layer's output width.
@@ -35,8 +30,7 @@ class Contextualizer(nn.Module):
 
     @classmethod
     def model_options(cls, model: Mapping[str, Any]) -> dict[str, Any]:
-        """Fields from keys of `config.model` outside the contextualizer's own section (which is
-        passed whole: model/contextualizers.py), such as the LSTM's kernel choice; none by default."""
+        """Fields from keys of `config.model` outside the contextualizer's own section; none by default."""
         return {}
 
     def setup(self) -> None:
@@ -51,7 +45,3 @@ class Contextualizer(nn.Module):
 
     def flops_per_token(self) -> int:
         raise NotImplementedError
-
-    def drop_top(self, top: jax.Array, train: bool) -> jax.Array:
-        """Dropout on the last layer, the softmax input."""
-        return self.drop(top, deterministic=not train)

@@ -1,7 +1,6 @@
 """The registry of contextualizers: `model.contextualizer`'s name -> its class (model/contextualizer.py).
 
-The config's schema sits a layer below, so registering a name also declares its config section
-there (`schema.declare_contextualizer`; docs/contextualizers.md, "Adding a contextualizer").
+Registering a name also declares its config section in the schema (`schema.declare_contextualizer`).
 """
 
 from __future__ import annotations
@@ -38,8 +37,7 @@ def contextualizer_class(name: str) -> type[Contextualizer]:
 
 
 def contextualizer_options(model: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of the contextualizer that `config.model` (complete) names beyond the shared
-    ones: its section passed whole (an "off" value as None), and the keys outside it it reads."""
+    """The contextualizer's own fields from `config.model`: its section whole and `model_options`."""
     name = model["contextualizer"]
     return {**schema.section_options(model[name], f"model.{name}"), **contextualizer_class(name).model_options(model)}
 

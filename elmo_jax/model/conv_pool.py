@@ -1,19 +1,9 @@
-"""The char CNN's convolutions with max pooling over positions, and their reverse pass.
+"""The char CNN's convolutions with max pooling over positions, with a hand-written reverse pass.
 
-`conv_max_over_positions(x, kernels)` is `[max_p conv1d_valid(x, k)[:, p, :] for k in kernels]`
-with a hand-written reverse pass (`jax.custom_vjp`). The forward pass keeps only the argmax of each
-pooled output (`[N, n]` int32), not the `[N, positions, n]` convolution outputs autodiff would
-keep, and routes each output's cotangent to its argmax. Where positions tie, the first gets the
-whole cotangent rather than a share: tied positions are identical character windows (in practice
-padding), so the parameters' gradients are the same.
-
-Both passes run one of two ways, picked by `block`:
-- `block=None`: XLA's convolutions and their gradients over the whole batch. Fast on GPU/TPU.
-- `block=b`: blocks of b tokens in a loop, every convolution a matmul over the unfolded character
-  windows (forward `y = unfold(x) W` and its max; reverse `dW += unfold(x)^T dy`,
-  `dx = fold(dy W^T)`), whose buffers stay in the CPU caches: faster on CPU (docs/performance.md).
-With `fused=True` the forward pass is one Pallas kernel per filter width (`pallas_conv_pool`);
-the reverse pass still runs as `block` says.
+Only each pooled output's first argmax (`[N, n]` int32) is kept, not the `[N, positions, n]`
+outputs, and gets the whole cotangent (tied positions are identical windows). `block=None`: XLA's
+whole-batch convolutions (GPU/TPU); `block=b`: b tokens at a time as matmuls over the unfolded
+windows, in the CPU caches; `fused`: the forward pass as Pallas kernels (`pallas_conv_pool`).
 """
 
 from __future__ import annotations
@@ -32,11 +22,8 @@ CPU_BLOCK = 16  # Tokens per block on CPU (docs/performance.md).
 
 
 def resolve_block(block: int) -> int | None:
-    """`model.conv_block` -> block size, or None for XLA's whole-batch convolutions.
-
-    0 = automatic: CPU_BLOCK on CPU, None on GPU/TPU (where the blocked loop would run many
-    small kernels one after another); -1 = None everywhere; b > 0 = blocks of b tokens.
-    """
+    """`model.conv_block` -> block size or None (whole batch): 0 = CPU_BLOCK on CPU, None on GPU/TPU
+    (where blocks would run many small kernels in turn); -1 = None; b > 0 = blocks of b tokens."""
     if block < -1:
         raise ValueError(f"model.conv_block must be >= -1, got {block}")
     if block == 0:
@@ -81,11 +68,8 @@ def _fold(windows: jax.Array, width: int, n_chars: int) -> jax.Array:
 def conv_max_over_positions(
     x: jax.Array, kernels: Sequence[jax.Array], dtype: jnp.dtype, block: int | None, fused: bool = False
 ) -> list[jax.Array]:
-    """Max over positions of each valid convolution: x `[N, C, d]`, kernels `[w_i, d, n_i]` -> `[N, n_i]` each.
-
-    Convolutions in `dtype` with float32 results (`precision.conv1d_valid`). block, fused: the
-    module docstring's (`resolve_block` turns `model.conv_block` into block).
-    """
+    """Max over positions of each valid convolution in `dtype` (float32 results): x `[N, C, d]`,
+    kernels `[w_i, d, n_i]` -> `[N, n_i]` each. block, fused: the module docstring's."""
     return _forward(x, kernels, dtype, block, fused)[0]
 
 

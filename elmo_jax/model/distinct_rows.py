@@ -1,9 +1,7 @@
 """The distinct rows of an integer array with static shapes, for encoding each distinct word once.
 
-A token embedding depends on the word's characters alone, and a batch of text repeats its words.
-Inside a jitted step rows are packed into a few int32 keys and sorted, and each run of equal rows
-becomes one distinct row; `capacity` fixes the shape of the result, and the caller falls back to
-every row when there are more distinct ones (`count > capacity`).
+Rows are packed into a few int32 keys and sorted; each run of equal rows is one distinct row.
+`capacity` fixes the result's shape; the caller falls back to every row when `count > capacity`.
 """
 
 from __future__ import annotations
@@ -27,12 +25,8 @@ def _packed_keys(ids: jax.Array) -> list[jax.Array]:
 
 
 def distinct_rows(ids: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The distinct rows of ids `[N, C]` (values in [0, 512)), at most `capacity` of them.
-
-    Returns (rows `[capacity, C]`, index `[N]` int32, count): `ids[i] == rows[index[i]]` for
-    every i when count <= capacity; count (int32 scalar) is the number of distinct rows. Rows
-    past `count` are copies of one of them; with count > capacity only `capacity` are there.
-    """
+    """The distinct rows of ids `[N, C]` (values in [0, 512)) -> (rows `[capacity, C]`, index `[N]`
+    int32, count: the number of distinct rows): `ids[i] == rows[index[i]]` when count <= capacity."""
     ids = jnp.asarray(ids)
     n_rows = ids.shape[0]
     keys = _packed_keys(ids)

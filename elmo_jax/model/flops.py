@@ -1,8 +1,6 @@
-"""Analytic model FLOPs of the biLM (matmuls and convolutions; elementwise work not counted).
+"""Analytic model FLOPs of the biLM (matmuls and convolutions; a multiply-add is 2 FLOPs).
 
-A multiply-add counts as 2 FLOPs; training FLOPs = 3 x forward (the backward pass costs twice the
-forward pass). A "token" is one position of the global batch, processed in both directions. The
-contextualizer's part is its own count (`Contextualizer.flops_per_token`), keyed by its name.
+Training = 3 x forward. A token is one position of the global batch, in both directions.
 """
 
 from __future__ import annotations

@@ -2,11 +2,8 @@
 
 Per direction and layer l, over the stream's positions in order (docs/contextualizers.md):
   h_t = (window_t W + b) * sigmoid(window_t V + c),  window_t = [x_{t-(k-1)r}; ...; x_{t-r}; x_t]
-with dilation r_l = dilation_base^(l-1), plus x_t on layers 2..L when residual. The directions'
-weights are stacked on a leading axis of size 2, as the LSTMs'. Masked positions are skipped, as
-the LSTM's state is frozen at them: each row's real positions run first, in order, and the outputs
-go back to their positions. The carried state is per layer the last (k - 1) r_l real inputs of
-each row, so a window sees exactly what one long pass over the text would.
+with dilation r_l = dilation_base^(l-1), plus x_t on layers 2..L when residual. Masked positions
+are skipped; the state carries each layer's last (k - 1) r_l real inputs, as one long pass would.
 """
 
 from __future__ import annotations
@@ -63,8 +60,7 @@ def receptive_field(n_layers: int, kernel_width: int, dilation_base: int = 1) ->
 def initial_buffers(
     batch_size: int, input_dim: int, features: int, n_layers: int, kernel_width: int, dilation_base: int = 1
 ) -> list[jax.Array]:
-    """A stack's zero carried state (a window after nothing) for `batch_size` rows: a buffer
-    `[2, B, (k-1) r_l, F_l]` per layer, F_1 = input_dim (the token embeddings' width), then `features`."""
+    """Zero carried state for `batch_size` rows: `[2, B, (k-1) r_l, F_l]` per layer, F_1 = input_dim."""
     widths = [input_dim] + [features] * (n_layers - 1)
     return [
         jnp.zeros((2, batch_size, (kernel_width - 1) * r, w), jnp.float32)
@@ -103,12 +99,9 @@ class GatedConvLayer(nn.Module):
 
 
 class GatedCNNStack(nn.Module):
-    """L causal GLU layers of width `features` per direction, dropout before each as the LSTM
-    stacks' (`token_dropout` before the first); residual around layers 2..L when `residual`.
-
-    x `[2, B, T, F]`, mask `[2, B, T]`, state (L buffers `[2, B, (k-1) r_l, F_l]`,
-    `initial_buffers`) -> (L outputs `[2, B, T, features]`, zero at masked positions; new state).
-    """
+    """L causal GLU layers, `features` wide, dropout before each (`token_dropout` before the first),
+    residual around layers 2..L: x `[2, B, T, F]`, mask `[2, B, T]`, state (`initial_buffers`) ->
+    (L outputs `[2, B, T, features]`, zero at masked positions; new state)."""
 
     features: int
     n_layers: int

@@ -1,9 +1,4 @@
-"""A biLM's initial parameters, and their shapes without computing them.
-
-Training initialises from these; readers of a checkpoint compare its arrays with `param_shapes`
-of the model their config builds, so a config.json that no longer fits is refused in one line
-naming the array rather than failing inside Flax.
-"""
+"""A biLM's initial parameters, and their shapes without computing them (for checking checkpoints)."""
 
 from __future__ import annotations
 

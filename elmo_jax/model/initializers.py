@@ -1,9 +1,4 @@
-"""Parameter initializers shared by the model's modules.
-
-bilm-tf gives each weight its own initializer; Kim et al. 2016 and Zaremba et al. 2014 draw every
-weight from U(-r, r). `weight_init` picks between the two, so each module states its bilm-tf
-default once.
-"""
+"""Parameter initializers: bilm-tf's per weight, or U(-r, r) for every weight (Kim et al. 2016)."""
 
 from __future__ import annotations
 

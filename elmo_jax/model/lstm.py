@@ -1,16 +1,14 @@
 """LSTM with projection and clipping (TF `LSTMCell` semantics), both directions in one time loop.
 
-The forward and backward stacks have separate weights stacked on a leading axis of size 2, so each
-time step is one batched matmul for both directions; the input half, x W_input, is hoisted out of
-the time loop, which is `lstm_recurrence` (its equations and hand-written reverse pass). As in
-bilm-tf, a layer with projection_dim == dim has no projection (no `W_P`, proj_clip unused): the
-plain LSTM of Kim et al. and Zaremba et al.
+The directions' weights are stacked on a leading axis of size 2, so a step is one batched matmul;
+x W_input is hoisted out of the time loop (`lstm_recurrence`). As in bilm-tf, projection_dim ==
+dim means no projection (no `W_P`): the plain LSTM of Kim et al. and Zaremba et al.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -43,11 +41,8 @@ def kernel_limits(
 ) -> tuple[float, float]:
     """Limits of the uniform initialisers of (W_input and W_hidden, W_P) for one direction.
 
-    'uniform': U(-r, r) for all three, r = init_range if > 0, else 0.05 (Kim et al. 2016).
-    'glorot_uniform': bilm-tf passes no initializer to its `LSTMCell`s, so `tf.get_variable`'s
-    default, Glorot uniform, applies to TF's one kernel `[d_in + P, 4 dim]`, whose two halves are
-    W_input and W_hidden: both get sqrt(6 / (d_in + P + 4 dim)); W_P `[dim, P]` is its own
-    variable, sqrt(6 / (dim + P)).
+    'uniform': r = init_range if > 0, else 0.05 (Kim et al. 2016). 'glorot_uniform': bilm-tf's
+    default, Glorot over TF's one kernel `[d_in + P, 4 dim]` (W_input and W_hidden) and W_P `[dim, P]`.
     """
     if initializer == "uniform":
         limit = init_range if init_range > 0 else 0.05
@@ -58,15 +53,9 @@ def kernel_limits(
 
 
 class BiLSTMLayer(nn.Module):
-    """One LSTM-with-projection layer for both directions, run over time by `lstm_recurrence`.
-
-    `remat`: the whole layer (input matmul and recurrence) in `jax.checkpoint`, recomputing its
-    forward pass in the backward pass instead of keeping the recurrence's O(T * B * dim) residuals.
-    `dtype`: of the matmul operands (state and gate math stay float32). `unroll`: time steps per
-    loop iteration (0 = automatic). `initializer`: of the kernels (`kernel_limits`). `kernel`: the
-    time loop, 'xla' (`lstm_recurrence`) or 'pallas' (`pallas_lstm_recurrence`); runs with `reset`
-    take 'xla'.
-    """
+    """One LSTM-with-projection layer for both directions. `remat`: the layer in `jax.checkpoint` (no
+    O(T B dim) residuals kept). `kernel`: the time loop, 'xla' (`lstm_recurrence`) or 'pallas'
+    (`pallas_lstm_recurrence`; runs with `reset` take 'xla')."""
 
     dim: int
     projection_dim: int
@@ -77,7 +66,7 @@ class BiLSTMLayer(nn.Module):
     dtype: jnp.dtype = jnp.float32
     unroll: int = 0
     initializer: str = "uniform"
-    init_range: float = 0.0  # Of the 'uniform' initializer (see `kernel_limits`).
+    init_range: float = 0.0  # Of the 'uniform' initializer.
     kernel: str = "xla"
 
     @property
@@ -94,12 +83,8 @@ class BiLSTMLayer(nn.Module):
         reset: jax.Array | None = None,
         reset_state: LSTMState | None = None,
     ) -> tuple[jax.Array, LSTMState]:
-        """x: `[2, B, T, in]`, mask: `[2, B, T]` (state frozen where 0); reset: optional `[2, B, T]`
-        (the state becomes `reset_state`, `[2, 1, .]`, default zeros, before the step where true:
-        several sequences in one row, `lstm_recurrence`).
-
-        Returns outputs `[2, B, T, P]` (plus the input when residual) and the final state.
-        """
+        """x `[2, B, T, in]`, mask `[2, B, T]` (state frozen where 0) -> (outputs `[2, B, T, P]`, plus x
+        when residual; final state). reset `[2, B, T]`, reset_state `[2, 1, .]`: `lstm_recurrence`'s."""
         d_in, gates = x.shape[-1], 4 * self.dim
         kernel_limit, proj_limit = kernel_limits(
             self.initializer, d_in, self.dim, self.projection_dim, self.init_range
@@ -111,32 +96,31 @@ class BiLSTMLayer(nn.Module):
         if self.projected:
             w_proj = self.param("W_P", uniform_symmetric(proj_limit), (2, self.dim, self.projection_dim))
 
-        def run(x, w_input, bias, w_hidden, w_proj, mask, c0, h0, reset, reset_state):
+        def run(x, w_input, bias, w_hidden, w_proj, mask, state, reset, reset_state):
             n_dir, n_batch, n_steps, _ = x.shape
             # A [2, B*T, in] operand: the dot that computes dW_input then needs no transpose of
             # d xw (XLA:CPU copies the whole [2, B, T, 4*dim] cotangent for the 4-D einsum).
             xw = matmul("dni,dig->dng", x.reshape(n_dir, n_batch * n_steps, -1), w_input, self.dtype)
             xw = xw.reshape(n_dir, n_batch, n_steps, -1)
-            return self._recurrence(xw, bias, w_hidden, w_proj, mask, c0, h0, reset, reset_state)
+            return self._recurrence(xw, bias, w_hidden, w_proj, mask, state, reset, reset_state)
 
         if self.remat:
             run = jax.checkpoint(run)
-        outputs, final = run(x, w_input, bias, w_hidden, w_proj, mask, state.c, state.h, reset, reset_state)
+        outputs, final = run(x, w_input, bias, w_hidden, w_proj, mask, state, reset, reset_state)
         return (outputs + x if self.residual else outputs), final
 
-    def _recurrence(self, xw, bias, w_hidden, w_proj, mask, c0, h0, reset=None, reset_state=None):
-        """The time loop over xw `[2, B, T, 4 dim]`, time on axis 2 and the bias added inside the
-        loop (no transposes or extra pass over xw) -> (outputs `[2, B, T, P]`, final `LSTMState`)."""
+    def _recurrence(self, xw, bias, w_hidden, w_proj, mask, state, reset=None, reset_state=None):
+        """The time loop over xw `[2, B, T, 4 dim]` -> (outputs `[2, B, T, P]`, final `LSTMState`)."""
         if self.kernel not in TIME_LOOP_KERNELS:
             raise ValueError(f"model.lstm_kernel must be one of {TIME_LOOP_KERNELS}, got {self.kernel!r}")
         if self.kernel == "pallas" and reset is None:
             outputs, final = pallas_lstm_recurrence(
-                xw, w_hidden, w_proj, mask[..., None], c0, h0, self.cell_clip, self.proj_clip, self.dtype,
+                xw, w_hidden, w_proj, mask[..., None], *state, self.cell_clip, self.proj_clip, self.dtype,
                 time_axis=2, bias=bias, interpret=platform.interprets_pallas(),
             )
         else:
             outputs, final = lstm_recurrence(
-                xw, w_hidden, w_proj, mask[..., None], c0, h0,
+                xw, w_hidden, w_proj, mask[..., None], *state,
                 self.cell_clip, self.proj_clip, self.dtype, time_axis=2, bias=bias, unroll=self.unroll,
                 reset=None if reset is None else reset[..., None], reset_state=reset_state,
             )
@@ -147,19 +131,10 @@ class BiLSTMLayer(nn.Module):
         x `[N, in]` -> `[2, N, 4 dim]` (the layer's params must exist: call it in `apply`)."""
         return matmul("ni,dig->dng", x, self.variables["params"]["W_input"], self.dtype)
 
-    def from_input_gates(
-        self,
-        xw: jax.Array,
-        mask: jax.Array,
-        state: LSTMState,
-        reset: jax.Array | None = None,
-        reset_state: LSTMState | None = None,
-    ) -> tuple[jax.Array, LSTMState]:
-        """`__call__` given its inputs' x W_input, xw `[2, B, T, 4 dim]` (inference, no residual):
-        a caller whose inputs repeat (token embeddings) computes each distinct row's gates once."""
+    def from_input_gates(self, xw: jax.Array, *args: Any) -> tuple[jax.Array, LSTMState]:
+        """`__call__` (the same mask, state, reset, reset_state) from x W_input, xw `[2, B, T, 4 dim]`
+        (inference, no residual), so that repeated inputs (token embeddings) have their gates computed once."""
         if self.residual:
             raise ValueError("a residual LSTM layer adds its inputs to its outputs: call it with them")
         params = self.variables["params"]
-        return self._recurrence(
-            xw, params["B"], params["W_hidden"], params.get("W_P"), mask, state.c, state.h, reset, reset_state
-        )
+        return self._recurrence(xw, params["B"], params["W_hidden"], params.get("W_P"), *args)

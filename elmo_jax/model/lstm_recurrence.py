@@ -9,20 +9,14 @@ Per direction d and time step t (both directions batched on a leading axis of 2)
 Without a projection (`w_proj=None`, bilm-tf's cell when projection_dim == dim) h' = m, P = dim and
 proj_clip is ignored, as by TF's LSTMCell without num_proj.
 
-Plain autodiff of the time loop accumulates dW_hidden and dW_proj with small per-step matmuls in
-the reverse loop and keeps more residuals than needed. Here the reverse loop does only the
-sequential work (the dz W_hidden^T and dh' W_proj^T matmuls and the gate algebra) and emits dz_t
-and dh'_t per step; the weight gradients are then one large matmul each over all steps. It keeps,
-per step, the activated gates (written over xw), the previous c, m (with a projection) and the
-pre-clip h' (with proj_clip): 6 * dim floats per row and step (+ P with proj_clip).
-
-Time is the leading axis (`time_axis=0`: `[T, 2, B, .]`) or the third (`time_axis=2`:
-`[2, B, T, .]`, `BiLSTMLayer`'s layout, which then needs no transposes of xw, the outputs or dz).
+The reverse loop does only the sequential work and emits dz_t and dh'_t; the weight gradients are
+then one matmul each over all steps, not small per-step matmuls as plain autodiff's. Time is axis 0
+(`[T, 2, B, .]`) or 2 (`[2, B, T, .]`, `BiLSTMLayer`'s layout, which needs no transposes).
 """
 
 from __future__ import annotations
 
-from functools import partial
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -46,9 +40,7 @@ def clip_grad(x: jax.Array, bound: float) -> jax.Array:
 def cell_step(
     z: tuple[jax.Array, ...], c: jax.Array, cell_clip: float | None
 ) -> tuple[tuple[jax.Array, ...], jax.Array, jax.Array]:
-    """One step of the cell for the gates' pre-activations z = (i, j, f, o) and the previous c ->
-    (the activated gates (sigmoid(i), tanh(j), sigmoid(f + 1), sigmoid(o)), c_new, m); shared with
-    the Pallas kernels, like `cell_grads`."""
+    """One cell step: pre-activations z = (i, j, f, o), the previous c -> (activated gates, c_new, m)."""
     i, j, f, o = z
     gates = (jax.nn.sigmoid(i), jnp.tanh(j), jax.nn.sigmoid(f + FORGET_BIAS), jax.nn.sigmoid(o))
     sig_i, tanh_j, sig_f, sig_o = gates
@@ -60,10 +52,8 @@ def cell_grads(
     gates: tuple[jax.Array, ...], c_prev: jax.Array, d_m: jax.Array, dc: jax.Array, live: jax.Array,
     cell_clip: float | None,
 ) -> tuple[tuple[jax.Array, ...], jax.Array]:
-    """`cell_step` in reverse: the activated gates, the previous c, the cotangent of m and the
-    carried dc -> (dz per gate (i, j, f, o), dc of the previous step). Where the mask is 0 (`live`
-    false) the state passed through unchanged: its cotangent goes straight back, and the step
-    itself gets none."""
+    """`cell_step` in reverse: gates, previous c, dm, carried dc -> (dz per gate, the previous step's
+    dc). Where `live` is false the state passed through: its cotangent goes straight back."""
     sig_i, tanh_j, sig_f, sig_o = gates
     c_raw = sig_f * c_prev + sig_i * tanh_j
     tanh_c = jnp.tanh(clip(c_raw, cell_clip))
@@ -98,10 +88,8 @@ def _stacked(step_shape: tuple[int, ...], n_steps: int, axis: int) -> jax.Array:
 
 
 def recurrence_inputs(xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis: int, bias):
-    """The argument handling `lstm_recurrence` and `pallas_lstm_recurrence` share: checks
-    `time_axis` and the clips, drops proj_clip without a projection, casts xw and the state to
-    float32 and makes bias zeros `[2, 4*dim]` when None. Returns (xw, c0, h0, bias, cell_clip, proj_clip).
-    """
+    """Checks `time_axis` and the clips, drops proj_clip without a projection, casts to float32, bias
+    zeros when None -> (xw, c0, h0, bias, cell_clip, proj_clip); shared with `pallas_lstm`."""
     if time_axis not in (0, 2):
         raise ValueError(f"time_axis must be 0 or 2, got {time_axis}")
     for name, clip in (("cell_clip", cell_clip), ("proj_clip", proj_clip)):
@@ -114,16 +102,28 @@ def recurrence_inputs(xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis: int, 
     return xw, c0, h0, bias, cell_clip, proj_clip
 
 
-def _forward(
-    xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, unroll, save: bool,
-    reset=None, reset_state=None,
-):
-    """The time loop: returns the final (c, h), the outputs and (with `save`) the residuals.
+def with_reverse_pass(forward: Callable[..., tuple], reverse: Callable[..., tuple]) -> Callable[..., tuple]:
+    """`forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, save)` -> (hs, (c, h), residuals) as a
+    `jax.custom_vjp` function of the same arguments but `save` -> (hs, (c, h)), whose reverse pass is
+    `reverse(static, (w_hidden, w_proj, mask, h0, hs, residuals), cotangents)`; shared with `pallas_lstm`."""
 
-    `reset` (optional, the layout of `mask`): where true, the state becomes `reset_state` (c, h)
-    before the step. The activated gates [sigmoid(i), tanh(j), sigmoid(f + 1), sigmoid(o)] are
-    written over xw, which XLA updates in place when xw is not needed afterwards.
-    """
+    def run(static, xw, bias, w_hidden, w_proj, mask, c0, h0):
+        return forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, save=False)[:2]
+
+    def run_fwd(static, xw, bias, w_hidden, w_proj, mask, c0, h0):
+        hs, final, res = forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, save=True)
+        return (hs, final), (w_hidden, w_proj, mask, h0, hs, res)
+
+    run = jax.custom_vjp(run, nondiff_argnums=(0,))
+    run.defvjp(run_fwd, reverse)
+    return run
+
+
+def _forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool, reset=None, reset_state=None):
+    """The time loop -> (hs, final (c, h), with `save` the residuals). static: (cell_clip, proj_clip,
+    dtype, axis, unroll). `reset`: `lstm_recurrence`'s. The activated gates are written over xw,
+    which XLA updates in place when xw is not needed afterwards."""
+    cell_clip, proj_clip, dtype, axis, unroll = static
     n_steps = xw.shape[axis]
     projected = w_proj is not None
     w_hidden = w_hidden.astype(dtype)
@@ -155,25 +155,11 @@ def _forward(
         return c_new, h_new, _write(hs, h_new, t, axis), res
 
     c_t, h_t, hs, res = jax.lax.fori_loop(0, n_steps, body, (c0, h0, hs, res), unroll=unroll)
-    return (c_t, h_t), hs, res
+    return hs, (c_t, h_t), res
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2, 3, 4))
-def _recurrence(cell_clip, proj_clip, dtype, axis, unroll, xw, bias, w_hidden, w_proj, mask, c0, h0):
-    final, hs, _ = _forward(
-        xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, unroll, save=False
-    )
-    return hs, final
-
-
-def _recurrence_fwd(cell_clip, proj_clip, dtype, axis, unroll, xw, bias, w_hidden, w_proj, mask, c0, h0):
-    final, hs, res = _forward(
-        xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, dtype, axis, unroll, save=True
-    )
-    return (hs, final), (w_hidden, w_proj, mask, h0, hs, res)
-
-
-def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotangents):
+def _reverse(static, residuals, cotangents):
+    cell_clip, proj_clip, dtype, axis, unroll = static
     w_hidden, w_proj, mask, h0, hs, (gates_all, c_prev_all, *rest) = residuals
     projected = w_proj is not None
     m_all = rest.pop(0) if projected else None
@@ -184,9 +170,8 @@ def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotang
     w_proj_c = w_proj.astype(dtype) if projected else None
     dh_raw_all = _stacked(d_ht.shape, n_steps, axis)
 
-    # dz_t is written over the gates of step t (no new [.., 4*dim] buffer). So that XLA can do that
-    # in place, every read of the buffer must come after the step's write: the gates of step t - 1
-    # are read at the end of step t and carried (otherwise XLA:CPU copies the buffer every step).
+    # dz_t is written over step t's gates; the gates of step t - 1 are read after that write and
+    # carried, so XLA updates the buffer in place (else XLA:CPU copies it every step).
     def body(k, carry):
         dc, dh, gates, dz_all, dh_raw_all = carry
         t = n_steps - 1 - k
@@ -209,19 +194,16 @@ def _recurrence_bwd(cell_clip, proj_clip, dtype, axis, unroll, residuals, cotang
     dc0, dh0, _, dz, dh_raw = jax.lax.fori_loop(
         0, n_steps, body, (d_ct, d_ht, gates_last, gates_all, dh_raw_all), unroll=unroll
     )
-
-    d_bias, d_w_hidden, d_w_proj = weight_grads(axis, dtype, h0, hs, dz, m_all, dh_raw, w_hidden, w_proj)
-    return dz, d_bias, d_w_hidden, d_w_proj, None, dc0, dh0
+    return dz, *weight_grads(axis, dtype, h0, hs, dz, m_all, dh_raw, w_hidden, w_proj), None, dc0, dh0
 
 
-_recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
+_recurrence = with_reverse_pass(_forward, _reverse)
 
 
 def weight_grads(
     axis: int, dtype: jnp.dtype, h0, hs, dz, m_all, dh_raw, w_hidden, w_proj
 ) -> tuple[jax.Array, jax.Array, jax.Array | None]:
-    """(d bias, d W_hidden, d W_proj) from the reverse loop's dz `[.., 4*dim]` and dh' `[.., P]` (time
-    on `axis`): one matmul each over all steps, both directions batched (shared with `pallas_lstm`)."""
+    """(d bias, d W_hidden, d W_proj) from dz `[.., 4*dim]` and dh' `[.., P]`: one matmul each over all steps."""
     steps = "tdb" if axis == 0 else "dbt"
     h_prev = jnp.concatenate(
         [jnp.expand_dims(h0, axis), jax.lax.slice_in_dim(hs, 0, hs.shape[axis] - 1, axis=axis)], axis=axis
@@ -255,23 +237,13 @@ def lstm_recurrence(
     reset: jax.Array | None = None,
     reset_state: tuple[jax.Array, jax.Array] | None = None,
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
-    """Runs the LSTM-with-projection over time for both directions.
+    """The LSTM over time for both directions -> (hs: h after each step, final (c, h)).
 
-    With `time_axis=0`: xw `[T, 2, B, 4*dim]` float32 input contribution (x W_input, hoisted out
-    of the loop), mask `[T, 2, B, 1]` (state frozen where 0), outputs hs `[T, 2, B, P]`; with
-    `time_axis=2` the same with time third: `[2, B, T, .]`. w_hidden: `[2, P, 4*dim]`; w_proj:
-    `[2, dim, P]`, or None for no projection (P = dim); c0 `[2, B, dim]`, h0 `[2, B, P]`: the
-    initial state. cell_clip / proj_clip: static, None for no clipping, else > 0. Matmul operands
-    are cast to `dtype` (state and gate math stay float32). bias: optional `[2, 4*dim]` added to xw
-    inside the loop (saving a pass over xw).
-
-    Returns hs (h after each step; at a masked step the frozen previous h) and the final state
-    (c, h). Reverse-mode differentiable in xw, bias, the weights and the initial state through a
-    hand-written VJP (no forward mode); the mask gets no cotangent.
-    unroll: time steps per loop iteration, in both loops; 0 = automatic (`_resolve_unroll`).
-    reset: optional, the layout of `mask`: where true, the state is set to `reset_state` ((c, h),
-    broadcast against (c0, h0); default zeros) before the step, so several sequences can share a
-    row. With `reset`, gradients come from JAX's autodiff of the loop.
+    time_axis 0: xw `[T, 2, B, 4*dim]` (x W_input), mask `[T, 2, B, 1]` (state frozen where 0), hs
+    `[T, 2, B, P]`; time_axis 2: `[2, B, T, .]`. w_hidden `[2, P, 4*dim]`; w_proj `[2, dim, P]` or
+    None; c0 `[2, B, dim]`, h0 `[2, B, P]`; clips static, None or > 0; bias `[2, 4*dim]` optional;
+    matmul operands in `dtype`; unroll: steps per iteration (0 = automatic). reset (mask's layout):
+    where true the state becomes `reset_state` (default zeros) first, with JAX's autodiff.
     """
     xw, c0, h0, bias, cell_clip, proj_clip = recurrence_inputs(
         xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis, bias
@@ -280,15 +252,8 @@ def lstm_recurrence(
     if xw.shape[time_axis] == 0:  # no steps: nothing to run (the loops below assume one)
         return _stacked(h0.shape, 0, time_axis), (c0, h0)
     unroll = _resolve_unroll(unroll, xw.shape[time_axis])
-    if reset is not None:
-        reset = jnp.asarray(reset).astype(bool)
-        if reset_state is None:
-            reset_state = (jnp.zeros((), jnp.float32), jnp.zeros((), jnp.float32))
-        final, hs, _ = _forward(
-            xw, bias, w_hidden, w_proj, mask, c0, h0, cell_clip, proj_clip, jnp.dtype(dtype), time_axis, unroll,
-            save=False, reset=reset, reset_state=tuple(jnp.asarray(a, jnp.float32) for a in reset_state),
-        )
-        return hs, final
-    return _recurrence(
-        cell_clip, proj_clip, jnp.dtype(dtype), time_axis, unroll, xw, bias, w_hidden, w_proj, mask, c0, h0
-    )
+    static = (cell_clip, proj_clip, jnp.dtype(dtype), time_axis, unroll)
+    if reset is None:
+        return _recurrence(static, xw, bias, w_hidden, w_proj, mask, c0, h0)
+    reset_state = tuple(jnp.asarray(a, jnp.float32) for a in reset_state or (0, 0))  # Default: zeros.
+    return _forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, False, jnp.asarray(reset, bool), reset_state)[:2]

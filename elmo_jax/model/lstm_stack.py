@@ -49,26 +49,22 @@ class LSTMContextualizer(Contextualizer):
     def __call__(
         self, x: jax.Array, mask: jax.Array, state: list[LSTMState], train: bool = False
     ) -> tuple[list[jax.Array], list[LSTMState]]:
-        return self._layers(0, x, mask, state, None, None, train)
+        return self._layers(x, mask, state, train)
 
     def _layers(
-        self,
-        first: int,
-        x: jax.Array,
-        mask: jax.Array,
-        state: list[LSTMState],
-        reset: jax.Array | None,
-        reset_state: list[LSTMState] | None,
-        train: bool,
+        self, x: jax.Array, mask: jax.Array, state: list[LSTMState], train: bool, reset: jax.Array | None = None,
+        reset_state: list[LSTMState] | None = None, from_gates: bool = False,
     ) -> tuple[list[jax.Array], list[LSTMState]]:
-        """LSTM layers `first`.. over x `[2, B, T, .]` (the input of layer `first`), dropout before
-        each; returns their outputs `[2, B, T, P]` and final states. reset, reset_state (one
-        `LSTMState` per layer): see `BiLSTMLayer`."""
+        """The layers over x `[2, B, T, .]` (with `from_gates` the first layer's x W_input), dropout
+        before each -> (their outputs `[2, B, T, P]`, final states)."""
         outputs, new_state = [], []
-        for i in range(first, len(self.layers)):
-            drop = self.token_drop if i == 0 else self.drop
+        for i, layer in enumerate(self.layers):
             layer_reset_state = None if reset_state is None else reset_state[i]
-            x, final = self.layers[i](drop(x, deterministic=not train), mask, state[i], reset, layer_reset_state)
+            if from_gates and i == 0:
+                x, final = layer.from_input_gates(x, mask, state[0], reset, layer_reset_state)
+            else:
+                drop = self.token_drop if i == 0 else self.drop
+                x, final = layer(drop(x, deterministic=not train), mask, state[i], reset, layer_reset_state)
             outputs.append(x)
             new_state.append(final)
         return outputs, new_state
@@ -85,11 +81,10 @@ class LSTMContextualizer(Contextualizer):
         reset: jax.Array | None = None,
         reset_state: list[LSTMState] | None = None,
     ) -> tuple[list[jax.Array], list[LSTMState]]:
-        """The layers from the first layer's x W_input `[2, B, T, 4 dim]` (see `BiLM.contextualize_from_gates`)."""
-        first_reset_state = None if reset_state is None else reset_state[0]
-        x, final = self.layers[0].from_input_gates(first_gates, mask, state[0], reset, first_reset_state)
-        outputs, new_state = self._layers(1, x, mask, state, reset, reset_state, train=False)
-        return [x, *outputs], [final, *new_state]
+        """Inference: the layers from the first layer's x W_input `[2, B, T, 4 dim]` -> (L outputs
+        `[2, B, T, P]`, final states). reset `[2, B, T]`: each layer's state becomes its
+        `reset_state` (`[2, 1, .]`, default zeros) before the step where true (packed sentences)."""
+        return self._layers(first_gates, mask, state, False, reset, reset_state, from_gates=True)
 
     def flops_per_token(self) -> int:
         """Per layer: its input and its recurrent h (P) by the 4 gates' kernel, plus the projection."""

@@ -1,20 +1,10 @@
 """A char-CNN convolution and its max over positions as one Pallas kernel (GPU/Triton lowering).
 
-`pallas_conv_max(x, kernel)` returns what `conv_pool`'s forward pass returns for one filter
-width: the max over positions of the valid convolution `[N, n]` and the first position holding it
-`[N, n]` int32. Where XLA's convolution writes the whole `[N, positions, n]` output to memory and
-reads it back for the max, each program here keeps a `[block_tokens, block_filters]` running max
-and argmax on chip while it walks the positions, and writes only those.
-
-Grid (token block i, filter block j). At position p the convolution is `sum_k x[:, p + k, :] @
-W[k]` (w dots of `[block_tokens, d] x [d, block_filters]`, operands in `dtype`, accumulated in
-float32); a strictly larger value moves the argmax, so ties keep the first position.
-
-The wrapper zero-pads (`triton_blocks`) the tokens to a multiple of block_tokens, the filters to one
-of block_filters and d to a power of two >= 16, which is exact: a padded channel is zero in x and
-the kernel, and padded tokens and filters only fill their own outputs, which are dropped. The
-positions are not padded (the kernel reads one `[block_tokens, d]` position at a time), so the max
-runs over exactly the C - w + 1 positions.
+`conv_pool`'s forward pass for one filter width, without writing the `[N, positions, n]` outputs:
+program (token block i, filter block j) keeps a running max and first argmax on chip while it walks
+the positions (`sum_k x[:, p + k, :] @ W[k]`, operands in `dtype`, float32 accumulation). Tokens,
+filters and d are zero-padded to the blocks (`triton_blocks`), which is exact: padded channels are
+zero and padded tokens and filters fill only their own, dropped, outputs; positions are not padded.
 """
 
 from __future__ import annotations
@@ -34,8 +24,7 @@ MAX_BLOCK_FILTERS = 128
 
 
 def default_block_filters(n_filters: int) -> int:
-    """The largest power of two in [16, MAX_BLOCK_FILTERS] that divides n_filters rounded up to a
-    multiple of 16."""
+    """The largest power of two in [16, MAX_BLOCK_FILTERS] dividing n_filters rounded up to 16s."""
     return largest_block(round_up(n_filters, MIN_BLOCK), MAX_BLOCK_FILTERS)
 
 
@@ -71,12 +60,8 @@ def pallas_conv_max(
     interpret: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
     """x `[N, C, d]`, kernel `[w, d, n]` -> (max over the C - w + 1 positions of the valid
-    convolution `[N, n]` float32, the first position holding it `[N, n]` int32).
-
-    block_tokens / block_filters: tokens and filters per program (block_filters default:
-    `default_block_filters`); N, n and d are zero-padded to what the kernel runs at (module
-    docstring), so any sizes work. Without `interpret` both blocks must be powers of two >= 16.
-    """
+    convolution `[N, n]` float32, the first position holding it `[N, n]` int32). block_tokens /
+    block_filters: per program, any sizes (padded); without `interpret` powers of two >= 16."""
     n_tokens, n_chars, dim = x.shape
     width, kernel_dim, n_filters = kernel.shape
     if kernel_dim != dim:

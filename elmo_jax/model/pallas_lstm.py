@@ -1,33 +1,8 @@
 """The LSTM-with-projection recurrence of `lstm_recurrence` as two Pallas kernels (GPU/Triton lowering).
 
-Same equations, masking, clipping, layouts and result as `lstm_recurrence.lstm_recurrence`.
-
-Forward kernel. Grid (direction, batch block): program (d, b) owns block_batch rows of direction d
-for the whole sequence (rows never interact) and runs the time loop inside the kernel. The rows'
-state stays on chip across steps (c as `[block_batch, block_hidden]` tiles, h as `[block_batch, P]`,
-or tiles like c without a projection), so a step reads only its xw slice and the weights from HBM
-and writes its outputs and residuals. W_hidden and W_proj are too large for one block, so a static
-loop over hidden tiles k loads the four gate column blocks of W_hidden `[P, block_hidden]` for the
-tile's units, updates their c right away and accumulates m_k W_proj[k] into the float32 h'.
-
-Reverse kernel: the same grid and the reverse time loop with the algebra of `_recurrence_bwd`,
-carrying dc (tiles) and dh on chip; it emits dz_t and dh'_t, and the weight gradients are one XLA
-matmul each over all steps (`lstm_recurrence.weight_grads`).
-
-Dots accumulate in float32 and, unlike `precision.matmul`, are not rounded to `dtype` first, so
-bfloat16 results on a GPU differ from `lstm_recurrence`'s by about bfloat16's rounding.
-
-Blocks: block_batch 16, the smallest M of a tensor-core dot; block_hidden the largest power of two
-<= 128 dividing dim (rounded up to 16) whose gate tile `[P, block_hidden]` takes <= 64 KiB in
-`dtype`, so that it, the h operand and a W_proj tile fit in shared memory together. The wrapper
-zero-pads (`triton_blocks`) the batch to a multiple of block_batch, dim to one of block_hidden and P
-to a power of two >= 16, which is exact: padded rows are masked, and padded units have zero inputs
-and weights, so their c, m and h stay 0 and feed nothing into the real ones. Time is not padded
-(the kernels read one step at a time).
-
-Unlike `lstm_recurrence`: no `unroll` and no `reset`, and the gate residuals and dz are new buffers
-rather than written in place (within a program a tile's load and store of one address may run on
-different threads, which would need a barrier).
+Same equations, masking, clipping, layouts and result. Program (direction, block of rows) runs the
+time loop with its rows' c and h on chip; dots accumulate in float32 without rounding to `dtype`;
+inputs are zero-padded to the blocks, exactly (docs/performance.md, "The Pallas LSTM kernels").
 """
 
 from __future__ import annotations
@@ -41,7 +16,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 from elmo_jax.model.lstm_recurrence import (
-    cell_grads, cell_step, clip, clip_grad, recurrence_inputs, stacked_shape, weight_grads,
+    cell_grads, cell_step, clip, clip_grad, recurrence_inputs, stacked_shape, weight_grads, with_reverse_pass,
 )
 from elmo_jax.model.triton_blocks import (
     MIN_BLOCK, check_block, largest_block, pad_to, padded_width, pallas_call, round_up,
@@ -168,7 +143,7 @@ def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, project
 
 
 def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projected: bool) -> None:
-    """The reverse time loop of `_recurrence_bwd` for one program's rows: dz_t, dh'_t, dc0, dh0."""
+    """The reverse time loop of `lstm_recurrence._reverse` for one program's rows: dz_t, dh'_t, dc0, dh0."""
     mask_ref, gates_ref, c_prev_ref, *refs = refs
     h_raw_ref = refs.pop(0) if cfg.proj_clip is not None else None
     d_hs_ref, d_c_ref, d_h_ref, w_hidden_ref, *refs = refs
@@ -241,18 +216,7 @@ def _forward(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool)
     return hs, (c_t, h_t), res
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _recurrence(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0):
-    hs, final, _ = _forward(cfg, xw, bias, w_hidden, w_proj, mask, c0, h0, save=False)
-    return hs, final
-
-
-def _recurrence_fwd(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0):
-    hs, final, res = _forward(cfg, xw, bias, w_hidden, w_proj, mask, c0, h0, save=True)
-    return (hs, final), (w_hidden, w_proj, mask, h0, hs, res)
-
-
-def _recurrence_bwd(cfg: _Config, residuals, cotangents):
+def _reverse(cfg: _Config, residuals, cotangents):
     w_hidden, w_proj, mask, h0, hs, res = residuals
     gates, c_prev, *rest = res
     projected = w_proj is not None
@@ -280,18 +244,15 @@ def _recurrence_bwd(cfg: _Config, residuals, cotangents):
     )(*inputs)
     dh_raw = outs.pop(0) if projected else None
     dc0, dh0 = outs
-
-    d_bias, d_w_hidden, d_w_proj = weight_grads(axis, dtype, h0, hs, dz, m_all, dh_raw, w_hidden, w_proj)
-    return dz, d_bias, d_w_hidden, d_w_proj, None, dc0, dh0
+    return dz, *weight_grads(axis, dtype, h0, hs, dz, m_all, dh_raw, w_hidden, w_proj), None, dc0, dh0
 
 
-_recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
+_recurrence = with_reverse_pass(_forward, _reverse)
 
 
 def default_block_hidden(dim: int, p: int, dtype: jnp.dtype) -> int:
-    """The largest power of two in [16, 128] that divides dim rounded up to a multiple of 16 and
-    whose W_hidden gate tile `[p, .]` takes <= 64 KiB in `dtype` (16 if none does); p: h's size as
-    the kernels run it (padded)."""
+    """The largest power of two in [16, 128] dividing dim rounded up to 16s whose W_hidden gate tile
+    `[p, .]` (p: h's padded size) takes <= 64 KiB in `dtype`; 16 if none does."""
     itemsize = jnp.dtype(dtype).itemsize
     return largest_block(
         round_up(dim, MIN_BLOCK), MAX_BLOCK_HIDDEN, lambda block: p * block * itemsize <= GATE_TILE_BYTES
@@ -299,16 +260,14 @@ def default_block_hidden(dim: int, p: int, dtype: jnp.dtype) -> int:
 
 
 def _pad_gates(a: jax.Array, lead: tuple[int, ...], dim: int) -> jax.Array:
-    """`[..., 4 * d]` (the gates i, j, f, o side by side) -> `[*lead, 4 * dim]`: the leading axes
-    and each gate's d units zero-padded."""
+    """`[..., 4 * d]` (gates i, j, f, o) -> `[*lead, 4 * dim]`, each gate's units zero-padded."""
     return pad_to(a.reshape(*a.shape[:-1], 4, -1), (*lead, 4, dim)).reshape(*lead, 4 * dim)
 
 
 def _pad_inputs(
     axis: int, batch: int, dim: int, p: int, xw, bias, w_hidden, w_proj, mask, c0, h0
 ) -> tuple:
-    """The recurrence's inputs zero-padded to the sizes the kernels run at (why that is exact:
-    module docstring); the mask is 0 on the padded rows."""
+    """The recurrence's inputs zero-padded to the sizes the kernels run at (mask 0 on padded rows)."""
     lead = stacked_shape((2, batch), xw.shape[axis], axis)  # [T, 2, B] or [2, B, T]
     return (
         _pad_gates(xw, lead, dim),
@@ -339,14 +298,10 @@ def pallas_lstm_recurrence(
     num_warps: int | None = None,
     num_stages: int | None = None,
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
-    """Runs the LSTM-with-projection over time for both directions, as Pallas kernels.
-
-    Same arguments and result as `lstm_recurrence` (without `unroll` and `reset`). interpret: run
-    the kernels in Pallas's interpreter (any backend) instead of lowering them with Triton (GPU).
-    block_batch: rows per program (default 16); block_hidden: hidden units per weight tile
-    (default `default_block_hidden`); any sizes work (they are padded), but without interpret the
-    blocks must be powers of two >= 16. num_warps / num_stages: Triton's compiler parameters.
-    """
+    """`lstm_recurrence` (without `unroll` and `reset`) as Pallas kernels. interpret: in Pallas's
+    interpreter (any backend), not Triton (GPU). block_batch: rows per program (default 16);
+    block_hidden: hidden units per weight tile (default `default_block_hidden`); any sizes (they are
+    padded), but without interpret powers of two >= 16. num_warps / num_stages: Triton's parameters."""
     xw, c0, h0, bias, cell_clip, proj_clip = recurrence_inputs(
         xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis, bias
     )
@@ -354,10 +309,9 @@ def pallas_lstm_recurrence(
     _, batch, dim = c0.shape
     p = h0.shape[-1]
     n_steps = xw.shape[time_axis]
-    if n_steps == 0:  # no steps: nothing to run
+    if n_steps == 0:
         return jnp.zeros(stacked_shape(h0.shape, 0, time_axis), jnp.float32), (c0, h0)
-    # The padded sizes: batch a multiple of block_batch, dim of block_hidden, P a power of two >= 16
-    # (without a projection, P = dim).
+    # Padded: batch to block_batch's multiples, dim to block_hidden's, P to a power of two >= 16 (or dim).
     projected = w_proj is not None
     p_run = padded_width(p) if projected else round_up(dim, MIN_BLOCK)
     block_batch = DEFAULT_BLOCK_BATCH if block_batch is None else block_batch

@@ -1,9 +1,5 @@
-"""The platform the model's code is traced for, asked in one place.
-
-Some of the model's choices depend on the platform (the char CNN's blocks on CPU, Pallas's
-interpreter off GPU). They read `name()`, which is `jax.default_backend()` unless `lowering_for`
-says otherwise, so that a CPU-only machine can lower and check the program a GPU would run
-(`jax.jit(f).trace(...).lower(lowering_platforms=...)`).
+"""The platform the model's code is traced for, asked in one place: `jax.default_backend()` unless
+`lowering_for` says otherwise, so a CPU-only machine can lower the program a GPU would run.
 """
 
 from __future__ import annotations
@@ -39,6 +35,5 @@ def lowering_for(lowering_platform: str) -> Iterator[None]:
 
 
 def interprets_pallas() -> bool:
-    """Whether Pallas kernels run in Pallas's interpreter: everywhere but on GPU, where they lower
-    to Triton."""
+    """Whether Pallas kernels run in Pallas's interpreter: everywhere but on GPU (Triton)."""
     return name() != "gpu"

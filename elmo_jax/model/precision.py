@@ -18,24 +18,15 @@ def _in_dtype(op: Callable[..., jax.Array], a: jax.Array, b: jax.Array, dtype: j
 
 
 def matmul(spec: str, a: jax.Array, b: jax.Array, dtype: jnp.dtype) -> jax.Array:
-    """float32 `einsum(spec, a, b)` with the operands cast to `dtype`.
-
-    For float32 this is a plain float32 dot. For other dtypes the dot is computed in `dtype` and
-    the result cast to float32 (GPUs and TPUs accumulate in float32; the result is rounded to
-    `dtype` before the cast). The cast, rather than `preferred_element_type=float32`, keeps the
-    backward pass in `dtype` too: a float32 cotangent would promote the transposed dots to float32
-    (TF32 on GPUs; docs/performance.md). XLA:CPU cannot run bf16 x bf16 -> f32 dots at all.
-    """
+    """float32 `einsum(spec, a, b)` with the operands cast to `dtype`. Other than float32 the result
+    is rounded to `dtype` then cast, rather than `preferred_element_type=float32`, so the backward
+    pass stays in `dtype` too (docs/performance.md); XLA:CPU cannot run bf16 x bf16 -> f32 dots."""
     return _in_dtype(partial(jnp.einsum, spec), a, b, dtype)
 
 
 def conv1d_valid(x: jax.Array, kernel: jax.Array, dtype: jnp.dtype) -> jax.Array:
-    """Valid 1-D convolution (cross-correlation, as TF's conv2d) in `dtype`, float32 result.
-
-    x: [N, C, d], kernel: [w, d, n] -> [N, C - w + 1, n]. XLA's convolution rather than an
-    unfolded matmul: its forward pass is faster on CPU too (the char CNN computes the gradients
-    itself, see conv_pool).
-    """
+    """Valid 1-D convolution (cross-correlation, as TF's conv2d) in `dtype`, float32 result:
+    x `[N, C, d]`, kernel `[w, d, n]` -> `[N, C - w + 1, n]`."""
     conv = partial(
         jax.lax.conv_general_dilated, window_strides=(1,), padding="VALID", dimension_numbers=("NWC", "WIO", "NWC")
     )

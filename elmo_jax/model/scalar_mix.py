@@ -16,12 +16,9 @@ LAYER_NORM_EPS = 1e-12  # bilm-tf / AllenNLP.
 
 
 class ScalarMix(nn.Module):
-    """AllenNLP's `ScalarMix`: `mixture_size` layers mixed by softmax-normalised scalar weights, times gamma.
-
-    `trainable=True`: params `scalar_parameters` `[mixture_size]` (initially
-    `initial_scalar_parameters`, default zeros: an equal average) and `gamma` `[]` (initially 1).
-    `trainable=False`: no params; the weights stay `initial_scalar_parameters` and gamma 1.
-    """
+    """AllenNLP's `ScalarMix`: `mixture_size` layers mixed by softmax-normalised scalar weights, times
+    gamma. Trainable: params `scalar_parameters` (from `initial_scalar_parameters`, default zeros)
+    and `gamma` (from 1); else no params."""
 
     mixture_size: int
     do_layer_norm: bool = False
@@ -38,10 +35,8 @@ class ScalarMix(nn.Module):
 
     @nn.compact
     def __call__(self, tensors: jax.Array | Sequence[jax.Array], mask: jax.Array | None = None) -> jax.Array:
-        """tensors: a list of `mixture_size` arrays `[..., dim]` (AllenNLP's call) or one array
-        `[mixture_size, ..., dim]` (e.g. one output of `elmo_jax.inference.embedder`,
-        `[L + 1, n_tokens, 2P]`); mask: `[...]` (nonzero = real token), used only by the layer norm
-        (default: every position). Returns `[..., dim]`."""
+        """tensors: `mixture_size` arrays `[..., dim]` or one `[mixture_size, ..., dim]`; mask `[...]`
+        (nonzero = real token; only for the layer norm, default all) -> `[..., dim]`."""
         layers = jnp.stack(tensors) if isinstance(tensors, (list, tuple)) else jnp.asarray(tensors)
         if layers.shape[0] != self.mixture_size:
             raise ValueError(f"ScalarMix got {layers.shape[0]} layers, expected mixture_size={self.mixture_size}")
@@ -52,7 +47,7 @@ class ScalarMix(nn.Module):
         return gamma * jnp.sum(weights * layers, axis=0)
 
     def _weights(self) -> tuple[jax.Array, jax.Array]:
-        """(scalar parameters `[mixture_size]`, gamma `[]`): params when trainable, else constants."""
+        """(scalar parameters `[mixture_size]`, gamma `[]`)."""
         initial = self.initial_scalar_parameters
         initial = jnp.zeros(self.mixture_size) if initial is None else jnp.asarray(initial, jnp.float32)
         if not self.trainable:
@@ -62,9 +57,8 @@ class ScalarMix(nn.Module):
 
     @staticmethod
     def _layer_norm(layers: jax.Array, mask: jax.Array | None) -> jax.Array:
-        """Per layer k: (h_k - mean) / sqrt(var + eps) with statistics over unmasked elements. A mask
-        with none (an `Elmo` batch without tokens) counts one element, not 0: mean and variance 0
-        instead of 0 / 0 = NaN, which multiplying by the mask would not remove."""
+        """Per layer: (h - mean) / sqrt(var + eps) over unmasked elements; an empty mask counts one
+        element, so mean and variance are 0 rather than NaN."""
         if mask is None:
             mask = jnp.ones(layers.shape[1:-1])
         if mask.shape != layers.shape[1:-1]:

@@ -1,13 +1,13 @@
 """Softmax heads shared by both directions: sampled softmax (training) and chunked full softmax.
 
-The sampled softmax follows TensorFlow's `sampled_softmax_loss` as used by bilm-tf: K candidates
-from a log-uniform (Zipfian) distribution over a frequency-sorted vocabulary, logits corrected by
-subtracting log(expected count), accidental hits (a candidate equal to the target) removed.
+The sampled softmax is TF's `sampled_softmax_loss` as bilm-tf uses it: K log-uniform candidates,
+logits minus log(expected count), accidental hits removed.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import flax.linen as nn
 import jax
@@ -42,11 +42,8 @@ def log_uniform_probs(ids: jax.Array, vocab_size: int) -> jax.Array:
 
 
 def unique_sampling_tries(vocab_size: int, num_sampled: int) -> float:
-    """Expected number of log-uniform draws needed to see `num_sampled` distinct ids.
-
-    Solves sum_k 1 - (1 - P(k))^n = num_sampled for n by bisection (host-side, once), so that
-    P(k in sample) ~= 1 - (1 - P(k))^n, the quantity TensorFlow's unique sampler reports.
-    """
+    """Expected number n of log-uniform draws to see `num_sampled` distinct ids: sum_k 1 - (1 - P(k))^n
+    = num_sampled by bisection, so P(k in sample) ~= 1 - (1 - P(k))^n, as TF's unique sampler says."""
     if not 0 < num_sampled < vocab_size:
         raise ValueError(f"need 0 < n_negative_samples < vocab size, got {num_sampled} and {vocab_size}")
     k = np.arange(vocab_size, dtype=np.float64)
@@ -67,17 +64,13 @@ def unique_sampling_tries(vocab_size: int, num_sampled: int) -> float:
 def sample_log_uniform(
     rng: jax.Array, vocab_size: int, num_sampled: int, unique: bool, num_tries: float | None = None
 ) -> tuple[jax.Array, jax.Array]:
-    """Draws candidate ids `[K]` and their log expected counts `[K]`.
-
-    unique=False: K independent draws (inverse CDF), expected count K P(k).
-    unique=True: K distinct ids by successive sampling without replacement (Gumbel top-k, the
-    distribution of TF's rejection sampler), expected count 1 - (1 - P(k))^num_tries.
-    """
+    """Candidate ids `[K]` and their log expected counts `[K]`: K independent draws (count K P(k)), or
+    with `unique` K distinct ids by Gumbel top-k, TF's rejection sampler's distribution (count
+    1 - (1 - P(k))^num_tries)."""
     if unique:
         if num_tries is None:
             raise ValueError("unique sampling needs num_tries (see unique_sampling_tries)")
-        all_ids = jnp.arange(vocab_size)
-        logp = jnp.log(log_uniform_probs(all_ids, vocab_size))
+        logp = jnp.log(log_uniform_probs(jnp.arange(vocab_size), vocab_size))
         _, ids = jax.lax.top_k(logp + jax.random.gumbel(rng, (vocab_size,)), num_sampled)
         p = log_uniform_probs(ids, vocab_size)
         log_expected = jnp.log(-jnp.expm1(num_tries * jnp.log1p(-p)))
@@ -99,12 +92,9 @@ def sampled_softmax_nll(
     target_log_expected: jax.Array,
     dtype: jnp.dtype = jnp.float32,
 ) -> jax.Array:
-    """Per-token sampled-softmax negative log-likelihood `[N]`.
-
-    w: `[V, P]`, b: `[V]`, hidden: `[N, P]`, targets: `[N]`, sampled_ids: `[K]`,
-    sampled_log_expected: `[K]`, target_log_expected: `[N]`. Only the K sampled rows and the
-    N target rows of `w` are gathered.
-    """
+    """Per-token sampled-softmax negative log-likelihood `[N]`: w `[V, P]`, b `[V]`, hidden `[N, P]`,
+    targets `[N]`, sampled_ids `[K]` and their log expected counts `[K]`, the targets' `[N]`. Only the
+    K sampled and N target rows of `w` are gathered."""
     w_true = jnp.take(w, targets, axis=0)
     true_logit = jnp.sum(hidden * w_true, axis=-1) + jnp.take(b, targets) - target_log_expected
     sampled_logits = matmul("np,kp->nk", hidden, jnp.take(w, sampled_ids, axis=0), dtype)
@@ -125,15 +115,9 @@ def grouped_sampled_softmax_nll(
     target_log_expected: jax.Array,
     dtype: jnp.dtype = jnp.float32,
 ) -> jax.Array:
-    """`sampled_softmax_nll` per group of tokens, each group with its own candidates: `[G, M]`.
-
-    w: `[V, P]`, b: `[V]` shared; hidden: `[G, M, P]`, targets: `[G, M]`, sampled_ids: `[G, K]`,
-    sampled_log_expected: `[G, K]`, target_log_expected: `[G, M]`. bilm-tf's towers each draw
-    their own candidates; a group is one tower's tokens.
-    """
-
-    def one_group(h: jax.Array, t: jax.Array, s: jax.Array, s_log: jax.Array, t_log: jax.Array) -> jax.Array:
-        return sampled_softmax_nll(w, b, h, t, s, s_log, t_log, dtype)
+    """`sampled_softmax_nll` per group of tokens (a bilm-tf tower's), each with its own candidates:
+    w, b shared; the others with a leading group axis G (hidden `[G, M, P]`, ...) -> `[G, M]`."""
+    one_group = partial(sampled_softmax_nll, w, b, dtype=dtype)
 
     groups = (hidden, targets, sampled_ids, sampled_log_expected, target_log_expected)
     if hidden.shape[0] == 1:  # One group: plain matmuls (XLA:CPU runs a batch-of-1 dot slower).
@@ -144,12 +128,8 @@ def grouped_sampled_softmax_nll(
 def full_softmax_nll(
     w: jax.Array, b: jax.Array, hidden: jax.Array, targets: jax.Array, chunk_size: int = 8192
 ) -> jax.Array:
-    """Exact per-token negative log-likelihood `[N]` over the whole vocabulary.
-
-    The vocabulary is processed in equal chunks of at most `chunk_size` rows, so peak memory is
-    `[N, chunk_size]` logits whatever the vocabulary size; the chunks are as even as possible, so
-    padding rows (wasted matmul work) number fewer than the chunks.
-    """
+    """Exact per-token negative log-likelihood `[N]` over the whole vocabulary, in chunks of at most
+    `chunk_size` rows as even as possible: `[N, chunk_size]` logits at a time, few padding rows."""
     vocab_size, dim = w.shape
     n_chunks = -(-vocab_size // min(chunk_size, vocab_size))
     chunk_size = -(-vocab_size // n_chunks)

@@ -1,16 +1,14 @@
 """Transformer contextualizer: causal self-attention stacks over the biLM's two streams.
 
-The design and its reasons are in docs/contextualizers.md. In short: the inputs carry the biLM's
-direction axis (the backward stream holds the reversed text), so the same causal attention makes
-each direction see only its own side; separate or shared weights per direction
-(`shared_directions`); context across windows is a memory of each layer's inputs at the last M
-valid positions (Transformer-XL), held without gradient; positions number the valid slots from the
-window's first valid token, which is M, and are added to the queries' and keys' inputs only.
+The backward stream holds the reversed text, so one causal attention serves both directions.
+Context across windows is a Transformer-XL memory of each layer's inputs at the last M valid
+positions; positions number the valid slots from the window's first, M (docs/contextualizers.md).
 Matmul operands in `dtype`; softmax, LayerNorm, the residual stream and the memory in float32.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, NamedTuple
 
@@ -29,8 +27,7 @@ LAYER_NORM_EPSILON = 1e-6
 
 
 class TransformerState(NamedTuple):
-    """Carried memory of both directions: inputs `[2, B, L, M, P]` float32, each layer's inputs at
-    the memory's positions (oldest first); mask `[2, B, M]` bool, which slots hold one (the last)."""
+    """Carried memory: each layer's inputs `[2, B, L, M, P]` float32 (oldest first), mask `[2, B, M]`."""
 
     inputs: jax.Array
     mask: jax.Array
@@ -47,16 +44,15 @@ def sinusoidal_positions(n_positions: int, dim: int) -> np.ndarray:
 
 
 def attention_positions(valid: jax.Array, n_memory: int) -> jax.Array:
-    """Position of each slot of [memory; window] (`valid` `[B, M + T]`, M = `n_memory`): M for the
-    window's first valid slot, numbered by valid slots forward and back from it (0 for padding)."""
+    """Position of each slot of [memory; window] (valid `[B, M + T]`): M for the window's first
+    valid slot, the others counted by valid slots from it (0 for padding)."""
     empty_memory_slots = n_memory - valid[:, :n_memory].sum(axis=-1, keepdims=True, dtype=jnp.int32)
     return jnp.where(valid, jnp.cumsum(valid, axis=-1, dtype=jnp.int32) - 1 + empty_memory_slots, 0)
 
 
 def causal_attention_mask(valid: jax.Array, n_queries: int) -> jax.Array:
-    """Which keys each query attends: valid `[B, M + T]` (memory slots, then the window's T) ->
-    `[B, T, M + T]`, true where the key is the query or valid and not after it. A padding query
-    attends only itself, so every softmax row has a key and no padding is read by a valid query."""
+    """valid `[B, M + T]` -> `[B, T, M + T]`: true where the key is the query, or valid and not after
+    it (a padding query attends itself, so every softmax row has a key)."""
     n_keys = valid.shape[-1]
     query = jnp.arange(n_queries)[:, None] + (n_keys - n_queries)
     key = jnp.arange(n_keys)[None, :]
@@ -66,11 +62,9 @@ def causal_attention_mask(valid: jax.Array, n_queries: int) -> jax.Array:
 def next_memory(
     memory: jax.Array, window_inputs: jax.Array, valid: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
-    """The last M valid positions of [memory; window], oldest first, padded at the front.
-
-    memory `[B, L, M, P]`, window_inputs `[B, L, T, P]`, valid `[B, M + T]` -> (inputs
-    `[B, L, M, P]` without gradient, mask `[B, M]`).
-    """
+    """The last M valid positions of [memory; window], oldest first, padded at the front: memory
+    `[B, L, M, P]`, window_inputs `[B, L, T, P]`, valid `[B, M + T]` -> (`[B, L, M, P]`, no gradient;
+    mask `[B, M]`)."""
     n_memory = memory.shape[2]
     order = jnp.argsort(valid.astype(jnp.int32), axis=-1, stable=True)  # Padding first, order kept.
     order = order[:, order.shape[-1] - n_memory :]
@@ -79,21 +73,13 @@ def next_memory(
     return jax.lax.stop_gradient(inputs), jnp.take_along_axis(valid, order, axis=-1)
 
 
-def kernel_init(init_range: float) -> nn.initializers.Initializer:
-    """Weight matrices: Glorot uniform (Vaswani et al., AllenNLP), or U(-init_range, init_range)."""
-    return weight_init(init_range, nn.initializers.xavier_uniform())
-
-
 def layer_norm(name: str) -> nn.LayerNorm:
     """float32 LayerNorm with the stack's epsilon."""
     return nn.LayerNorm(epsilon=LAYER_NORM_EPSILON, dtype=jnp.float32, name=name)
 
 
 class SelfAttention(nn.Module):
-    """Multi-head attention of a window's queries over [memory; window] (one direction).
-
-    Params: W_query, W_key, W_value, W_output `[P, P]` and their biases b_* `[P]`.
-    """
+    """Multi-head attention of a window's queries over [memory; window] (one direction): W_* `[P, P]`, b_* `[P]`."""
 
     n_heads: int
     dtype: Any = jnp.float32
@@ -107,7 +93,7 @@ class SelfAttention(nn.Module):
         position `[B, M + T, P]` or None (added to query and key inputs), allowed `[B, T, M + T]`."""
         dim = x.shape[-1]
         head_dim = dim // self.n_heads
-        init = kernel_init(self.init_range)
+        init = weight_init(self.init_range, nn.initializers.xavier_uniform())
         w = {name: self.param(f"W_{name}", init, (dim, dim)) for name in ("query", "key", "value", "output")}
         b = {name: self.param(f"b_{name}", nn.initializers.zeros, (dim,)) for name in w}
         keyed = context if position is None else context + position
@@ -136,7 +122,7 @@ class FeedForward(nn.Module):
     def __call__(self, x: jax.Array) -> jax.Array:
         """x `[B, T, P]` -> `[B, T, P]`."""
         dim = x.shape[-1]
-        init = kernel_init(self.init_range)
+        init = weight_init(self.init_range, nn.initializers.xavier_uniform())
         w_1 = self.param("W_1", init, (dim, self.ff_dim))
         b_1 = self.param("b_1", nn.initializers.zeros, (self.ff_dim,))
         w_2 = self.param("W_2", init, (self.ff_dim, dim))
@@ -160,8 +146,7 @@ class TransformerBlock(nn.Module):
     def __call__(
         self, h: jax.Array, memory: jax.Array, position: jax.Array | None, allowed: jax.Array
     ) -> jax.Array:
-        """h `[B, T, P]` (the layer's inputs), memory `[B, M, P]` (its inputs at the memory's
-        slots), position, allowed: see `SelfAttention`. Returns the layer's outputs `[B, T, P]`."""
+        """h `[B, T, P]`, memory `[B, M, P]` (layer inputs), position, allowed (`SelfAttention`) -> `[B, T, P]`."""
         attention = SelfAttention(self.n_heads, self.dtype, self.init_range, name="attention")
         feed_forward = FeedForward(self.ff_dim, self.dtype, self.init_range, name="feed_forward")
         attention_norm, feed_forward_norm = layer_norm("attention_norm"), layer_norm("feed_forward_norm")
@@ -175,71 +160,10 @@ class TransformerBlock(nn.Module):
         return feed_forward_norm(h + drop(feed_forward(h)))
 
 
-class DirectionStack(nn.Module):
-    """The stack of one direction (`TransformerStack` maps it over the direction axis)."""
-
-    n_layers: int
-    dim: int
-    ff_dim: int
-    n_heads: int
-    dropout: float
-    token_dropout: float
-    norm: str
-    positions: str
-    max_window: int
-    remat: bool
-    train: bool
-    dtype: Any
-    init_range: float
-
-    @nn.compact
-    def __call__(
-        self, x: jax.Array, mask: jax.Array, memory: jax.Array, memory_mask: jax.Array
-    ) -> tuple[list[jax.Array], jax.Array, jax.Array]:
-        """x `[B, T, F]`, mask `[B, T]`, memory `[B, L, M, P]`, memory_mask `[B, M]` -> (L outputs
-        `[B, T, P]`, zero where mask is false; next memory, next memory mask)."""
-        h = nn.Dropout(self.token_dropout, deterministic=not self.train)(x.astype(jnp.float32))
-        if x.shape[-1] != self.dim:
-            init = kernel_init(self.init_range)
-            w = self.param("W_input", init, (x.shape[-1], self.dim))
-            h = matmul("btf,fp->btp", h, w, self.dtype) + self.param("b_input", nn.initializers.zeros, (self.dim,))
-        valid = jnp.concatenate([memory_mask, mask.astype(bool)], axis=-1)
-        position = self._position_encoding(attention_positions(valid, memory.shape[2]), memory.shape[2])
-        allowed = causal_attention_mask(valid, h.shape[1])
-        block = nn.remat(TransformerBlock) if self.remat else TransformerBlock
-        inputs, outputs = [], []
-        for i in range(self.n_layers):
-            inputs.append(h)
-            h = block(
-                self.n_heads, self.ff_dim, self.dropout, self.norm, self.train, self.dtype, self.init_range,
-                name=f"block_{i}",
-            )(h, memory[:, i], position, allowed)
-            outputs.append(h)
-        if self.norm == "pre":
-            outputs[-1] = layer_norm("final_norm")(h)
-        real = mask.astype(bool)[..., None]
-        new_memory, new_mask = next_memory(memory, jnp.stack(inputs, axis=1), valid)
-        return [jnp.where(real, out, 0.0) for out in outputs], new_memory, new_mask
-
-    def _position_encoding(self, position: jax.Array, n_memory: int) -> jax.Array | None:
-        """`[B, M + T, P]` encodings of the slots' positions `[B, M + T]` (None for 'none')."""
-        if self.positions == "none":
-            return None
-        if self.positions == "sinusoidal":
-            return jnp.take(jnp.asarray(sinusoidal_positions(position.shape[-1], self.dim)), position, axis=0)
-        init = weight_init(self.init_range, nn.initializers.normal(0.02))
-        table = self.param("positions", init, (n_memory + self.max_window, self.dim))
-        return jnp.take(table, position, axis=0)
-
-
 class TransformerStack(nn.Module):
-    """The Transformer stacks of both directions, one window: `Contextualizer`'s contract.
-
-    x `[2, B, T, F]` (F != dim: a linear map, W_input and b_input, takes x to dim), mask `[2, B, T]`,
-    a `TransformerState` -> (L outputs `[2, B, T, dim]`, zero at padding positions, next state).
-    With 'learned' positions T is at most `max_window` (`TransformerContextualizer` feeds longer
-    inputs as windows). memory_length 0: windows are independent.
-    """
+    """The stacks of both directions over one window: x `[2, B, T, F]` (F != dim: mapped by W_input),
+    mask `[2, B, T]`, a `TransformerState` -> (L outputs `[2, B, T, dim]`, zero at padding, next
+    state). 'learned' positions: T <= max_window. memory_length 0: windows are independent."""
 
     n_layers: int = 2
     dim: int = 512
@@ -273,11 +197,10 @@ class TransformerStack(nn.Module):
             variable_axes={"params": None if shared else 0},
             split_rngs={"params": not shared, "dropout": True},
         )
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(TransformerStack) if f.name != "parent"}
         token_rate = self.dropout if self.token_dropout is None else self.token_dropout
-        outputs, memory, memory_mask = stack(
-            self.n_layers, self.dim, self.ff_dim, self.n_heads, self.dropout, token_rate, self.norm,
-            self.positions, self.max_window, self.remat, train, self.dtype, self.init_range, name="directions",
-        )(x, mask, state.inputs, state.mask)
+        fields.update(name="directions", token_dropout=token_rate)
+        outputs, memory, memory_mask = stack(**fields, train=train)(x, mask, state.inputs, state.mask)
         return outputs, TransformerState(memory, memory_mask)
 
     def _check(self, n_steps: int) -> None:
@@ -290,6 +213,51 @@ class TransformerStack(nn.Module):
             raise ValueError(f"transformer dim {self.dim} is not a multiple of n_heads {self.n_heads}")
         if self.positions == "learned" and n_steps > self.max_window:
             raise ValueError(f"a window of {n_steps} steps is longer than the stack's max_window {self.max_window}")
+
+
+class DirectionStack(TransformerStack):
+    """The stack of one direction: `TransformerStack`'s fields, which maps it over the direction axis."""
+
+    train: bool = False
+
+    @nn.compact
+    def __call__(
+        self, x: jax.Array, mask: jax.Array, memory: jax.Array, memory_mask: jax.Array
+    ) -> tuple[list[jax.Array], jax.Array, jax.Array]:
+        """x `[B, T, F]`, mask `[B, T]`, memory `[B, L, M, P]`, memory_mask `[B, M]` -> (L outputs
+        `[B, T, P]`, zero where mask is false; next memory, next memory mask)."""
+        h = nn.Dropout(self.token_dropout, deterministic=not self.train)(x.astype(jnp.float32))
+        if x.shape[-1] != self.dim:
+            init = weight_init(self.init_range, nn.initializers.xavier_uniform())
+            w = self.param("W_input", init, (x.shape[-1], self.dim))
+            h = matmul("btf,fp->btp", h, w, self.dtype) + self.param("b_input", nn.initializers.zeros, (self.dim,))
+        valid = jnp.concatenate([memory_mask, mask.astype(bool)], axis=-1)
+        position = self._position_encoding(attention_positions(valid, memory.shape[2]), memory.shape[2])
+        allowed = causal_attention_mask(valid, h.shape[1])
+        block = nn.remat(TransformerBlock) if self.remat else TransformerBlock
+        inputs, outputs = [], []
+        for i in range(self.n_layers):
+            inputs.append(h)
+            h = block(
+                self.n_heads, self.ff_dim, self.dropout, self.norm, self.train, self.dtype, self.init_range,
+                name=f"block_{i}",
+            )(h, memory[:, i], position, allowed)
+            outputs.append(h)
+        if self.norm == "pre":
+            outputs[-1] = layer_norm("final_norm")(h)
+        real = mask.astype(bool)[..., None]
+        new_memory, new_mask = next_memory(memory, jnp.stack(inputs, axis=1), valid)
+        return [jnp.where(real, out, 0.0) for out in outputs], new_memory, new_mask
+
+    def _position_encoding(self, position: jax.Array, n_memory: int) -> jax.Array | None:
+        """`[B, M + T, P]` encodings of the slots' positions `[B, M + T]` (None for 'none')."""
+        if self.positions == "none":
+            return None
+        if self.positions == "sinusoidal":
+            return jnp.take(jnp.asarray(sinusoidal_positions(position.shape[-1], self.dim)), position, axis=0)
+        init = weight_init(self.init_range, nn.initializers.normal(0.02))
+        table = self.param("positions", init, (n_memory + self.max_window, self.dim))
+        return jnp.take(table, position, axis=0)
 
 
 def transformer_flops_per_token(
@@ -310,9 +278,8 @@ def transformer_flops_per_token(
 
 
 class TransformerContextualizer(Contextualizer):
-    """The Transformer as the biLM's contextualizer: a `TransformerStack` named `transformer`, P
-    wide, over windows of at most max_window positions. State: its `TransformerState`. Fields: as
-    the stack's."""
+    """The biLM's contextualizer: a `TransformerStack` named `transformer` over windows of at most
+    max_window positions. State: its `TransformerState`. Fields: the stack's."""
 
     ff_dim: int = 2048
     n_heads: int = 8
@@ -339,10 +306,8 @@ class TransformerContextualizer(Contextualizer):
     def __call__(
         self, x: jax.Array, mask: jax.Array, state: TransformerState, train: bool = False
     ) -> tuple[list[jax.Array], TransformerState]:
-        """The Transformer over consecutive windows of at most max_window positions, each carrying
-        the memory to the next (as training's windows do), so any length runs. The whole windows
-        run as one scan (`_scan_windows`) and a last partial window as one more call, so the
-        program holds at most two windows whatever T."""
+        """The stack over consecutive windows of at most max_window positions carrying the memory, so
+        any length runs: whole windows as one scan, a last partial one as one more call."""
         steps = x.shape[2]
         whole = steps - steps % self.max_window if steps > self.max_window else 0
         parts = []
@@ -352,16 +317,13 @@ class TransformerContextualizer(Contextualizer):
         if whole < steps:
             outputs, state = self.stack(x[:, :, whole:], mask[:, :, whole:], state, train)
             parts.append(outputs)
-        if len(parts) == 1:
-            return parts[0], state
         return [jnp.concatenate(layer, axis=2) for layer in zip(*parts)], state
 
     def _scan_windows(
         self, x: jax.Array, mask: jax.Array, state: Any, train: bool
     ) -> tuple[list[jax.Array], Any]:
-        """The Transformer over n whole windows as one scan: x `[2, B, n W, F]`, mask `[2, B, n W]`
-        (W = max_window) -> (L outputs `[2, B, n W, P]`, the state after the last window). Each
-        window draws its own dropout; the parameters are the same in every window."""
+        """The stack over n whole windows of W = max_window as one scan (dropout drawn per window):
+        x `[2, B, n W, F]`, mask `[2, B, n W]` -> (L outputs `[2, B, n W, P]`, the last state)."""
         n_windows = x.shape[2] // self.max_window
 
         def windows(a: jax.Array) -> jax.Array:  # [2, B, n W, ...] -> [n, 2, B, W, ...]

@@ -1,11 +1,8 @@
-"""Block sizes, zero padding and the `pallas_call` of the Pallas kernels that lower with Triton
-(`pallas_lstm`, `pallas_conv_pool`).
+"""Block sizes, zero padding and `pallas_call` of the Triton-lowered kernels (`pallas_lstm`, `pallas_conv_pool`).
 
-Triton takes only tensors with a power-of-two number of elements, and its tensor-core dots need
-every operand dimension >= MIN_BLOCK. So the kernels' wrappers zero-pad each dimension the grid
-blocks to a multiple of a power-of-two block >= MIN_BLOCK, and each dimension an in-kernel array
-spans whole to a power of two >= MIN_BLOCK, and slice the results back. In interpret mode smaller
-explicit blocks work too.
+Triton takes only power-of-two tensors and dots of at least MIN_BLOCK in every dimension, so the
+wrappers zero-pad each blocked dimension to a multiple of such a block and each dimension an
+in-kernel array spans whole to a power of two >= MIN_BLOCK, and slice the results back.
 """
 
 from __future__ import annotations
@@ -26,8 +23,7 @@ def round_up(n: int, multiple: int) -> int:
 
 
 def padded_width(n: int) -> int:
-    """The smallest power of two >= max(n, MIN_BLOCK): the size a dimension that in-kernel arrays
-    span whole is padded to."""
+    """The smallest power of two >= max(n, MIN_BLOCK), for dimensions in-kernel arrays span whole."""
     width = MIN_BLOCK
     while width < n:
         width *= 2
@@ -46,8 +42,7 @@ def largest_block(size: int, max_block: int, fits: Callable[[int], bool] = lambd
 
 
 def check_block(name: str, block: int, interpret: bool) -> None:
-    """Raises ValueError unless `block` > 0 and, for the Triton lowering (not `interpret`), a power
-    of two >= MIN_BLOCK."""
+    """ValueError unless `block` > 0 and, for Triton (not `interpret`), a power of two >= MIN_BLOCK."""
     if block <= 0:
         raise ValueError(f"{name}={block} must be positive")
     if not interpret and (block & (block - 1) or block < MIN_BLOCK):
