@@ -25,6 +25,9 @@ from elmo_jax.model.triton_blocks import (
 DEFAULT_BLOCK_BATCH = MIN_BLOCK  # the smallest M of a tensor-core dot
 MAX_BLOCK_HIDDEN = 128
 GATE_TILE_BYTES = 64 * 1024  # W_hidden gate tile [P, block_hidden] budget in shared memory
+# Triton's software pipelining keeps num_stages - 1 extra copies of every dot-operand load in the time
+# loop in shared memory: all the weight tiles of a step, far over the 227 KiB of an H100 at 2 or more.
+DEFAULT_NUM_STAGES = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +42,7 @@ class _Config:
     block_hidden: int
     interpret: bool
     num_warps: int | None
-    num_stages: int | None
+    num_stages: int
 
 
 # Sequences are [T, 2, B, X] (time_axis 0) or [2, B, T, X] (time_axis 2); in the kernel a
@@ -296,7 +299,7 @@ def pallas_lstm_recurrence(
     block_batch: int | None = None,
     block_hidden: int | None = None,
     num_warps: int | None = None,
-    num_stages: int | None = None,
+    num_stages: int = DEFAULT_NUM_STAGES,
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
     """`lstm_recurrence` (without `unroll` and `reset`) as Pallas kernels. interpret: in Pallas's
     interpreter (any backend), not Triton (GPU). block_batch: rows per program (default 16);
