@@ -99,14 +99,14 @@ def lower_for_cuda(fn: Callable, *args: jax.ShapeDtypeStruct) -> list[str]:
     return modules
 
 
-def lstm_modules(config, batch: int) -> dict[str, str]:
-    """{name: Triton module} of the LSTM recurrence as `BiLSTMLayer` calls it: xw `[2, batch,
-    unroll_steps, 4 dim]`, bias `[2, 4 dim]`, W_hidden `[2, width, 4 dim]`, W_proj `[2, dim,
-    width]`, states `[2, batch, dim]` and `[2, batch, width]`; bfloat16 operands."""
+def lstm_loss(config, batch: int) -> tuple[Callable, list[jax.ShapeDtypeStruct]]:
+    """(loss, abstract args) of the LSTM recurrence as `BiLSTMLayer` calls it at a recipe's shapes:
+    xw `[2, batch, unroll_steps, 4 dim]`, bias `[2, 4 dim]`, W_hidden `[2, width, 4 dim]`, W_proj
+    `[2, dim, width]`, states `[2, batch, dim]` and `[2, batch, width]`; time on axis 2, the recipe's
+    clips, bfloat16 operands."""
     dim, p, steps = config.model.lstm.dim, config.model.width, config.train.unroll_steps
     clips = config.model.lstm.cell_clip, config.model.lstm.proj_clip
     shapes = [(2, batch, steps, 4 * dim), (2, 4 * dim), (2, p, 4 * dim), (2, dim, p), (2, batch, dim), (2, batch, p)]
-    args = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
 
     def loss(xw, bias, w_hidden, w_proj, c0, h0):
         mask = jnp.ones((2, batch, steps, 1), bool)
@@ -115,6 +115,12 @@ def lstm_modules(config, batch: int) -> dict[str, str]:
         )
         return jnp.sum(hs) + jnp.sum(c) + jnp.sum(h)
 
+    return loss, [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
+
+
+def lstm_modules(config, batch: int) -> dict[str, str]:
+    """{name: Triton module} of the LSTM recurrence (`lstm_loss`) and its gradient."""
+    loss, args = lstm_loss(config, batch)
     [forward] = lower_for_cuda(loss, *args)
     grad_forward, backward = lower_for_cuda(jax.grad(loss, argnums=range(6)), *args)
     return {"lstm_forward": forward, "lstm_forward_grad": grad_forward, "lstm_backward": backward}

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from benchmarks.triton_shared_memory import lstm_loss
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.model.lstm_recurrence import lstm_recurrence
 from elmo_jax.model.pallas_lstm import default_block_hidden, pallas_lstm_recurrence
@@ -331,19 +332,7 @@ def test_lowers_to_triton_at_the_model_shapes(recipe: str, batch: int, monkeypat
     the wrapper pads what Triton cannot take. Inputs are abstract (no memory for the weights). Each
     kernel asks for one pipeline stage: at 3, Pallas's default, Triton keeps extra copies of every
     weight tile of the time loop in shared memory (2.6 MB at elmo_small's shapes on an H200)."""
-    config = recipe_module(recipe).get_config()
-    dim, p, steps = config.model.lstm.dim, config.model.width, config.train.unroll_steps
-    clips = config.model.lstm.cell_clip, config.model.lstm.proj_clip
-    shapes = [(2, batch, steps, 4 * dim), (2, 4 * dim), (2, p, 4 * dim), (2, dim, p), (2, batch, dim), (2, batch, p)]
-    args = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
-
-    def loss(xw, bias, w_hidden, w_proj, c0, h0):
-        mask = jnp.ones((2, batch, steps, 1), bool)
-        hs, (c, h) = pallas_lstm_recurrence(
-            xw, w_hidden, w_proj, mask, c0, h0, *clips, jnp.bfloat16, time_axis=2, bias=bias
-        )
-        return jnp.sum(hs) + jnp.sum(c) + jnp.sum(h)
-
+    loss, args = lstm_loss(recipe_module(recipe).get_config(), batch)
     checks = record_triton_checks(monkeypatch)
     texts = [jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
              for fn in (loss, jax.grad(loss, argnums=range(6)))]
