@@ -225,10 +225,6 @@ def options_writer(config: ml_collections.ConfigDict, path: str, export_id: str 
     return json_writer(options, sort_keys=False)
 
 
-def _lstm_root(direction: int, layer: int) -> str:
-    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
-
-
 def _encoder_layout(config: ml_collections.ConfigDict) -> list[tuple[str, tuple[str, ...], tuple[int, ...]]]:
     """(dataset, its path in the params' `encoder`, its shape) of each char CNN dataset after
     `char_embed`, in the file's order; a file's `W_cnn_i` has a leading 1 that the params lack."""
@@ -245,18 +241,24 @@ def _encoder_layout(config: ml_collections.ConfigDict) -> list[tuple[str, tuple[
     return layout + [("CNN_proj/W_proj", ("W_proj",), (n_filters, p)), ("CNN_proj/b_proj", ("b_proj",), (p,))]
 
 
+def _lstm_layout(config: ml_collections.ConfigDict) -> list[tuple[str, str, int, tuple[str, ...], tuple[int, ...]]]:
+    """(dataset, its layer in the params, direction, the leaves it holds, its shape) of each LSTM
+    dataset, in the file's order; a file's `W_0` is `W_input` over `W_hidden`, a direction of each."""
+    lstm, p = config.model.lstm, config.model.width
+    leaves = [("W_0", ("W_input", "W_hidden"), (p + p, 4 * lstm.dim)), ("B", ("B",), (4 * lstm.dim,))]
+    if has_projection(lstm.dim, p):
+        leaves.append(("W_P_0", ("W_P",), (lstm.dim, p)))
+    return [
+        (f"RNN_{d}/RNN/MultiRNNCell/Cell{layer}/LSTMCell/{name}", f"lstm_{layer}", d, keys, shape)
+        for layer in range(lstm.n_layers) for d in (0, 1) for name, keys, shape in leaves
+    ]
+
+
 def dataset_shapes(config: ml_collections.ConfigDict) -> dict[str, tuple[int, ...]]:
     """Every dataset of the weight file described by `config`, with its shape."""
-    lstm, p = config.model.lstm, config.model.width
     shapes = {"char_embed": (N_CHARACTERS - 1, config.model.char_cnn.embed_dim)}
     shapes.update((name, shape) for name, _, shape in _encoder_layout(config))
-    for layer in range(lstm.n_layers):
-        for direction in (0, 1):
-            root = _lstm_root(direction, layer)
-            shapes[f"{root}/W_0"] = (p + p, 4 * lstm.dim)
-            shapes[f"{root}/B"] = (4 * lstm.dim,)
-            if has_projection(lstm.dim, p):
-                shapes[f"{root}/W_P_0"] = (lstm.dim, p)
+    shapes.update((name, shape) for name, *_, shape in _lstm_layout(config))
     return shapes
 
 
@@ -277,26 +279,14 @@ def params_to_datasets(params: Mapping, config: ml_collections.ConfigDict) -> di
         out[name] = value[None] if name.startswith("CNN/W") else value
     lstm = config.model.lstm
     for layer in range(lstm.n_layers):
-        out.update(_lstm_datasets(params, layer, has_projection(lstm.dim, config.model.width)))
-    return out
-
-
-def _lstm_datasets(params: Mapping, layer: int, projected: bool) -> dict[str, np.ndarray]:
-    """LSTM layer `layer`'s datasets for both directions (`W_P_0` only when `projected`)."""
-    names = ("W_input", "W_hidden", "B", "W_P") if projected else ("W_input", "W_hidden", "B")
-    if not projected and "W_P" in params.get(f"lstm_{layer}", {}):
-        raise WeightFileError(f"params have 'lstm_{layer}/W_P', but projection_dim == dim means no LSTM projection")
-    w_input, w_hidden, bias, *w_proj = (_param(params, f"lstm_{layer}", name) for name in names)
-    if not (all(w.ndim == 3 and w.shape[0] == 2 for w in (w_input, w_hidden, *w_proj)) and bias.ndim == 2
-            and w_input.shape[2] == w_hidden.shape[2]):
-        raise WeightFileError(f"params 'lstm_{layer}' do not have the biLM's stacked [2, ...] LSTM shapes")
-    out = {}
-    for direction in (0, 1):
-        root = _lstm_root(direction, layer)
-        out[f"{root}/W_0"] = np.concatenate([w_input[direction], w_hidden[direction]], axis=0)
-        out[f"{root}/B"] = bias[direction]
-        if projected:
-            out[f"{root}/W_P_0"] = w_proj[0][direction]
+        if not has_projection(lstm.dim, config.model.width) and "W_P" in params.get(f"lstm_{layer}", {}):
+            raise WeightFileError(f"params have 'lstm_{layer}/W_P', but projection_dim == dim means no LSTM projection")
+    for name, layer, direction, keys, shape in _lstm_layout(config):
+        parts = [_param(params, layer, key) for key in keys]
+        for key, part in zip(keys, parts):
+            if part.shape != (2, shape[0] // len(keys), *shape[1:]):
+                raise WeightFileError(f"params '{layer}/{key}' have shape {part.shape}, not the stacked [2, ...]")
+        out[name] = np.concatenate([part[direction] for part in parts])
     return out
 
 
@@ -307,18 +297,11 @@ def datasets_to_params(data: Mapping[str, np.ndarray], config: ml_collections.Co
     for name, (*parents, leaf), _ in _encoder_layout(config):
         node = encoder.setdefault(parents[0], {}) if parents else encoder
         node[leaf] = data[name][0] if name.startswith("CNN/W") else data[name]
-    params: dict[str, Any] = {"encoder": encoder}
-    lstm, p = config.model.lstm, config.model.width
-    for layer in range(lstm.n_layers):
-        roots = [_lstm_root(direction, layer) for direction in (0, 1)]
-        params[f"lstm_{layer}"] = {
-            "W_input": np.stack([data[f"{r}/W_0"][:p] for r in roots]),
-            "W_hidden": np.stack([data[f"{r}/W_0"][p:] for r in roots]),
-            "B": np.stack([data[f"{r}/B"] for r in roots]),
-        }
-        if has_projection(lstm.dim, p):
-            params[f"lstm_{layer}"]["W_P"] = np.stack([data[f"{r}/W_P_0"] for r in roots])
-    return params
+    lstm: dict[str, dict[str, list[np.ndarray]]] = {}
+    for name, layer, _, keys, _ in _lstm_layout(config):
+        for key, part in zip(keys, np.split(data[name], len(keys))):
+            lstm.setdefault(layer, {}).setdefault(key, []).append(part)
+    return {"encoder": encoder, **{layer: {k: np.stack(v) for k, v in ls.items()} for layer, ls in lstm.items()}}
 
 
 def _dataset_names(f: h5py.File) -> list[str]:
