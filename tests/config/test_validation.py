@@ -308,7 +308,7 @@ def test_the_tiny_shapes_of_the_config_tests_pass():
 
 def test_choices_are_those_the_code_accepts():
     """The schema's choices and the sets the implementing modules check agree."""
-    from elmo_jax.data import corpus
+    from elmo_jax.data import sources
     from elmo_jax.model import bilm, char_cnn, lstm
     from elmo_jax.probing import tasks
     from elmo_jax.training import optim
@@ -318,7 +318,7 @@ def test_choices_are_those_the_code_accepts():
 
     assert choices("data.source") == {"ptb", "text", "tfds"}  # What the corpus readers branch on.
     assert choices("data.streams") == {"sentences", "contiguous"}
-    assert choices("data.eval_split") < set(corpus.SPLITS)
+    assert choices("data.eval_split") < set(sources.SPLITS)
     assert choices("model.token_encoder") == set(bilm.ENCODERS)
     assert choices("model.dtype") == set(bilm.DTYPES)
     assert choices("model.char_cnn.activation") == set(char_cnn.ACTIVATIONS)
