@@ -160,22 +160,27 @@ class TransformerBlock(nn.Module):
         return feed_forward_norm(h + drop(feed_forward(h)))
 
 
-class TransformerStack(nn.Module):
+class TransformerOptions(nn.Module):
+    """The fields of the config section `model.transformer`, shared by the stack and the contextualizer."""
+
+    ff_dim: int = 2048  # Feed-forward width.
+    n_heads: int = 8
+    norm: str = "pre"  # 'pre' | 'post'.
+    positions: str = "sinusoidal"  # 'learned' | 'sinusoidal' | 'none'.
+    shared_directions: bool = False  # True: one stack's weights for both streams.
+    memory_length: int = 20  # M: carried positions per row and direction.
+    max_window: int = 20  # The longest window T ('learned' positions).
+
+
+class TransformerStack(TransformerOptions):
     """The stacks of both directions over one window: x `[2, B, T, F]` (F != dim: mapped by W_input),
     mask `[2, B, T]`, a `TransformerState` -> (L outputs `[2, B, T, dim]`, zero at padding, next
     state). 'learned' positions: T <= max_window. memory_length 0: windows are independent."""
 
     n_layers: int = 2
     dim: int = 512
-    ff_dim: int = 2048  # Feed-forward width.
-    n_heads: int = 8
     dropout: float = 0.1
     token_dropout: float | None = None  # Dropout on the stack's input x (None = `dropout`).
-    norm: str = "pre"  # 'pre' | 'post'.
-    positions: str = "sinusoidal"  # 'learned' | 'sinusoidal' | 'none'.
-    shared_directions: bool = False  # True: one stack's weights for both streams.
-    memory_length: int = 20  # M: carried positions per row and direction.
-    max_window: int = 20  # The longest window T ('learned' positions).
     remat: bool = False  # Recompute each block's forward pass in the backward pass.
     dtype: Any = jnp.float32
     init_range: float = 0.0  # > 0: every weight from U(-init_range, init_range), else Glorot uniform.
@@ -277,28 +282,17 @@ def transformer_flops_per_token(
     return round(per_window / window)
 
 
-class TransformerContextualizer(Contextualizer):
+class TransformerContextualizer(Contextualizer, TransformerOptions):
     """The biLM's contextualizer: a `TransformerStack` named `transformer` over windows of at most
-    max_window positions. State: its `TransformerState`. Fields: the stack's."""
-
-    ff_dim: int = 2048
-    n_heads: int = 8
-    norm: str = "pre"
-    positions: str = "sinusoidal"
-    shared_directions: bool = False
-    memory_length: int = 20
-    max_window: int = 20
+    max_window positions. State: its `TransformerState`."""
 
     def setup(self) -> None:
         super().setup()
         self.stack = self._stack(name="transformer")
 
     def _stack(self, **module_args: Any) -> TransformerStack:
-        return TransformerStack(
-            self.n_layers, self.width, self.ff_dim, self.n_heads, self.dropout, self.token_dropout, self.norm,
-            self.positions, self.shared_directions, self.memory_length, self.max_window, self.remat, self.dtype,
-            self.init_range, **module_args,
-        )
+        names = (f.name for f in dataclasses.fields(TransformerStack) if f.name not in ("parent", "name", "dim"))
+        return TransformerStack(dim=self.width, **{name: getattr(self, name) for name in names}, **module_args)
 
     def initial_state(self, batch_size: int) -> TransformerState:
         return self._stack(parent=None).initial_state(batch_size)
