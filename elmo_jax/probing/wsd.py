@@ -1,12 +1,5 @@
-"""Word senses in a biLM's layers (`elmo-probe --task wsd`, docs/probing.md): `probe_wsd(pretrained, words)`.
-
-The words are CoarseWSD-20's ambiguous nouns (elmo_jax/data/coarsewsd.py), an example the word's
-vector at each layer. Classifiers per word and layer: `centroid`, the nearest sense centroid by
-cosine (Peters et al. 2018, 5.3; a sense without training sentences has none); `linear`, a softmax
-per word (all words train as one, a group of labels each, early-stopped on a tenth of each word's
-sentences); `most_frequent_sense`. The mix is the linear probes' learned one, which the centroids
-read too. Scores: each word's accuracy and macro-F1, and their means over the words. Training
-reads at most `max_train_per_word` sentences of each word (a sample by `seed`).
+"""Word senses in a biLM's layers (`elmo-probe --task wsd`): `probe_wsd(pretrained, words)`, an
+example the ambiguous word's vector at each layer; the classifiers and scores: docs/probing.md.
 """
 
 from __future__ import annotations
