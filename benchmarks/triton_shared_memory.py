@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 from dataclasses import dataclass
 
 import jax
@@ -42,6 +43,7 @@ from elmo_jax.config.recipes import recipe_module  # noqa: E402
 from elmo_jax.model.pallas_conv_pool import pallas_conv_max  # noqa: E402
 from elmo_jax.model.pallas_lstm import pallas_lstm_recurrence  # noqa: E402
 
+T = TypeVar("T")
 SHARED_MEMORY_LIMIT = 232_448  # bytes per block on the H100 and H200 (227 KiB)
 
 # Run by --triton_python: compiles one .ttir file for sm_90 and prints its shared memory as JSON.
@@ -73,28 +75,28 @@ class Result:
 
 
 @contextlib.contextmanager
-def captured_modules() -> Iterator[list[str]]:
-    """Yields a list that receives the text of each Triton module Pallas lowers meanwhile."""
+def captured_modules(keep: Callable[[Any], T]) -> Iterator[list[T]]:
+    """Yields a list that receives `keep(module)` of each Triton module (MLIR) Pallas lowers meanwhile."""
     from jax._src.pallas.triton import lowering  # private: the one place that sees each module
 
-    modules: list[str] = []
+    kept: list[T] = []
     original = lowering.lower_jaxpr_to_triton_module
 
     def lower_and_keep(*args, **kwargs):
         result = original(*args, **kwargs)
-        modules.append(result.module.operation.get_asm(enable_debug_info=False))
+        kept.append(keep(result.module))
         return result
 
     lowering.lower_jaxpr_to_triton_module = lower_and_keep
     try:
-        yield modules
+        yield kept
     finally:
         lowering.lower_jaxpr_to_triton_module = original
 
 
 def lower_for_cuda(fn: Callable, *args: jax.ShapeDtypeStruct) -> list[str]:
     """The Triton modules of `jax.jit(fn)` lowered for CUDA at abstract `args`."""
-    with captured_modules() as modules:
+    with captured_modules(lambda module: module.operation.get_asm(enable_debug_info=False)) as modules:
         jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",))
     return modules
 

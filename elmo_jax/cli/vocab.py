@@ -10,7 +10,6 @@ are streamed line by line, so memory grows with the number of distinct words onl
 
 from __future__ import annotations
 
-import functools
 import sys
 from typing import Sequence
 
@@ -78,14 +77,17 @@ def _stats() -> None:
         print(f"{name:<{width}}  {value}")
 
 
+def _build_main(argv: Sequence[str]) -> int:
+    return tool_flags.run(_BUILD, argv, _build, doc=_build.__doc__, required=["input", "output"], errors=_ERRORS)
+
+
+def _stats_main(argv: Sequence[str]) -> int:
+    return tool_flags.run(_STATS, argv, _stats, doc=_stats.__doc__, required=["input"], errors=_ERRORS)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`elmo-vocab` / `python -m elmo_jax.cli.vocab`: the exit status (elmo_jax.cli.tool_flags)."""
-    commands = {
-        name: functools.partial(tool_flags.run, values, body=body, doc=body.__doc__, required=required, errors=_ERRORS)
-        for name, values, body, required in [("build", _BUILD, _build, ["input", "output"]),
-                                             ("stats", _STATS, _stats, ["input"])]
-    }
-    return tool_flags.run_commands(commands, argv, doc=__doc__)
+    return tool_flags.run_commands({"build": _build_main, "stats": _stats_main}, argv, doc=__doc__)
 
 
 if __name__ == "__main__":

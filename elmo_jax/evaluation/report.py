@@ -258,7 +258,10 @@ def best_layer(result: dict[str, Any]) -> int:
 
 def _best_layer_cell(result: dict[str, Any] | None) -> str:
     """`layer: accuracy` of the best layer."""
-    return "n/a" if result is None else f"{best_layer(result)}: {max(result['layers']):.3f}"
+    if result is None:
+        return "n/a"
+    best = best_layer(result)
+    return f"{best}: {result['layers'][best]:.3f}"
 
 
 def _probe_cells(probe: Probe) -> list[str]:

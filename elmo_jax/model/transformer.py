@@ -73,6 +73,11 @@ def next_memory(
     return jax.lax.stop_gradient(inputs), jnp.take_along_axis(valid, order, axis=-1)
 
 
+def kernel_init(init_range: float) -> nn.initializers.Initializer:
+    """Weight matrices: Glorot uniform (Vaswani et al., AllenNLP), or U(-init_range, init_range)."""
+    return weight_init(init_range, nn.initializers.xavier_uniform())
+
+
 def layer_norm(name: str) -> nn.LayerNorm:
     """float32 LayerNorm with the stack's epsilon."""
     return nn.LayerNorm(epsilon=LAYER_NORM_EPSILON, dtype=jnp.float32, name=name)
@@ -93,7 +98,7 @@ class SelfAttention(nn.Module):
         position `[B, M + T, P]` or None (added to query and key inputs), allowed `[B, T, M + T]`."""
         dim = x.shape[-1]
         head_dim = dim // self.n_heads
-        init = weight_init(self.init_range, nn.initializers.xavier_uniform())
+        init = kernel_init(self.init_range)
         w = {name: self.param(f"W_{name}", init, (dim, dim)) for name in ("query", "key", "value", "output")}
         b = {name: self.param(f"b_{name}", nn.initializers.zeros, (dim,)) for name in w}
         keyed = context if position is None else context + position
@@ -122,7 +127,7 @@ class FeedForward(nn.Module):
     def __call__(self, x: jax.Array) -> jax.Array:
         """x `[B, T, P]` -> `[B, T, P]`."""
         dim = x.shape[-1]
-        init = weight_init(self.init_range, nn.initializers.xavier_uniform())
+        init = kernel_init(self.init_range)
         w_1 = self.param("W_1", init, (dim, self.ff_dim))
         b_1 = self.param("b_1", nn.initializers.zeros, (self.ff_dim,))
         w_2 = self.param("W_2", init, (self.ff_dim, dim))
@@ -202,10 +207,9 @@ class TransformerStack(TransformerOptions):
             variable_axes={"params": None if shared else 0},
             split_rngs={"params": not shared, "dropout": True},
         )
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(TransformerStack) if f.name != "parent"}
         token_rate = self.dropout if self.token_dropout is None else self.token_dropout
-        fields.update(name="directions", token_dropout=token_rate)
-        outputs, memory, memory_mask = stack(**fields, train=train)(x, mask, state.inputs, state.mask)
+        directions = stack(**{**_stack_fields(self), "token_dropout": token_rate}, train=train, name="directions")
+        outputs, memory, memory_mask = directions(x, mask, state.inputs, state.mask)
         return outputs, TransformerState(memory, memory_mask)
 
     def _check(self, n_steps: int) -> None:
@@ -218,6 +222,12 @@ class TransformerStack(TransformerOptions):
             raise ValueError(f"transformer dim {self.dim} is not a multiple of n_heads {self.n_heads}")
         if self.positions == "learned" and n_steps > self.max_window:
             raise ValueError(f"a window of {n_steps} steps is longer than the stack's max_window {self.max_window}")
+
+
+def _stack_fields(module: nn.Module, *skip: str) -> dict[str, Any]:
+    """`TransformerStack`'s fields but Flax's own (parent, name) and `skip`, as `module` holds them."""
+    names = (f.name for f in dataclasses.fields(TransformerStack) if f.name not in ("parent", "name", *skip))
+    return {name: getattr(module, name) for name in names}
 
 
 class DirectionStack(TransformerStack):
@@ -233,7 +243,7 @@ class DirectionStack(TransformerStack):
         `[B, T, P]`, zero where mask is false; next memory, next memory mask)."""
         h = nn.Dropout(self.token_dropout, deterministic=not self.train)(x.astype(jnp.float32))
         if x.shape[-1] != self.dim:
-            init = weight_init(self.init_range, nn.initializers.xavier_uniform())
+            init = kernel_init(self.init_range)
             w = self.param("W_input", init, (x.shape[-1], self.dim))
             h = matmul("btf,fp->btp", h, w, self.dtype) + self.param("b_input", nn.initializers.zeros, (self.dim,))
         valid = jnp.concatenate([memory_mask, mask.astype(bool)], axis=-1)
@@ -291,8 +301,7 @@ class TransformerContextualizer(Contextualizer, TransformerOptions):
         self.stack = self._stack(name="transformer")
 
     def _stack(self, **module_args: Any) -> TransformerStack:
-        names = (f.name for f in dataclasses.fields(TransformerStack) if f.name not in ("parent", "name", "dim"))
-        return TransformerStack(dim=self.width, **{name: getattr(self, name) for name in names}, **module_args)
+        return TransformerStack(dim=self.width, **_stack_fields(self, "dim"), **module_args)
 
     def initial_state(self, batch_size: int) -> TransformerState:
         return self._stack(parent=None).initial_state(batch_size)

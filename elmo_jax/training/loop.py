@@ -212,7 +212,9 @@ class _Run:
 
     def _check_finite(self) -> None:
         """NonFiniteLossError for a non-finite step in the window (`train.nonfinite_policy='stop'`)."""
-        for step, metrics in jax.device_get(self.window) if self.check_finite else ():
+        if not self.check_finite:
+            return
+        for step, metrics in jax.device_get(self.window):
             if metrics["nonfinite"]:
                 raise NonFiniteLossError(
                     f"non-finite training loss or gradient norm at step {step} (loss {metrics['train_loss']}, "

@@ -113,7 +113,8 @@ class TrainingProbes:
             if os.path.exists(path):
                 logging.info("%s exists: step %d is not probed again", path, step)
                 continue
-            pretrained = pretrained or pretrained_bilm(self.config, params, self.vocab)
+            if pretrained is None:
+                pretrained = pretrained_bilm(self.config, params, self.vocab)
             self._write(task, step, self._run(task, pretrained))
 
     def _run(self, task: str, pretrained: PretrainedBiLM) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.model.pallas_conv_pool import default_block_filters, pallas_conv_max
 from tests.model.test_char_cnn import np_conv1d_valid
-from tests.model.triton_lowering import INTERPRET, record_triton_checks
+from tests.model.triton_lowering import INTERPRET, triton_checks
 
 
 def example(n_tokens: int, n_chars: int, dim: int, width: int, n_filters: int, seed: int = 0):
@@ -92,25 +92,25 @@ def test_default_block_filters():
 
 
 @pytest.mark.parametrize("shape,block_tokens", [((40, 50, 16, 7, 256), 32), ((1, 9, 3, 2, 5), None)])
-def test_lowers_to_triton_for_gpu(shape, block_tokens, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lowers_to_triton_for_gpu(shape, block_tokens) -> None:
     """The kernel lowers through Pallas's Triton lowering to a Triton module that passes MLIR
     verification and has no dot dimension below 16, without a GPU (cross-platform lowering for
     CUDA): every primitive it uses has a Triton lowering rule, and sizes it cannot take (one token,
     d = 3, 5 filters) are padded. Compiling it to PTX and its speed need a GPU."""
-    checks = record_triton_checks(monkeypatch)
     n_tokens, n_chars, dim, width, n_filters = shape
     x = jax.ShapeDtypeStruct((n_tokens, n_chars, dim), jnp.float32)
     kernel = jax.ShapeDtypeStruct((width, dim, n_filters), jnp.float32)
     blocks = {} if block_tokens is None else {"block_tokens": block_tokens}
     fn = jax.jit(lambda x, k: pallas_conv_max(x, k, jnp.bfloat16, **blocks))
-    text = fn.trace(x, kernel).lower(lowering_platforms=("cuda",)).as_text()
+    with triton_checks() as checks:
+        text = fn.trace(x, kernel).lower(lowering_platforms=("cuda",)).as_text()
     assert text.count("__gpu$xla.gpu.triton") == 1
     assert checks == [[]]
 
 
 @pytest.mark.parametrize("batch", [1, 3, 128])
 @pytest.mark.parametrize("recipe", ["elmo_small", "elmo_original"])
-def test_lowers_to_triton_at_the_model_shapes(recipe: str, batch: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lowers_to_triton_at_the_model_shapes(recipe: str, batch: int) -> None:
     """Every filter width of the recipe's char CNN lowers to a Triton module that passes MLIR
     verification and has no dot dimension below 16, for the 2 x batch x unroll_steps tokens of a
     batch of 1 (model init), 3 (an evaluation batch) and 128, with bfloat16 operands. Inputs are
@@ -118,9 +118,9 @@ def test_lowers_to_triton_at_the_model_shapes(recipe: str, batch: int, monkeypat
     config = recipe_module(recipe).get_config()
     cnn, n_chars = config.model.char_cnn, config.data.max_chars_per_token
     x = jax.ShapeDtypeStruct((2 * batch * config.train.unroll_steps, n_chars, cnn.embed_dim), jnp.float32)
-    checks = record_triton_checks(monkeypatch)
-    for width, n_filters in cnn.filters:
-        kernel = jax.ShapeDtypeStruct((width, cnn.embed_dim, n_filters), jnp.float32)
-        fn = jax.jit(lambda x, k: pallas_conv_max(x, k, jnp.bfloat16))
-        fn.trace(x, kernel).lower(lowering_platforms=("cuda",))
+    with triton_checks() as checks:
+        for width, n_filters in cnn.filters:
+            kernel = jax.ShapeDtypeStruct((width, cnn.embed_dim, n_filters), jnp.float32)
+            fn = jax.jit(lambda x, k: pallas_conv_max(x, k, jnp.bfloat16))
+            fn.trace(x, kernel).lower(lowering_platforms=("cuda",))
     assert checks == [[]] * len(cnn.filters)

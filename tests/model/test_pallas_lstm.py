@@ -17,7 +17,7 @@ from elmo_jax.config.recipes import recipe_module
 from elmo_jax.model.lstm_recurrence import lstm_recurrence
 from elmo_jax.model.pallas_lstm import default_block_hidden, pallas_lstm_recurrence
 from tests.reference.lstm_recurrence import reference_recurrence
-from tests.model.triton_lowering import INTERPRET, record_triton_checks
+from tests.model.triton_lowering import INTERPRET, triton_checks
 
 RTOL, ATOL = 1e-5, 1e-5
 T, B, DIM, P = 6, 4, 16, 8
@@ -296,14 +296,13 @@ def test_default_block_hidden() -> None:
     ],
 )
 def test_lowers_to_triton_for_gpu(
-    projected: bool, time_axis: int, b: int, dim: int, p: int, block: int | None, monkeypatch: pytest.MonkeyPatch
+    projected: bool, time_axis: int, b: int, dim: int, p: int, block: int | None
 ) -> None:
     """The kernels (forward, and the training forward and reverse ones under jax.grad) lower through
     Pallas's Triton lowering to Triton modules that pass MLIR verification (Triton's tensor-size and
     op verifiers) and have no dot dimension below 16, without a GPU: cross-platform lowering for
     CUDA. This checks that every primitive the kernels use has a Triton lowering rule; it does not
     compile them to PTX (shared memory, registers, Triton's own passes), which needs a GPU."""
-    checks = record_triton_checks(monkeypatch)
     steps = (3, 2, b) if time_axis == 0 else (2, b, 3)
     shapes = [steps + (4 * dim,), (2, p, 4 * dim), (2, dim, p), (2, b, dim), (2, b, p)]
     args = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
@@ -317,15 +316,16 @@ def test_lowers_to_triton_for_gpu(
         )
         return jnp.sum(hs) + jnp.sum(c) + jnp.sum(h)
 
-    for fn, n_kernels in ((loss, 1), (jax.grad(loss, argnums=(0, 1, 2, 3, 4)), 2)):
-        text = jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
-        assert text.count("__gpu$xla.gpu.triton") == n_kernels
+    with triton_checks() as checks:
+        for fn, n_kernels in ((loss, 1), (jax.grad(loss, argnums=(0, 1, 2, 3, 4)), 2)):
+            text = jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+            assert text.count("__gpu$xla.gpu.triton") == n_kernels
     assert checks == [[], [], []]
 
 
 @pytest.mark.parametrize("batch", [1, 3, 128])
 @pytest.mark.parametrize("recipe", ["elmo_small", "elmo_original"])
-def test_lowers_to_triton_at_the_model_shapes(recipe: str, batch: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lowers_to_triton_at_the_model_shapes(recipe: str, batch: int) -> None:
     """The kernels as `BiLSTMLayer` calls them (time on axis 2, bias inside, the recipe's widths,
     clips and unroll_steps, bfloat16 operands) lower to Triton modules that pass MLIR verification
     and have no dot dimension below 16, at batch 1 (model init), 3 (an evaluation batch) and 128:
@@ -333,8 +333,8 @@ def test_lowers_to_triton_at_the_model_shapes(recipe: str, batch: int, monkeypat
     kernel asks for one pipeline stage: at 3, Pallas's default, Triton keeps extra copies of every
     weight tile of the time loop in shared memory (2.6 MB at elmo_small's shapes on an H200)."""
     loss, args = lstm_loss(recipe_module(recipe).get_config(), batch)
-    checks = record_triton_checks(monkeypatch)
-    texts = [jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
-             for fn in (loss, jax.grad(loss, argnums=range(6)))]
+    with triton_checks() as checks:
+        texts = [jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+                 for fn in (loss, jax.grad(loss, argnums=range(6)))]
     assert checks == [[], [], []]
     assert [re.findall(r"num_stages = (\d+)", text) for text in texts] == [["1"], ["1", "1"]]

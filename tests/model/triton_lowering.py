@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import jax
-import pytest
+
+from benchmarks.triton_shared_memory import captured_modules
 
 MIN_DOT_DIM = 16  # Triton's tensor-core dots: every dimension of both operands >= 16.
 # The numerical tests at the kernels' default blocks run them in Pallas's interpreter, except where
@@ -11,25 +14,14 @@ MIN_DOT_DIM = 16  # Triton's tensor-core dots: every dimension of both operands 
 INTERPRET = jax.default_backend() != "gpu"
 
 
-def record_triton_checks(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Checks every Triton module that Pallas lowers and returns the list its problems are
-    appended to, one list per module (empty: the module is fine).
+def triton_checks() -> contextlib.AbstractContextManager[list[list[str]]]:
+    """A context whose list receives the problems of every Triton module that Pallas lowers in it,
+    one list per module (empty: the module is fine).
 
     A module's problems: it fails MLIR verification (Triton's tensor-size and op verifiers: every
     tensor's size a power of two), or one of its `tt.dot`s has an operand dimension below
     MIN_DOT_DIM, which Triton's verifier lets through but its GPU code generation rejects."""
-    from jax._src.pallas.triton import lowering  # private: the hook that sees each Triton module
-
-    checks: list[list[str]] = []
-    original = lowering.lower_jaxpr_to_triton_module
-
-    def lower_and_check(*args, **kwargs):
-        result = original(*args, **kwargs)
-        checks.append(_problems(result.module))
-        return result
-
-    monkeypatch.setattr(lowering, "lower_jaxpr_to_triton_module", lower_and_check)
-    return checks
+    return captured_modules(_problems)
 
 
 def _problems(module) -> list[str]:
