@@ -1,8 +1,9 @@
 """The LSTM-with-projection recurrence of `lstm_recurrence` as two Pallas kernels (GPU/Triton lowering).
 
 Same equations, masking, clipping, layouts and result. Program (direction, block of rows) runs the
-time loop with its rows' c and h on chip; dots accumulate in float32 without rounding to `dtype`;
-inputs are zero-padded to the blocks, exactly (docs/performance.md, "The Pallas LSTM kernels").
+time loop, and in each step a loop over tiles of hidden units; dots accumulate in float32 without
+rounding to `dtype`; inputs are zero-padded to the blocks, exactly (docs/performance.md, "The
+Pallas LSTM kernels").
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from elmo_jax.model.lstm_recurrence import (
     cell_grads, cell_step, clip, clip_grad, recurrence_inputs, stacked_shape, weight_grads, with_reverse_pass,
 )
 from elmo_jax.model.triton_blocks import (
-    MIN_BLOCK, check_block, largest_block, pad_to, padded_width, pallas_call, round_up,
+    MIN_BLOCK, check_block, largest_block, pad_to, padded_width, pallas_call, round_up, sync_threads,
 )
 
 DEFAULT_BLOCK_BATCH = MIN_BLOCK  # the smallest M of a tensor-core dot
@@ -72,80 +73,78 @@ def _dot(a: jax.Array, b: jax.Array, dtype: jnp.dtype, transpose_b: bool = False
     return jax.lax.dot_general(a.astype(dtype), b.astype(dtype), dims, preferred_element_type=jnp.float32)
 
 
-def _tiles(cfg: _Config, dim: int, p: int, projected: bool) -> tuple[int, list, list, Callable[[int, int], pl.Slice]]:
-    """(n_tiles, the hidden units of each tile, h's pieces, gate_cols(g, k): gate g's columns of
-    tile k). h is one `[bb, P]` piece with a projection, else the hidden tiles: Triton cannot slice
-    or concatenate values, so h is kept as the pieces it is computed in, each one a dot's K block."""
+def _tiles(cfg: _Config, dim: int) -> tuple[int, Callable[[jax.Array], pl.Slice], Callable[[int, jax.Array], pl.Slice]]:
+    """(n_tiles, tile(k): tile k's hidden units, gate_cols(g, k): gate g's columns of tile k)."""
     th = cfg.block_hidden
-    hid = [pl.ds(k * th, th) for k in range(dim // th)]
-    return len(hid), hid, [pl.ds(0, p)] if projected else hid, lambda g, k: pl.ds(g * dim + k * th, th)
+    return dim // th, lambda k: pl.ds(k * th, th), lambda g, k: pl.ds(g * dim + k * th, th)
 
 
-def _loop_on_chip(step, n_steps: int, *carries: tuple) -> None:
-    """Runs `step(t, carry)` for t in [0, n_steps) with the carry on chip: each of `carries` is
-    (input ref, column slices, output ref); the carry holds the input's pieces `[:, slice]` and
-    its final pieces are written to the output ref."""
-    init = tuple(tuple(in_ref[:, cols] for cols in slices) for in_ref, slices, _ in carries)
-    final = jax.lax.fori_loop(0, n_steps, step, init)
-    for pieces, (_, slices, out_ref) in zip(final, carries):
-        for piece, cols in zip(pieces, slices):
-            out_ref[:, cols] = piece
+def _copy_tiles(src_ref, dst_ref, n_tiles: int, tile: Callable[[jax.Array], pl.Slice], interpret: bool) -> None:
+    """dst[:, tile k] = src[:, tile k] for every tile, then a barrier: the cell state (and its
+    cotangent) `[bb, dim]` lives in an output block, too wide for registers."""
+
+    def copy(k, carry):
+        dst_ref[:, tile(k)] = src_ref[:, tile(k)]
+        return carry
+
+    jax.lax.fori_loop(0, n_tiles, copy, None)
+    sync_threads(interpret)
 
 
-def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projected: bool, save: bool) -> None:
+def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, projected: bool, save: bool) -> None:
     """One program: block_batch rows of one direction, all steps (see the module docstring)."""
     refs = list(refs)
     xw_ref, bias_ref, w_hidden_ref = refs[:3]
     w_proj_ref = refs[3] if projected else None
-    mask_ref, c0_ref, h0_ref, hs_ref, c_out_ref, h_out_ref, *res_refs = refs[3 + projected:]
+    mask_ref, c0_ref, h0_ref, hs_ref, c_ref, h_out_ref, *res_refs = refs[3 + projected:]
     if save:
         gates_ref, c_prev_ref = res_refs[:2]
         m_ref = res_refs[2] if projected else None
         h_raw_ref = res_refs[-1] if cfg.proj_clip is not None else None
     axis, dtype = cfg.axis, cfg.dtype
-    n_tiles, hid, h_rows, gate_cols = _tiles(cfg, dim, p, projected)
+    n_tiles, tile, gate_cols = _tiles(cfg, dim)
+    _copy_tiles(c0_ref, c_ref, n_tiles, tile, cfg.interpret)
 
-    def step(t, carry):
-        cs, hs = carry
+    def step(t, h):
         live = mask_ref[_at(axis, t)] > 0  # [bb, 1]
-        h_ops = [h.astype(dtype) for h in hs]
-        h_raw = jnp.zeros((hs[0].shape[0], p), jnp.float32) if projected else None
-        new_cs, new_hs = [], []
-        for k in range(n_tiles):
+        h_op = h.astype(dtype)
+
+        def tile_step(k, h_raw):
             z = []
             for g in range(4):
                 cols = gate_cols(g, k)
                 z_g = xw_ref[_at(axis, t, cols)] + bias_ref[cols][None, :]
-                for h_op, rows in zip(h_ops, h_rows):
-                    z_g = z_g + _dot(h_op, w_hidden_ref[rows, cols], dtype)
-                z.append(z_g)
-            c = cs[k]
+                z.append(z_g + _dot(h_op, w_hidden_ref[:, cols], dtype))
+            c = c_ref[:, tile(k)]
             gates, c_clip, m = cell_step(z, c, cfg.cell_clip)
-            new_cs.append(jnp.where(live, c_clip, c))
+            c_ref[:, tile(k)] = jnp.where(live, c_clip, c)
             if save:
                 for g, a in enumerate(gates):
                     gates_ref[_at(axis, t, gate_cols(g, k))] = a
-                c_prev_ref[_at(axis, t, hid[k])] = c
-            if projected:
-                if save:
-                    m_ref[_at(axis, t, hid[k])] = m
-                h_raw = h_raw + _dot(m, w_proj_ref[hid[k], :], dtype)
-            else:  # h' = m, never clipped
-                h_new = jnp.where(live, m, hs[k])
-                hs_ref[_at(axis, t, hid[k])] = h_new
-                new_hs.append(h_new)
+                c_prev_ref[_at(axis, t, tile(k))] = c
+            if not projected:  # h' = m, never clipped: assembled in hs_ref[t]
+                hs_ref[_at(axis, t, tile(k))] = m
+                return h_raw
+            if save:
+                m_ref[_at(axis, t, tile(k))] = m
+            return h_raw + _dot(m, w_proj_ref[tile(k), :], dtype)
+
+        h_raw = jax.lax.fori_loop(0, n_tiles, tile_step, jnp.zeros_like(h) if projected else None)
         if projected:
             if save and cfg.proj_clip is not None:
                 h_raw_ref[_at(axis, t)] = h_raw
-            h_new = jnp.where(live, clip(h_raw, cfg.proj_clip), hs[0])
-            hs_ref[_at(axis, t)] = h_new
-            new_hs.append(h_new)
-        return tuple(new_cs), tuple(new_hs)
+            h_new = jnp.where(live, clip(h_raw, cfg.proj_clip), h)
+        else:
+            sync_threads(cfg.interpret)  # m's tiles, stored by other threads
+            h_new = jnp.where(live, hs_ref[_at(axis, t)], h)
+        hs_ref[_at(axis, t)] = h_new
+        sync_threads(cfg.interpret)  # this step's c before the next step's loads
+        return h_new
 
-    _loop_on_chip(step, n_steps, (c0_ref, hid, c_out_ref), (h0_ref, h_rows, h_out_ref))
+    h_out_ref[...] = jax.lax.fori_loop(0, n_steps, step, h0_ref[...])
 
 
-def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projected: bool) -> None:
+def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, projected: bool) -> None:
     """The reverse time loop of `lstm_recurrence._reverse` for one program's rows: dz_t, dh'_t, dc0, dh0."""
     mask_ref, gates_ref, c_prev_ref, *refs = refs
     h_raw_ref = refs.pop(0) if cfg.proj_clip is not None else None
@@ -153,38 +152,42 @@ def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, p: int, projec
     w_proj_ref = refs.pop(0) if projected else None
     dz_ref, *refs = refs
     dh_raw_ref = refs.pop(0) if projected else None
-    dc0_ref, dh0_ref = refs
+    dc_ref, dh0_ref = refs
     axis, dtype = cfg.axis, cfg.dtype
-    n_tiles, hid, h_rows, gate_cols = _tiles(cfg, dim, p, projected)
+    n_tiles, tile, gate_cols = _tiles(cfg, dim)
+    _copy_tiles(d_c_ref, dc_ref, n_tiles, tile, cfg.interpret)
 
-    def step(k_rev, carry):
-        dcs, dhs = carry
+    def step(k_rev, dh):
         t = n_steps - 1 - k_rev
         live = mask_ref[_at(axis, t)] > 0  # [bb, 1]
-        dhs = tuple(dh + d_hs_ref[_at(axis, t, rows)] for dh, rows in zip(dhs, h_rows))
+        dh = dh + d_hs_ref[_at(axis, t)]
+        dh_live = jnp.where(live, dh, 0.0)  # A masked step gets no cotangent (`cell_grads`).
         if projected:
-            dh_raw = jnp.where(live, dhs[0], 0.0)  # A masked step gets no cotangent (`cell_grads`).
+            dh_raw = dh_live
             if cfg.proj_clip is not None:
                 dh_raw = dh_raw * clip_grad(h_raw_ref[_at(axis, t)], cfg.proj_clip)
             dh_raw_ref[_at(axis, t)] = dh_raw
-        acc = [jnp.zeros_like(dh) for dh in dhs]  # dz_t W_hidden^T, by piece of h
-        new_dcs = []
-        for k in range(n_tiles):
-            d_m = _dot(dh_raw, w_proj_ref[hid[k], :], dtype, transpose_b=True) if projected else (
-                jnp.where(live, dhs[k], 0.0)
-            )
+        else:  # d m = dh', read back by tiles
+            dh0_ref[...] = dh_live
+            sync_threads(cfg.interpret)
+
+        def tile_step(k, acc):
+            d_m = _dot(dh_raw, w_proj_ref[tile(k), :], dtype, transpose_b=True) if projected else dh0_ref[:, tile(k)]
             gates = tuple(gates_ref[_at(axis, t, gate_cols(g, k))] for g in range(4))
-            dz, dc_prev = cell_grads(gates, c_prev_ref[_at(axis, t, hid[k])], d_m, dcs[k], live, cfg.cell_clip)
+            c_prev = c_prev_ref[_at(axis, t, tile(k))]
+            dz, dc_prev = cell_grads(gates, c_prev, d_m, dc_ref[:, tile(k)], live, cfg.cell_clip)
+            dc_ref[:, tile(k)] = dc_prev
             for g, dz_g in enumerate(dz):
                 cols = gate_cols(g, k)
                 dz_ref[_at(axis, t, cols)] = dz_g
-                for n, rows in enumerate(h_rows):
-                    acc[n] = acc[n] + _dot(dz_g, w_hidden_ref[rows, cols], dtype, transpose_b=True)
-            new_dcs.append(dc_prev)
-        new_dhs = tuple(jnp.where(live, a, dh) for a, dh in zip(acc, dhs))
-        return tuple(new_dcs), new_dhs
+                acc = acc + _dot(dz_g, w_hidden_ref[:, cols], dtype, transpose_b=True)
+            return acc
 
-    _loop_on_chip(step, n_steps, (d_c_ref, hid, dc0_ref), (d_h_ref, h_rows, dh0_ref))
+        acc = jax.lax.fori_loop(0, n_tiles, tile_step, jnp.zeros_like(dh))  # dz_t W_hidden^T
+        sync_threads(cfg.interpret)  # this step's dc (and dh0_ref's loads) before the next step's
+        return jnp.where(live, acc, dh)
+
+    dh0_ref[...] = jax.lax.fori_loop(0, n_steps, step, d_h_ref[...])
 
 
 def _call(kernel, cfg: _Config, **specs):
@@ -211,7 +214,7 @@ def _forward(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool)
         widths = [4 * dim, dim] + ([dim] if projected else []) + ([p] if cfg.proj_clip is not None else [])
         out_shape += [f32(stacked_shape((2, batch, w), n_steps, axis)) for w in widths]
         out_specs += [seq(w) for w in widths]
-    kernel = partial(_forward_kernel, cfg=cfg, n_steps=n_steps, dim=dim, p=p, projected=projected, save=save)
+    kernel = partial(_forward_kernel, cfg=cfg, n_steps=n_steps, dim=dim, projected=projected, save=save)
     hs, c_t, h_t, *res = _call(
         kernel, cfg, grid=(2, batch // bb), in_specs=in_specs, out_specs=out_specs, out_shape=out_shape,
         name="lstm_forward",
@@ -240,7 +243,7 @@ def _reverse(cfg: _Config, residuals, cotangents):
     in_specs += [_weight_spec(dim, p)] if projected else []
     out_shape = [f32(gates.shape)] + ([f32(hs.shape)] if projected else []) + [f32(d_c.shape), f32(d_h.shape)]
     out_specs = [seq(4 * dim)] + ([seq(p)] if projected else []) + [_state_spec(bb, dim), _state_spec(bb, p)]
-    kernel = partial(_backward_kernel, cfg=cfg, n_steps=n_steps, dim=dim, p=p, projected=projected)
+    kernel = partial(_backward_kernel, cfg=cfg, n_steps=n_steps, dim=dim, projected=projected)
     dz, *outs = _call(
         kernel, cfg, grid=(2, batch // bb), in_specs=in_specs, out_specs=out_specs, out_shape=out_shape,
         name="lstm_backward",
@@ -314,21 +317,23 @@ def pallas_lstm_recurrence(
     n_steps = xw.shape[time_axis]
     if n_steps == 0:
         return jnp.zeros(stacked_shape(h0.shape, 0, time_axis), jnp.float32), (c0, h0)
-    # Padded: batch to block_batch's multiples, dim to block_hidden's, P to a power of two >= 16 (or dim).
+    # Padded: batch to block_batch's multiples, dim to block_hidden's; h's width, which the kernels
+    # hold whole, to a power of two >= 16. Without a projection h is m, so P is dim, padded as both.
     projected = w_proj is not None
-    p_run = padded_width(p) if projected else round_up(dim, MIN_BLOCK)
     block_batch = DEFAULT_BLOCK_BATCH if block_batch is None else block_batch
-    block_hidden = default_block_hidden(dim, p_run, dtype) if block_hidden is None else block_hidden
+    h_width = padded_width(p if projected else dim)
+    if block_hidden is None:
+        block_hidden = default_block_hidden(dim if projected else h_width, h_width, dtype)
     check_block("block_batch", block_batch, interpret)
     check_block("block_hidden", block_hidden, interpret)
-    dim_run = round_up(dim, block_hidden)
+    dim_run = round_up(dim if projected else h_width, block_hidden)
+    p_run = h_width if projected else dim_run
     cfg = _Config(
         cell_clip, proj_clip, jnp.dtype(dtype), time_axis, block_batch, block_hidden, bool(interpret), num_warps,
         num_stages,
     )
     padded = _pad_inputs(
-        time_axis, round_up(batch, block_batch), dim_run, p_run if projected else dim_run,
-        xw, bias, w_hidden, w_proj, mask, c0, h0,
+        time_axis, round_up(batch, block_batch), dim_run, p_run, xw, bias, w_hidden, w_proj, mask, c0, h0
     )
     hs, (c_t, h_t) = _recurrence(cfg, *padded)
     hs = jax.lax.slice(hs, (0,) * hs.ndim, stacked_shape((2, batch, p), n_steps, time_axis))

@@ -67,3 +67,12 @@ def pallas_call(
 
         specs["compiler_params"] = pl_triton.CompilerParams(num_warps=num_warps, num_stages=num_stages)
     return pl.pallas_call(kernel, interpret=interpret, **specs)
+
+
+def sync_threads(interpret: bool) -> None:
+    """A barrier of the program's threads (Triton), between one's stores to a ref and another's
+    loads of them; nothing in the interpreter, which runs the program in order."""
+    if not interpret:
+        from jax.experimental.pallas import triton as pl_triton
+
+        pl_triton.debug_barrier()

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from benchmarks.triton_shared_memory import lstm_loss
+from benchmarks.triton_shared_memory import captured_modules, lstm_loss
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.model.lstm_recurrence import lstm_recurrence
 from elmo_jax.model.pallas_lstm import default_block_hidden, pallas_lstm_recurrence
@@ -331,10 +331,16 @@ def test_lowers_to_triton_at_the_model_shapes(recipe: str, batch: int) -> None:
     and have no dot dimension below 16, at batch 1 (model init), 3 (an evaluation batch) and 128:
     the wrapper pads what Triton cannot take. Inputs are abstract (no memory for the weights). Each
     kernel asks for one pipeline stage: at 3, Pallas's default, Triton keeps extra copies of every
-    weight tile of the time loop in shared memory (2.6 MB at elmo_small's shapes on an H200)."""
+    weight tile of the time loop in shared memory (2.6 MB at elmo_small's shapes on an H200).
+
+    Each module has 5 dots whatever the widths (forward: 4 gates and the projection; backward: the
+    projection's and 4 gates'): the hidden tiles are a loop, not unrolled, which at
+    `elmo_original`'s 64 tiles made 320 dots per module and kept Triton compiling for over 15 min."""
     loss, args = lstm_loss(recipe_module(recipe).get_config(), batch)
-    with triton_checks() as checks:
+    count_dots = lambda module: module.operation.get_asm(enable_debug_info=False).count(" tt.dot ")
+    with triton_checks() as checks, captured_modules(count_dots) as dots:
         texts = [jax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
                  for fn in (loss, jax.grad(loss, argnums=range(6)))]
     assert checks == [[], [], []]
+    assert dots == [5, 5, 5]
     assert [re.findall(r"num_stages = (\d+)", text) for text in texts] == [["1"], ["1", "1"]]
