@@ -5,6 +5,7 @@
 #
 #   bash benchmarks/contextualizers.sh UD_EWT_DIR [RUNS_DIR] [RESULTS_DIR]
 #   CONFIGS=ptb_char_small_gated_cnn bash benchmarks/contextualizers.sh ../shared/data/ud_english_ewt
+#   WSD_DATA=../shared/data/coarsewsd20 bash benchmarks/contextualizers.sh ../shared/data/ud_english_ewt
 #   elmo-report benchmarks/results/contextualizers/ptb_*  # the table
 #
 # Each config trains into RUNS_DIR/<config> (default runs; about 2 hours each on 2 CPU cores; a

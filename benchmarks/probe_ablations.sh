@@ -4,6 +4,7 @@
 #
 #   bash benchmarks/probe_ablations.sh UD_EWT_DIR [RUNS_DIR] [RESULTS_DIR]
 #   PRESETS="baseline one_layer" bash benchmarks/probe_ablations.sh ../shared/data/ud_english_ewt
+#   WSD_DATA=../shared/data/coarsewsd20 bash benchmarks/probe_ablations.sh ../shared/data/ud_english_ewt
 #   elmo-report benchmarks/results/probing/*      # the table
 #
 # Each preset trains into RUNS_DIR/<preset> (default runs/ablations; a finished run is not trained

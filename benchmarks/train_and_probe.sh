@@ -10,8 +10,9 @@
 # its last checkpoint, and a finished one without a test evaluation gets one. The probes train on
 # en_ewt-ud-dev.conllu (a tenth held out for early stopping) and are scored on
 # en_ewt-ud-test.conllu, words spelled as PTB's (--normalize ptb); --control also probes the same
-# architecture with random weights (--control=random_init). RESULTS_DIR gets the evaluations, the
-# probe results, config.json, metrics.jsonl and run_info.json, so that `elmo-report RESULTS_DIR`
+# architecture with random weights (--control=random_init). With WSD_DATA=DIR (CoarseWSD-20's
+# directory) the word-sense probes run too (`--task wsd`, and its control with --control). RESULTS_DIR
+# gets the evaluations, the probe results, config.json, metrics.jsonl and run_info.json, so that `elmo-report RESULTS_DIR`
 # makes the table.
 set -euo pipefail
 usage="usage: bash benchmarks/train_and_probe.sh CONFIG WORKDIR RESULTS_DIR UD_EWT_DIR [--control]"
@@ -38,6 +39,16 @@ fi
 if [ -n "$control" ]; then
   "${probe[@]}" --control=random_init
 fi
+if [ -n "${WSD_DATA:-}" ]; then
+  wsd=("$python" -m elmo_jax.probe --workdir="$workdir" --task=wsd --data="$WSD_DATA" --normalize=ptb --no_progress)
+  "${wsd[@]}"
+  if [ -n "$control" ]; then
+    "${wsd[@]}" --control=random_init
+  fi
+fi
 mkdir -p "$results"
 cp "$workdir"/eval_*.json "$workdir"/probe_upos*.json "$workdir"/config.json "$workdir"/metrics.jsonl \
    "$workdir"/run_info.json "$results/"
+if [ -n "${WSD_DATA:-}" ]; then
+  cp "$workdir"/probe_wsd*.json "$results/"
+fi
