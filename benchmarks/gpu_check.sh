@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's GPU check, about 12 minutes on one fresh H200 (8 without PARTS=embed): the environment, the
+# The project's GPU check, about 14 minutes on one fresh H200 (8 without embed and tests): the environment, the
 # elmo_original train step's cold compile and its second launch, elmo-jax's step with XLA and
 # with the Pallas kernels, PyTorch with cuDNN's LSTM at the same shapes, and embedding throughput
 # of both frameworks on the GPU. One JSON line per measurement (with "variant": what it is) is

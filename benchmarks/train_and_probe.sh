@@ -11,9 +11,9 @@
 # en_ewt-ud-dev.conllu (a tenth held out for early stopping) and are scored on
 # en_ewt-ud-test.conllu, words spelled as PTB's (--normalize ptb); --control also probes the same
 # architecture with random weights (--control=random_init). With WSD_DATA=DIR (CoarseWSD-20's
-# directory) the word-sense probes run too (`--task wsd`, and its control with --control). RESULTS_DIR
-# gets the evaluations, the probe results, config.json, metrics.jsonl and run_info.json, so that `elmo-report RESULTS_DIR`
-# makes the table.
+# directory) the word-sense probes run too (`--task wsd`, and its control with --control).
+# RESULTS_DIR gets the evaluations, the probe results, config.json, metrics.jsonl and
+# run_info.json, so that `elmo-report RESULTS_DIR` makes the table.
 set -euo pipefail
 usage="usage: bash benchmarks/train_and_probe.sh CONFIG WORKDIR RESULTS_DIR UD_EWT_DIR [--control]"
 config=${1:?$usage}
