@@ -26,8 +26,14 @@ if [ -n "$control" ] && [ "$control" != --control ]; then
   exit 2
 fi
 python=${PYTHON:-.venv/bin/python}
-probe=("$python" -m elmo_jax.probe --workdir="$workdir" --train="$ewt/en_ewt-ud-dev.conllu"
-       --test="$ewt/en_ewt-ud-test.conllu" --task=upos --normalize=ptb --no_progress)
+probe=("$python" -m elmo_jax.probe --workdir="$workdir" --normalize=ptb --no_progress)
+
+probe_with_control() {  # One probe, and with --control the same on random weights.
+  "${probe[@]}" "$@"
+  if [ -n "$control" ]; then
+    "${probe[@]}" "$@" --control=random_init
+  fi
+}
 
 if ! compgen -G "$workdir/eval_test_*.json" > /dev/null; then
   "$python" train.py --config="$config" --workdir="$workdir"
@@ -35,16 +41,9 @@ fi
 if ! compgen -G "$workdir/eval_test_*.json" > /dev/null; then  # Its evaluation split was not test.
   "$python" evaluate.py --workdir="$workdir" --split=test
 fi
-"${probe[@]}"
-if [ -n "$control" ]; then
-  "${probe[@]}" --control=random_init
-fi
+probe_with_control --task=upos --train="$ewt/en_ewt-ud-dev.conllu" --test="$ewt/en_ewt-ud-test.conllu"
 if [ -n "${WSD_DATA:-}" ]; then
-  wsd=("$python" -m elmo_jax.probe --workdir="$workdir" --task=wsd --data="$WSD_DATA" --normalize=ptb --no_progress)
-  "${wsd[@]}"
-  if [ -n "$control" ]; then
-    "${wsd[@]}" --control=random_init
-  fi
+  probe_with_control --task=wsd --data="$WSD_DATA"
 fi
 mkdir -p "$results"
 cp "$workdir"/eval_*.json "$workdir"/probe_upos*.json "$workdir"/config.json "$workdir"/metrics.jsonl \
