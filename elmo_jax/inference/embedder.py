@@ -35,6 +35,7 @@ GROUP_POSITIONS = 8192  # `embed_sentences` runs the LSTMs over consecutive batc
 ENGINES = ("auto", "cpu", "xla")  # What computes the char CNN and the LSTMs (`cpu_kernels`).
 DEFAULT_BATCH_SIZE = 64  # Sentences per batch, as AllenNLP's `ElmoEmbedder` and `allennlp elmo`.
 TIME_STEP = 16  # `run_contextualizer`'s shortest padded stream length (`padded_count`).
+CHUNK_POSITIONS = 4096  # The most positions of one `run_contextualizer` call, padding included.
 
 
 class SentenceLayers(NamedTuple):
@@ -69,14 +70,30 @@ def _contextualize(model: BiLM, params: Any, x: jax.Array, mask: jax.Array, stat
 def run_contextualizer(
     model: BiLM, params: Any, words: np.ndarray, word_ids: np.ndarray, lengths: np.ndarray, rows: np.ndarray, state: Any
 ) -> tuple[np.ndarray, Any]:
-    """`run_lstms` (same arguments and results) for any contextualizer, in one XLA call; T' is
-    `padded_count(longest, TIME_STEP)`, so few lengths compile."""
-    steps = padded_count(int(lengths.max()), TIME_STEP)
-    ids = np.zeros((2, len(lengths), steps), np.int64)
-    ids[:, :, : min(steps, word_ids.shape[2])] = word_ids[:, :, :steps]
-    mask = np.broadcast_to(np.arange(steps) < lengths[:, None], ids.shape)
-    layers, new_rows = _contextualize(model, params, words[ids], mask, take_rows(state, rows))
-    return np.asarray(layers), put_rows(state, rows, new_rows)
+    """`run_lstms` (same arguments and results) for any contextualizer, in XLA calls over the
+    streams longest first: a call's T' is `padded_count(its longest, TIME_STEP)`, and it takes the
+    next `CHUNK_POSITIONS // T'` streams, the last call of fewer padded to a power of two (copies of
+    its last stream). A short stream is not padded to its group's longest, and each T' compiles
+    one shape and a few last ones."""
+    longest = int(lengths.max())
+    out = np.zeros((model.n_layers, 2, len(lengths), longest, model.width), np.float32)
+    order = np.argsort(-lengths, kind="stable")
+    start = 0
+    while start < len(order):
+        t = padded_count(int(lengths[order[start]]), TIME_STEP)
+        most = max(1, CHUNK_POSITIONS // t)
+        chunk = order[start : start + most]
+        start += len(chunk)
+        n = min(most, 1 << (len(chunk) - 1).bit_length())
+        padded = np.concatenate([chunk, np.full(n - len(chunk), chunk[-1])])
+        kept = min(t, longest)
+        ids = np.zeros((2, n, t), np.int64)
+        ids[:, :, :kept] = word_ids[:, padded, :kept]
+        mask = np.broadcast_to(np.arange(t) < lengths[padded, None], ids.shape)
+        layers, new_rows = _contextualize(model, params, words[ids], mask, take_rows(state, rows[padded]))
+        out[:, :, chunk, :kept] = np.asarray(layers)[:, :, : len(chunk), :kept]
+        state = put_rows(state, rows[chunk], jax.tree.map(lambda s: np.asarray(s)[:, : len(chunk)], new_rows))
+    return out, state
 
 
 @functools.partial(jax.jit, static_argnums=0)

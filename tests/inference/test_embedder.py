@@ -585,6 +585,35 @@ def test_non_lstm_bilm_embeds_as_contextualize_stateful_and_stateless(engine, co
     assert not np.allclose(got[2][1:], alone[2][1:], atol=1e-3)  # Stateful: the earlier sentence is context.
 
 
+@pytest.mark.parametrize("contextualizer", ["gated_cnn", "transformer"])
+def test_non_lstm_streams_run_in_calls_as_long_as_their_longest(monkeypatch, contextualizer):
+    """Streams of several lengths, more than one call holds (CHUNK_POSITIONS 48): longest first,
+    each call T' = padded_count(its longest) long with 48 // T' streams, the last call's count a
+    power of two; every sentence's layers are still its own alone (stateless) or its stream's."""
+    pretrained = gated_cnn_bilm(contextualizer=contextualizer)
+    monkeypatch.setattr(embed, "CHUNK_POSITIONS", 48)
+    calls = []
+    contextualize = embed._contextualize
+
+    def recorded(model, params, x, mask, state):
+        calls.append(mask.shape)
+        return contextualize(model, params, x, mask, state)
+
+    monkeypatch.setattr(embed, "_contextualize", recorded)
+    sentences = [[f"w{i}" for i in range(n)] for n in (20, 1, 3, 30, 2, 14, 5)]  # With <S>, </S>: 22, 3, 5, 32, ...
+    stateless = ElmoEmbedder.from_pretrained(pretrained, batch_size=8, stateful=False)
+    got = list(stateless.embed_sentences(sentences))
+    assert calls == [(2, 1, 32), (2, 2, 24), (2, 3, 16), (2, 1, 16)]  # 32 | 22, 16 | 7, 5, 4 | 3.
+    for g, w in zip(got, contextualized_streams(pretrained, stateless, [[s] for s in sentences])):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    stateful = ElmoEmbedder.from_pretrained(pretrained, batch_size=3)
+    got = list(stateful.embed_sentences(sentences))
+    want = contextualized_streams(pretrained, stateful, [sentences[0::3], sentences[1::3], sentences[2::3]])
+    order = [0, 3, 6, 1, 4, 2, 5]  # The streams' sentences, in sentence order.
+    for i, g in enumerate(got):
+        np.testing.assert_allclose(g, want[order.index(i)], rtol=1e-5, atol=1e-5)
+
+
 def test_gated_cnn_bilm_refuses_the_lstm_only_methods():
     pretrained = gated_cnn_bilm()
     with pytest.raises(ValueError, match="LSTM biLMs; this one's contextualizer is 'gated_cnn'"):
