@@ -78,6 +78,7 @@ def run_contextualizer(
     longest = int(lengths.max())
     out = np.zeros((model.n_layers, 2, len(lengths), longest, model.width), np.float32)
     order = np.argsort(-lengths, kind="stable")
+    new_states = []  # Each call's streams' next state, rows in `order`.
     start = 0
     while start < len(order):
         t = padded_count(int(lengths[order[start]]), TIME_STEP)
@@ -92,8 +93,8 @@ def run_contextualizer(
         mask = np.broadcast_to(np.arange(t) < lengths[padded, None], ids.shape)
         layers, new_rows = _contextualize(model, params, words[ids], mask, take_rows(state, rows[padded]))
         out[:, :, chunk, :kept] = np.asarray(layers)[:, :, : len(chunk), :kept]
-        state = put_rows(state, rows[chunk], jax.tree.map(lambda s: np.asarray(s)[:, : len(chunk)], new_rows))
-    return out, state
+        new_states.append(jax.tree.map(lambda s: np.asarray(s)[:, : len(chunk)], new_rows))
+    return out, put_rows(state, rows[order], jax.tree.map(lambda *s: np.concatenate(s, axis=1), *new_states))
 
 
 @functools.partial(jax.jit, static_argnums=0)
