@@ -28,7 +28,7 @@ from elmo_jax.model.bilm import BiLM
 from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.inference.hdf5_output import LAYER_MODES, DatasetWriter, select_layers, write_token_embeddings
-from elmo_jax.inference.ragged_lstm import put_rows, run_lstms, take_rows
+from elmo_jax.inference.ragged_lstm import check_stream_lengths, put_rows, run_lstms, take_rows
 from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count
 
 GROUP_POSITIONS = 8192  # `embed_sentences` runs the LSTMs over consecutive batches of about this many positions.
@@ -71,30 +71,30 @@ def run_contextualizer(
     model: BiLM, params: Any, words: np.ndarray, word_ids: np.ndarray, lengths: np.ndarray, rows: np.ndarray, state: Any
 ) -> tuple[np.ndarray, Any]:
     """`run_lstms` (same arguments and results) for any contextualizer, in XLA calls over the
-    streams longest first: a call's T' is `padded_count(its longest, TIME_STEP)`, and it takes the
-    next `CHUNK_POSITIONS // T'` streams, the last call of fewer padded to a power of two (copies of
-    its last stream). A short stream is not padded to its group's longest, and each T' compiles
-    one shape and a few last ones."""
-    longest = int(lengths.max())
+    streams in order (longest first): a call's T' is `padded_count(its first, TIME_STEP)`, and it
+    takes the next `CHUNK_POSITIONS // T'` streams, the last call of fewer padded to a power of two
+    (copies of its last stream). A short stream is not padded to its group's longest, and each T'
+    compiles one shape and a few last ones."""
+    check_stream_lengths(lengths)
+    longest = int(lengths[0])
     out = np.zeros((model.n_layers, 2, len(lengths), longest, model.width), np.float32)
-    order = np.argsort(-lengths, kind="stable")
-    new_states = []  # Each call's streams' next state, rows in `order`.
+    new_states = []  # Each call's streams' next state, in order.
     start = 0
-    while start < len(order):
-        t = padded_count(int(lengths[order[start]]), TIME_STEP)
+    while start < len(lengths):
+        t = padded_count(int(lengths[start]), TIME_STEP)
         most = max(1, CHUNK_POSITIONS // t)
-        chunk = order[start : start + most]
-        start += len(chunk)
-        n = min(most, 1 << (len(chunk) - 1).bit_length())
-        padded = np.concatenate([chunk, np.full(n - len(chunk), chunk[-1])])
+        stop = min(start + most, len(lengths))
+        n = min(most, 1 << (stop - start - 1).bit_length())
+        padded = np.minimum(np.arange(start, start + n), stop - 1)
         kept = min(t, longest)
         ids = np.zeros((2, n, t), np.int64)
         ids[:, :, :kept] = word_ids[:, padded, :kept]
         mask = np.broadcast_to(np.arange(t) < lengths[padded, None], ids.shape)
         layers, new_rows = _contextualize(model, params, words[ids], mask, take_rows(state, rows[padded]))
-        out[:, :, chunk, :kept] = np.asarray(layers)[:, :, : len(chunk), :kept]
-        new_states.append(jax.tree.map(lambda s: np.asarray(s)[:, : len(chunk)], new_rows))
-    return out, put_rows(state, rows[order], jax.tree.map(lambda *s: np.concatenate(s, axis=1), *new_states))
+        out[:, :, start:stop, :kept] = np.asarray(layers)[:, :, : stop - start, :kept]
+        new_states.append(jax.tree.map(lambda s: np.asarray(s)[:, : stop - start], new_rows))
+        start = stop
+    return out, put_rows(state, rows, jax.tree.map(lambda *s: np.concatenate(s, axis=1), *new_states))
 
 
 @functools.partial(jax.jit, static_argnums=0)

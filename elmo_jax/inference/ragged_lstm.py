@@ -85,6 +85,12 @@ def _run_chunk(
     return jnp.stack(layers), state
 
 
+def check_stream_lengths(lengths: np.ndarray) -> None:
+    """ValueError unless the streams' lengths `[n]` are >= 1 and sorted longest first."""
+    if np.any(np.diff(lengths) > 0) or lengths[-1] < 1:
+        raise ValueError("lengths must be >= 1 and sorted longest first")
+
+
 def run_lstms(
     model: BiLM, params: Any, words: np.ndarray, word_ids: np.ndarray, lengths: np.ndarray, rows: np.ndarray,
     state: list[LSTMState], reset: np.ndarray | None = None, reset_state: list[LSTMState] | None = None,
@@ -96,8 +102,7 @@ def run_lstms(
     lengths `[n]`, non-increasing; rows `[n]`: distinct rows of `state` (`[2, B, .]` per layer);
     reset `[n, T]`: where true, the state first becomes `reset_state` (`[2, 1, .]`; default zeros)."""
     n = len(lengths)
-    if np.any(np.diff(lengths) > 0) or lengths[-1] < 1:
-        raise ValueError("lengths must be >= 1 and sorted longest first")
+    check_stream_lengths(lengths)
     if cpu_stack is not None:
         steps = int(lengths[0])
         reset = None if reset is None else reset[:, :steps]
