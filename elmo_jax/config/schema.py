@@ -158,14 +158,15 @@ SCHEMA = Section("", {
                       "LSTM time steps per loop iteration (0 = automatic: 1; more multiplies the compile work)."),
         "lstm_kernel": Key("xla", one_of("xla", "pallas"),
                            "The LSTM time loop: 'xla' | 'pallas' (model/pallas_lstm.py: Triton kernels on GPU, "
-                           "Pallas's slow interpreter elsewhere; measured by benchmarks/accelerator_table.sh)."),
+                           "1.6-7x slower than xla there (docs/performance.md); Pallas's slow interpreter elsewhere)."),
         "conv_block": Key(0, integer(-1),
                           "Tokens per block of the char convolutions, forward and reverse (0 = automatic: 16 on CPU, "
                           "whole batch on GPU/TPU; -1 = whole batch). See model/conv_pool.py."),
-        "conv_kernel": Key("xla", one_of("xla", "pallas"),
+        "conv_kernel": Key("auto", one_of("auto", "xla", "pallas"),
                            "The char convolutions' forward pass: 'xla' | 'pallas' (model/pallas_conv_pool.py: the max "
-                           "over positions in the kernel; Triton on GPU, the slow interpreter elsewhere). The reverse "
-                           "pass follows conv_block."),
+                           "over positions in the kernel; Triton on GPU, the slow interpreter elsewhere) | 'auto': "
+                           "pallas on GPU, where it is measured faster, else xla. The reverse pass follows "
+                           "conv_block."),
         "distinct_fraction": Key(0.0, number(0.0, 1.0),
                                  "> 0: the char CNN encodes each distinct word of a batch once when at most this "
                                  "fraction of its tokens are distinct, else every token (configs/ptb.py: 0.5)."),

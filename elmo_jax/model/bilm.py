@@ -46,7 +46,7 @@ class BiLM(nn.Module):
     remat: bool = False
     dtype: Any = jnp.float32
     conv_block: int = 0  # Char CNN convolutions (conv_pool.resolve_block).
-    conv_kernel: str = "xla"  # Their forward pass: 'xla' | 'pallas' (CharCNNEncoder.conv_kernel).
+    conv_kernel: str = "auto"  # Their forward pass (conv_pool.resolve_fused).
     distinct_fraction: float = 0.0  # > 0: encode each distinct word once (see embed_tokens).
     contextualizer: str = "lstm"  # A name of the registry (model/contextualizers.py).
     options: Mapping[str, Any] = FrozenDict()

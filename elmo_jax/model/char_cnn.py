@@ -15,7 +15,7 @@ import numpy as np
 
 from elmo_jax.config import schema
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.model.conv_pool import conv_max_over_positions
+from elmo_jax.model.conv_pool import conv_max_over_positions, resolve_fused
 from elmo_jax.model.initializers import uniform_symmetric, weight_init
 from elmo_jax.model.precision import matmul
 
@@ -67,7 +67,7 @@ class CharCNNEncoder(nn.Module):
     dtype: jnp.dtype = jnp.float32
     conv_block: int | None = None  # Tokens per block of the convolutions (conv_pool.conv_max_over_positions).
     init_range: float = 0.0
-    conv_kernel: str = "xla"  # 'pallas': the convolutions' forward pass as Pallas kernels (pallas_conv_pool).
+    conv_kernel: str = "auto"  # The convolutions' forward pass: conv_pool.resolve_fused.
 
     @nn.compact
     def __call__(self, char_ids: jax.Array) -> jax.Array:
@@ -91,7 +91,7 @@ class CharCNNEncoder(nn.Module):
                 init = weight_init(self.init_range, _normal(np.sqrt(1.0 / (width * self.embed_dim))))
             kernels.append(self.param(f"W_cnn_{i}", init, (width, self.embed_dim, channels)))
             biases.append(self.param(f"b_cnn_{i}", nn.initializers.zeros, (channels,)))
-        fused = self.conv_kernel == "pallas"
+        fused = resolve_fused(self.conv_kernel)
         pooled = conv_max_over_positions(x, kernels, self.dtype, self.conv_block, fused)  # [N, n_i] each
         pooled = [act(p + bias) for p, bias in zip(pooled, biases)]
         h = jnp.concatenate(pooled, axis=-1)  # [N, F]

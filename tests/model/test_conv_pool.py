@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from elmo_jax.model.conv_pool import CPU_BLOCK, conv_max_over_positions, resolve_block
+from elmo_jax.model import platform
+from elmo_jax.model.conv_pool import CPU_BLOCK, conv_max_over_positions, resolve_block, resolve_fused
 from tests.model.test_char_cnn import np_conv1d_valid
 
 FILTERS = ((1, 3), (2, 4), (4, 5))
@@ -68,6 +69,15 @@ def test_blocked_bfloat16_gradients_are_close_to_float32():
     for a, b in zip(jax.tree.leaves(grads[jnp.float32]), jax.tree.leaves(grads[jnp.bfloat16])):
         assert b.dtype == jnp.float32
         np.testing.assert_allclose(b, a, rtol=0.05, atol=0.05 * float(jnp.max(jnp.abs(a))))
+
+
+def test_resolve_fused_takes_the_pallas_kernels_on_gpu_only_when_automatic():
+    assert resolve_fused("pallas") and not resolve_fused("xla")
+    assert resolve_fused("auto") == (jax.default_backend() == "gpu")
+    with platform.lowering_for("cuda"):
+        assert resolve_fused("auto") and not resolve_fused("xla")
+    with platform.lowering_for("tpu"):
+        assert not resolve_fused("auto")
 
 
 def test_resolve_block():

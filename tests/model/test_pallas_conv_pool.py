@@ -42,9 +42,10 @@ def test_matches_numpy_max_and_first_argmax(n_tokens, n_chars, dim, width, n_fil
     (`INTERPRET`), else interpreted; explicit blocks below 16 run interpreted."""
     x, kernel = example(n_tokens, n_chars, dim, width, n_filters)
     blocks = {} if block_tokens is None else {"block_tokens": block_tokens, "block_filters": block_filters}
-    pooled, index = pallas_conv_max(
-        jnp.asarray(x), jnp.asarray(kernel), jnp.float32, **blocks, interpret=INTERPRET if not blocks else True
-    )
+    with jax.default_matmul_precision("highest"):  # no TF32 on a GPU, in Triton's dots or XLA's
+        pooled, index = pallas_conv_max(
+            jnp.asarray(x), jnp.asarray(kernel), jnp.float32, **blocks, interpret=INTERPRET if not blocks else True
+        )
     conv = np_conv1d_valid(x.astype(np.float64), kernel.astype(np.float64))  # [N, L, n]
     assert pooled.shape == index.shape == (n_tokens, n_filters) and index.dtype == jnp.int32
     np.testing.assert_allclose(pooled, conv.max(axis=1), rtol=1e-5, atol=1e-5)

@@ -26,7 +26,8 @@ from elmo_jax.training.step import make_train_step
 
 VOCAB_SIZE = 793471  # The 1B Word Benchmark's, as the released models.
 # StableHLO operations of the elmo_original step, calls inlined: 5,971 with 1 LSTM step per loop
-# iteration (the default), 6,641 with 2, 18,677 with the windows unrolled (jax 0.10.2).
+# iteration (the default), 6,641 with 2, 18,677 with the windows unrolled (jax 0.10.2); 5,901 with
+# the char convolutions' forward pass as Pallas kernels (model.conv_kernel 'auto' on GPU, jax 0.11.2).
 MAX_OPS = 7500
 
 
@@ -67,7 +68,7 @@ def op_counts(text: str) -> collections.Counter:
     @functools.cache
     def inlined(name: str) -> collections.Counter:
         counts = collections.Counter(re.findall(r"= (stablehlo\.[a-z_]+)", bodies[name]))
-        for callee in re.findall(r"call @([\w.$-]+)", bodies[name]):
+        for callee in re.findall(r"(?<!custom_)call @([\w.$-]+)", bodies[name]):  # Not the kernels' calls.
             counts.update(inlined(callee))
         return counts
 
@@ -75,16 +76,25 @@ def op_counts(text: str) -> collections.Counter:
 
 
 @pytest.fixture(scope="module")
-def default_step() -> collections.Counter:
-    return op_counts(cuda_train_step_text({}))
+def default_text() -> str:
+    return cuda_train_step_text({})
+
+
+@pytest.fixture(scope="module")
+def default_step(default_text) -> collections.Counter:
+    return op_counts(default_text)
 
 
 def test_cuda_step_is_within_its_size_bound(default_step):
     assert sum(default_step.values()) <= MAX_OPS, sum(default_step.values())
 
 
-def test_cuda_step_takes_the_gpu_paths(default_step):
-    """XLA's whole-batch convolutions (not the CPU's blocked matmuls) and loops over time."""
+def test_cuda_step_takes_the_gpu_paths(default_text, default_step):
+    """The char convolutions' forward pass as Triton kernels, one per filter width (model.conv_kernel
+    'auto'), their reverse pass as XLA's whole-batch convolutions (not the CPU's blocked matmuls),
+    and loops over time."""
+    n_widths = len(load_config("elmo_original").model.char_cnn.filters)
+    assert default_text.count("__gpu$xla.gpu.triton") == n_widths
     assert default_step["stablehlo.convolution"] > 0
     assert default_step["stablehlo.while"] > 0
 
