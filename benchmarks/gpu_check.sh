@@ -11,7 +11,7 @@
 #
 # DEADLINE_S (default 240): how long the concurrent compiles may take. PARTS (default all of them):
 # tests (the Pallas kernels' tests, compiled by Triton on the GPU: a "pallas_tests" record of passed
-# and failed), compile (elmo_original B128 cold, then cached), shapes (B512, B1024, elmo_small),
+# and failed), compile (elmo_original B128 cold, then cached), shapes (B512, B1024),
 # pallas (XLA's convolutions, against the default's conv kernel, and the Pallas LSTM, at B128,
 # B1024 and elmo_small's shapes), alone (B2048 and elmo_small's cold compile, each with the GPU to
 # itself), torch, embed.
@@ -49,7 +49,6 @@ if [[ ${parts} == *" shapes "* ]]; then
   concurrent+=(
     "b1024|.|${original} --config.train.batch_size=1024||${run_id}_b1024"
     "b512|.|${original} --config.train.batch_size=512||${run_id}_b512"
-    "small_b128|.|${small} --config.train.batch_size=128||${run_id}_small"
   )
 fi
 if [[ ${parts} == *" pallas "* ]]; then  # The default takes the conv kernel on GPU: against XLA's convolutions.
