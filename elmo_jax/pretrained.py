@@ -37,11 +37,12 @@ def bilm_from_files(options_path: str, weights_path: str) -> PretrainedBiLM:
 def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
     """The biLM of an elmo-jax training checkpoint (latest step by default), as `bilm_from_params`;
     a word-input biLM with the workdir's vocab.txt (`checkpoint_vocabulary`)."""
-    from elmo_jax.workdir.runs import load_run, workdir_vocabulary  # Imported here: only this path needs orbax.
+    from elmo_jax.workdir.runs import load_run  # Imported here: only this path needs orbax.
+    from elmo_jax.workdir.saved_config import saved_config
 
-    run = load_run(workdir, step, with_vocab=False)
-    vocab = workdir_vocabulary(workdir, run.params) if run.config.model.token_encoder == "word" else None
-    return bilm_from_params(run.config, run.params, vocab, run.step)
+    word_input = saved_config(workdir).model.token_encoder == "word"
+    run = load_run(workdir, step, with_vocab=word_input)
+    return bilm_from_params(run.config, run.params, run.vocab, run.step)
 
 
 def bilm_from_params(

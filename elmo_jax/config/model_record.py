@@ -26,13 +26,22 @@ HOW_COMPUTED = (
 )
 
 
-def model_record(config: ml_collections.ConfigDict) -> dict[str, Any]:
-    """{'model.transformer.norm': 'pre', ...}: the recorded keys of `config` and their JSON values."""
-    return {
+# The record's key for the fingerprint of the run's vocabulary (`Vocabulary.fingerprint`): the
+# softmax's rows are its words in its order, which no shape shows (two lines swapped, the same size).
+VOCABULARY = "vocabulary"
+
+
+def model_record(config: ml_collections.ConfigDict, vocabulary: str | None = None) -> dict[str, Any]:
+    """{'model.transformer.norm': 'pre', ...}: the recorded keys of `config` and their JSON values,
+    and with `vocabulary` (a fingerprint) the run's vocabulary under VOCABULARY."""
+    record = {
         key: as_json(value)
         for key, value in sorted(leaves(config.to_dict()).items())
         if under(key, RECORDED) and not under(key, HOW_COMPUTED)
     }
+    if vocabulary is not None:
+        record[VOCABULARY] = vocabulary
+    return record
 
 
 class Difference(NamedTuple):

@@ -7,6 +7,7 @@ One token per line: `<S>`, `</S>`, `<UNK>` first, then words by descending train
 from __future__ import annotations
 
 import collections
+import hashlib
 import os
 from typing import Any, Iterable, Mapping
 
@@ -54,6 +55,11 @@ class Vocabulary:
         """Word ids of a token sequence, `[n]` int32."""
         get, unk = self._index.get, self.unk_id
         return np.fromiter((get(w, unk) for w in words), dtype=np.int32)
+
+    def fingerprint(self) -> str:
+        """'sha256:<hex>' of the words in their order: what a checkpoint's softmax rows (and a
+        word-input biLM's embedding rows) are indexed by. Counts do not change it."""
+        return "sha256:" + hashlib.sha256("\n".join(self.words).encode("utf-8")).hexdigest()
 
     def is_frequency_sorted(self) -> bool:
         """True when the non-special words are known to be in descending frequency order."""
@@ -147,9 +153,11 @@ def read_words(path: str) -> list[str]:
 _ROWS_PER_WORD = (("softmax", ("softmax", "W")), ("word embedding table", ("encoder", "embedding")))
 
 
-def checkpoint_vocabulary(path: str, params: Mapping) -> Vocabulary:
+def checkpoint_vocabulary(path: str, params: Mapping, fingerprint: str | None = None) -> Vocabulary:
     """The vocabulary at `path` of a checkpoint with `params`: VocabularyError naming both counts
-    unless it has a word per row of the softmax (and of a word-input biLM's embedding table)."""
+    unless it has a word per row of the softmax (and of a word-input biLM's embedding table), and
+    naming the file when its words or their order differ from the checkpoint's `fingerprint`
+    (`Vocabulary.fingerprint`; None for checkpoints written without one)."""
     vocab = Vocabulary.load(path)
     for what, keys in _ROWS_PER_WORD:
         node: Any = params
@@ -159,4 +167,15 @@ def checkpoint_vocabulary(path: str, params: Mapping) -> Vocabulary:
             raise VocabularyError(
                 f"{path}: {len(vocab)} lines, but the checkpoint's {what} has {node.shape[0]} rows (one per line)"
             )
+    if fingerprint is not None and vocab.fingerprint() != fingerprint:
+        raise VocabularyError(fingerprint_mismatch(path, vocab.fingerprint(), fingerprint))
     return vocab
+
+
+def fingerprint_mismatch(path: str, found: str, trained_with: str) -> str:
+    """The one-line reason for refusing the vocabulary file `path`: its fingerprint `found` is not the
+    checkpoint's `trained_with`, so its lines would name other rows of the softmax."""
+    return (
+        f"{path}: not the vocabulary the checkpoint was trained with (its words or their order differ: "
+        f"{found[:19]}, the checkpoint's {trained_with[:19]}); restore the file the run wrote"
+    )

@@ -16,7 +16,8 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from elmo_jax.config.model_record import record_difference
+from elmo_jax.config.model_record import VOCABULARY, record_difference
+from elmo_jax.data.vocab import fingerprint_mismatch
 from elmo_jax.workdir.checkpoints import (
     CheckpointError, UnreadableCheckpoint, candidate_steps, check_finite, describe_error, first_line, first_readable,
     MODEL_RECORD, first_spec_difference, open_manager, read_model_record,
@@ -74,12 +75,19 @@ class Checkpointer:
     """Saves and restores `(TrainState, data_state)` under `directory`."""
 
     def __init__(
-        self, directory: str, keep: int = 3, read_only: bool = False, model_record: dict[str, Any] | None = None
+        self,
+        directory: str,
+        keep: int = 3,
+        read_only: bool = False,
+        model_record: dict[str, Any] | None = None,
+        vocabulary_file: str | None = None,
     ):
-        """`model_record` (`config.model_record`) is saved with every checkpoint and compared on restore."""
+        """`model_record` (`config.model_record`) is saved with every checkpoint and compared on restore;
+        `vocabulary_file` is the file whose fingerprint it records, named when a checkpoint's differs."""
         self.directory = os.path.abspath(directory)
         self.read_only = read_only
         self.model_record = model_record
+        self.vocabulary_file = vocabulary_file
         options = ocp.CheckpointManagerOptions(
             max_to_keep=None if read_only else keep,  # orbax warns when a read-only manager is given one.
             save_interval_steps=0 if read_only else 1,
@@ -174,6 +182,10 @@ class Checkpointer:
         difference = record_difference(self.model_record, recorded)
         if difference is None:
             return None
+        if difference.key == VOCABULARY:  # The run's vocabulary file differs, not its model.
+            raise CheckpointError(
+                fingerprint_mismatch(self.vocabulary_file or VOCABULARY, difference.configured, difference.recorded)
+            )
         return f"{difference.key}: checkpoint {difference.recorded!r}, configured {difference.configured!r}"
 
     def _set_aside(self, steps: list[int]) -> None:

@@ -289,7 +289,10 @@ def _train_and_evaluate(
         num_steps, num_epochs = planned_steps(config)
         max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
         checkpoints = os.path.join(workdir, workdir_files.CHECKPOINTS)
-        checkpointer = Checkpointer(checkpoints, keep=config.train.keep_checkpoints, model_record=model_record(config))
+        checkpointer = Checkpointer(
+            checkpoints, keep=config.train.keep_checkpoints, model_record=model_record(config, vocab.fingerprint()),
+            vocabulary_file=os.path.join(workdir, workdir_files.VOCAB),
+        )
         try:
             resuming = checkpointer.latest_step() is not None
             params = None

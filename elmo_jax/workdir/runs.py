@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import jax
 import ml_collections
 
-from elmo_jax.config.model_record import model_record, record_difference
+from elmo_jax.config.model_record import VOCABULARY, model_record, record_difference
 from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.initial_params import param_shapes
@@ -38,12 +38,14 @@ def check_config_fits(workdir: str, config: ml_collections.ConfigDict, checkpoin
         raise CheckpointError(f"{where}: {mismatch}")
 
 
-def workdir_vocabulary(workdir: str, params: Any) -> Vocabulary:
-    """WORKDIR/vocab.txt, checked against `params` (`checkpoint_vocabulary`)."""
+def workdir_vocabulary(workdir: str, checkpoint: Checkpoint) -> Vocabulary:
+    """WORKDIR/vocab.txt, checked against the params and the recorded vocabulary of `checkpoint`
+    (`checkpoint_vocabulary`)."""
     path = os.path.join(workdir, workdir_files.VOCAB)
     if not os.path.exists(path):
         raise CheckpointError(f"{workdir}: no vocab.txt (is this a training workdir?)")
-    return checkpoint_vocabulary(path, params)
+    fingerprint = None if checkpoint.record is None else checkpoint.record.get(VOCABULARY)
+    return checkpoint_vocabulary(path, checkpoint.params, fingerprint)
 
 
 class Run(NamedTuple):
@@ -62,7 +64,7 @@ def load_run(
     config = saved_config(workdir)
     checkpoint = restore_params(checkpoint_directory(workdir), step, sharding)
     check_config_fits(workdir, config, checkpoint)
-    vocab = workdir_vocabulary(workdir, checkpoint.params) if with_vocab else None
+    vocab = workdir_vocabulary(workdir, checkpoint) if with_vocab else None
     return Run(config, checkpoint.params, checkpoint.step, vocab)
 
 

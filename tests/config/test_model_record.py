@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from elmo_jax.config import schema
-from elmo_jax.config.model_record import Difference, model_record, record_difference
+from elmo_jax.config.model_record import VOCABULARY, Difference, model_record, record_difference
 
 
 def test_the_record_holds_the_keys_that_change_the_computation_and_leaves_out_how_it_is_run():
@@ -36,3 +36,11 @@ def test_values_compare_as_config_json_stores_them():
     saved = model_record(config)
     assert saved["model.char_cnn.filters"] == [[1, 32], [2, 32]]
     assert record_difference(model_record(config), saved) is None
+
+
+def test_a_vocabulary_fingerprint_is_recorded_beside_the_keys_and_compared_as_one():
+    config = schema.get_config()
+    recorded = model_record(config, "sha256:aa")
+    assert recorded == {**model_record(config), VOCABULARY: "sha256:aa"}
+    assert record_difference(model_record(config, "sha256:bb"), recorded) == Difference(VOCABULARY, "sha256:bb", "sha256:aa")
+    assert record_difference(model_record(config), recorded) is None  # A reader of the config alone skips it.

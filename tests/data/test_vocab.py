@@ -1,6 +1,7 @@
 """Vocabulary: build order, file format (bilm-tf), error messages, encoding."""
 
 import collections
+import hashlib
 import os
 
 import numpy as np
@@ -220,3 +221,11 @@ def test_save_without_counts_and_failed_save_leaves_nothing(tmp_path, monkeypatc
         vocab.save(str(path))
     assert os.listdir(tmp_path) == ["v.txt"]
     assert path.read_text(encoding="utf-8").startswith("<S>\n")
+
+
+def test_the_fingerprint_is_the_sha256_of_the_words_in_order_whatever_their_counts():
+    words = list(SPECIAL_TOKENS) + ["the", "cat"]
+    fingerprint = Vocabulary(words, [0, 0, 0, 5, 3]).fingerprint()
+    assert fingerprint == "sha256:" + hashlib.sha256("\n".join(words).encode()).hexdigest()
+    assert Vocabulary(words).fingerprint() == fingerprint
+    assert Vocabulary(list(SPECIAL_TOKENS) + ["cat", "the"]).fingerprint() != fingerprint

@@ -16,8 +16,10 @@ import pytest
 
 from elmo_jax.runtime.atomic_write import SIGTERM_EXIT_STATUS
 from elmo_jax.cli.export import main as export_main
+from elmo_jax.data.vocab import fingerprint_mismatch
 from elmo_jax.interop.export_sets import read_export_id
 from tests.entry_points import ROOT, last_line, run_script, script_env
+from tests.training.helpers import swap_vocabulary_lines
 
 pytestmark = pytest.mark.slow
 
@@ -145,6 +147,21 @@ def test_a_vocabulary_cut_short_is_refused(workdir, cache, tmp_path, capsys):
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert last_line(done.stderr) == expected
     assert export_main(export_flags(cut, str(tmp_path / "export"), 10)) == 1
+    assert last_line(capsys.readouterr().err) == expected
+    assert not os.path.exists(tmp_path / "export")
+
+
+def test_a_vocabulary_with_two_lines_swapped_is_refused(workdir, cache, tmp_path, capsys):
+    """The same line count, so no row count tells: the fingerprint the training run recorded with
+    each checkpoint does, in evaluate.py and the export."""
+    swapped = str(tmp_path / "run")
+    shutil.copytree(workdir, swapped)
+    vocab, trained_with, found = swap_vocabulary_lines(swapped)
+    expected = f"error: {fingerprint_mismatch(vocab, found, trained_with)}"
+    done = run_script("evaluate.py", f"--workdir={swapped}", compile_cache=cache)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert last_line(done.stderr) == expected
+    assert export_main(export_flags(swapped, str(tmp_path / "export"), 10)) == 1
     assert last_line(capsys.readouterr().err) == expected
     assert not os.path.exists(tmp_path / "export")
 

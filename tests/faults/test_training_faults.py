@@ -16,11 +16,12 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
+from elmo_jax.data.vocab import fingerprint_mismatch
 from elmo_jax.workdir.saved_config import saved_config
 from elmo_jax.training.loop import train_and_evaluate
 from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
 from tests.entry_points import run_script
-from tests.training.helpers import write_corpus
+from tests.training.helpers import swap_vocabulary_lines, write_corpus
 
 pytestmark = pytest.mark.slow
 
@@ -91,6 +92,17 @@ def test_a_rerun_refused_for_its_checkpoint_changes_nothing(trained, workdir):
     assert done.returncode == 1
     errors = _error_lines(done.stderr)
     assert len(errors) == 1 and "checkpoint does not match the configured model" in errors[0], done.stderr[-3000:]
+    assert _contents(workdir) == before
+
+
+def test_a_rerun_with_two_vocabulary_lines_swapped_is_refused_and_changes_nothing(trained, workdir):
+    """vocab.txt edited in place (the same size): resuming would train each word's softmax row
+    under the other word; the fingerprint recorded with the checkpoints refuses it."""
+    vocab, trained_with, found = swap_vocabulary_lines(workdir)
+    before = _contents(workdir)
+    done = trained.rerun(workdir, "--config.train.num_steps=12")
+    assert done.returncode == 1
+    assert _error_lines(done.stderr) == [f"error: {fingerprint_mismatch(vocab, found, trained_with)}"], done.stderr
     assert _contents(workdir) == before
 
 

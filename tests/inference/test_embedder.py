@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 
 import h5py
@@ -13,6 +14,8 @@ import pytest
 from flax.core import FrozenDict
 
 from elmo_jax.config.recipes import recipe_module
+from elmo_jax.data.vocab import VocabularyError, fingerprint_mismatch
+from elmo_jax.elmo import Elmo
 from elmo_jax.inference import embedder as embed
 from elmo_jax.cli.embed import main
 from elmo_jax.inference.embedder import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir
@@ -513,6 +516,22 @@ def test_word_workdir_with_a_vocabulary_cut_short_is_refused(word_workdir, tmp_p
     assert main(["--workdir", workdir, "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / "o.hdf5")]) == 1
     assert capsys.readouterr().err == (f"error: {vocab}: {len(lines) - 2} lines, but the checkpoint's softmax has "
                                        f"{len(lines)} rows (one per line)\n")
+
+
+def test_word_workdir_with_two_vocabulary_lines_swapped_is_refused(word_workdir, tmp_path, capsys):
+    """The same line count: each word would read the other's embedding row; the recorded fingerprint
+    refuses the file in the CLI, `ElmoEmbedder` and `Elmo` alike."""
+    workdir = str(tmp_path / "run")
+    shutil.copytree(word_workdir[0], workdir)
+    vocab, trained_with, found = helpers.swap_vocabulary_lines(workdir)
+    expected = fingerprint_mismatch(vocab, found, trained_with)
+    (tmp_path / "in.txt").write_text("the cat\n")
+    assert main(["--workdir", workdir, "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / "o.hdf5")]) == 1
+    assert capsys.readouterr().err == f"error: {expected}\n"
+    with pytest.raises(VocabularyError, match=f"^{re.escape(expected)}$"):
+        embedder_from_workdir(workdir)
+    with pytest.raises(VocabularyError, match=f"^{re.escape(expected)}$"):
+        Elmo(None, None, workdir=workdir, num_output_representations=1)
 
 
 def test_bilm_from_workdir_records_the_step_it_loaded(word_workdir):

@@ -13,6 +13,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from elmo_jax.config.overrides import apply_overrides
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.data import corpus
+from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.training import optim, parallel
 from elmo_jax.runtime import data_parallel
@@ -87,11 +88,24 @@ def make_checkpoint_workdir(tmp_path, recipe: str = "tests/tiny", recorded: bool
         step=jnp.asarray(2, jnp.int32), params=params, opt_state=tx.init(params),
         carried_state=model.initial_state(config.train.batch_size), rng=jax.random.key_data(jax.random.key(0)), tx=tx,
     )
-    record = model_record(config) if recorded else None
+    record = model_record(config, vocab.fingerprint()) if recorded else None
     checkpointer = Checkpointer(os.path.join(workdir, "checkpoints"), model_record=record)
     checkpointer.save(2, parallel.place_state(state, data_parallel.make_mesh()), {})
     checkpointer.close()
     return workdir
+
+
+def swap_vocabulary_lines(workdir: str) -> tuple[str, str, str]:
+    """Swaps the first two words after the special tokens in `workdir`'s vocab.txt: the same size, each
+    word now naming the other's softmax row. Returns (its path, its fingerprint before, after)."""
+    path = os.path.join(workdir, "vocab.txt")
+    before = Vocabulary.load(path).fingerprint()
+    with open(path) as f:
+        lines = f.readlines()
+    lines[3], lines[4] = lines[4], lines[3]
+    with open(path, "w") as f:
+        f.writelines(lines)
+    return path, before, Vocabulary.load(path).fingerprint()
 
 
 def tensorboard_scalars(logdir: str) -> dict[str, dict[int, float]]:

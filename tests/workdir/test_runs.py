@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 
 import pytest
 
 from elmo_jax.workdir.checkpoints import CheckpointError
 from elmo_jax.workdir.runs import load_run
-from tests.training.helpers import make_checkpoint_workdir
+from elmo_jax.data.vocab import VocabularyError, fingerprint_mismatch
+from tests.training.helpers import make_checkpoint_workdir, swap_vocabulary_lines
 
 
 def _edit_config(workdir: str, section: str, key: str, value) -> None:
@@ -48,11 +50,21 @@ def test_a_key_that_changes_no_shape_is_refused_by_the_checkpoints_record(edited
         load_run(edited)
 
 
+def test_a_vocabulary_with_two_lines_swapped_is_refused_by_the_checkpoints_record(edited):
+    """The same size, so the softmax's row count cannot tell: the recorded fingerprint does."""
+    path, trained_with, found = swap_vocabulary_lines(edited)
+    with pytest.raises(VocabularyError, match=f"^{re.escape(fingerprint_mismatch(path, found, trained_with))}$"):
+        load_run(edited)
+    assert load_run(edited, with_vocab=False).step == 2  # Readers that need no vocabulary are not refused.
+
+
 def test_a_changed_shape_is_named_by_its_array_without_a_record(tmp_path):
     """Checkpoints written before the record: the params' shapes are still checked."""
     workdir = make_checkpoint_workdir(tmp_path, recorded=False)
     assert not os.path.exists(os.path.join(workdir, "checkpoints", "2", "model"))
     load_run(workdir)
+    _, _, swapped = swap_vocabulary_lines(workdir)
+    assert load_run(workdir).vocab.fingerprint() == swapped  # No fingerprint recorded: the row count is checked.
     _edit_config(workdir, "lstm", "dim", 24)
     expected = r"config.json does not fit checkpoint 2: lstm_0.B: checkpoint \(2, 64\) float32, the model of config.json"
     with pytest.raises(CheckpointError, match=expected + r" \(2, 96\) float32$"):
