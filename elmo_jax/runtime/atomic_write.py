@@ -9,6 +9,7 @@ of processes that no longer run.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import json
 import os
@@ -179,11 +180,13 @@ def write_files_atomic(writers: Mapping[str, Callable[[str], None]]) -> None:
 
 def _commit(tmps: Mapping[str, str], paths: Mapping[str, str], staging: str | None, directory: str | None) -> None:
     """Renames the written temporaries into place: the staging directory to the new `directory`
-    whole when there is one, else each file; then fsyncs the directories that changed."""
+    whole when there is one, else each file; then fsyncs the directories that changed.
+
+    Another writer may have created `directory` since it was found absent (two probes or two
+    embeddings into one new folder): this set's files then join it, each renamed in.
+    """
     with _sigterm_held():
-        if staging is not None and directory is not None:
-            os.rename(staging, directory)
-        else:
+        if not _renamed_whole(staging, directory):
             for path, tmp in tmps.items():
                 os.replace(tmp, paths[path])
     parents = {os.path.dirname(p) for p in paths.values()}
@@ -191,6 +194,20 @@ def _commit(tmps: Mapping[str, str], paths: Mapping[str, str], staging: str | No
         parents.add(os.path.dirname(directory))  # Where the new directory's entry is.
     for parent in parents:
         _fsync(parent)
+
+
+def _renamed_whole(staging: str | None, directory: str | None) -> bool:
+    """Renames `staging` to `directory`: False when there is none, or another writer created
+    `directory` first (rename(2) refuses a directory that is not empty)."""
+    if staging is None or directory is None:
+        return False
+    try:
+        os.rename(staging, directory)
+    except OSError as e:
+        if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        return False
+    return True
 
 
 def json_writer(obj: Any, sort_keys: bool = True) -> Callable[[str], None]:

@@ -4,6 +4,7 @@ after a killed process), I/O errors naming the file, outputs that are inputs ref
 from __future__ import annotations
 
 import errno
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -110,6 +111,43 @@ def test_a_set_in_a_new_directory_appears_whole(tmp_path):
     assert os.listdir(tmp_path / "deep") == []
     write_files_atomic({str(out / "a"): _write_text("a"), str(out / "b"): _write_text("b")})
     assert sorted(os.listdir(out)) == ["a", "b"] and os.listdir(tmp_path / "deep") == ["export"]
+
+
+def test_a_new_directory_another_writer_creates_meanwhile_gets_both_sets(tmp_path):
+    """Found absent, then created by another writer before the rename (a probe and its control
+    into one new --output): the second set joins the first, nothing is lost or left staged."""
+    out = tmp_path / "out"
+
+    def other_writer_first(tmp: str) -> None:
+        out.mkdir()
+        (out / "control.json").write_text("control")
+        _write_text("model")(tmp)
+
+    write_files_atomic({str(out / "model.json"): other_writer_first, str(out / "model.png"): _write_text("png")})
+    assert {p.name: p.read_text() for p in out.iterdir()} == {
+        "control.json": "control", "model.json": "model", "model.png": "png",
+    }
+    assert os.listdir(tmp_path) == ["out"]
+
+
+def _write_after_barrier(directory: str, name: str, barrier) -> None:
+    barrier.wait()
+    write_files_atomic({os.path.join(directory, name): _write_text(name)})
+
+
+def test_two_processes_writing_into_one_new_directory_both_land(tmp_path):
+    """Started together, 20 times: each process's file is there (the second rename failed with
+    'Directory not empty' in most trials, after all its work)."""
+    context = multiprocessing.get_context("fork")
+    for trial in range(20):
+        directory, barrier = str(tmp_path / str(trial)), context.Barrier(2)
+        writers = [context.Process(target=_write_after_barrier, args=(directory, name, barrier)) for name in "ab"]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join()
+        assert [w.exitcode for w in writers] == [0, 0] and sorted(os.listdir(directory)) == ["a", "b"], trial
+    assert len(os.listdir(tmp_path)) == 20  # No staging directory left.
 
 
 def test_sigterm_during_a_write_removes_the_temporary(tmp_path):
