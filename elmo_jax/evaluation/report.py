@@ -369,7 +369,10 @@ def figure(runs: Sequence[Run]) -> Any:
     for i, run in enumerate(runs):
         for col, scale in enumerate((1, run.tokens_per_step)):
             steps = [r["step"] * scale for r in run.train]
-            axes[0, col].plot(steps, [r["train_loss"] for r in run.train], color=f"C{i}", label=run.name)
+            axes[0, col].plot(  # A single record is a point: a line needs two.
+                steps, [r["train_loss"] for r in run.train], color=f"C{i}", label=run.name,
+                marker="o" if len(run.train) == 1 else None,
+            )
             for n, (tokens, evals) in enumerate(run.evals_by_tokens().items()):
                 subset = n > 0
                 axes[1, col].plot(

@@ -88,6 +88,17 @@ def test_subset_evaluations_are_drawn_apart_and_the_table_reports_the_whole_spli
     assert (row["eval tokens"], row["biLM ppl"]) == ("73,760", "325.00")
 
 
+def test_a_run_of_one_train_record_is_drawn_as_a_point(tmp_path):
+    """A line through one point draws nothing: the run had a legend entry and no visible curve."""
+    one, two = (make_run(tmp_path, name, records) for name, records in
+                (("one", [train(10, 5.0, 1.0)]), ("two", [train(10, 5.0, 1.0), train(20, 4.0, 1.0)])))
+    fig = report.figure([report.load_run(one), report.load_run(two)])
+    for axis in fig.axes[:2]:  # Train loss against steps and tokens.
+        lines = {line.get_label(): line for line in axis.get_lines()}
+        assert lines["one"].get_marker() == "o" and list(lines["one"].get_ydata()) == [5.0]
+        assert lines["two"].get_marker() in (None, "None", "")
+
+
 @pytest.mark.parametrize("values", [[152.9, 9748.0], [152.9, 480.0], [1.2, 99999.0], [77.0]])
 def test_log_axis_ticks_enclose_and_label_every_value(values):
     ticks = report._log_tick_positions(values)
@@ -117,6 +128,28 @@ def test_without_matplotlib_the_report_is_one_line_naming_the_extra(tmp_path, mo
     assert captured.out == "" and captured.err.count("\n") == 1
     assert captured.err.startswith("error: ") and "pip install 'elmo-jax[report]'" in captured.err
     assert not (tmp_path / "r.png").exists()
+
+
+@pytest.mark.parametrize("name", ["report.txt", "report.PNG.bak"])
+def test_an_output_matplotlib_cannot_write_is_one_line_before_any_output(tmp_path, capsys, name):
+    """Was: the table printed, then a 23-line ValueError traceback ("Format 'txt' is not supported")."""
+    run_dir = make_run(tmp_path, "a", [train(10, 5.0, 100.0)])
+    output = str(tmp_path / name)
+    assert report_main([run_dir, "--output", output]) == 1
+    captured = capsys.readouterr()
+    extension = os.path.splitext(name)[1]
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"error: --output {output}: the figure cannot be written as '{extension.lower()}';")
+    assert ".png, " in captured.err and ".svg" in captured.err
+    assert os.listdir(tmp_path) == ["a"]
+
+
+@pytest.mark.parametrize("name, magic", [("r.svg", b"<?xml"), ("r.PDF", b"%PDF"), ("r", b"\x89PNG")])
+def test_the_figure_is_written_in_the_format_its_extension_names(tmp_path, name, magic):
+    run_dir = make_run(tmp_path, "a", [train(10, 5.0, 100.0)])
+    assert report_main([run_dir, "--output", str(tmp_path / name)]) == 0
+    assert (tmp_path / name).read_bytes().startswith(magic)
+    assert sorted(os.listdir(tmp_path)) == sorted(["a", name])  # No temporary left.
 
 
 def test_a_resumed_run_keeps_the_records_of_its_latest_attempt(tmp_path):
