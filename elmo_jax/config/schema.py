@@ -165,8 +165,8 @@ SCHEMA = Section("", {
         "conv_kernel": Key("auto", one_of("auto", "xla", "pallas"),
                            "The char convolutions' forward pass: 'xla' | 'pallas' (model/pallas_conv_pool.py: the max "
                            "over positions in the kernel; Triton on GPU, the slow interpreter elsewhere) | 'auto': "
-                           "pallas on GPU, where it is measured faster, else xla. The reverse pass follows "
-                           "conv_block."),
+                           "pallas on GPU, where it is measured faster, else xla (also on GPU in a JAX without "
+                           "Pallas's Triton backend, saying so once). The reverse pass follows conv_block."),
         "distinct_fraction": Key(0.0, number(0.0, 1.0),
                                  "> 0: the char CNN encodes each distinct word of a batch once when at most this "
                                  "fraction of its tokens are distinct, else every token (configs/ptb.py: 0.5)."),

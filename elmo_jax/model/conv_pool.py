@@ -8,7 +8,8 @@ windows, in the CPU caches; `fused`: the forward pass as Pallas kernels (`pallas
 
 from __future__ import annotations
 
-from functools import partial
+import functools
+import logging
 from typing import Sequence
 
 import jax
@@ -34,8 +35,25 @@ def resolve_block(block: int) -> int | None:
 def resolve_fused(kernel: str) -> bool:
     """`model.conv_kernel` -> whether the forward pass runs as Pallas kernels ('pallas'; interpreted
     off GPU). 'auto' takes them on GPU only, where the train step is 7-9% faster with them than with
-    XLA's convolutions (docs/performance.md)."""
-    return kernel == "pallas" or (kernel == "auto" and platform.name() == "gpu")
+    XLA's convolutions (docs/performance.md), and falls back to XLA's, saying so once, in a JAX
+    without Pallas's Triton backend."""
+    if kernel == "pallas":
+        platform.check_triton("model.conv_kernel")
+        return True
+    if kernel != "auto" or platform.name() != "gpu":
+        return False
+    if platform.has_triton():
+        return True
+    _say_xla_convolutions()
+    return False
+
+
+@functools.cache
+def _say_xla_convolutions() -> None:
+    logging.warning(
+        "JAX %s has no Pallas Triton backend: the char CNN's convolutions run as XLA's "
+        "(model.conv_kernel='auto'; about 7-9%% slower steps on GPU)", jax.__version__,
+    )
 
 
 def _positions(length: int) -> jax.Array:
@@ -71,7 +89,7 @@ def _fold(windows: jax.Array, width: int, n_chars: int) -> jax.Array:
     )
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4))
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4))
 def conv_max_over_positions(
     x: jax.Array, kernels: Sequence[jax.Array], dtype: jnp.dtype, block: int | None, fused: bool = False
 ) -> list[jax.Array]:

@@ -114,6 +114,7 @@ class BiLSTMLayer(nn.Module):
         if self.kernel not in TIME_LOOP_KERNELS:
             raise ValueError(f"model.lstm_kernel must be one of {TIME_LOOP_KERNELS}, got {self.kernel!r}")
         if self.kernel == "pallas" and reset is None:
+            platform.check_triton("model.lstm_kernel")
             outputs, final = pallas_lstm_recurrence(
                 xw, w_hidden, w_proj, mask[..., None], *state, self.cell_clip, self.proj_clip, self.dtype,
                 time_axis=2, bias=bias, interpret=platform.interprets_pallas(),

@@ -34,6 +34,26 @@ def lowering_for(lowering_platform: str) -> Iterator[None]:
         _lowering_for.reset(token)
 
 
+def has_triton() -> bool:
+    """Whether this JAX has Pallas's Triton backend, which the GPU kernels lower with (deprecated
+    in JAX 0.11, to be removed in a later version)."""
+    try:
+        import jax.experimental.pallas.triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def check_triton(key: str) -> None:
+    """ValueError naming the config `key` that asked for a Pallas kernel on GPU in a JAX without the
+    Triton backend (off GPU, Pallas's interpreter runs the kernels and needs none)."""
+    if not interprets_pallas() and not has_triton():
+        raise ValueError(
+            f"{key}='pallas' needs Pallas's Triton backend, which JAX {jax.__version__} does not have: "
+            "use 'xla' (or 'auto' for model.conv_kernel)"
+        )
+
+
 def interprets_pallas() -> bool:
     """Whether Pallas kernels run in Pallas's interpreter: everywhere but on GPU (Triton)."""
     return name() != "gpu"

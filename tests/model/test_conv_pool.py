@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from elmo_jax.model import platform
+from elmo_jax.model import conv_pool, platform
 from elmo_jax.model.conv_pool import CPU_BLOCK, conv_max_over_positions, resolve_block, resolve_fused
 from tests.model.test_char_cnn import np_conv1d_valid
 
@@ -78,6 +80,26 @@ def test_resolve_fused_takes_the_pallas_kernels_on_gpu_only_when_automatic():
         assert resolve_fused("auto") and not resolve_fused("xla")
     with platform.lowering_for("tpu"):
         assert not resolve_fused("auto")
+
+
+@pytest.fixture
+def without_triton(monkeypatch):
+    """A JAX without Pallas's Triton backend (deprecated in 0.11, to be removed): its module unimportable."""
+    monkeypatch.setitem(sys.modules, "jax.experimental.pallas.triton", None)
+    conv_pool._say_xla_convolutions.cache_clear()  # Said once a process: once again for this test.
+    yield
+    conv_pool._say_xla_convolutions.cache_clear()
+
+
+def test_without_the_triton_backend_auto_falls_back_to_xla_saying_so_once(without_triton, caplog):
+    assert not platform.has_triton()
+    with platform.lowering_for("cuda"):
+        assert not resolve_fused("auto") and not resolve_fused("auto")
+        with pytest.raises(ValueError, match=r"^model.conv_kernel='pallas' needs Pallas's Triton backend, which JAX "):
+            resolve_fused("pallas")
+    assert resolve_fused("pallas")  # Off GPU, Pallas's interpreter runs the kernel.
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "no Pallas Triton backend: the char CNN's convolutions run as XLA's" in warnings[0]
 
 
 def test_resolve_block():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import functools
 import re
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -103,3 +104,11 @@ def test_an_unrolled_window_exceeds_the_bound():
     """The guard catches what it is for: the windows unrolled (20 loop bodies per pass)."""
     unrolled = op_counts(cuda_train_step_text({"model.unroll": 20}))
     assert sum(unrolled.values()) > MAX_OPS, sum(unrolled.values())
+
+
+def test_without_the_triton_backend_the_gpu_step_lowers_with_xla_convolutions(monkeypatch):
+    """A JAX without Pallas's Triton backend: model.conv_kernel 'auto' still lowers the GPU step,
+    its convolutions XLA's, no Triton call."""
+    monkeypatch.setitem(sys.modules, "jax.experimental.pallas.triton", None)
+    text = cuda_train_step_text({})
+    assert "__gpu$xla.gpu.triton" not in text and op_counts(text)["stablehlo.convolution"] > 0
