@@ -41,17 +41,29 @@ def macro_f1(gold: Sequence[str], predicted: Sequence[str]) -> float:
     return float(np.mean(scores))
 
 
+# Cosines within this of the best are a tie. Layer 0 gives a spelling one vector, so every sense's
+# centroid is that vector up to float rounding, which picked a sense at random (a word's accuracy
+# flipped to its complement between machines).
+TIED_COSINE = 1e-6
+
+
 def centroid_predictions(train_x: np.ndarray, train_labels: Sequence[str], test_x: np.ndarray) -> np.ndarray:
     """The label `[M]` of the centroid nearest by cosine to each test vector `test_x` `[M, D]`, a
-    centroid the mean of a label's training vectors `train_x` `[N, D]`; ties: the first label."""
+    centroid the mean of a label's training vectors `train_x` `[N, D]` (in float64). Centroids
+    within TIED_COSINE of the nearest tie: the most frequent training label of them wins, then the
+    first by name; a zero vector ties all."""
     train_labels = np.asarray(train_labels)
-    labels = np.unique(train_labels)
-    centroids = np.stack([train_x[train_labels == label].mean(axis=0) for label in labels])
+    labels, counts = np.unique(train_labels, return_counts=True)
+    centroids = np.stack([train_x[train_labels == label].mean(axis=0, dtype=np.float64) for label in labels])
 
     def unit(v: np.ndarray) -> np.ndarray:
-        return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), np.finfo(np.float32).tiny)
+        v = np.asarray(v, np.float64)
+        return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), np.finfo(np.float64).tiny)
 
-    return labels[np.argmax(unit(test_x) @ unit(centroids).T, axis=1)]
+    cosines = unit(test_x) @ unit(centroids).T  # [M, labels]
+    tied = cosines >= cosines.max(axis=1, keepdims=True) - TIED_COSINE
+    preference = np.argsort(np.lexsort((labels, -counts)))  # Label i's rank: more training examples first.
+    return labels[np.argmin(np.where(tied, preference, len(labels)), axis=1)]
 
 
 def _scores(gold: Sequence[str], predicted: Sequence[Sequence[str]], mix: Sequence[str]) -> dict[str, Any]:
