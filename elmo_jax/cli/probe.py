@@ -44,7 +44,7 @@ from elmo_jax.probing.report import (
 from elmo_jax.probing.run import probe
 from elmo_jax.probing.tasks import NORMALIZATIONS, TASKS
 from elmo_jax.runtime import workdir_files
-from elmo_jax.runtime.atomic_write import check_not_inputs
+from elmo_jax.runtime.atomic_write import SIGTERM_EXIT_STATUS, check_not_inputs
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
 tool_flags.define_model_flags(_FLAGS)
@@ -152,12 +152,44 @@ def _model() -> tuple[PretrainedBiLM, dict[str, Any]]:
     return bilm_from_files(_FLAGS.options, _FLAGS.weights), described
 
 
+def _file_id(path: str) -> tuple[int, int] | None:
+    """`path`'s inode and modification time (None: absent), both new once an atomic write replaced it."""
+    if not os.path.exists(path):
+        return None
+    stat = os.stat(path)
+    return stat.st_ino, stat.st_mtime_ns
+
+
+def _stopped_line(written: Sequence[str], before: Sequence[tuple[int, int] | None]) -> str:
+    """What elmo-probe says when SIGTERM stops it: which of its results `written` (their `_file_id`
+    before the work: `before`) it wrote, and that the others are as they were."""
+    new = [path for path, old in zip(written, before) if _file_id(path) != old]
+    kept = ", ".join(path for path in written if path not in new)
+    if not new:
+        return f"stopped by SIGTERM; nothing written ({kept} left as before)"
+    return f"stopped by SIGTERM after writing {', '.join(new)}" + (f" ({kept} left as before)" if kept else "")
+
+
 def _probe(command: str) -> None:
-    """The CLI: the result's JSON and figure in the output directory, its table on stdout."""
+    """The CLI: the result's JSON and figure in the output directory, its table on stdout; after a
+    SIGTERM, one line saying which of them it wrote."""
     _check_flags()
     output = next(path for path in (_FLAGS.output, _FLAGS.workdir, os.getcwd()) if path is not None)
     written = _check_output(output)
     tool_flags.configure_runtime(_FLAGS)
+    before = [_file_id(path) for path in written]
+    try:
+        _probe_task(command, output)
+    except SystemExit as e:
+        if e.code == SIGTERM_EXIT_STATUS:
+            print(_stopped_line(written, before), file=sys.stderr)
+        raise
+    print(f"wrote {written[0]}", file=sys.stderr)
+
+
+def _probe_task(command: str, output: str) -> None:
+    """The probes of --task on the model of the flags: the result's JSON and figure in `output`,
+    its table on stdout."""
     common = dict(
         control=_FLAGS.control, seed=_FLAGS.seed, engine=_FLAGS.engine, batch_size=_FLAGS.batch_size,
         progress=not _FLAGS.no_progress, max_feature_bytes=int(_FLAGS.max_memory_gib * 2**30),
@@ -175,6 +207,7 @@ def _probe(command: str) -> None:
             print(f"\n{wsd_prediction_tables(result)}")
     elif _FLAGS.task == wic.TASK:
         data = read_wic(_FLAGS.data)
+        wic.check_pairs(data, _FLAGS.seed)  # Before the model loads, as the files' own errors.
         pretrained, described = _model()
         result = wic.probe_wic(pretrained, data, _FLAGS.normalize, **common)
         result.update(described, command=command, data=_FLAGS.data)
@@ -186,7 +219,6 @@ def _probe(command: str) -> None:
         result = probe(pretrained, train, dev, test, _FLAGS.task, _FLAGS.normalize, mlp=_FLAGS.mlp, **common)
         result.update(described, command=command, train=_FLAGS.train, dev_file=_FLAGS.dev, test=_FLAGS.test)
         print(markdown_table(write_outputs(output, result)))
-    print(f"wrote {written[0]}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,9 +1,9 @@
 """CoarseWSD-20's layout (Loureiro et al. 2021): word-sense examples of ambiguous nouns.
 
 A word's directory holds `classes_map.txt` (JSON: sense id -> sense name), `<split>.data.txt`
-(one example a line: the ambiguous word's 0-based position, a tab, the tokenized sentence) and
-`<split>.gold.txt` (a sense id a line, line for line), for train and test. The dataset's root
-holds one such directory per word. Errors are ValueErrors naming `file:line`.
+(one example a line, at least one: the ambiguous word's 0-based position in ASCII digits, a tab,
+the tokenized sentence) and `<split>.gold.txt` (a sense id a line, line for line), for train and
+test. The dataset's root holds one such directory per word. Errors are ValueErrors naming `file:line`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import os
 from typing import NamedTuple
 
-from elmo_jax.data.line_files import gold_lines, numbered_lines
+from elmo_jax.data.line_files import gold_lines, numbered_lines, token_index
 
 CLASSES = "classes_map.txt"
 SPLITS = ("train", "test")
@@ -63,7 +63,7 @@ def _read_classes(path: str) -> dict[str, str]:
     with open(path, "rb") as f:
         raw = f.read()
     try:
-        senses = json.loads(raw.decode("utf-8"))
+        senses = json.loads(raw.decode("utf-8-sig"))  # Read with or without a byte order mark, as the others.
     except ValueError as e:  # UnicodeDecodeError and JSONDecodeError both.
         raise ValueError(f"{path}: not a JSON object of sense id -> sense name ({e})") from e
     if not isinstance(senses, dict) or not senses or not all(isinstance(v, str) for v in senses.values()):
@@ -75,6 +75,8 @@ def _read_split(directory: str, split: str, senses: dict[str, str]) -> list[Sens
     data_path = os.path.join(directory, f"{split}.data.txt")
     gold_path = os.path.join(directory, f"{split}.gold.txt")
     sentences = [_parse_data_line(data_path, number, line) for number, line in numbered_lines(data_path)]
+    if not sentences:  # Its probes would be trained, then scored on nothing.
+        raise ValueError(f"{data_path}: no sentences (an empty file)")
     examples = []
     for number, sense in gold_lines(gold_path, data_path, len(sentences), "sense"):
         if sense not in senses:
@@ -92,8 +94,4 @@ def _parse_data_line(path: str, number: int, line: str) -> tuple[list[str], int]
     tokens = sentence.split()
     if not tokens:
         raise ValueError(f"{path}:{number}: an empty sentence")
-    if not position.isdigit():
-        raise ValueError(f"{path}:{number}: the position {position!r} is not a non-negative integer")
-    if int(position) >= len(tokens):
-        raise ValueError(f"{path}:{number}: position {position} is past the sentence's {len(tokens)} tokens")
-    return tokens, int(position)
+    return tokens, token_index(path, number, position, len(tokens), "position")

@@ -1,11 +1,16 @@
 """UTF-8 text files read line by line (CoNLL-U's), and line-for-line files of labelled examples
 (CoarseWSD-20's and WiC's layouts): a data file of one example a line beside a gold file of one
-label a line. Errors are ValueErrors naming `file:line`.
+label a line, an example naming its word by an index into its sentence. Errors are ValueErrors
+naming `file:line`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
+
+# Not str.isdigit() nor int(): both take other digits too, int() reads '١' (Arabic-Indic one) as 1.
+_ASCII_DIGITS = re.compile(r"[0-9]+")
 
 
 def numbered_lines(path: str) -> Iterator[tuple[int, str]]:
@@ -31,3 +36,16 @@ def gold_lines(gold_path: str, data_path: str, data_lines: int, what: str = "lab
         yield number, line.strip()
     if last < data_lines:
         raise ValueError(f"{gold_path}:{last + 1}: no {what} for line {last + 1} of {data_path} ({data_lines} lines)")
+
+
+def token_index(path: str, number: int, text: str, tokens: int, what: str, sentence: str = "the sentence") -> int:
+    """`text`, the 0-based index of a word among its sentence's `tokens` tokens (`what`, `sentence`:
+    their names in the message); ValueError naming `path:number` unless it is ASCII digits below
+    `tokens`. Their count is compared before int() reads them: it fails past 4,300 digits."""
+    if not _ASCII_DIGITS.fullmatch(text):
+        raise ValueError(f"{path}:{number}: the {what} {text[:40]!r} is not a non-negative integer (ASCII digits)")
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(tokens)) or int(digits) >= tokens:
+        shown = digits if len(digits) <= 40 else f"of {len(digits)} digits"
+        raise ValueError(f"{path}:{number}: {what} {shown} is past {sentence}'s {tokens} tokens")
+    return int(digits)

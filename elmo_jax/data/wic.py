@@ -2,10 +2,10 @@
 target word, labelled by whether the word has the same sense in both.
 
 A split is a data file `<split>.data.txt`, one pair a line: `word<TAB>PoS<TAB>i-j<TAB>sentence
-1<TAB>sentence 2` (i, j: the target's 0-based token indices; word: its lemma), and a gold file
-`<split>.gold.txt`, `T` (same sense) or `F` line for line. A directory holds `train`, `test` and
-optionally `dev`, as `DIR/train.data.txt` or `DIR/train/train.data.txt`. Errors are ValueErrors
-naming `file:line`.
+1<TAB>sentence 2` (i, j: the target's 0-based token indices in ASCII digits; word: its lemma), and
+a gold file `<split>.gold.txt`, `T` (same sense) or `F` line for line. A directory holds `train`,
+`test` and optionally `dev`, as `DIR/train.data.txt` or `DIR/train/train.data.txt`. Errors are
+ValueErrors naming `file:line`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import re
 from typing import NamedTuple
 
-from elmo_jax.data.line_files import gold_lines, numbered_lines
+from elmo_jax.data.line_files import gold_lines, numbered_lines, token_index
 
 SPLITS = ("train", "dev", "test")
 REQUIRED = ("train", "test")
@@ -88,10 +88,7 @@ def parse_data_line(path: str, number: int, line: str) -> WicPair:
     word, pos, indices, *sentences = columns
     match = _INDICES.fullmatch(indices)
     if not match:
-        raise ValueError(f"{path}:{number}: the indices {indices!r} are not 'i-j' (non-negative integers)")
+        raise ValueError(f"{path}:{number}: the indices {indices!r} are not 'i-j' (i, j: ASCII digits)")
     tokens = (sentences[0].split(), sentences[1].split())
-    positions = (int(match[1]), int(match[2]))
-    for n, (position, sentence) in enumerate(zip(positions, tokens), 1):
-        if position >= len(sentence):
-            raise ValueError(f"{path}:{number}: index {position} is past sentence {n}'s {len(sentence)} tokens")
+    positions = tuple(token_index(path, number, match[n], len(tokens[n - 1]), "index", f"sentence {n}") for n in (1, 2))
     return WicPair(word, pos, tokens, positions, False, (path, number))

@@ -15,7 +15,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from elmo_jax.data.wic import WicData
+from elmo_jax.data.wic import WicData, WicPair
 from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_baseline
 from elmo_jax.probing.classifier import (
@@ -23,8 +23,8 @@ from elmo_jax.probing.classifier import (
     standardize, train_probes, training_record,
 )
 from elmo_jax.probing.features import MAX_BYTES, layer_dims, target_features
-from elmo_jax.probing.run import held_out_tenth, random_init
-from elmo_jax.probing.tasks import normalize_word
+from elmo_jax.probing.run import check_shared_labels, held_out_tenth, random_init
+from elmo_jax.probing.tasks import LabelledTokens, normalize_word
 from elmo_jax.runtime import workdir_files
 
 TASK = "wic"
@@ -119,6 +119,23 @@ def _linear_probes(
     return trained, dev_source, len(dev.same)
 
 
+def _labels(pairs: Sequence[WicPair]) -> list[str]:
+    """Each pair's label as its gold file spells it, T (same sense) or F."""
+    return ["T" if p.same else "F" for p in pairs]
+
+
+def check_pairs(data: WicData, seed: int) -> None:
+    """ValueError for splits the probes cannot use: too few pairs, or dev pairs (without a dev split:
+    the tenth of the training pairs `_linear_probes` holds out by `seed`) none of whose labels the
+    training pairs have, on which early stopping would keep the probes untrained."""
+    if len(data.train) < 2 or not data.test or data.dev == []:
+        raise ValueError("WiC needs at least 2 training pairs, 1 test pair and, if a dev file, 1 dev pair")
+    train, dev = data.train, data.dev
+    if dev is None:
+        train, dev = held_out_tenth(train, seed, "the training pairs")
+    check_shared_labels(LabelledTokens([], _labels(dev), [p.where for p in dev]), set(_labels(train)))
+
+
 def pair_scores(
     train: PairVectors, dev: PairVectors | None, test: PairVectors, dims: Sequence[int],
     config: ProbeConfig = SMALL_TASK_CONFIG, progress: bool = True,
@@ -146,11 +163,11 @@ def probe_wic(
     config: ProbeConfig | None = None,
 ) -> dict[str, Any]:
     """Probes WiC's pairs `data` on every layer of `pretrained` and on their mix: `pair_scores`' result
-    with the headline `layers` and `mix` (the cosine thresholds') and `word_baseline` (the majority's)."""
+    with the headline `layers` and `mix` (the cosine thresholds') and `word_baseline` (the majority's).
+    ValueError (`check_pairs`) for splits the probes cannot use, before any features."""
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
-    if len(data.train) < 2 or not data.test or data.dev == []:
-        raise ValueError("WiC needs at least 2 training pairs, 1 test pair and, if a dev file, 1 dev pair")
+    check_pairs(data, seed)
     config = dataclasses.replace(config or SMALL_TASK_CONFIG, seed=seed, mlp_hidden=0)
     normalize_word("", normalize)  # Checks the mode before any sentence.
     splits = [s for s in (data.train, data.dev, data.test) if s is not None]
@@ -168,7 +185,7 @@ def probe_wic(
     features_done = time.perf_counter()
     dims = layer_dims(pretrained.model)
     scores = pair_scores(train, dev[0] if dev else None, test, dims, config, progress)
-    majority = majority_baseline(*(["T" if p.same else "F" for p in pairs] for pairs in (data.train, data.test)))
+    majority = majority_baseline(_labels(data.train), _labels(data.test))
     return {
         "task": TASK,
         "normalize": normalize,

@@ -30,6 +30,16 @@ def test_both_layouts_and_an_optional_dev_split(tmp_path, nested):
     assert [p.same for p in read_wic(str(tmp_path)).dev] == [False]
 
 
+def test_a_byte_order_mark_opening_a_file_is_read_as_without(tmp_path):
+    for split in ("train", "test"):
+        write_split(str(tmp_path), split, LINES, GOLD)
+    data = read_wic(str(tmp_path))
+    for name in ("train.data.txt", "train.gold.txt"):
+        path = tmp_path / "train" / name
+        path.write_text(path.read_text(encoding="utf-8"), encoding="utf-8-sig")
+    assert read_wic(str(tmp_path)) == data
+
+
 def test_a_made_up_dataset_reads_back(tmp_path):
     data = read_wic(write_made_up_wic(str(tmp_path), train=20, dev=5, test=10))
     assert [len(s) for s in data] == [20, 5, 10]
@@ -49,13 +59,16 @@ def test_a_made_up_dataset_reads_back(tmp_path):
         ("train.data.txt", f"{LINES[0]}\nbank\tN\t0-1\tbank\tbank\n",
          "train.data.txt:2: index 1 is past sentence 2's 1 tokens"),
         ("train.data.txt", f"{LINES[0]}\nbank\tN\t0-0\tbank\t \n", "train.data.txt:2: index 0 is past sentence 2's 0"),
+        ("train.data.txt", "bank\tN\t\u0661-0\tthe bank\tbank\n", "train.data.txt:1: the indices '\u0661-0' are not 'i-j'"),
+        ("train.data.txt", f"bank\tN\t0-{'1' * 4301}\tthe bank\tbank\n",
+         "train.data.txt:1: index of 4301 digits is past sentence 2's 1 tokens"),
         ("train.gold.txt", "T\n", "train.gold.txt:2: no label for line 2 of"),
         ("train.gold.txt", "T\nF\nT\n", "train.gold.txt:3: a label past the last line (2) of"),
         ("test.gold.txt", "T\nyes\n", "test.gold.txt:2: label 'yes' is not T or F"),
         ("test.data.txt", b"bank\tN\t0-0\tbank \xff\tbank\n", "test.data.txt:1: invalid UTF-8"),
     ],
     ids=["empty", "few-columns", "many-columns", "one-index", "negative-index", "past-sentence-1", "past-sentence-2",
-         "empty-sentence", "fewer-labels", "more-labels", "bad-label", "utf8"],
+         "empty-sentence", "arabic-indic-digit", "4301-digits", "fewer-labels", "more-labels", "bad-label", "utf8"],
 )
 def test_bad_input_is_one_error_naming_file_and_line(tmp_path, file, text, message):
     for split in ("train", "test"):

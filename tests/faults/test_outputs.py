@@ -1,6 +1,7 @@
 """The tools' outputs are whole or absent and their inputs checked, end to end on a trained tiny run:
-a SIGTERM during an export or an embedding leaves the earlier outputs and no temporary, a mixed
-export set or a vocabulary cut short is a one-line error, a full disk names the file."""
+a SIGTERM during an export or an embedding leaves the earlier outputs and no temporary (during a
+probe: one line says what was written), a mixed export set or a vocabulary cut short is a one-line
+error, a full disk names the file."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from elmo_jax.cli.export import main as export_main
 from elmo_jax.data.vocab import fingerprint_mismatch
 from elmo_jax.interop.export_sets import read_export_id
 from tests.entry_points import ROOT, last_line, run_script, script_env
+from tests.probing.helpers import bilm_files, conllu_splits  # noqa: F401 (fixtures)
 from tests.training.helpers import swap_vocabulary_lines
 
 pytestmark = pytest.mark.slow
@@ -37,6 +39,20 @@ PAUSED_EXPORT = (
     "    return real_open(file, mode, *args, **kwargs)\n"
     "builtins.open = paused_open\n"
     "sys.exit(export.main(sys.argv[1:]))\n"
+)
+
+# elmo-probe, pausing in the function of elmo_jax.cli.probe named by its first argument: it says so
+# on stdout and waits on stdin, so that the SIGTERM lands there.
+PAUSED_PROBE = (
+    "import sys\n"
+    "from elmo_jax.cli import probe\n"
+    "name, real = sys.argv[1], getattr(probe, sys.argv[1])\n"
+    "def paused(*args, **kwargs):\n"
+    "    print('paused', flush=True)\n"
+    "    sys.stdin.readline()\n"
+    "    return real(*args, **kwargs)\n"
+    "setattr(probe, name, paused)\n"
+    "sys.exit(probe.main(sys.argv[2:]))\n"
 )
 
 
@@ -209,3 +225,26 @@ def test_a_full_disk_names_the_file(workdir, cache, tmp_path):
         assert done.returncode == 1, done.stderr[-3000:]
         assert last_line(done.stderr) == f"error: [Errno 27] File too large: '{path}'"
         assert sorted(os.listdir(tmp_path)) == ["export", "text.txt"]
+
+
+@pytest.mark.parametrize("paused_in", ["_model", "markdown_table"], ids=["before_writing", "after_writing"])
+def test_sigterm_during_a_probe_says_what_was_written(bilm_files, conllu_splits, cache, tmp_path, paused_in):  # noqa: F811
+    """elmo-probe exited 143 saying nothing: stopped while loading the model (nothing written) or
+    while printing its table (both results written)."""
+    out = tmp_path / "out"
+    train, _, test = conllu_splits
+    args = ["--options", bilm_files[0], "--weights", bilm_files[1], "--train", train, "--test", test,
+            "--output", str(out), "--no_progress"]
+    process = subprocess.Popen(
+        [sys.executable, "-c", PAUSED_PROBE, paused_in, *args], cwd=ROOT, env=script_env(cache),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert process.stdout.readline() == "paused\n", process.communicate()[1][-3000:]
+    stderr = terminate(process)
+    results = f"{out / 'probe_upos.json'}, {out / 'probe_upos.png'}"
+    if paused_in == "_model":
+        assert last_line(stderr) == f"stopped by SIGTERM; nothing written ({results} left as before)"
+        assert not out.exists()
+    else:
+        assert last_line(stderr) == f"stopped by SIGTERM after writing {results}"
+        assert sorted(p.name for p in out.iterdir()) == ["probe_upos.json", "probe_upos.png"]

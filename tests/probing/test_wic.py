@@ -4,10 +4,13 @@ synthetic task where one layer carries the answer, and `probe_wic` on made-up Wi
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from elmo_jax.data.wic import read_wic
+from elmo_jax.probing import wic
 from elmo_jax.probing.classifier import ProbeConfig
 from elmo_jax.probing.wic import PairVectors, best_threshold, cosines, pair_features, pair_scores, probe_wic
 from tests.data.wic_helpers import write_made_up_wic
@@ -114,3 +117,18 @@ def test_probe_wic_on_a_tiny_random_bilm(wic_data):
         probe_wic(pretrained, wic_data, control="shuffled")
     with pytest.raises(ValueError, match="at least 2 training pairs"):
         probe_wic(pretrained, wic_data._replace(train=wic_data.train[:1]))
+
+
+def test_dev_pairs_none_of_whose_labels_training_has_are_refused_before_any_features(wic_data, monkeypatch):
+    """Early stopping on them kept the probes untrained (stopped at epoch 0): refused naming the dev
+    file, or the training file for the tenth of it held out without one."""
+    monkeypatch.setattr(wic, "target_features", lambda *args: pytest.fail("features were computed"))
+    pretrained = tiny_bilm(projection=True)
+    same = [p for p in wic_data.train if p.same]
+    dev = [p._replace(where=("dev.data.txt", n)) for n, p in enumerate(wic_data.train, 1) if not p.same]
+    with pytest.raises(ValueError) as error:
+        probe_wic(pretrained, wic_data._replace(train=same, dev=dev))
+    assert str(error.value) == "dev.data.txt: no dev token has a label of the training tokens (dev: F; training: T)"
+    two = [same[0], dev[0]._replace(where=same[0].where)]  # One of each label: the tenth held out is the other's.
+    with pytest.raises(ValueError, match=f"^{re.escape(same[0].where[0])}: no dev token has a label of the training tokens"):
+        probe_wic(pretrained, wic_data._replace(train=two))
