@@ -46,11 +46,18 @@ class PairVectors(NamedTuple):
         return PairVectors(self.u[rows], self.v[rows], self.same[rows])
 
 
+# Cosines are compared rounded to this many decimals: layer 0 gives both words of a pair spelled
+# alike one vector, whose cosine is 1 up to float rounding, which would place a threshold between
+# two such pairs and decide them by the rounding of the machine (ties then go by best_threshold's rule).
+COSINE_DECIMALS = 9
+
+
 def cosines(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """cos(u, v) over the last axis (`[..., D]` -> `[...]`) in float64; 0 where either is zero."""
+    """cos(u, v) over the last axis (`[..., D]` -> `[...]`) in float64, rounded to COSINE_DECIMALS;
+    0 where either is zero."""
     u, v = u.astype(np.float64), v.astype(np.float64)
     norms = np.linalg.norm(u, axis=-1) * np.linalg.norm(v, axis=-1)
-    return np.sum(u * v, axis=-1) / np.maximum(norms, np.finfo(np.float64).tiny)
+    return np.round(np.sum(u * v, axis=-1) / np.maximum(norms, np.finfo(np.float64).tiny), COSINE_DECIMALS)
 
 
 def best_threshold(scores: np.ndarray, same: np.ndarray) -> tuple[float, float]:

@@ -67,6 +67,15 @@ def test_cosines_and_pair_features_of_layers_of_two_widths():
     )
 
 
+def test_vectors_alike_up_to_rounding_have_a_cosine_of_one_exactly():
+    """Layer 0's pairs of one spelling: their cosines must tie, not be ordered by float rounding."""
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=(50, 256)).astype(np.float32)
+    v = u * (1 + rng.normal(scale=1e-7, size=(50, 1))).astype(np.float32)
+    assert set(cosines(u, v)) == {1.0}
+    assert best_threshold(cosines(u, v), np.arange(50) % 2 == 0)[0] == 0.0  # One value: below it, the lowest.
+
+
 def synthetic_pairs(n: int, seed: int, informative: int = 1, k: int = 3, d: int = 8) -> PairVectors:
     """Pairs whose layer `informative` holds v = u + small noise when the same sense, and an
     unrelated v otherwise; the other layers are noise unrelated to the label."""
