@@ -53,6 +53,15 @@ def define_config_flag(help_string: str, flag_values: flags.FlagValues = flags.F
     config_flags.DEFINE_config_file("config", None, help_string, flag_values=flag_values, lock_config=True)
 
 
+def config_origin(flag_values: flags.FlagValues) -> tuple[str, frozenset[str]]:
+    """The recipe file `--config` loaded ('' without one) and the keys that `--config.KEY` overrides
+    set: an error about a key names the one that set it."""
+    if flag_values.config is None:
+        return "", frozenset()
+    flag = flag_values["config"]
+    return config_flags.get_config_filename(flag), frozenset(config_flags.get_override_values(flag))
+
+
 CONFIG_HELP = (
     "A recipe file (configs/demo.py, in the repository) or a shipped recipe by name, from any directory "
     "(demo, ablations:no_highway, ptb_char_small, ...)."

@@ -18,10 +18,10 @@ from typing import Any, Mapping
 
 from absl import app, flags
 
-from elmo_jax.config import schema, validate
+from elmo_jax.config import EVAL_SPLITS, schema, validate
 from elmo_jax.runtime.atomic_write import exit_on_sigterm
 from elmo_jax.cli import tool_flags
-from elmo_jax.cli.config_flags import define_config_flag, flags_parser
+from elmo_jax.cli.config_flags import config_origin, define_config_flag, flags_parser
 from elmo_jax.evaluation.perplexity import BilmFiles, evaluate_bilm_files, evaluate_checkpoint
 
 FLAGS = flags.FLAGS
@@ -36,7 +36,7 @@ flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (instead of 
 flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file of --options.")
 flags.DEFINE_string("softmax_weights", None, "hdf5 softmax (softmax/W [V, P], softmax/b [V]) of --options.")
 flags.DEFINE_string("vocab", None, "Vocabulary of --softmax_weights, one word per line: line i is softmax row i.")
-flags.DEFINE_string("split", None, "Corpus split to evaluate ('valid' | 'test'); default data.eval_split.")
+flags.DEFINE_enum("split", None, EVAL_SPLITS, "Corpus split to evaluate; default data.eval_split.")
 flags.DEFINE_string("eval_files", "", "Evaluate these text files (globs) instead of a corpus split.")
 flags.DEFINE_integer("step", None, "Checkpoint step to evaluate (default: the latest).")
 flags.DEFINE_string("output", None, "Also write the result to this JSON file.")
@@ -93,7 +93,8 @@ def main(argv: list[str]) -> None:
         with exit_on_sigterm():  # A SIGTERM removes a half-written --output, then exits 143.
             if files is None:
                 evaluate_checkpoint(
-                    FLAGS.workdir, FLAGS.config, FLAGS.split, FLAGS.eval_files, FLAGS.step, FLAGS.output
+                    FLAGS.workdir, FLAGS.config, FLAGS.split, FLAGS.eval_files, FLAGS.step, FLAGS.output,
+                    *config_origin(FLAGS),
                 )
             else:
                 evaluate_bilm_files(files, FLAGS.eval_files, FLAGS.config or schema.get_config(), FLAGS.output)

@@ -2,7 +2,7 @@
 config where it enters (validation.py)."""
 
 from elmo_jax.config.checks import ConfigError
-from elmo_jax.config.schema import MIN_VOCAB_SIZE
+from elmo_jax.config.schema import EVAL_SPLITS, MIN_VOCAB_SIZE
 from elmo_jax.config.validation import check_negative_samples, validate
 
-__all__ = ["MIN_VOCAB_SIZE", "ConfigError", "check_negative_samples", "validate"]
+__all__ = ["EVAL_SPLITS", "MIN_VOCAB_SIZE", "ConfigError", "check_negative_samples", "validate"]

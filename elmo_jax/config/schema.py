@@ -22,6 +22,8 @@ from elmo_jax.config.overrides import get_key
 MIN_CHARS_PER_TOKEN = 3
 # <S>, </S>, <UNK> and a handful of words: with fewer every word is <UNK> and perplexity means nothing.
 MIN_VOCAB_SIZE = 8
+# The held-out splits of a corpus: data.eval_split's values and evaluate.py's --split.
+EVAL_SPLITS = ("valid", "test")
 
 
 class Key(NamedTuple):
@@ -81,7 +83,7 @@ SCHEMA = Section("", {
         "max_sentence_tokens": Key(1000, integer(0),
                                    "source='text': longer training lines are split into pieces (0 = no limit)."),
         "prefetch_batches": Key(4, integer(1), "Batches prepared ahead on a background thread."),
-        "eval_split": Key("valid", one_of("valid", "test"), "Split evaluated during and after training."),
+        "eval_split": Key("valid", one_of(*EVAL_SPLITS), "Split evaluated during and after training."),
     }),
     "model": Section("The biLM: token encoder, contextualizer, softmax.", {
         "token_encoder": Key("char_cnn", one_of("char_cnn", "word"),

@@ -175,10 +175,9 @@ def load_or_build_vocab(data: ml_collections.ConfigDict, workdir: str | None = N
     if data.vocab_file:
         vocab = Vocabulary.load(data.vocab_file)
     else:
+        sentences = training_sentences(data)  # Its files checked before the log says the work starts.
         logging.info("Building the vocabulary from the training data")
-        vocab = Vocabulary.build(
-            training_sentences(data), min_count=data.vocab_min_count, max_size=data.vocab_max_size or None
-        )
+        vocab = Vocabulary.build(sentences, min_count=data.vocab_min_count, max_size=data.vocab_max_size or None)
     if len(vocab) < MIN_VOCAB_SIZE:
         raise sources.DataError(
             f"{vocab_origin(data)} has {len(vocab)} words, special tokens included; "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -153,10 +153,14 @@ class ConfigMismatchError(ValueError):
     """A config given for evaluation changes the model that the workdir trained."""
 
 
-def evaluation_config(workdir: str, given: ml_collections.ConfigDict | None = None) -> ml_collections.ConfigDict:
+def evaluation_config(
+    workdir: str, given: ml_collections.ConfigDict | None = None, recipe: str = "", overrides: Collection[str] = ()
+) -> ml_collections.ConfigDict:
     """The config that evaluates `workdir`: its config.json (another model would give a wrong
     perplexity), with the evaluation keys of `given`; ConfigMismatchError for a model key (MODEL_KEYS)
-    that `given` sets to another value. Its other keys are not used."""
+    that `given` sets to another value. Its other keys are not used. `recipe` (the --config file
+    `given` was loaded from) and `overrides` (the keys set on the command line) let the error say
+    which of the two to change; without a recipe every key counts as an override."""
     config = saved_config(workdir)
     if given is None:
         return config
@@ -165,11 +169,20 @@ def evaluation_config(workdir: str, given: ml_collections.ConfigDict | None = No
         if under(key, EVALUATION_KEYS):
             apply_overrides(config, {key: value}, source="--config")
         elif under(key, MODEL_KEYS) and key in saved and as_json(value) != saved[key]:
-            raise ConfigMismatchError(
-                f"--config sets {key}={value!r}, but the model in {workdir} was trained with {key}={saved[key]!r} "
-                "(its config.json): evaluation always builds the trained model, drop the override"
-            )
+            raise _mismatch(workdir, key, value, saved[key], "" if key in overrides else recipe)
     return config
+
+
+def _mismatch(workdir: str, key: str, value: Any, trained: Any, recipe: str) -> ConfigMismatchError:
+    """The error for `key` given as `value` where `workdir` trained with `trained`, naming what set
+    it: the recipe `recipe`, or ('') a command-line override."""
+    reason = (f"but the model in {workdir} was trained with {key}={trained!r} (its config.json): "
+              "evaluation always builds the trained model")
+    if recipe:
+        return ConfigMismatchError(
+            f"--config={recipe} sets {key}={value!r}, {reason}, give no --config (or the recipe it was trained with)"
+        )
+    return ConfigMismatchError(f"--config sets {key}={value!r}, {reason}, drop the override")
 
 
 def _report(result: dict, title: str, paths: list[str]) -> None:
@@ -192,12 +205,12 @@ def _output_paths(output: str | None, inputs: Sequence[tuple[str, str]]) -> list
 
 def evaluate_checkpoint(
     workdir: str, given: ml_collections.ConfigDict | None = None, split: str | None = None, eval_files: str = "",
-    step: int | None = None, output: str | None = None,
+    step: int | None = None, output: str | None = None, recipe: str = "", overrides: Collection[str] = (),
 ) -> dict:
-    """Perplexity of a checkpoint under `evaluation_config(workdir, given)`; prints a table and
-    writes `eval_<name>_<step>.json` (and `output`), `name` the split or 'files' (`eval_files`,
-    data.source='text', where a `split` is a DataError)."""
-    config = evaluation_config(workdir, given)
+    """Perplexity of a checkpoint under `evaluation_config(workdir, given, recipe, overrides)`; prints
+    a table and writes `eval_<name>_<step>.json` (and `output`), `name` the split or 'files'
+    (`eval_files`, data.source='text', where a `split` is a DataError)."""
+    config = evaluation_config(workdir, given, recipe, overrides)
     outputs = _output_paths(output, workdir_inputs(workdir))
     if split is not None:
         corpus.check_split_applies(config.data, split, eval_files)

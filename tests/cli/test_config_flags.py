@@ -8,6 +8,7 @@ import os
 import pytest
 
 from elmo_jax.cli import config_flags
+from elmo_jax.config import EVAL_SPLITS
 from tests.entry_points import ROOT, run_script
 
 TINY = "--config=configs/tests/tiny.py"
@@ -104,3 +105,16 @@ def test_train_help_shows_the_recipe_as_a_path_and_by_name(tmp_path):
     assert any("elmo-train --config=demo " in line for line in lines)
     (config_line,) = [line for line in lines if line.startswith("  --config: ")]
     assert "configs/demo.py" in config_line and "by name" in config_line and "demo," in config_line
+
+
+def test_evaluates_split_is_one_list_in_its_help_and_its_check(tmp_path):
+    """--split takes data.eval_split's values (schema.EVAL_SPLITS): --help lists them, and another
+    value is one error line naming the same list, before any work."""
+    splits = "<" + "|".join(EVAL_SPLITS) + ">"
+    result = run_script("evaluate.py", "--help", compile_cache=str(tmp_path / "cache"))
+    (split_line,) = [line for line in result.stdout.splitlines() if line.startswith("  --split: ")]
+    assert split_line.startswith(f"  --split: {splits}: ")
+    workdir = tmp_path / "run"
+    result = run_script("evaluate.py", f"--workdir={workdir}", "--split=dev", compile_cache=str(tmp_path / "cache"))
+    assert result.returncode == 1 and result.stdout == "" and not workdir.exists()
+    assert result.stderr == f"error: flag --split=dev: value should be one of {splits}\n"

@@ -96,6 +96,21 @@ def test_bad_input_is_one_error_line_and_exit_1(trained, tmp_path, case, expecte
     assert "Traceback" not in done.stderr
 
 
+def test_a_recipe_of_another_model_is_named_in_the_error(trained):
+    """--config=RECIPE of another model than the workdir's: the error names the recipe, which no
+    override put there."""
+    workdir, _, cache = trained
+    recipe = "configs/tests/no_projection.py"
+    done = run_script("evaluate.py", f"--workdir={workdir}", f"--config={recipe}", compile_cache=cache)
+    assert done.returncode == 1
+    assert last_line(done.stderr) == (
+        f"error: --config={recipe} sets model.lstm.dim=8, but the model in {workdir} was trained with "
+        "model.lstm.dim=16 (its config.json): evaluation always builds the trained model, give no --config "
+        "(or the recipe it was trained with)"
+    )
+    assert "Traceback" not in done.stderr
+
+
 @pytest.fixture(scope="module")
 def exported(trained):
     """The workdir's checkpoint exported as bilm-tf/AllenNLP files (options, weights, softmax, vocabulary)."""

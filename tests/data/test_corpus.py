@@ -3,6 +3,8 @@ data.source='tfds' (splits, process shards, vocabulary, counts)."""
 
 import collections
 import itertools
+import logging
+import re
 
 import pytest
 
@@ -86,6 +88,23 @@ def test_glob_matching_nothing_names_the_key_and_glob(tmp_path):
     data = _text_config(str(tmp_path / "t.txt"), eval_files=missing).data
     with pytest.raises(DataError, match=r"data\.eval_files: no file matches"):
         corpus.eval_sentences(data, "valid")
+
+
+@pytest.mark.parametrize(
+    "train_files, error",
+    [("", "data.source='text' needs data.train_files"), ("nope-*.txt", "data.train_files: no file matches")],
+)
+def test_the_training_files_are_checked_before_the_vocabulary_is_said_to_be_built(tmp_path, caplog, train_files,
+                                                                                   error):
+    """No "Building the vocabulary" line before the error saying that there is nothing to build it from."""
+    building = "Building the vocabulary from the training data"
+    with caplog.at_level(logging.INFO), pytest.raises(DataError, match=re.escape(error)):
+        corpus.load_or_build_vocab(_text_config(train_files and str(tmp_path / train_files)).data, str(tmp_path))
+    assert building not in caplog.text
+    pattern, _ = _write_corpus(tmp_path, 1)
+    with caplog.at_level(logging.INFO):
+        corpus.load_or_build_vocab(_text_config(pattern).data, str(tmp_path))
+    assert building in caplog.text
 
 
 def test_file_names_with_glob_characters(tmp_path):

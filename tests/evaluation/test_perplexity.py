@@ -105,3 +105,20 @@ def test_a_given_model_key_that_differs_is_an_error_naming_it(tmp_path, key, giv
         f"--config sets {key}={given!r}, but the model in {workdir} was trained with {key}={saved!r} "
         "(its config.json): evaluation always builds the trained model, drop the override"
     )
+
+
+@pytest.mark.parametrize(
+    "overrides, names",
+    [((), "--config=my_recipe.py sets"), (("model.lstm.use_skip_connections",), "--config sets")],
+)
+def test_a_differing_model_key_is_named_as_the_recipe_or_the_override_that_set_it(tmp_path, overrides, names):
+    """A recipe of another model (evaluate.py --config=my_recipe.py) is not an override to drop."""
+    workdir = _saved_workdir(tmp_path)
+    given = tiny_config(**{"model.lstm.use_skip_connections": False})
+    with pytest.raises(ConfigMismatchError) as error:
+        evaluation_config(workdir, given, recipe="my_recipe.py", overrides=overrides)
+    advice = "drop the override" if overrides else "give no --config (or the recipe it was trained with)"
+    assert str(error.value) == (
+        f"{names} model.lstm.use_skip_connections=False, but the model in {workdir} was trained with "
+        f"model.lstm.use_skip_connections=True (its config.json): evaluation always builds the trained model, {advice}"
+    )
