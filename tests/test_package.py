@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import subprocess
 import sys
@@ -33,15 +34,37 @@ def test_console_scripts_cover_every_tool() -> None:
     }
 
 
+def _requirements(name: str) -> list[str]:
+    """The requirement lines of the requirements file `name`, without comments."""
+    with open(os.path.join(ROOT, name)) as f:
+        lines = [line.split("#")[0].strip() for line in f]
+    return [line for line in lines if line]
+
+
 def test_requirements_install_the_package_with_its_extras_at_the_locked_versions() -> None:
     """requirements*.txt install this package (editable) rather than repeating its dependencies,
     constrained to constraints.txt's exact versions."""
-    with open(os.path.join(ROOT, "requirements.txt")) as f:
-        lines = [line.split("#")[0].strip() for line in f]
-    assert [line for line in lines if line] == ["-c constraints.txt", "-e .[tfds,report]"]
-    with open(os.path.join(ROOT, "requirements-dev.txt")) as f:
-        lines = [line.split("#")[0].strip() for line in f]
-    assert [line for line in lines if line] == ["-c constraints.txt", "-e .[dev]"]
+    assert _requirements("requirements.txt") == ["-c constraints.txt", "-e .[tfds,report]"]
+    assert _requirements("requirements-dev.txt") == ["-c constraints.txt", "-e .[dev]"]
+
+
+# Each platform's requirements file, and the extra of jax it adds to requirements.txt.
+PLATFORM_REQUIREMENTS = {
+    "requirements-cuda12.txt": "jax[cuda12]", "requirements-cuda13.txt": "jax[cuda13]", "requirements-tpu.txt": "jax[tpu]",
+}
+
+
+def test_platform_requirements_add_jaxs_extra_at_the_pinned_jax() -> None:
+    """requirements-<platform>.txt is requirements.txt and jax's extra for the platform, with no
+    version of its own: constraints.txt's jax decides, the plugin follows it (CI resolves each file:
+    tools/check_platform_requirements.sh), and docs/scaling.md installs each."""
+    found = {os.path.basename(path) for path in glob.glob(os.path.join(ROOT, "requirements-*.txt"))}
+    assert found == {*PLATFORM_REQUIREMENTS, "requirements-dev.txt"}
+    with open(os.path.join(ROOT, "docs", "scaling.md"), encoding="utf-8") as f:
+        scaling = f.read()
+    for name, extra in PLATFORM_REQUIREMENTS.items():
+        assert _requirements(name) == ["-r requirements.txt", extra], name
+        assert f"pip install -q -r {name}" in scaling, name
 
 
 def _normalized(name: str) -> str:
