@@ -20,7 +20,7 @@ runs=(
   "configs/elmo_original.py --config.model.dtype=bfloat16 --config.train.batch_size=512"
   "configs/elmo_original.py --config.model.dtype=bfloat16 --config.train.batch_size=1024"
   "configs/elmo_small.py --config.model.dtype=bfloat16 --config.train.batch_size=128"
-  "configs/elmo_original.py --config.model.dtype=bfloat16 --config.train.batch_size=128 --config.model.lstm_kernel=pallas --config.model.conv_kernel=pallas"
+  "configs/elmo_original.py --config.model.dtype=bfloat16 --config.train.batch_size=128 --config.model.lstm.kernel=pallas --config.model.conv_kernel=pallas"
 )
 torch_runs=(
   "configs/elmo_original.py --config.model.dtype=bfloat16 --config.train.batch_size=128"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compile time and step time of the train step's design levers on one GPU, in one run: the LSTM
-# windows unrolled (model.unroll=20) against loops of 1 or 2 steps per iteration, XLA's Triton
+# windows unrolled (model.lstm.unroll=20) against loops of 1 or 2 steps per iteration, XLA's Triton
 # GEMM fusions on and off, glibc malloc in one arena (elmo_jax.runtime.host_memory's CPU tuning),
 # and the code of the H100 table (commit 6f03be5, unpacked in OLD_TREE) beside today's.
 #
@@ -26,21 +26,21 @@ one_arena="ELMO_JAX_REUSE_FREED_MEMORY=1"
 # flags: one draw per step was its only softmax sampling. Its automatic unroll is the whole window.
 case ${LEVERS:-unroll} in
   unroll) variants=(
-    "new_unroll_all|.|${original} ${one_draw} --config.model.unroll=20 --trace_dir=/tmp/trace_new||new_unroll_all"
+    "new_unroll_all|.|${original} ${one_draw} --config.model.lstm.unroll=20 --trace_dir=/tmp/trace_new||new_unroll_all"
     "old_unroll_all|${old}|${original} --trace_dir=/tmp/trace_old||old_unroll_all"
-    "new_scan1|.|${original} ${one_draw} --config.model.unroll=1||new_scan1"
+    "new_scan1|.|${original} ${one_draw} --config.model.lstm.unroll=1||new_scan1"
     "old_scan1|${old}|${original} --config.model.unroll=1||old_scan1"
-    "new_scan2|.|${original} ${one_draw} --config.model.unroll=2||new_scan2"
-    "new_scan1_no_triton_gemm|.|${original} ${one_draw} --config.model.unroll=1|${no_triton}|new_scan1_no_triton_gemm"
-    "new_unroll_all_no_triton_gemm|.|${original} ${one_draw} --config.model.unroll=20|${no_triton}|new_unroll_all_no_triton_gemm"
-    "small_new_scan1|.|${small} ${one_draw} --config.model.unroll=1||small_new_scan1"
+    "new_scan2|.|${original} ${one_draw} --config.model.lstm.unroll=2||new_scan2"
+    "new_scan1_no_triton_gemm|.|${original} ${one_draw} --config.model.lstm.unroll=1|${no_triton}|new_scan1_no_triton_gemm"
+    "new_unroll_all_no_triton_gemm|.|${original} ${one_draw} --config.model.lstm.unroll=20|${no_triton}|new_unroll_all_no_triton_gemm"
+    "small_new_scan1|.|${small} ${one_draw} --config.model.lstm.unroll=1||small_new_scan1"
   ) ;;
   malloc) variants=(
-    "new_scan1_one_arena|.|${original} ${one_draw} --config.model.unroll=1|${one_arena}|new_scan1_one_arena"
-    "new_scan1|.|${original} ${one_draw} --config.model.unroll=1||new_scan1"
-    "new_unroll_all|.|${original} ${one_draw} --config.model.unroll=20||new_unroll_all"
-    "small_new_scan1|.|${small} ${one_draw} --config.model.unroll=1||small_new_scan1"
-    "new_scan1_b1024|.|${original/batch_size=128/batch_size=1024} ${one_draw} --config.model.unroll=1||new_scan1_b1024"
+    "new_scan1_one_arena|.|${original} ${one_draw} --config.model.lstm.unroll=1|${one_arena}|new_scan1_one_arena"
+    "new_scan1|.|${original} ${one_draw} --config.model.lstm.unroll=1||new_scan1"
+    "new_unroll_all|.|${original} ${one_draw} --config.model.lstm.unroll=20||new_unroll_all"
+    "small_new_scan1|.|${small} ${one_draw} --config.model.lstm.unroll=1||small_new_scan1"
+    "new_scan1_b1024|.|${original/batch_size=128/batch_size=1024} ${one_draw} --config.model.lstm.unroll=1||new_scan1_b1024"
     "old_unroll_all|${old}|${original}||old_unroll_all"
   ) ;;
   *) echo "LEVERS must be unroll or malloc, got ${LEVERS}" >&2; exit 2 ;;

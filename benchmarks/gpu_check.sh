@@ -53,7 +53,7 @@ if [[ ${parts} == *" shapes "* ]]; then
 fi
 if [[ ${parts} == *" pallas "* ]]; then  # The default takes the conv kernel on GPU: against XLA's convolutions.
   xla_conv="--config.model.conv_kernel=xla"
-  pallas_lstm="--config.model.lstm_kernel=pallas"
+  pallas_lstm="--config.model.lstm.kernel=pallas"
   concurrent+=(
     "xla_conv_b128|.|${original} --config.train.batch_size=128 ${xla_conv}||${run_id}_xc"
     "xla_conv_b1024|.|${original} --config.train.batch_size=1024 ${xla_conv}||${run_id}_xc1024"

@@ -1,7 +1,8 @@
 """Configs and checkpoint records written by earlier elmo-jax, read with today's key names.
 
 `RENAMED` maps each key renamed since to its name today (the width of every layer was
-`model.lstm.projection_dim` while the LSTM was the only contextualizer). Readers of a saved
+`model.lstm.projection_dim`, and the LSTM's unroll and kernel keys sat under `model`, while the LSTM
+was the only contextualizer). Readers of a saved
 config.json (workdir/saved_config.py) and of a checkpoint's model record (workdir/checkpoints.py)
 move the old keys before anything reads them.
 """
@@ -13,7 +14,12 @@ from typing import Any, Mapping
 
 from elmo_jax.config.overrides import leaves
 
-RENAMED = {"model.lstm.projection_dim": "model.width"}
+RENAMED = {
+    "model.lstm.projection_dim": "model.width",
+    # The LSTM's own keys, in its section since the other contextualizers came.
+    "model.unroll": "model.lstm.unroll",
+    "model.lstm_kernel": "model.lstm.kernel",
+}
 
 
 def migrated_record(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ RECORDED = ("model.", "data.max_chars_per_token")
 # Keys under RECORDED that change how the model is computed or trained, not what it computes: they
 # may change between training and evaluation.
 HOW_COMPUTED = (
-    "model.dtype", "model.remat", "model.unroll", "model.lstm_kernel", "model.conv_block", "model.conv_kernel",
+    "model.dtype", "model.remat", "model.lstm.unroll", "model.lstm.kernel", "model.conv_block", "model.conv_kernel",
     "model.distinct_fraction", "model.dropout", "model.token_dropout", "model.init_range", "model.lstm.initializer",
     "model.softmax.",
 )

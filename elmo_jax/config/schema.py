@@ -116,6 +116,11 @@ SCHEMA = Section("", {
             "initializer": Key("uniform", one_of("uniform", "glorot_uniform"),
                                "Kernels: 'uniform' U(-0.05, 0.05) | 'glorot_uniform' (bilm-tf: TF's default, limit "
                                "sqrt(6 / (fan_in + fan_out)) of LSTMCell's kernel and projection)."),
+            "unroll": Key(0, integer(0),
+                          "Time steps per loop iteration (0 = automatic: 1; more multiplies the compile work)."),
+            "kernel": Key("xla", one_of("xla", "pallas"),
+                          "The time loop: 'xla' | 'pallas' (model/pallas_lstm.py: Triton kernels on GPU, 1.6-7x "
+                          "slower than xla there (docs/performance.md); Pallas's slow interpreter elsewhere)."),
         }),
         "gated_cnn": Section(
             "Gated CNN (model.contextualizer='gated_cnn', Dauphin et al. 2017): causal convolutions with gated linear "
@@ -155,12 +160,10 @@ SCHEMA = Section("", {
                              "Dropout on the token embeddings, the first layer's input (-1 = model.dropout; Kim et "
                              "al. 2016 leave it out: 0).", off=-1.0),
         "dtype": Key("float32", one_of("float32", "bfloat16"), "Compute dtype (parameters stay float32)."),
-        "remat": Key(False, BOOLEAN, "Recompute LSTM steps in the backward pass (saves memory on long unrolls)."),
-        "unroll": Key(0, integer(0),
-                      "LSTM time steps per loop iteration (0 = automatic: 1; more multiplies the compile work)."),
-        "lstm_kernel": Key("xla", one_of("xla", "pallas"),
-                           "The LSTM time loop: 'xla' | 'pallas' (model/pallas_lstm.py: Triton kernels on GPU, "
-                           "1.6-7x slower than xla there (docs/performance.md); Pallas's slow interpreter elsewhere)."),
+        "remat": Key(False, BOOLEAN,
+                     "Recompute each contextual layer's forward pass in the backward pass instead of keeping its "
+                     "activations (an LSTM layer, a gated-CNN layer, a Transformer block): less memory on long "
+                     "windows and large batches, about a third more compute."),
         "conv_block": Key(0, integer(-1),
                           "Tokens per block of the char convolutions, forward and reverse (0 = automatic: 16 on CPU, "
                           "whole batch on GPU/TPU; -1 = whole batch). See model/conv_pool.py."),

@@ -29,8 +29,11 @@ def _check_chars_fit_filters(config: Mapping[str, Any]) -> None:
 
 
 def _check_init_range_is_uniform(config: Mapping[str, Any]) -> None:
-    """`model.init_range` draws every weight from one uniform, the LSTM kernels included."""
-    init_range, initializer = config["model"]["init_range"], config["model"]["lstm"]["initializer"]
+    """`model.init_range` draws every weight from one uniform, an LSTM's kernels included."""
+    model = config["model"]
+    if model["contextualizer"] != "lstm":  # The LSTM's section configures nothing then.
+        return
+    init_range, initializer = model["init_range"], model["lstm"]["initializer"]
     if init_range > 0 and initializer != "uniform":
         raise ConfigError(
             f"config key model.init_range={init_range!r} draws every weight from a uniform: "

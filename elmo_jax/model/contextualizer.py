@@ -6,7 +6,7 @@ scope, params and dropouts (docs/contextualizers.md, "Adding a contextualizer").
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -27,11 +27,6 @@ class Contextualizer(nn.Module):
     remat: bool = False
     dtype: Any = jnp.float32
     init_range: float = 0.0  # > 0: every weight from U(-init_range, init_range).
-
-    @classmethod
-    def model_options(cls, model: Mapping[str, Any]) -> dict[str, Any]:
-        """Fields from keys of `config.model` outside the contextualizer's own section; none by default."""
-        return {}
 
     def setup(self) -> None:
         self.drop = nn.Dropout(self.dropout)

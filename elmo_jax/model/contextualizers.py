@@ -37,9 +37,10 @@ def contextualizer_class(name: str) -> type[Contextualizer]:
 
 
 def contextualizer_options(model: Mapping[str, Any]) -> dict[str, Any]:
-    """The contextualizer's own fields from `config.model`: its section whole and `model_options`."""
+    """The contextualizer's own fields from `config.model`: its section, whole."""
     name = model["contextualizer"]
-    return {**schema.section_options(model[name], f"model.{name}"), **contextualizer_class(name).model_options(model)}
+    contextualizer_class(name)  # ConfigError for a name not registered.
+    return schema.section_options(model[name], f"model.{name}")
 
 
 def contextualizer_from_config(model: Mapping[str, Any], input_dim: int) -> Contextualizer:

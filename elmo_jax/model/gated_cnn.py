@@ -112,10 +112,12 @@ class GatedCNNStack(nn.Module):
     dtype: jnp.dtype = jnp.float32
     init_range: float = 0.0
     dilation_base: int = 1
+    remat: bool = False  # Recompute each layer's forward pass in the backward pass.
 
     def setup(self) -> None:
+        layer = nn.remat(GatedConvLayer) if self.remat else GatedConvLayer
         self.layers = [
-            GatedConvLayer(
+            layer(
                 self.features, self.kernel_width, self.residual and i > 0, self.dtype, self.init_range, r,
                 name=f"glu_{i}",
             )
@@ -151,7 +153,7 @@ class GatedCNNContextualizer(Contextualizer):
         super().setup()
         self.stack = GatedCNNStack(
             self.width, self.n_layers, self.kernel_width, self.residual, self.dropout, self.token_dropout,
-            self.dtype, self.init_range, self.dilation_base, name="gated_cnn",
+            self.dtype, self.init_range, self.dilation_base, self.remat, name="gated_cnn",
         )
 
     def initial_state(self, batch_size: int) -> list[jax.Array]:

@@ -112,9 +112,9 @@ class BiLSTMLayer(nn.Module):
     def _recurrence(self, xw, bias, w_hidden, w_proj, mask, state, reset=None, reset_state=None):
         """The time loop over xw `[2, B, T, 4 dim]` -> (outputs `[2, B, T, P]`, final `LSTMState`)."""
         if self.kernel not in TIME_LOOP_KERNELS:
-            raise ValueError(f"model.lstm_kernel must be one of {TIME_LOOP_KERNELS}, got {self.kernel!r}")
+            raise ValueError(f"model.lstm.kernel must be one of {TIME_LOOP_KERNELS}, got {self.kernel!r}")
         if self.kernel == "pallas" and reset is None:
-            platform.check_triton("model.lstm_kernel")
+            platform.check_triton("model.lstm.kernel")
             outputs, final = pallas_lstm_recurrence(
                 xw, w_hidden, w_proj, mask[..., None], *state, self.cell_clip, self.proj_clip, self.dtype,
                 time_axis=2, bias=bias, interpret=platform.interprets_pallas(),

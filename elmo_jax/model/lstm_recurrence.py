@@ -217,7 +217,7 @@ def _resolve_unroll(unroll: int, n_steps: int) -> int:
     """0 (automatic): 1 on every platform. Unrolling multiplies the compile work for no faster
     step (docs/performance.md)."""
     if unroll < 0:
-        raise ValueError(f"model.unroll must be >= 0, got {unroll}")
+        raise ValueError(f"model.lstm.unroll must be >= 0, got {unroll}")
     return max(1, min(int(unroll), n_steps))
 
 

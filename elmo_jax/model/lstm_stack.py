@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -23,10 +22,6 @@ class LSTMContextualizer(Contextualizer):
     initializer: str = "uniform"  # LSTM kernels: 'uniform' | 'glorot_uniform' (lstm.kernel_limits).
     unroll: int = 0
     kernel: str = "xla"  # The time loop: 'xla' | 'pallas' (BiLSTMLayer.kernel).
-
-    @classmethod
-    def model_options(cls, model: Mapping[str, Any]) -> dict[str, Any]:
-        return {"unroll": model["unroll"], "kernel": model["lstm_kernel"]}
 
     def setup(self) -> None:
         super().setup()

@@ -23,6 +23,8 @@ TINY = "--config=configs/tests/tiny.py"
          "error: unknown config key 'opt.learning_rate' (did you mean 'train.optimizer.learning_rate'?)"),
         ([TINY, "--noconfig.train.statefull"], "error: unknown config key 'train.statefull' (did you mean 'train.stateful'?)"),
         ([TINY, "--config.model.lstm.projection_dim=8"], "error: config key 'model.lstm.projection_dim' is now 'model.width'"),
+        ([TINY, "--config.model.unroll=2"], "error: config key 'model.unroll' is now 'model.lstm.unroll'"),
+        ([TINY, "--config.model.lstm_kernel=pallas"], "error: config key 'model.lstm_kernel' is now 'model.lstm.kernel'"),
         (["--config=configs/dmeo.py"], "error: config file 'configs/dmeo.py' not found (did you mean 'configs/demo.py'?)"),
         (["--config=configs/ablations.py:no_higway"], "error: configs/ablations.py:no_higway: unknown ablation 'no_higway'; choose one of"),
         ([TINY, "--config.train.batch_size=four"], "error: flag --config.train.batch_size=four: invalid literal for int()"),

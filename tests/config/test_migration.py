@@ -26,4 +26,12 @@ def test_an_old_and_a_new_key_that_disagree_are_one_error_naming_both():
 def test_a_checkpoints_record_is_migrated_key_by_key():
     record = {"model.lstm.projection_dim": 8, "model.lstm.dim": 16}
     assert migrated_record(record) == {"model.width": 8, "model.lstm.dim": 16}
-    assert set(RENAMED) == {"model.lstm.projection_dim"}
+    assert set(RENAMED) == {"model.lstm.projection_dim", "model.unroll", "model.lstm_kernel"}
+
+
+def test_the_lstms_own_keys_move_into_its_section():
+    """model.unroll and model.lstm_kernel were the LSTM's keys outside its section."""
+    saved = {"model": {"unroll": 2, "lstm_kernel": "pallas", "lstm": {"dim": 16}, "remat": True}}
+    assert migrated_config(saved, "config.json") == {
+        "model": {"lstm": {"dim": 16, "unroll": 2, "kernel": "pallas"}, "remat": True}
+    }

@@ -12,7 +12,7 @@ def test_the_record_holds_the_keys_that_change_the_computation_and_leaves_out_ho
                 "model.lstm.cell_clip", "model.lstm.use_skip_connections", "model.lstm.dim",
                 "data.max_chars_per_token"):
         assert key in record, key
-    for key in ("model.dtype", "model.lstm_kernel", "model.unroll", "model.dropout", "model.softmax.sampled",
+    for key in ("model.dtype", "model.lstm.kernel", "model.lstm.unroll", "model.dropout", "model.softmax.sampled",
                 "model.lstm.initializer", "train.batch_size", "data.train_files", "eval.batch_size"):
         assert key not in record, key
 

@@ -74,7 +74,7 @@ BAD_VALUES = [
     ("model.char_cnn.activation", "gelu"),
     ("model.dtype", "float16"),
     ("model.lstm.initializer", "normal"),
-    ("model.lstm_kernel", "cuda"),
+    ("model.lstm.kernel", "cuda"),
     ("model.conv_kernel", "cuda"),
     ("train.optimizer.name", "rmsprop"),
     ("train.optimizer.schedule", "step"),
@@ -184,6 +184,9 @@ def test_init_range_needs_the_uniform_lstm_initializer():
     config.model.lstm.initializer = "uniform"
     validate(config)
     validate(_config(**{"model.init_range": 0.0, "model.lstm.initializer": "glorot_uniform"}))
+    for contextualizer in ("gated_cnn", "transformer"):  # The LSTM's section configures nothing then.
+        validate(_config(**{"model.contextualizer": contextualizer, "model.init_range": 0.05,
+                            "model.lstm.initializer": "glorot_uniform"}))
 
 
 @pytest.mark.parametrize("missing", ["eval.probe.train_file", "eval.probe.test_file"])
@@ -324,7 +327,7 @@ def test_choices_are_those_the_code_accepts():
     assert choices("model.char_cnn.activation") == set(char_cnn.ACTIVATIONS)
     assert choices("model.conv_kernel") == set(char_cnn.CONV_KERNELS)
     assert choices("model.lstm.initializer") == set(lstm.KERNEL_INITIALIZERS)
-    assert choices("model.lstm_kernel") == set(lstm.TIME_LOOP_KERNELS)
+    assert choices("model.lstm.kernel") == set(lstm.TIME_LOOP_KERNELS)
     assert choices("train.optimizer.schedule") == set(optim._SCHEDULES)
     assert choices("train.optimizer.name") == set(optim._OPTIMIZERS)
     assert choices("eval.probe.task") == {"", *tasks.TASKS}

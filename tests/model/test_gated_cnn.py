@@ -175,3 +175,24 @@ def test_initial_buffers_shapes() -> None:
     assert shapes == [(2, B, K - 1, F), (2, B, K - 1, P), (2, B, K - 1, P)]
     shapes = [s.shape for s in initial_buffers(B, F, P, 3, K, dilation_base=2)]
     assert shapes == [(2, B, K - 1, F), (2, B, 2 * (K - 1), P), (2, B, 4 * (K - 1), P)]
+
+
+def test_remat_recomputes_the_layers_with_the_same_params_outputs_and_gradients() -> None:
+    """model.remat: each layer's forward pass again in the backward pass, nothing else changed."""
+    stack, params = stack_and_params()
+    rematted = stack.clone(remat=True)
+    x = jax.random.normal(jax.random.key(1), (2, B, T, F))
+    mask = jnp.ones((2, B, T), bool).at[:, 0, -2:].set(False)
+    state = initial_buffers(B, F, P, stack.n_layers, K)
+    assert jax.tree.structure(rematted.init(jax.random.key(0), x, mask, state)["params"]) == jax.tree.structure(params)
+
+    def loss(module: GatedCNNStack, p: Any) -> jax.Array:
+        outputs, _ = module.apply({"params": p}, x, mask, state)
+        return sum(jnp.sum(jnp.sin(o)) for o in outputs)
+
+    plain, remat = jax.value_and_grad(lambda p: loss(stack, p))(params), jax.value_and_grad(lambda p: loss(rematted, p))(params)
+    np.testing.assert_allclose(remat[0], plain[0], rtol=1e-6)
+    for a, b in zip(jax.tree.leaves(remat[1]), jax.tree.leaves(plain[1])):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    grad_fn = jax.grad(lambda p: loss(rematted, p))
+    assert "remat" in str(jax.make_jaxpr(grad_fn)(params))  # The layers are recomputed, not stored.

@@ -445,5 +445,5 @@ def test_bilstm_pallas_kernel_same_outputs_and_gradients(plain_grads: tuple[tupl
     np.testing.assert_allclose(loss_p, loss_x, rtol=1e-5)
     for got, want in zip(jax.tree.leaves((out_p, final_p, grads_p)), jax.tree.leaves((out_x, final_x, grads_x))):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    with pytest.raises(ValueError, match="model.lstm_kernel"):
+    with pytest.raises(ValueError, match="model.lstm.kernel"):
         BiLSTMLayer(DIM, P, kernel="cudnn").init(jax.random.key(0), x, mask, state)

@@ -204,7 +204,7 @@ def test_no_projection_matches_numpy_and_finite_differences(time_axis: int) -> N
 def test_automatic_unroll_is_one_and_negative_unroll_is_an_error() -> None:
     assert _resolve_unroll(0, T) == 1
     assert _resolve_unroll(100, T) == T
-    with pytest.raises(ValueError, match="model.unroll"):
+    with pytest.raises(ValueError, match="model.lstm.unroll"):
         _resolve_unroll(-1, T)
 
 

@@ -28,9 +28,9 @@ def test_unknown_platform_is_one_line_error():
 
 
 def test_a_pallas_kernel_asked_for_on_gpu_without_the_triton_backend_names_its_key(monkeypatch):
-    platform.check_triton("model.lstm_kernel")  # This JAX has the backend (or runs Pallas's interpreter).
+    platform.check_triton("model.lstm.kernel")  # This JAX has the backend (or runs Pallas's interpreter).
     monkeypatch.setitem(sys.modules, "jax.experimental.pallas.triton", None)
-    platform.check_triton("model.lstm_kernel")  # Off GPU the interpreter needs no backend.
+    platform.check_triton("model.lstm.kernel")  # Off GPU the interpreter needs no backend.
     with platform.lowering_for("cuda"):
-        with pytest.raises(ValueError, match=r"^model.lstm_kernel='pallas' needs Pallas's Triton backend"):
-            platform.check_triton("model.lstm_kernel")
+        with pytest.raises(ValueError, match=r"^model.lstm.kernel='pallas' needs Pallas's Triton backend"):
+            platform.check_triton("model.lstm.kernel")

@@ -102,7 +102,7 @@ def test_cuda_step_takes_the_gpu_paths(default_text, default_step):
 
 def test_an_unrolled_window_exceeds_the_bound():
     """The guard catches what it is for: the windows unrolled (20 loop bodies per pass)."""
-    unrolled = op_counts(cuda_train_step_text({"model.unroll": 20}))
+    unrolled = op_counts(cuda_train_step_text({"model.lstm.unroll": 20}))
     assert sum(unrolled.values()) > MAX_OPS, sum(unrolled.values())
 
 

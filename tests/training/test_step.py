@@ -178,13 +178,13 @@ def test_transformer_step_carries_its_memory_and_trains_in_both_dtypes(dtype):
 
 
 def test_pallas_kernels_initialise_at_batch_1_and_train_as_the_xla_ones():
-    """model.lstm_kernel=pallas and model.conv_kernel=pallas (Pallas's interpreter on CPU, Triton on
+    """model.lstm.kernel=pallas and model.conv_kernel=pallas (Pallas's interpreter on CPU, Triton on
     a GPU): the model initialises (at batch 1, `init_params`) and a train step on a batch of 3 gives
     the loss, gradient norm and updated parameters of the XLA kernels."""
     results = []
     for kernel in ("xla", "pallas"):
         config, _, state, step, mesh = _setup(
-            **{"model.lstm_kernel": kernel, "model.conv_kernel": kernel, "train.batch_size": 3}
+            **{"model.lstm.kernel": kernel, "model.conv_kernel": kernel, "train.batch_size": 3}
         )
         batch = random_batch(np.random.default_rng(5), VOCAB, 3, 5, config.data.max_chars_per_token, mask_tail=2)
         new_state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
