@@ -22,7 +22,7 @@ from elmo_jax.config import EVAL_SPLITS, schema, validate
 from elmo_jax.runtime.atomic_write import exit_on_sigterm
 from elmo_jax.cli import tool_flags
 from elmo_jax.cli.config_flags import config_origin, define_config_flag, flags_parser
-from elmo_jax.evaluation.perplexity import BilmFiles, evaluate_bilm_files, evaluate_checkpoint
+from elmo_jax.evaluation.saved_models import BilmFiles, evaluate_bilm_files, evaluate_checkpoint
 
 FLAGS = flags.FLAGS
 define_config_flag(

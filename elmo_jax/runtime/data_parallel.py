@@ -3,7 +3,7 @@ state (`[2, B, ...]` leaves) split along the batch axis, decisions agreed by all
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import numpy as np
@@ -61,3 +61,14 @@ def shard_batch(batch: Any, mesh: jax.sharding.Mesh) -> Any:
     """This process's rows of the global batch (`[2, B, ...]` arrays) -> global arrays split over 'data'."""
     sharding = NamedSharding(mesh, BATCH_SPEC)
     return jax.tree.map(lambda x: jax.make_array_from_process_local_data(sharding, x), batch)
+
+
+def sharded_step(per_device_step: Callable, mesh: jax.sharding.Mesh, specs: tuple[Any, ...]) -> Callable:
+    """jit(shard_map(per_device_step)) of a step `(*args, batch) -> (new args[-1], metrics)` over the
+    data mesh, `specs` the partition specs of `args`: the train step's (the train state) and the
+    eval step's (params replicated, the carried state). The last argument is donated and comes back
+    updated with its spec; the metrics come back replicated (the step `psum`s them)."""
+    mapped = jax.shard_map(
+        per_device_step, mesh=mesh, in_specs=(*specs, BATCH_SPEC), out_specs=(specs[-1], P()), check_vma=False
+    )
+    return jax.jit(mapped, donate_argnums=len(specs) - 1)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import jax
 from jax.sharding import PartitionSpec as P
 
-from elmo_jax.runtime.data_parallel import BATCH_SPEC, carried_state_spec, shardings
+from elmo_jax.runtime.data_parallel import carried_state_spec, sharded_step, shardings
 
 if TYPE_CHECKING:  # Annotations only: the train state imports optax.
     from elmo_jax.training.state import TrainState
@@ -34,9 +34,5 @@ def place_state(state: TrainState, mesh: jax.sharding.Mesh) -> TrainState:
 def parallel_train_step(
     per_device_step: Callable, mesh: jax.sharding.Mesh, state: TrainState
 ) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
-    """jit(shard_map(per_device_step)) with the train state donated."""
-    state_spec = train_state_spec(state)
-    mapped = jax.shard_map(
-        per_device_step, mesh=mesh, in_specs=(state_spec, BATCH_SPEC), out_specs=(state_spec, P()), check_vma=False
-    )
-    return jax.jit(mapped, donate_argnums=0)
+    """The sharded step (`data_parallel.sharded_step`) with the train state donated."""
+    return sharded_step(per_device_step, mesh, (train_state_spec(state),))

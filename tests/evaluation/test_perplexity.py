@@ -1,6 +1,5 @@
 """Perplexity: every target counted once, states carried exactly across windows."""
 
-import json
 import math
 
 import jax
@@ -9,10 +8,9 @@ import pytest
 
 from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.evaluation.perplexity import ConfigMismatchError, Evaluator, evaluation_config, format_table
+from elmo_jax.evaluation.perplexity import Evaluator, format_table
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.runtime import data_parallel
-from elmo_jax.workdir.saved_config import saved_config
 from elmo_jax.model.initial_params import init_params
 from tests.training.helpers import WORDS, tiny_config
 
@@ -70,55 +68,3 @@ def test_perplexity_definitions_and_oov_rate():
 def test_empty_evaluation_set_is_an_error():
     with pytest.raises(DataError, match="no sentences"):
         _evaluate(2, 4, sentences=[])
-
-
-def _saved_workdir(tmp_path, **overrides) -> str:
-    """A workdir holding only the config.json of tiny_config(**overrides)."""
-    with open(tmp_path / "config.json", "w") as f:
-        json.dump(tiny_config(**overrides).to_dict(), f)
-    return str(tmp_path)
-
-
-def test_evaluation_config_is_the_saved_one_with_the_given_evaluation_keys(tmp_path):
-    workdir = _saved_workdir(tmp_path, **{"model.lstm.use_skip_connections": False})
-    assert evaluation_config(workdir).to_dict() == saved_config(workdir).to_dict()
-    given = tiny_config(
-        **{"model.lstm.use_skip_connections": False, "eval.batch_size": 2, "data.eval_split": "test",
-           "train.batch_size": 64, "seed": 7}
-    )
-    config = evaluation_config(workdir, given)
-    assert (config.eval.batch_size, config.data.eval_split) == (2, "test")  # Evaluation keys: given.
-    assert (config.train.batch_size, config.seed) == (4, 0)  # Training keys: the trained run's.
-    assert config.model.lstm.use_skip_connections is False
-
-
-@pytest.mark.parametrize(
-    "key, given, saved",
-    [("model.lstm.use_skip_connections", False, True), ("data.max_chars_per_token", 50, 12),
-     ("model.char_cnn.filters", [[1, 4]], [[1, 4], [2, 8], [3, 8]])],
-)
-def test_a_given_model_key_that_differs_is_an_error_naming_it(tmp_path, key, given, saved):
-    workdir = _saved_workdir(tmp_path)
-    with pytest.raises(ConfigMismatchError) as error:
-        evaluation_config(workdir, tiny_config(**{key: given}))
-    assert str(error.value) == (
-        f"--config sets {key}={given!r}, but the model in {workdir} was trained with {key}={saved!r} "
-        "(its config.json): evaluation always builds the trained model, drop the override"
-    )
-
-
-@pytest.mark.parametrize(
-    "overrides, names",
-    [((), "--config=my_recipe.py sets"), (("model.lstm.use_skip_connections",), "--config sets")],
-)
-def test_a_differing_model_key_is_named_as_the_recipe_or_the_override_that_set_it(tmp_path, overrides, names):
-    """A recipe of another model (evaluate.py --config=my_recipe.py) is not an override to drop."""
-    workdir = _saved_workdir(tmp_path)
-    given = tiny_config(**{"model.lstm.use_skip_connections": False})
-    with pytest.raises(ConfigMismatchError) as error:
-        evaluation_config(workdir, given, recipe="my_recipe.py", overrides=overrides)
-    advice = "drop the override" if overrides else "give no --config (or the recipe it was trained with)"
-    assert str(error.value) == (
-        f"{names} model.lstm.use_skip_connections=False, but the model in {workdir} was trained with "
-        f"model.lstm.use_skip_connections=True (its config.json): evaluation always builds the trained model, {advice}"
-    )

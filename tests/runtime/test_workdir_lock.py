@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from elmo_jax.inference.embedder import embedder_from_workdir
-from elmo_jax.evaluation.perplexity import evaluate_checkpoint
+from elmo_jax.evaluation.saved_models import evaluate_checkpoint
 from elmo_jax.runtime import workdir_files, workdir_lock
 from elmo_jax.training.loop import train_and_evaluate
 from elmo_jax.runtime.workdir_lock import WorkdirInUseError

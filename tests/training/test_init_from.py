@@ -9,7 +9,7 @@ import pytest
 
 from elmo_jax.config import schema
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.evaluation.perplexity import BilmFiles, evaluate_bilm_files
+from elmo_jax.evaluation.saved_models import BilmFiles, evaluate_bilm_files
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.cli.export import main as export_main
 from elmo_jax.model.bilm import bilm_from_config
