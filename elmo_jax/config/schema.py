@@ -43,7 +43,7 @@ class Section(NamedTuple):
     keys: dict[str, "Key | Section"]
 
 
-# The values of model.contextualizer: the registry's names (elmo_jax/model/contextualizers.py, a
+# The values of model.contextualizer: the registry's names (elmo_jax/model/contextualizer_registry.py, a
 # layer above, declares each contextualizer it registers through `declare_contextualizer`).
 CONTEXTUALIZER_NAMES = ["lstm", "gated_cnn", "transformer"]
 

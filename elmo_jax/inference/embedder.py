@@ -386,11 +386,11 @@ class ElmoEmbedder:
         embeddings = self.tokens.lookup(list(words))  # [n_words, P]
         streams_in = (self.model, self.params, embeddings, word_ids, lengths, np.array(active), state)
         if not lstm:
-            lstm_layers, state = run_contextualizer(*streams_in)
+            contextual_layers, state = run_contextualizer(*streams_in)
         elif self.stateful:
-            lstm_layers, state = run_lstms(*streams_in, cpu_stack=self.kernels.lstm_stack)
+            contextual_layers, state = run_lstms(*streams_in, cpu_stack=self.kernels.lstm_stack)
         else:
-            lstm_layers, state = run_lstms(
+            contextual_layers, state = run_lstms(
                 *streams_in, reset=starts, reset_state=self._sentence_start_state, cpu_stack=self.kernels.lstm_stack
             )
         if self.stateful:
@@ -400,8 +400,8 @@ class ElmoEmbedder:
                 n = len(sentences[index])
                 tokens = slice(start + edge, start + edge + n)
                 both = np.empty((self.model.n_layers, n, 2 * p), np.float32)
-                both[:, :, :p] = lstm_layers[:, 0, i, tokens]
-                both[:, :, p:] = lstm_layers[:, 1, i, tokens][:, ::-1]  # The backward stream holds w_n .. w_1.
+                both[:, :, :p] = contextual_layers[:, 0, i, tokens]
+                both[:, :, p:] = contextual_layers[:, 1, i, tokens][:, ::-1]  # The backward stream holds w_n .. w_1.
                 out[index] = SentenceLayers(embeddings[word_ids[0, i, tokens]], both)
         return out
 

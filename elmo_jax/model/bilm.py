@@ -1,7 +1,7 @@
 """The bidirectional language model: shared token encoder, a contextualizer per direction, shared softmax.
 
 Inputs carry a leading direction axis of size 2 (0 = forward, 1 = the reversed sentences), so one
-encoder call and one contextualizer call (model/contextualizers.py) serve both directions.
+encoder call and one contextualizer call (model/contextualizer_registry.py) serve both directions.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from elmo_jax.config import schema
 from elmo_jax.model.char_cnn import CharCNNEncoder
 from elmo_jax.model.contextualizer import Contextualizer
-from elmo_jax.model.contextualizers import contextualizer_class, contextualizer_options
+from elmo_jax.model.contextualizer_registry import contextualizer_class, contextualizer_options
 from elmo_jax.model.conv_pool import resolve_block
 from elmo_jax.model.distinct_rows import distinct_rows
 from elmo_jax.model.lstm import LSTMState
@@ -34,7 +34,7 @@ class BiLM(nn.Module):
     """ELMo biLM: inputs `{'token_ids' [2,B,T], 'char_ids' [2,B,T,C], 'mask' [2,B,T]}`, state
     (`initial_state`) -> (layers `[token embedding, layer 1, ..., layer L]`, each `[2, B, T, P]`
     (the token embedding F wide), top: the last layer after dropout, the new state).
-    `char_cnn`: `CharCNNEncoder`'s fields; `options`: the contextualizer's own fields."""
+    `char_cnn`: `CharCNNEncoder`'s fields; `contextualizer_fields`: the contextualizer's own."""
 
     vocab_size: int
     token_encoder: str = "char_cnn"
@@ -48,8 +48,8 @@ class BiLM(nn.Module):
     conv_block: int = 0  # Char CNN convolutions (conv_pool.resolve_block).
     conv_kernel: str = "auto"  # Their forward pass (conv_pool.resolve_fused).
     distinct_fraction: float = 0.0  # > 0: encode each distinct word once (see embed_tokens).
-    contextualizer: str = "lstm"  # A name of the registry (model/contextualizers.py).
-    options: Mapping[str, Any] = FrozenDict()
+    contextualizer: str = "lstm"  # A name of the registry (model/contextualizer_registry.py).
+    contextualizer_fields: Mapping[str, Any] = FrozenDict()  # The section model.<contextualizer>, as fields.
 
     def setup(self) -> None:
         if self.token_encoder == "char_cnn":
@@ -70,7 +70,7 @@ class BiLM(nn.Module):
         token_rate = self.dropout if self.token_dropout is None else self.token_dropout
         return contextualizer_class(self.contextualizer)(
             width=self.width, input_dim=self.token_dim, dropout=self.dropout, token_dropout=token_rate,
-            remat=self.remat, dtype=self.dtype, init_range=self.init_range, **self.options, **module_args,
+            remat=self.remat, dtype=self.dtype, init_range=self.init_range, **self.contextualizer_fields, **module_args,
         )
 
     @property
@@ -157,7 +157,7 @@ def bilm_from_config(model: Mapping[str, Any], vocab_size: int) -> BiLM:
     return BiLM(
         vocab_size=vocab_size, **{**fields, "dtype": DTYPES[model["dtype"]]},
         char_cnn=FrozenDict(schema.section_options(model["char_cnn"], "model.char_cnn")),
-        options=FrozenDict(contextualizer_options(model)),
+        contextualizer_fields=FrozenDict(contextualizer_options(model)),
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ml_collections
 
 from elmo_jax.config import schema
-from elmo_jax.model.contextualizers import contextualizer_from_config
+from elmo_jax.model.contextualizer_registry import contextualizer_from_config
 
 
 def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: int, max_chars: int) -> dict[str, int]:

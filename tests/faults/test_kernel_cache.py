@@ -26,7 +26,7 @@ from elmo_jax.inference.embedder import cpu_kernels, encode_chars
 from flax.core import FrozenDict
 from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM
 
-model = BiLM(vocab_size=1, width=8, options=FrozenDict(dim=8, n_layers=1), dropout=0.0,
+model = BiLM(vocab_size=1, width=8, contextualizer_fields=FrozenDict(dim=8, n_layers=1), dropout=0.0,
              char_cnn=FrozenDict(CHAR_CNN_DEFAULTS, filters=((1, 4), (2, 4)), embed_dim=4))
 inputs = {"char_ids": jnp.ones((2, 1, 3, 7), jnp.int32), "mask": jnp.ones((2, 1, 3), bool)}
 params = model.init(jax.random.key(0), inputs, model.initial_state(1))["params"]

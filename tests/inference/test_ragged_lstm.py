@@ -18,7 +18,7 @@ BATCH, DIM, PROJ = 12, 10, 6
 
 @pytest.fixture(scope="module")
 def bilm():
-    model = BiLM(vocab_size=1, width=PROJ, options=FrozenDict(dim=DIM, n_layers=2, cell_clip=3.0, proj_clip=3.0,
+    model = BiLM(vocab_size=1, width=PROJ, contextualizer_fields=FrozenDict(dim=DIM, n_layers=2, cell_clip=3.0, proj_clip=3.0,
                                                                     use_skip_connections=True), dropout=0.0,
                  char_cnn=FrozenDict(CHAR_CNN_DEFAULTS, filters=((1, 4), (2, 4)), embed_dim=4))
     x = jnp.zeros((2, 1, 3, PROJ))

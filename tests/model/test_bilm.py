@@ -34,7 +34,7 @@ def make_model(token_encoder: str = "char_cnn", skip: bool = True, dropout: floa
     return BiLM(
         vocab_size=VOCAB, token_encoder=token_encoder, width=P, dropout=dropout,
         char_cnn=FrozenDict(CHAR_CNN_DEFAULTS, embed_dim=EMBED, filters=FILTERS, n_highway=N_HIGHWAY),
-        options=FrozenDict(dim=DIM, n_layers=N_LAYERS, cell_clip=CELL_CLIP, proj_clip=PROJ_CLIP, use_skip_connections=skip),
+        contextualizer_fields=FrozenDict(dim=DIM, n_layers=N_LAYERS, cell_clip=CELL_CLIP, proj_clip=PROJ_CLIP, use_skip_connections=skip),
     )
 
 
@@ -207,7 +207,7 @@ def test_bilm_from_config_builds_the_same_model() -> None:
     model = bilm_from_config(small_model_config(), VOCAB)
     # Every field equal to the model whose forward pass is checked against NumPy above (the options
     # of the config hold every LSTM field; make_model's take the defaults of the others).
-    assert model.clone(options=FrozenDict()) == make_model().clone(options=FrozenDict())
+    assert model.clone(contextualizer_fields=FrozenDict()) == make_model().clone(contextualizer_fields=FrozenDict())
     assert model.stack_spec == make_model().stack_spec
     assert model.stack_spec != make_model(skip=False).stack_spec  # (equality does compare fields)
     shapes = jax.eval_shape(model.init, jax.random.key(0), make_inputs(), model.initial_state(B))["params"]

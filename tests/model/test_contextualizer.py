@@ -17,7 +17,7 @@ from elmo_jax.config import ConfigError, schema, validate
 from elmo_jax.config.checks import integer
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.contextualizer import Contextualizer
-from elmo_jax.model.contextualizers import (
+from elmo_jax.model.contextualizer_registry import (
     CONTEXTUALIZERS,
     contextualizer_class,
     contextualizer_from_config,
@@ -89,7 +89,7 @@ def toy_config() -> ml_collections.ConfigDict:
 def toy_model() -> BiLM:
     return BiLM(
         vocab_size=VOCAB, token_encoder="word", width=P, dropout=0.0,
-        contextualizer="running_mean", options=FrozenDict(n_layers=2),
+        contextualizer="running_mean", contextualizer_fields=FrozenDict(n_layers=2),
     )
 
 

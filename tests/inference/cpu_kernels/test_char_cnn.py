@@ -49,7 +49,7 @@ def reference_char_cnn(params, filters, n_highway, activation, char_ids):
 
 def make_char_cnn(filters, n_highway, activation, proj, max_chars, embed_dim=5, seed=0):
     char_cnn = FrozenDict(CHAR_CNN_DEFAULTS, filters=filters, n_highway=n_highway, activation=activation, embed_dim=embed_dim)
-    model = BiLM(vocab_size=1, width=proj, options=FrozenDict(dim=8, n_layers=1), char_cnn=char_cnn, dropout=0.0)
+    model = BiLM(vocab_size=1, width=proj, contextualizer_fields=FrozenDict(dim=8, n_layers=1), char_cnn=char_cnn, dropout=0.0)
     variables = model.init(jax.random.key(seed), {"char_ids": jnp.ones((1, max_chars), jnp.int32)},
                            method=BiLM.embed_tokens)
     rng = np.random.default_rng(seed)  # Biases and larger weights, so every part of the sum matters.

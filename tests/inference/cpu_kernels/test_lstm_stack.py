@@ -55,7 +55,7 @@ def reference_stack(params, n_layers, cell_clip, proj_clip, residual, words, ids
 def make_bilm(dim, proj, n_layers, skip, clip, scale=4.0, cell_clip=None):
     cell_clip = clip if cell_clip is None else cell_clip
     # A clip of 0 in CASES is none, as in a config; the biLM's options spell it None.
-    model = BiLM(vocab_size=1, width=proj, options=FrozenDict(dim=dim, n_layers=n_layers, cell_clip=cell_clip or None, proj_clip=clip or None,
+    model = BiLM(vocab_size=1, width=proj, contextualizer_fields=FrozenDict(dim=dim, n_layers=n_layers, cell_clip=cell_clip or None, proj_clip=clip or None,
                                                                            use_skip_connections=skip), dropout=0.0,
                  char_cnn=FrozenDict(CHAR_CNN_DEFAULTS, filters=((1, 4),), embed_dim=4))
     variables = model.init(jax.random.key(0), jnp.zeros((2, 1, 2, proj)), jnp.ones((2, 1, 2), bool),
