@@ -20,6 +20,4 @@ ptb = recipe_module("ptb")
 
 
 def get_config():
-    config = ptb.ptb_config("char_cnn", dim=300, num_epochs=18, token_dropout=0.0, dropout=0.3)
-    ptb.kim_char_cnn(config, [[w, 25 * w] for w in range(1, 7)], n_highway=1)
-    return config
+    return ptb.char_small_config(num_epochs=18, dropout=0.3)

@@ -13,11 +13,8 @@ Result (2 AMD EPYC Zen 4 cores, 1 h 53 min of training): test perplexity 91.78 f
 
 from elmo_jax.config.recipes import recipe_module
 
-ptb_char_small = recipe_module("ptb_char_small")
+ptb = recipe_module("ptb")
 
 
 def get_config():
-    config = ptb_char_small.get_config()
-    config.train.num_epochs = 15
-    config.model.dropout = 0.25
-    return config
+    return ptb.char_small_cpu_config()

@@ -22,11 +22,10 @@ supplying the left context across windows.
 from elmo_jax.config.recipes import recipe_module
 
 ptb = recipe_module("ptb")
-ptb_char_small_cpu = recipe_module("ptb_char_small_cpu")
 
 
 def get_config():
-    config = ptb_char_small_cpu.get_config()
+    config = ptb.char_small_cpu_config()
     ptb.adam_instead_of_sgd(config)
     config.model.contextualizer = "gated_cnn"
     gcnn = config.model.gated_cnn

@@ -1,12 +1,15 @@
-"""Every shipped config builds a model; ablation presets change what they say and train."""
+"""Every shipped config builds a model, on at most one base recipe; ablation presets change what
+they say and train."""
 
+
+import ast
 
 import jax
 import numpy as np
 import pytest
 
 from elmo_jax.config.overrides import apply_overrides
-from elmo_jax.config.recipes import recipe_module
+from elmo_jax.config.recipes import recipe_module, recipe_names, recipes_dir
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.runtime import data_parallel
 from elmo_jax.training import state as state_lib
@@ -45,6 +48,27 @@ def _n_params(config, vocab_size=1000):
 def test_config_builds(name):
     config = recipe_module(name).get_config()
     assert _n_params(config) > 0
+
+
+def _bases(name: str) -> list[str]:
+    """The recipes `name` builds on: the names its file passes to `recipe_module`."""
+    tree = ast.parse((recipes_dir() / f"{name}.py").read_text(encoding="utf-8"))
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and getattr(node.func, "id", getattr(node.func, "attr", None)) == "recipe_module"]
+    assert all(isinstance(call.args[0], ast.Constant) for call in calls), f"{name}: a recipe named by a constant"
+    return sorted({call.args[0].value for call in calls})
+
+
+def test_recipes_are_at_most_two_deep():
+    """A recipe builds on at most one base recipe, which builds on the schema's defaults alone: every
+    value of a config is in its recipe, its base or schema.py (`--print_config` shows the result)."""
+    names = recipe_names()
+    assert len(names) >= 18 and "ptb_char_small_transformer" in names
+    for name in names:
+        bases = _bases(name)
+        assert len(bases) <= 1, f"{name} builds on {bases}"
+        for base in bases:
+            assert _bases(base) == [], f"{name} builds on {base}, which builds on {_bases(base)}"
 
 
 def test_ptb_char_small_cpu_differs_from_ptb_char_small_in_epochs_and_dropout_only():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import json
 import os
 import sys
 from typing import Any, Callable, Iterable, Sequence
@@ -70,6 +71,22 @@ KEYS_DOC = (
     "--config: a recipe file (configs/*.py) or a shipped recipe by name (demo, ablations:no_highway, ...). "
     "Config keys: every key, its meaning and default in elmo_jax/config/schema.py; set one as --config.KEY=VALUE."
 )
+
+
+PRINT_CONFIG_HELP = (
+    "Print {what} as JSON with sorted keys (as WORKDIR/config.json: diff it, or paste a value back as "
+    "--config.KEY=VALUE) and exit, writing nothing."
+)
+
+
+def define_print_config_flag(what: str, flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Defines `--print_config`: a command prints `what` (the config it would run with) and exits."""
+    flags.DEFINE_bool("print_config", False, PRINT_CONFIG_HELP.format(what=what), flag_values=flag_values)
+
+
+def print_config(config: Any) -> None:
+    """Prints `config` (a ConfigDict) as `--print_config` says: the JSON of WORKDIR/config.json."""
+    print(json.dumps(config.to_dict(), indent=2, sort_keys=True), flush=True)
 
 
 class CommandLineError(ValueError):

@@ -5,6 +5,7 @@
   python evaluate.py --config=configs/demo.py --workdir=runs/demo [--config.eval.batch_size=16]   # or --config=demo
   python evaluate.py --workdir=runs/demo --config.eval.stateful=False   # --config=workdir:runs/demo implied
   python evaluate.py --options=O --weights=H --softmax_weights=S --vocab=V --eval_files=GLOB [--output=R.json]
+  python evaluate.py --workdir=runs/demo --config.eval.stateful=False --print_config   # the config it would use
 
 A workdir's model is built from WORKDIR/config.json; `--config` and its overrides change only the
 evaluation (see --config), and overrides without `--config` apply to WORKDIR/config.json. A
@@ -16,13 +17,18 @@ configs/default.py or `--config`. Prints a table and writes WORKDIR/eval_<split>
 import sys
 from typing import Any, Mapping
 
+import ml_collections
 from absl import app, flags
 
 from elmo_jax.config import EVAL_SPLITS, schema, validate
 from elmo_jax.runtime.atomic_write import exit_on_sigterm
 from elmo_jax.cli import tool_flags
-from elmo_jax.cli.config_flags import config_origin, define_config_flag, flags_parser
-from elmo_jax.evaluation.saved_models import BilmFiles, evaluate_bilm_files, evaluate_checkpoint
+from elmo_jax.cli.config_flags import (
+    config_origin, define_config_flag, define_print_config_flag, flags_parser, print_config,
+)
+from elmo_jax.evaluation.saved_models import (
+    BilmFiles, bilm_files_config, evaluate_bilm_files, evaluate_checkpoint, evaluation_config,
+)
 
 FLAGS = flags.FLAGS
 define_config_flag(
@@ -40,6 +46,10 @@ flags.DEFINE_enum("split", None, EVAL_SPLITS, "Corpus split to evaluate; default
 flags.DEFINE_string("eval_files", "", "Evaluate these text files (globs) instead of a corpus split.")
 flags.DEFINE_integer("step", None, "Checkpoint step to evaluate (default: the latest).")
 flags.DEFINE_string("output", None, "Also write the result to this JSON file.")
+define_print_config_flag(
+    "the config the evaluation would use (WORKDIR/config.json with --config's evaluation keys and overrides; "
+    "for --options, its model over --config or the defaults)"
+)
 tool_flags.define_runtime_flags()
 
 
@@ -82,12 +92,23 @@ def bilm_files_from_flags(flag_values: Mapping[str, Any]) -> BilmFiles | None:
     return BilmFiles(**{flag: flag_values[flag] for flag in BILM_FILE_FLAGS})
 
 
+def evaluated_config(flag_values: flags.FlagValues) -> ml_collections.ConfigDict:
+    """The config the evaluation that `flag_values` name would use (`--print_config`)."""
+    files = bilm_files_from_flags(flag_values.flag_values_dict())
+    if files is None:
+        return evaluation_config(flag_values.workdir, flag_values.config, *config_origin(flag_values))
+    return bilm_files_config(files, flag_values.config or schema.get_config())
+
+
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     try:
         if FLAGS.config is not None:
             validate(FLAGS.config)  # Before anything starts or touches the workdir.
+        if FLAGS.print_config:
+            print_config(evaluated_config(FLAGS))
+            return
         tool_flags.configure_runtime()
         files = bilm_files_from_flags(FLAGS.flag_values_dict())
         with exit_on_sigterm():  # A SIGTERM removes a half-written --output, then exits 143.

@@ -3,8 +3,10 @@
 A recipe is a Python file whose `get_config(arg)` returns the config of a run. They live in
 `configs/` of a source checkout and ship inside the package as `elmo_jax/recipes/`
 (pyproject.toml), so an installed elmo-jax runs every preset from any directory by name:
-`--config=demo`, `--config=ablations:no_highway`, `--config=tests/tiny`. Recipes build on one
-another with `recipe_module(name)`, never by importing a package named `configs`.
+`--config=demo`, `--config=ablations:no_highway`, `--config=tests/tiny`. A recipe builds on at
+most one other, its base, with `recipe_module(name)` (never by importing a package named `configs`),
+and a base builds on the schema's defaults alone: what recipes share are a base's functions
+(configs/ptb.py's), so every value is set in a recipe, its base or the schema (tests/test_configs.py).
 """
 
 from __future__ import annotations

@@ -136,14 +136,21 @@ def bilm_params(files: BilmFiles, config: ml_collections.ConfigDict, vocab: Voca
     return params
 
 
+def bilm_files_config(files: BilmFiles, base: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """`base` with the model of `files`' options.json, in float32: the config `evaluate_bilm_files`
+    evaluates with."""
+    config = ml_collections.ConfigDict(base.to_dict())
+    apply_overrides(config, {**options_shape(files.options), "model.dtype": "float32"}, files.options)
+    return config
+
+
 def evaluate_bilm_files(
     files: BilmFiles, eval_files: str, base: ml_collections.ConfigDict, output: str | None = None
 ) -> dict:
     """Perplexity of a bilm-tf/AllenNLP model on the text files `eval_files` (globs) under `base`
     (configs/default.py's, or a given --config) with the biLM's shape from its options.json, in
     float32; prints a table and writes `output` (a workdir evaluation's fields, step null)."""
-    config = ml_collections.ConfigDict(base.to_dict())
-    apply_overrides(config, {**options_shape(files.options), "model.dtype": "float32"}, files.options)
+    config = bilm_files_config(files, base)
     outputs = _output_paths(output, [(f"--{f.name}", getattr(files, f.name)) for f in dataclasses.fields(files)])
     vocab = Vocabulary.load(files.vocab)
     params = bilm_params(files, config, vocab)
