@@ -156,6 +156,12 @@ def _outside(ids: Any, size: int) -> Any:
     return (ids < 0) | (ids >= size)
 
 
+def _as_array(ids: Any) -> Any:
+    """`ids` as an array: JAX arrays (and tracers) as they are, anything else as NumPy, which the
+    checks read without a transfer and `_elmo_layers` takes as it takes JAX arrays; None stays."""
+    return ids if ids is None or isinstance(ids, jax.Array) else np.asarray(ids)
+
+
 def _check_ids(ids: jax.Array, size: int, message: str) -> None:
     """ValueError `message.format(id, size)` of the first id outside `0 .. size - 1`: now, or for traced
     ids when the computation runs (a debug callback). It would read NaN, or pass for padding."""
@@ -194,13 +200,22 @@ def _bilm_layers(bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array, state: 
     return jnp.stack(both) * mask[..., None], state
 
 
+@functools.partial(jax.jit, static_argnums=2)
+def _masked(mixed: jax.Array, mask: jax.Array, keep_sentence_boundaries: bool) -> jax.Array:
+    """A mix `[B, T + 2, 2P]` -> zero at masked positions of mask `[B, T']`: with boundaries (T' = T + 2),
+    or token i at position i (T' = T; a shorter row's `</S>` is masked). Compiled, as `_elmo_layers`."""
+    if not keep_sentence_boundaries:
+        mixed = mixed[:, 1:-1]
+    return mixed * mask[..., None]
+
+
 def _flatten(x: jax.Array | None, ndim: int) -> jax.Array | None:
     """x `[..., *trailing]` with `ndim` trailing dimensions -> `[max(rows, 1), *trailing]`: no rows
     get one row of zeros (the LSTMs cannot run on none), which `_unflatten` drops again."""
     if x is None:
         return None
     trailing, rows = x.shape[x.ndim - ndim :], math.prod(x.shape[: x.ndim - ndim])
-    return x.reshape((rows,) + trailing) if rows else jnp.zeros((1,) + trailing, x.dtype)
+    return x.reshape((rows,) + trailing) if rows else np.zeros((1,) + trailing, x.dtype)
 
 
 def _unflatten(x: jax.Array, lead: tuple[int, ...]) -> jax.Array:
@@ -267,15 +282,11 @@ class Elmo(nn.Module):
         pretrained = self.bilm
         self._check_fields(pretrained.model)
         char_ids, word_ids = self._inputs(inputs, word_inputs, pretrained.max_chars)
-        params = self._pretrained_variable(BILM_NAME, functools.partial(jax.tree.map, jnp.asarray, pretrained.params))
+        params = self._pretrained_variable(BILM_NAME, functools.partial(jax.device_put, pretrained.params))
         table = self._cached_table()
         lead = char_ids.shape[:-2] if char_ids is not None else word_ids.shape[:-1]
         char_ids, word_ids = _flatten(char_ids, 2), _flatten(word_ids, 1)
-        mask = word_ids > 0 if char_ids is None else jnp.any(char_ids > 0, axis=-1)
-        lengths = mask.sum(axis=1)
-        mask_with_boundaries = _boundary_mask(lengths, mask.shape[1])
-        x = self._token_embeddings(params, table, char_ids, word_ids, lengths)
-        layers = self._layers(pretrained.model, params, x, mask_with_boundaries)
+        layers, mask, mask_with_boundaries = self._layers(params, table, char_ids, word_ids)
         fixed = self.scalar_mix_parameters
         representations = [  # The K scalar mixes [B, T + 2, 2P].
             ScalarMix(len(layers), self.do_layer_norm, fixed, trainable=fixed is None, name=f"scalar_mix_{k}")(
@@ -285,10 +296,11 @@ class Elmo(nn.Module):
         ]
         if self.keep_sentence_boundaries:
             mask = mask_with_boundaries
-        else:  # Token i at position i; a shorter row's </S> is masked below.
-            representations = [mixed[:, 1:-1] for mixed in representations]
         drop = nn.Dropout(self.dropout)
-        representations = [drop(mixed * mask[..., None], deterministic=deterministic) for mixed in representations]
+        representations = [
+            drop(_masked(mixed, mask, self.keep_sentence_boundaries), deterministic=deterministic)
+            for mixed in representations
+        ]
         return {
             "elmo_representations": [_unflatten(mixed, lead) for mixed in representations],
             "mask": _unflatten(mask, lead),
@@ -303,8 +315,7 @@ class Elmo(nn.Module):
 
     def _inputs(self, inputs: Any, word_inputs: Any, max_chars: int) -> tuple[jax.Array | None, jax.Array | None]:
         """(char ids `[..., T, C]`, word ids `[..., T]`) as arrays, checked; either may be None."""
-        char_ids = None if inputs is None else jnp.asarray(inputs)
-        word_ids = None if word_inputs is None else jnp.asarray(word_inputs)
+        char_ids, word_ids = _as_array(inputs), _as_array(word_inputs)
         if char_ids is None and word_ids is None:
             raise ValueError("Elmo takes char ids [..., time, max_chars] (inputs) and/or word ids [..., time]")
         if char_ids is not None:
@@ -316,7 +327,6 @@ class Elmo(nn.Module):
                     f"use batch_to_ids(sentences, max_chars={max_chars})"
                 )
             _check_ids(char_ids, N_CHARACTERS, _CHAR_ID_MESSAGE)
-            char_ids = narrow_char_ids(char_ids, max_chars)  # AllenNLP's 50-wide ids for a narrower biLM.
         if word_ids is None or not self.vocab_to_cache:
             if char_ids is None:
                 raise ValueError("word ids index vocab_to_cache: build the Elmo with vocab_to_cache=words")
@@ -348,51 +358,78 @@ class Elmo(nn.Module):
                 "as their own parameter, apart from the char CNN that char ids go through"
             )
         return self._pretrained_variable(
-            CACHE_NAME, lambda: jnp.asarray(self.bilm.token_table(tuple(self.vocab_to_cache)))
+            CACHE_NAME, lambda: jax.device_put(self.bilm.token_table(tuple(self.vocab_to_cache)))
         )
 
-    def _token_embeddings(
-        self, params: Any, table: jax.Array | None, char_ids: jax.Array | None, word_ids: jax.Array | None,
-        lengths: jax.Array,
-    ) -> jax.Array:
-        """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` (rows of `lengths` `[B]` tokens):
-        from the char ids, from the cached table, or, with both, from the table unless a word id is
-        outside it; `<S>` and `</S>` always through the char CNN."""
-        bilm = self.bilm.model
-        boundaries = jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], self.bilm.max_chars))
-
-        def from_chars() -> jax.Array:
-            ids = _with_boundaries(char_ids, lengths, *boundaries)
-            return encode_chars(bilm, params, jnp.where(_boundary_mask(lengths, char_ids.shape[1])[..., None], ids, 0))
-
-        def from_table() -> jax.Array:
-            bos, eos = encode_chars(bilm, params, boundaries)
-            return _with_boundaries(jnp.take(table, word_ids, axis=0, mode="clip"), lengths, bos, eos)
-
-        if word_ids is None:
-            return from_chars()
-        if char_ids is None:
-            return from_table()
-        return jax.lax.cond(jnp.any(_outside(word_ids, table.shape[0])), from_chars, from_table)
-
-    def _layers(self, bilm: BiLM, params: Any, x: jax.Array, mask: jax.Array) -> jax.Array:
-        """The biLM's layers `[L + 1, B, T, 2P]`, from and to the carried state when stateful."""
-        batch = mask.shape[0]
+    def _layers(
+        self, params: Any, table: jax.Array | None, char_ids: jax.Array | None, word_ids: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """`_elmo_layers` (layers `[L + 1, B, T + 2, 2P]`, mask `[B, T]`, mask with boundaries `[B, T + 2]`)
+        of the `[B, ...]` ids, from and to the carried state when stateful."""
+        bilm, max_chars = self.bilm.model, self.bilm.max_chars
         if not self.stateful:
-            return _bilm_layers(bilm, params, x, mask, bilm.initial_state(batch))[0]
+            return _elmo_layers(bilm, max_chars, params, table, char_ids, word_ids, None)[:3]
         if not (self.is_initializing() or self.is_mutable_collection(STATE_COLLECTION)):
             raise ValueError(f"a stateful Elmo updates its carried state: apply it with mutable=[{STATE_COLLECTION!r}]")
+        batch = (char_ids if word_ids is None else word_ids).shape[0]
         carried = self.variable(STATE_COLLECTION, "carried", bilm.initial_state, batch)
-        state = carried.value
-        extra_rows = batch - jax.tree.leaves(state)[0].shape[1]
-        if extra_rows > 0:  # More rows than any call before: they start from zeros.
-            state = jax.tree.map(lambda s: jnp.pad(s, ((0, 0), (0, extra_rows)) + ((0, 0),) * (s.ndim - 2)), state)
-        layers, new_state = _bilm_layers(bilm, params, x, mask, jax.tree.map(lambda s: s[:, :batch], state))
+        *layers, state = _elmo_layers(bilm, max_chars, params, table, char_ids, word_ids, carried.value)
         if not self.is_initializing():
-            carried.value = jax.tree.map(
-                lambda s, new: s.at[:, :batch].set(jax.lax.stop_gradient(new)), state, new_state
-            )
-        return layers
+            carried.value = state
+        return tuple(layers)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _elmo_layers(
+    bilm: BiLM, max_chars: int, params: Any, table: jax.Array | None, char_ids: jax.Array | None,
+    word_ids: jax.Array | None, state: Any,
+) -> tuple[jax.Array, jax.Array, jax.Array, Any]:
+    """`Elmo`'s biLM part, one compiled program per shape (op by op, each call would compile its
+    scans anew): char ids `[B, T, C >= max_chars]` and/or word ids `[B, T]` -> (the ELMo layers
+    `[L + 1, B, T + 2, 2P]` of `<S> w1 .. wn </S>`, zero at masked positions; the mask `[B, T]`;
+    the mask with boundaries `[B, T + 2]`; the carried state after them). `state`: None, the
+    sentences start from zeros; else the carried state of R rows, whose first B the batch
+    continues (rows beyond R start from zeros), returned with them updated (max(R, B) rows)."""
+    if char_ids is not None:
+        char_ids = narrow_char_ids(char_ids, max_chars)  # AllenNLP's 50-wide ids for a narrower biLM.
+    mask = word_ids > 0 if char_ids is None else jnp.any(char_ids > 0, axis=-1)
+    lengths = mask.sum(axis=1)
+    with_boundaries = _boundary_mask(lengths, mask.shape[1])
+    x = _token_embeddings(bilm, max_chars, params, table, char_ids, word_ids, lengths)
+    if state is None:
+        layers, _ = _bilm_layers(bilm, params, x, with_boundaries, bilm.initial_state(mask.shape[0]))
+        return layers, mask, with_boundaries, None
+    batch = mask.shape[0]
+    extra_rows = batch - jax.tree.leaves(state)[0].shape[1]
+    if extra_rows > 0:  # More rows than any call before: they start from zeros.
+        state = jax.tree.map(lambda s: jnp.pad(s, ((0, 0), (0, extra_rows)) + ((0, 0),) * (s.ndim - 2)), state)
+    layers, new_state = _bilm_layers(bilm, params, x, with_boundaries, jax.tree.map(lambda s: s[:, :batch], state))
+    state = jax.tree.map(lambda s, new: s.at[:, :batch].set(jax.lax.stop_gradient(new)), state, new_state)
+    return layers, mask, with_boundaries, state
+
+
+def _token_embeddings(
+    bilm: BiLM, max_chars: int, params: Any, table: jax.Array | None, char_ids: jax.Array | None,
+    word_ids: jax.Array | None, lengths: jax.Array,
+) -> jax.Array:
+    """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` (rows of `lengths` `[B]` tokens):
+    from the char ids, from the cached table, or, with both, from the table unless a word id is
+    outside it; `<S>` and `</S>` always through the char CNN."""
+    boundaries = jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], max_chars))
+
+    def from_chars() -> jax.Array:
+        ids = _with_boundaries(char_ids, lengths, *boundaries)
+        return encode_chars(bilm, params, jnp.where(_boundary_mask(lengths, char_ids.shape[1])[..., None], ids, 0))
+
+    def from_table() -> jax.Array:
+        bos, eos = encode_chars(bilm, params, boundaries)
+        return _with_boundaries(jnp.take(table, word_ids, axis=0, mode="clip"), lengths, bos, eos)
+
+    if word_ids is None:
+        return from_chars()
+    if char_ids is None:
+        return from_table()
+    return jax.lax.cond(jnp.any(_outside(word_ids, table.shape[0])), from_chars, from_table)
 
 
 def with_bilm_params(variables: Mapping, bilm_params: Mapping) -> dict:

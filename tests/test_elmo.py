@@ -605,6 +605,39 @@ def test_an_elmo_reads_its_bilm_once_whatever_flax_does_with_it(bilm, monkeypatc
     assert reads == [bilm[:2]] and len(tables) == 1
 
 
+def compiled_programs(run) -> int:
+    """How many XLA programs `run()` compiles (jax.monitoring's backend compile events)."""
+    events = []
+
+    def listen(event: str, seconds: float, **_) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            events.append(seconds)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        jax.block_until_ready(run())
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    return len(events)
+
+
+@pytest.mark.parametrize("stateful", [False, True])
+def test_init_and_apply_without_jit_compile_the_bilm_once(bilm, stateful):
+    """The docs' calls, `init` then `apply` without `jit`, each on a new shape: the biLM runs as one
+    compiled program (`_elmo_layers`), which `apply` reuses, and the rest in a few (op by op, init
+    compiled about 90 programs and every `apply` its LSTM scans anew)."""
+    elmo = Elmo(*bilm[:2], 2, dropout=0.0, stateful=stateful)
+    char_ids = batch_to_ids([["a", "new", "shape", "of", "seven", "tokens", "here"]] * 3)
+    key = jax.random.key(0)
+    compiled_before = elmo_jax.elmo._elmo_layers._cache_size()
+    assert compiled_programs(lambda: elmo.init(key, char_ids)) <= 6
+    variables = elmo.init(key, char_ids)
+    mutable = ["elmo_state"] if stateful else False
+    for _ in range(2):
+        assert compiled_programs(lambda: elmo.apply(variables, char_ids, mutable=mutable)) == 0
+    assert elmo_jax.elmo._elmo_layers._cache_size() == compiled_before + 1
+
+
 class InlineElmo(nn.Module):
     """An Elmo built in a compact `__call__` (anew at each init and apply) of a shared biLM."""
 

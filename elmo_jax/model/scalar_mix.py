@@ -6,11 +6,13 @@ elements (as bilm-tf's `weight_layers` and AllenNLP's `ScalarMix`; no learned sc
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 LAYER_NORM_EPS = 1e-12  # bilm-tf / AllenNLP.
 
@@ -40,32 +42,43 @@ class ScalarMix(nn.Module):
         layers = jnp.stack(tensors) if isinstance(tensors, (list, tuple)) else jnp.asarray(tensors)
         if layers.shape[0] != self.mixture_size:
             raise ValueError(f"ScalarMix got {layers.shape[0]} layers, expected mixture_size={self.mixture_size}")
+        if self.do_layer_norm and mask is not None and mask.shape != layers.shape[1:-1]:
+            raise ValueError(f"mask shape {mask.shape} does not match the layers' {layers.shape[1:-1]}")
         scalars, gamma = self._weights()
-        if self.do_layer_norm:
-            layers = self._layer_norm(layers, mask)
-        weights = jax.nn.softmax(scalars).reshape((-1,) + (1,) * (layers.ndim - 1))
-        return gamma * jnp.sum(weights * layers, axis=0)
+        return mix(layers, scalars, gamma, mask if self.do_layer_norm else None, self.do_layer_norm)
 
     def _weights(self) -> tuple[jax.Array, jax.Array]:
-        """(scalar parameters `[mixture_size]`, gamma `[]`)."""
+        """(scalar parameters `[mixture_size]`, gamma `[]`), as NumPy when fixed (no computation to
+        compile when not under a trace)."""
         initial = self.initial_scalar_parameters
-        initial = jnp.zeros(self.mixture_size) if initial is None else jnp.asarray(initial, jnp.float32)
+        initial = np.zeros(self.mixture_size, np.float32) if initial is None else np.asarray(initial, np.float32)
         if not self.trainable:
-            return initial, jnp.ones(())
-        scalars = self.param("scalar_parameters", lambda *_: initial)
-        return scalars, self.param("gamma", nn.initializers.ones, ())
+            return initial, np.ones((), np.float32)
+        scalars = self.param("scalar_parameters", lambda *_: jax.device_put(initial))
+        return scalars, self.param("gamma", lambda *_: jax.device_put(np.ones((), np.float32)))
 
-    @staticmethod
-    def _layer_norm(layers: jax.Array, mask: jax.Array | None) -> jax.Array:
-        """Per layer: (h - mean) / sqrt(var + eps) over unmasked elements; an empty mask counts one
-        element, so mean and variance are 0 rather than NaN."""
-        if mask is None:
-            mask = jnp.ones(layers.shape[1:-1])
-        if mask.shape != layers.shape[1:-1]:
-            raise ValueError(f"mask shape {mask.shape} does not match the layers' {layers.shape[1:-1]}")
-        m = mask.astype(layers.dtype)[None, ..., None]
-        axes = tuple(range(1, layers.ndim))
-        count = jnp.maximum(jnp.sum(mask.astype(layers.dtype)) * layers.shape[-1], 1)
-        mean = jnp.sum(layers * m, axis=axes, keepdims=True) / count
-        variance = jnp.sum(((layers - mean) * m) ** 2, axis=axes, keepdims=True) / count
-        return (layers - mean) / jnp.sqrt(variance + LAYER_NORM_EPS)
+
+@functools.partial(jax.jit, static_argnums=4)
+def mix(
+    layers: jax.Array, scalars: jax.Array, gamma: jax.Array, mask: jax.Array | None, do_layer_norm: bool
+) -> jax.Array:
+    """`ScalarMix`'s result of layers `[mixture_size, ..., dim]` (mask `[...]` for the layer norm;
+    None: all), its weights before the softmax `[mixture_size]` and gamma `[]` -> `[..., dim]`.
+    Compiled: called op by op (an `Elmo` applied without `jit`) each op would compile alone."""
+    if do_layer_norm:
+        layers = _layer_norm(layers, mask)
+    weights = jax.nn.softmax(scalars).reshape((-1,) + (1,) * (layers.ndim - 1))
+    return gamma * jnp.sum(weights * layers, axis=0)
+
+
+def _layer_norm(layers: jax.Array, mask: jax.Array | None) -> jax.Array:
+    """Per layer: (h - mean) / sqrt(var + eps) over unmasked elements; an empty mask counts one
+    element, so mean and variance are 0 rather than NaN."""
+    if mask is None:
+        mask = jnp.ones(layers.shape[1:-1])
+    m = mask.astype(layers.dtype)[None, ..., None]
+    axes = tuple(range(1, layers.ndim))
+    count = jnp.maximum(jnp.sum(mask.astype(layers.dtype)) * layers.shape[-1], 1)
+    mean = jnp.sum(layers * m, axis=axes, keepdims=True) / count
+    variance = jnp.sum(((layers - mean) * m) ** 2, axis=axes, keepdims=True) / count
+    return (layers - mean) / jnp.sqrt(variance + LAYER_NORM_EPS)
