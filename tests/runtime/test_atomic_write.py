@@ -4,7 +4,6 @@ after a killed process), I/O errors naming the file, outputs that are inputs ref
 from __future__ import annotations
 
 import errno
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -130,23 +129,33 @@ def test_a_new_directory_another_writer_creates_meanwhile_gets_both_sets(tmp_pat
     assert os.listdir(tmp_path) == ["out"]
 
 
-def _write_after_barrier(directory: str, name: str, barrier) -> None:
-    barrier.wait()
-    write_files_atomic({os.path.join(directory, name): _write_text(name)})
+# Pairs of processes forked together, from a fresh interpreter (forking a test process that runs
+# JAX's threads could deadlock): each trial's line says the writers' exit codes and what landed.
+RACING_WRITERS = (
+    "import multiprocessing, os, sys\n"
+    "from elmo_jax.runtime.atomic_write import write_files_atomic\n"
+    "def write(directory, name, barrier):\n"
+    "    barrier.wait()\n"
+    "    write_files_atomic({os.path.join(directory, name): lambda tmp: open(tmp, 'w').write(name)})\n"
+    "context = multiprocessing.get_context('fork')\n"
+    "for trial in range(20):\n"
+    "    directory, barrier = os.path.join(sys.argv[1], str(trial)), context.Barrier(2)\n"
+    "    writers = [context.Process(target=write, args=(directory, name, barrier)) for name in 'ab']\n"
+    "    for writer in writers:\n"
+    "        writer.start()\n"
+    "    for writer in writers:\n"
+    "        writer.join()\n"
+    "    print([w.exitcode for w in writers], sorted(os.listdir(directory)))\n"
+)
 
 
 def test_two_processes_writing_into_one_new_directory_both_land(tmp_path):
     """Started together, 20 times: each process's file is there (the second rename failed with
     'Directory not empty' in most trials, after all its work)."""
-    context = multiprocessing.get_context("fork")
-    for trial in range(20):
-        directory, barrier = str(tmp_path / str(trial)), context.Barrier(2)
-        writers = [context.Process(target=_write_after_barrier, args=(directory, name, barrier)) for name in "ab"]
-        for writer in writers:
-            writer.start()
-        for writer in writers:
-            writer.join()
-        assert [w.exitcode for w in writers] == [0, 0] and sorted(os.listdir(directory)) == ["a", "b"], trial
+    done = subprocess.run([sys.executable, "-c", RACING_WRITERS, str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[0, 0] ['a', 'b']"] * 20, done.stdout + done.stderr
     assert len(os.listdir(tmp_path)) == 20  # No staging directory left.
 
 
