@@ -83,7 +83,7 @@ def _source(options_file: str | None, weight_file: str | None, workdir: str | No
 def _check_bilm(bilm: BiLM) -> None:
     """ValueError unless Elmo can run `bilm`: a char-CNN biLM whose layers are one width."""
     check_embeddable(bilm)
-    if bilm.token_encoder != "char_cnn":
+    if not bilm.token_encoder_class.reads_chars:
         raise ValueError(
             f"Elmo needs a char-CNN biLM, got model.token_encoder={bilm.token_encoder!r}: embed a word-input "
             "biLM with elmo_jax.inference.embedder (ElmoEmbedder.from_workdir)"

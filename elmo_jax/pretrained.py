@@ -11,6 +11,7 @@ from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.export_sets import check_one_export
 from elmo_jax.model.bilm import BiLM, bilm_from_config
+from elmo_jax.model.token_encoder_registry import token_encoder_class
 
 
 class PretrainedBiLM(NamedTuple):
@@ -40,8 +41,8 @@ def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
     from elmo_jax.workdir.runs import load_run  # Imported here: only this path needs orbax.
     from elmo_jax.workdir.saved_config import saved_config
 
-    word_input = saved_config(workdir).model.token_encoder == "word"
-    run = load_run(workdir, step, with_vocab=word_input)
+    reads_chars = token_encoder_class(saved_config(workdir).model.token_encoder).reads_chars
+    run = load_run(workdir, step, with_vocab=not reads_chars)
     return bilm_from_params(run.config, run.params, run.vocab, run.step)
 
 
@@ -53,7 +54,7 @@ def bilm_from_params(
     word-input biLM keeps `vocab` (its token embeddings are table rows by vocabulary id)."""
     model_config = ml_collections.ConfigDict(config.model.to_dict())
     model_config.dtype, model_config.dropout = "float32", 0.0
-    word_input = model_config.token_encoder == "word"
+    word_input = not token_encoder_class(model_config.token_encoder).reads_chars
     model = bilm_from_config(model_config, vocab_size=len(vocab) if word_input else 1)
     params = {k: v for k, v in params.items() if k != "softmax"}
     return PretrainedBiLM(model, params, config.data.max_chars_per_token, vocab if word_input else None, step)

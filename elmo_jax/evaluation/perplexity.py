@@ -58,7 +58,7 @@ class Evaluator:
     def __init__(self, model: BiLM, vocab: Vocabulary, config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh):
         data_parallel.check_batch_size(config.eval.batch_size, mesh, "eval.batch_size")
         self.model, self.vocab, self.mesh, self.data, self.eval = model, vocab, mesh, config.data, config.eval
-        self.max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
+        self.max_chars = model.token_encoder_class.max_chars(config.data.max_chars_per_token)
         self._per_device_step = make_eval_step(model, config.model.softmax.chunk_size)
         self._step = None
 

@@ -105,16 +105,11 @@ def _embed_word_ids(model: BiLM, params: Any, token_ids: jax.Array) -> jax.Array
 
 def projects_tokens(model: BiLM) -> bool:
     """Whether `model`'s token embeddings are P wide: a word-input biLM, or a char CNN with a projection."""
-    return model.token_encoder != "char_cnn" or model.char_cnn["projection"]
+    return not model.token_encoder_class.reads_chars or model.char_cnn["projection"]
 
 
 def check_embeddable(model: BiLM, any_token_width: bool = False) -> None:
-    """ValueError unless `model` reads characters or words and, unless `any_token_width`, has token
-    embeddings as wide as its LSTM layers."""
-    if model.token_encoder not in ("char_cnn", "word"):
-        raise ValueError(
-            f"embedding needs a char-CNN or word-input biLM, got model.token_encoder={model.token_encoder!r}"
-        )
+    """ValueError unless, or `any_token_width`, `model` has token embeddings as wide as its layers."""
     if not (any_token_width or projects_tokens(model)):
         raise ValueError(
             "model.char_cnn.projection=False makes the token embeddings wider than the LSTM layers; "
@@ -162,7 +157,7 @@ def cpu_kernels(model: BiLM, params: Mapping, engine: str) -> CpuKernels:
     if engine == "xla" or not projects_tokens(model) or (engine == "auto" and not float32_on_cpu):
         return CpuKernels(None, None)
     try:
-        char_cnn = CpuCharCnn(model, params) if model.token_encoder == "char_cnn" else None
+        char_cnn = CpuCharCnn(model, params) if model.token_encoder_class.reads_chars else None
         return CpuKernels(char_cnn, CpuLstmStack(model, params) if model.has_lstm_gates else None)
     except KernelUnavailable as e:
         if engine == "cpu":
@@ -223,7 +218,7 @@ class ElmoEmbedder:
         self.stateful = stateful
         self.kernels = cpu_kernels(model, self.params, engine)
         self.reset_states()
-        if model.token_encoder == "word":
+        if not model.token_encoder_class.reads_chars:
             self.tokens = self._word_tokens(pretrained.vocab, vocab_to_cache)
             return
         widest_filter = max(width for width, _ in model.char_cnn["filters"])

@@ -29,7 +29,9 @@ from elmo_jax.interop.export_sets import (
     EXPORT_ID, WeightFileError, checkpoint_export_id, open_hdf5, read_finite, write_hdf5,
 )
 from elmo_jax.interop.softmax_hdf5 import softmax_writer
+from elmo_jax.model.char_cnn import CharCNNTokens
 from elmo_jax.model.lstm import has_projection
+from elmo_jax.model.token_encoder_registry import token_encoder_class
 
 _LSTM_REQUIRED = ("dim", "projection_dim", "use_skip_connections")
 _LSTM_OPTIONAL = ("n_layers", "cell_clip", "proj_clip")
@@ -139,7 +141,7 @@ def load_options(path: str) -> ml_collections.ConfigDict:
 
     config = schema.with_defaults({
         "model": {
-            "token_encoder": "char_cnn",
+            "token_encoder": CharCNNTokens.name,
             "width": _int(lstm["projection_dim"], "lstm.projection_dim", path),
             "char_cnn": {
                 "embed_dim": _int(cnn["embedding"]["dim"], "char_cnn.embedding.dim", path),
@@ -172,7 +174,7 @@ def options_dict(config: ml_collections.ConfigDict) -> dict:
             "the bilm-tf/AllenNLP format holds LSTM biLMs only; this one's contextualizer is "
             f"model.contextualizer={model.contextualizer!r}"
         )
-    if model.token_encoder != "char_cnn":
+    if not token_encoder_class(model.token_encoder).bilm_tf_format:
         raise OptionsError(
             f"only char-CNN biLMs have a bilm-tf/AllenNLP format (model.token_encoder={model.token_encoder!r})"
         )

@@ -15,15 +15,14 @@ import jax
 import jax.numpy as jnp
 
 from elmo_jax.config import schema
-from elmo_jax.model.char_cnn import CharCNNEncoder
 from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.contextualizer_registry import contextualizer_class, contextualizer_options
-from elmo_jax.model.conv_pool import resolve_block
 from elmo_jax.model.distinct_rows import distinct_rows
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.model.lstm_stack import LSTMContextualizer
 from elmo_jax.model.softmax import SoftmaxWeights
-from elmo_jax.model.word_encoder import WordEncoder
+from elmo_jax.model.token_encoder import TokenEncoder
+from elmo_jax.model.token_encoder_registry import token_encoder_class
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 ENCODERS = ("char_cnn", "word")
@@ -37,7 +36,7 @@ class BiLM(nn.Module):
     `char_cnn`: `CharCNNEncoder`'s fields; `contextualizer_fields`: the contextualizer's own."""
 
     vocab_size: int
-    token_encoder: str = "char_cnn"
+    token_encoder: str = "char_cnn"  # A name of the registry (model/token_encoder_registry.py).
     char_cnn: Mapping[str, Any] = CHAR_CNN_DEFAULTS
     width: int = 512  # P: the token embeddings', each layer's and the softmax input's width.
     init_range: float = 0.0  # > 0: every weight from U(-init_range, init_range).
@@ -52,15 +51,7 @@ class BiLM(nn.Module):
     contextualizer_fields: Mapping[str, Any] = FrozenDict()  # The section model.<contextualizer>, as fields.
 
     def setup(self) -> None:
-        if self.token_encoder == "char_cnn":
-            self.encoder = CharCNNEncoder(
-                **self.char_cnn, output_dim=self.width, dtype=self.dtype, conv_block=resolve_block(self.conv_block),
-                init_range=self.init_range, conv_kernel=self.conv_kernel,
-            )
-        elif self.token_encoder == "word":
-            self.encoder = WordEncoder(self.vocab_size, self.width, self.init_range)
-        else:
-            raise ValueError(f"model.token_encoder must be 'char_cnn' or 'word', got {self.token_encoder!r}")
+        self.encoder = self.token_encoder_class.module(self)
         self.stack = self._contextualizer()
         nn.share_scope(self, self.stack)  # Its params and dropouts directly under the biLM's.
         self.softmax = SoftmaxWeights(self.vocab_size, self.width, self.init_range)
@@ -89,9 +80,14 @@ class BiLM(nn.Module):
         return self.stack_spec.n_layers
 
     @property
+    def token_encoder_class(self) -> type[TokenEncoder]:
+        """The registered token encoder `token_encoder` names (model/token_encoder_registry.py)."""
+        return token_encoder_class(self.token_encoder)
+
+    @property
     def token_dim(self) -> int:
         """Width of the token embeddings: the char CNN's channels without a token projection, else P."""
-        return schema.token_width(self.token_encoder, self.char_cnn, self.width)
+        return self.token_encoder_class.width(self.char_cnn, self.width)
 
     def initial_state(self, batch_size: int) -> Any:
         """The contextualizer's zero state for `batch_size` rows per direction (rows on axis 1)."""
@@ -100,7 +96,7 @@ class BiLM(nn.Module):
     def embed_tokens(self, inputs: dict[str, jax.Array]) -> jax.Array:
         """Token embeddings `[..., F]`. The char CNN encodes each distinct word once when there are at
         most `distinct_fraction` x tokens of them (`distinct_rows`; same result), else every token."""
-        if self.token_encoder != "char_cnn":
+        if not self.token_encoder_class.reads_chars:
             return self.encoder(inputs["token_ids"])
         char_ids = inputs["char_ids"]
         lead_shape, n_chars = char_ids.shape[:-1], char_ids.shape[-1]

@@ -6,7 +6,7 @@ are; initializers are bilm-tf's (or U(-r, r) with `init_range` r > 0), biases 0 
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import flax.linen as nn
 import jax
@@ -15,9 +15,10 @@ import numpy as np
 
 from elmo_jax.config import schema
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.model.conv_pool import conv_max_over_positions, resolve_fused
+from elmo_jax.model.conv_pool import conv_max_over_positions, resolve_block, resolve_fused
 from elmo_jax.model.initializers import uniform_symmetric, weight_init
 from elmo_jax.model.precision import matmul
+from elmo_jax.model.token_encoder import TokenEncoder
 
 # The names the schema allows, each jax.nn's function of that name.
 ACTIVATIONS = {name: getattr(jax.nn, name) for name in schema.keys()["model.char_cnn.activation"].check.choices}
@@ -105,3 +106,31 @@ class CharCNNEncoder(nn.Module):
         b_proj = self.param("b_proj", nn.initializers.zeros, (self.output_dim,))
         out = matmul("ni,io->no", h, w_proj, self.dtype) + b_proj
         return out.reshape(*lead_shape, self.output_dim)
+
+
+class CharCNNTokens(TokenEncoder):
+    """bilm-tf's token encoder: `CharCNNEncoder` over each token's character ids."""
+
+    name = "char_cnn"
+    reads_chars = True
+    bilm_tf_format = True
+
+    @classmethod
+    def flops_per_token(cls, model: Mapping[str, Any], max_chars: int) -> dict[str, int]:
+        """The convolutions over the `max_chars` positions, the highway layers, the projection to P."""
+        cnn = model["char_cnn"]
+        n_filters = sum(n for _, n in cnn["filters"])
+        parts = {
+            "char_cnn": sum(2 * w * cnn["embed_dim"] * n * (max_chars - w + 1) for w, n in cnn["filters"]),
+            "highway": cnn["n_highway"] * 2 * (2 * n_filters * n_filters),
+        }
+        if cnn["projection"]:
+            parts["token_projection"] = 2 * n_filters * model["width"]
+        return parts
+
+    @classmethod
+    def module(cls, bilm: nn.Module) -> CharCNNEncoder:
+        return CharCNNEncoder(
+            **bilm.char_cnn, output_dim=bilm.width, dtype=bilm.dtype, conv_block=resolve_block(bilm.conv_block),
+            init_range=bilm.init_range, conv_kernel=bilm.conv_kernel,
+        )

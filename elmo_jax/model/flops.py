@@ -7,22 +7,16 @@ from __future__ import annotations
 
 import ml_collections
 
-from elmo_jax.config import schema
 from elmo_jax.model.contextualizer_registry import contextualizer_from_config
+from elmo_jax.model.token_encoder_registry import token_encoder_class
 
 
 def forward_flops_per_direction(model: ml_collections.ConfigDict, vocab_size: int, max_chars: int) -> dict[str, int]:
     """Forward FLOPs for one token in one direction, by component."""
     p = model.width
-    parts = {}
-    if model.token_encoder == "char_cnn":
-        cnn = model.char_cnn
-        n_filters = sum(n for _, n in cnn.filters)
-        parts["char_cnn"] = sum(2 * w * cnn.embed_dim * n * (max_chars - w + 1) for w, n in cnn.filters)
-        parts["highway"] = cnn.n_highway * 2 * (2 * n_filters * n_filters)
-        if cnn.projection:
-            parts["token_projection"] = 2 * n_filters * p
-    token_dim = schema.token_width(model.token_encoder, model.char_cnn, p)
+    encoder = token_encoder_class(model.token_encoder)
+    parts = encoder.flops_per_token(model, max_chars)
+    token_dim = encoder.width(model.char_cnn, p)
     parts[model.contextualizer] = contextualizer_from_config(model, token_dim).flops_per_token()
     softmax_rows = model.softmax.n_negative_samples + 1 if model.softmax.sampled else vocab_size
     parts["softmax"] = 2 * p * softmax_rows

@@ -16,7 +16,7 @@ def dummy_inputs(model: BiLM, batch_size: int, unroll_steps: int, max_chars: int
         "token_ids": jnp.zeros((2, batch_size, unroll_steps), jnp.int32),
         "mask": jnp.ones((2, batch_size, unroll_steps), bool),
     }
-    if model.token_encoder == "char_cnn":
+    if model.token_encoder_class.reads_chars:
         inputs["char_ids"] = jnp.zeros((2, batch_size, unroll_steps, max_chars), jnp.int32)
     return inputs
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from elmo_jax.model.initializers import uniform_symmetric, weight_init
+from elmo_jax.model.token_encoder import TokenEncoder
 
 
 class WordEncoder(nn.Module):
@@ -22,3 +25,20 @@ class WordEncoder(nn.Module):
             "embedding", weight_init(self.init_range, uniform_symmetric(1.0)), (self.vocab_size, self.output_dim)
         )
         return jnp.take(table, token_ids, axis=0)
+
+
+class WordTokens(TokenEncoder):
+    """Word embeddings by vocabulary id (the `word_inputs` ablation, Kim et al.'s LSTM-Word)."""
+
+    name = "word"
+    reads_chars = False
+    bilm_tf_format = False
+
+    @classmethod
+    def flops_per_token(cls, model: Mapping[str, Any], max_chars: int) -> dict[str, int]:
+        """A table lookup: no FLOPs."""
+        return {}
+
+    @classmethod
+    def module(cls, bilm: nn.Module) -> WordEncoder:
+        return WordEncoder(bilm.vocab_size, bilm.width, bilm.init_range)

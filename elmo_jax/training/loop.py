@@ -287,7 +287,7 @@ def _train_and_evaluate(
             )
         model = bilm_from_config(config.model, len(vocab))
         num_steps, num_epochs = planned_steps(config)
-        max_chars = config.data.max_chars_per_token if model.token_encoder == "char_cnn" else None
+        max_chars = model.token_encoder_class.max_chars(config.data.max_chars_per_token)
         checkpoints = os.path.join(workdir, workdir_files.CHECKPOINTS)
         checkpointer = Checkpointer(
             checkpoints, keep=config.train.keep_checkpoints, model_record=model_record(config, vocab.fingerprint()),

@@ -1,0 +1,18 @@
+"""The registry of token encoders: `model.token_encoder`'s name -> its class (model/token_encoder.py)."""
+
+from __future__ import annotations
+
+from elmo_jax.config.checks import ConfigError
+from elmo_jax.model.char_cnn import CharCNNTokens
+from elmo_jax.model.token_encoder import TokenEncoder
+from elmo_jax.model.word_encoder import WordTokens
+
+TOKEN_ENCODERS: dict[str, type[TokenEncoder]] = {cls.name: cls for cls in (CharCNNTokens, WordTokens)}
+
+
+def token_encoder_class(name: str) -> type[TokenEncoder]:
+    """The token encoder registered as `name`; ConfigError naming the key and the registered names if none is."""
+    if name not in TOKEN_ENCODERS:
+        allowed = ", ".join(repr(n) for n in TOKEN_ENCODERS)
+        raise ConfigError(f"config key model.token_encoder={name!r} is not one of {allowed}")
+    return TOKEN_ENCODERS[name]
