@@ -1,0 +1,2 @@
+"""Static word vectors, the baselines ELMo is measured against, trained on the same text and
+vocabulary as a biLM: co-occurrence counts, GloVe in JAX, and the word2vec/GloVe vector files."""

@@ -1,0 +1,164 @@
+"""Word vector files: the text format of word2vec and GloVe (one `word v1 ... vdim` line a word,
+values separated by single spaces; word2vec's first line is a header `count dim`, GloVe's files
+have none) and word2vec's binary format (the header line, then per word `word `, dim float32
+little-endian and a newline).
+
+Every malformed input is one ValueError naming `file:line`: a binary file's records count as
+lines after its header (the newline ending each makes them so), whatever bytes the floats hold.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+
+from elmo_jax.runtime.atomic_write import write_atomic
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _header(line: str) -> tuple[int, int] | None:
+    """(count, dim) when the line is two non-negative integers, word2vec's header; else None (a
+    GloVe file's first word). A one-dimensional vector of an integer word reads as a header."""
+    fields = line.split(" ")
+    if len(fields) == 2 and all(f.isascii() and f.isdigit() for f in fields):
+        return int(fields[0]), int(fields[1])
+    return None
+
+
+def _checked_values(fields: Sequence[str], where: str) -> np.ndarray:
+    """`fields` as `[dim]` float32; ValueError at `where` for one that is not a finite float32."""
+    try:
+        values = np.array(fields, dtype=np.float64)
+    except ValueError:
+        bad = next(f for f in fields if not _is_number(f))
+        raise ValueError(f"{where}: {bad!r} is not a number") from None
+    if not np.all(np.isfinite(values) & (np.abs(values) <= _FLOAT32_MAX)):
+        bad = fields[int(np.argmin(np.isfinite(values) & (np.abs(values) <= _FLOAT32_MAX)))]
+        raise ValueError(f"{where}: {bad!r} is not a finite float32")
+    return values.astype(np.float32)
+
+
+def _is_number(field: str) -> bool:
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
+
+
+def _checked_word(word: str, where: str, seen: dict[str, int], line_no: int) -> None:
+    """ValueError at `where` for an empty or repeated word; records it in `seen`."""
+    if not word:
+        raise ValueError(f"{where}: empty word")
+    if word in seen:
+        raise ValueError(f"{where}: duplicate word {word!r} (line {seen[word]})")
+    seen[word] = line_no
+
+
+def _decoded(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{where}: not valid UTF-8") from None
+
+
+def read_text(path: str) -> tuple[list[str], np.ndarray]:
+    """The words and their `[n_words, dim]` float32 vectors of a text file, with or without the
+    header (a header's count and dim are checked against the lines)."""
+    words: list[str] = []
+    vectors: list[np.ndarray] = []
+    seen: dict[str, int] = {}
+    header, dim, dim_from = None, None, ""
+    with open(path, "rb") as f:
+        for line_no, raw in enumerate(f, start=1):
+            where = f"{path}:{line_no}"
+            line = _decoded(raw, where).rstrip("\r\n").rstrip(" ")
+            if line_no == 1:
+                header = _header(line)
+                if header is not None:
+                    dim, dim_from = header[1], "the header's"
+                    continue
+            if header is not None and len(words) == header[0]:
+                raise ValueError(f"{where}: more words than the header's {header[0]}")
+            fields = line.split(" ")
+            if dim is None:
+                dim, dim_from = len(fields) - 1, f"line {line_no}'s"
+                if dim < 1:
+                    raise ValueError(f"{where}: expected `word v1 ... vdim`, got {line!r}")
+            if len(fields) - 1 != dim:
+                raise ValueError(f"{where}: {len(fields) - 1} values, expected {dim_from} {dim}")
+            _checked_word(fields[0], where, seen, line_no)
+            words.append(fields[0])
+            vectors.append(_checked_values(fields[1:], where))
+    if header is None and dim is None:
+        raise ValueError(f"{path}:1: empty file")
+    if header is not None and len(words) != header[0]:
+        raise ValueError(f"{path}:1: the header says {header[0]} words, the file has {len(words)}")
+    return words, np.stack(vectors) if vectors else np.zeros((0, dim), np.float32)
+
+
+def read_binary(path: str) -> tuple[list[str], np.ndarray]:
+    """The words and their `[n_words, dim]` float32 vectors of a word2vec binary file (a newline
+    after each vector is optional, as in word2vec's readers)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    end = data.find(b"\n")
+    header = _header((data[:end] if end >= 0 else data).decode("utf-8", "replace").rstrip("\r "))
+    if end < 0 or header is None:
+        raise ValueError(f"{path}:1: expected a header `count dim`")
+    count, dim = header
+    words: list[str] = []
+    vectors = np.zeros((count, dim), np.float32)
+    seen: dict[str, int] = {}
+    position = end + 1
+    for index in range(count):
+        line_no = index + 2
+        where = f"{path}:{line_no}"
+        if position >= len(data):
+            raise ValueError(f"{path}:1: the header says {count} words, the file has {index}")
+        space = data.find(b" ", position)
+        if space < 0:
+            raise ValueError(f"{where}: a word without its vector")
+        word = _decoded(data[position:space], where).lstrip("\n")
+        available = (len(data) - space - 1) // 4
+        if available < dim:
+            raise ValueError(f"{where}: the vector of {word!r} ends after {available} of {dim} values")
+        values = np.frombuffer(data, "<f4", dim, space + 1)
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{where}: the vector of {word!r} is not finite")
+        _checked_word(word, where, seen, line_no)
+        words.append(word)
+        vectors[index] = values
+        position = space + 1 + 4 * dim
+        if data[position:position + 1] == b"\n":
+            position += 1
+    if position < len(data):
+        raise ValueError(f"{path}:{count + 2}: more data than the header's {count} words")
+    return words, vectors
+
+
+def write_text(path: str, words: Sequence[str], vectors: np.ndarray, header: bool = True) -> None:
+    """`vectors` (`[n_words, dim]`) of `words` as a text file, word2vec's header first unless not
+    `header` (GloVe's files), atomically; each value is float32's shortest exact decimal."""
+    vectors = np.asarray(vectors, np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(words):
+        raise ValueError(f"{len(words)} words need vectors of shape [{len(words)}, dim], not {list(vectors.shape)}")
+    if len(set(words)) != len(words):
+        raise ValueError("the words are not distinct")
+    bad = [w for w in words if not w or any(c.isspace() for c in w)]
+    if bad:
+        raise ValueError(f"word {bad[0]!r} is empty or holds whitespace: its line would not read back")
+    if not np.all(np.isfinite(vectors)):
+        raise ValueError("the vectors are not all finite")
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            if header:
+                f.write(f"{len(words)} {vectors.shape[1]}\n")
+            for word, row in zip(words, vectors):
+                f.write(f"{word} {' '.join(map(str, row))}\n")
+
+    write_atomic(os.fspath(path), write)

@@ -1,0 +1,118 @@
+"""Word vector files: round trips of the text format with and without word2vec's header, word2vec's
+binary format as word2vec writes it, and one `file:line` error for each malformed input."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from elmo_jax.static.vector_files import read_binary, read_text, write_text
+
+WORDS = ["the", "cat", "naïve", "<UNK>"]
+VECTORS = np.array([[0.1, -2.5, 3e-8], [1.0, 0.0, -0.0], [1 / 3, 2 / 3, 1e30], [-1.0, 7.25, 123456.789]], np.float32)
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_text_round_trips_exactly(tmp_path, header: bool) -> None:
+    path = tmp_path / "vectors.txt"
+    write_text(str(path), WORDS, VECTORS, header=header)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert (lines[0] == "4 3") == header and len(lines) == 4 + header
+    words, vectors = read_text(str(path))
+    assert words == WORDS and vectors.dtype == np.float32
+    np.testing.assert_array_equal(vectors, VECTORS)
+    assert [p.name for p in tmp_path.iterdir()] == ["vectors.txt"]  # No temporary left.
+
+
+def test_text_as_word2vec_and_glove_write_it(tmp_path) -> None:
+    """word2vec: `%lf ` after every value; GloVe: ` %lf` before every value, no header."""
+    word2vec, glove = tmp_path / "w2v.txt", tmp_path / "glove.txt"
+    word2vec.write_text("2 2\nthe 0.500000 -1.250000 \ncat 2.000000 0.000000 \n", encoding="utf-8")
+    glove.write_text("the 0.500000 -1.250000\r\ncat 2.000000 0.000000\n", encoding="utf-8")
+    for path in (word2vec, glove):
+        words, vectors = read_text(str(path))
+        assert words == ["the", "cat"]
+        np.testing.assert_array_equal(vectors, [[0.5, -1.25], [2.0, 0.0]])
+
+
+def _binary(words, vectors, count=None, dim=None, newline=True) -> bytes:
+    """word2vec's binary file: `count dim\\n`, then per word `word `, the floats and a newline."""
+    data = f"{len(words) if count is None else count} {vectors.shape[1] if dim is None else dim}\n".encode()
+    for word, row in zip(words, vectors):
+        data += (word.encode() if isinstance(word, str) else word) + b" " + struct.pack(f"<{len(row)}f", *row)
+        data += b"\n" if newline else b""
+    return data
+
+
+@pytest.mark.parametrize("newline", [True, False])
+def test_binary_reads_as_word2vec_writes_it(tmp_path, newline: bool) -> None:
+    path = tmp_path / "vectors.bin"
+    path.write_bytes(_binary(WORDS, VECTORS, newline=newline))
+    words, vectors = read_binary(str(path))
+    assert words == WORDS
+    np.testing.assert_array_equal(vectors, VECTORS)
+
+
+TEXT_ERRORS = {
+    "wrong count of values": (b"the 1 2 3\ncat 1 2\n", "2: 2 values, expected line 1's 3"),
+    "header lies about the dimension": (b"2 3\nthe 1 2\ncat 1 2\n", "2: 2 values, expected the header's 3"),
+    "header says more words": (b"3 2\nthe 1 2\ncat 1 2\n", "1: the header says 3 words, the file has 2"),
+    "header says fewer words": (b"1 2\nthe 1 2\ncat 1 2\n", "3: more words than the header's 1"),
+    "not a number": (b"the 1 2\ncat 1 two\n", "2: 'two' is not a number"),
+    "nan": (b"the 1 nan\n", "1: 'nan' is not a finite float32"),
+    "infinity": (b"the 1 2\ncat -inf 2\n", "2: '-inf' is not a finite float32"),
+    "beyond float32": (b"the 1 1e39\n", "1: '1e39' is not a finite float32"),
+    "invalid UTF-8": (b"the 1 2\nca\xfft 1 2\n", "2: not valid UTF-8"),
+    "duplicate word": (b"the 1 2\ncat 1 2\nthe 3 4\n", "3: duplicate word 'the' (line 1)"),
+    "empty line": (b"the 1 2\n\ncat 1 2\n", "2: 0 values, expected line 1's 2"),
+    "empty word": (b"the 1 2\n 1 2\n", "2: empty word"),
+    "a word alone": (b"the\n", "1: expected `word v1 ... vdim`, got 'the'"),
+    "empty file": (b"", "1: empty file"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TEXT_ERRORS))
+def test_each_malformed_text_file_is_one_error_naming_its_line(tmp_path, case: str) -> None:
+    content, message = TEXT_ERRORS[case]
+    path = tmp_path / "vectors.txt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as error:
+        read_text(str(path))
+    assert str(error.value) == f"{path}:{message}"
+
+
+VALID = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+BINARY_ERRORS = {
+    "no header": (b"the " + struct.pack("<2f", 1, 2), "1: expected a header `count dim`"),
+    "header says more words": (_binary(["the", "cat"], VALID, count=3), "1: the header says 3 words, the file has 2"),
+    "header says fewer words": (_binary(["the", "cat"], VALID, count=1), "3: more data than the header's 1 words"),
+    "truncated vector": (_binary(["the", "cat"], VALID)[:-4], "3: the vector of 'cat' ends after 1 of 2 values"),
+    "nan": (_binary(["the", "cat"], np.array([[1, 2], [np.nan, 4]], np.float32)), "3: the vector of 'cat' is not finite"),
+    "invalid UTF-8": (_binary([b"th\xffe", "cat"], VALID), "2: not valid UTF-8"),
+    "duplicate word": (_binary(["cat", "cat"], VALID), "3: duplicate word 'cat' (line 2)"),
+    "a word without its vector": (_binary(["the"], VALID[:1], count=2) + b"cat", "3: a word without its vector"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BINARY_ERRORS))
+def test_each_malformed_binary_file_is_one_error_naming_its_line(tmp_path, case: str) -> None:
+    content, message = BINARY_ERRORS[case]
+    path = tmp_path / "vectors.bin"
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as error:
+        read_binary(str(path))
+    assert str(error.value) == f"{path}:{message}"
+
+
+@pytest.mark.parametrize("words, vectors, message", [
+    (["a b", "c"], VALID, "word 'a b' is empty or holds whitespace"),
+    (["a", "a"], VALID, "the words are not distinct"),
+    (["a"], VALID, r"1 words need vectors of shape \[1, dim\], not \[2, 2\]"),
+    (["a", "b"], np.array([[1, np.inf], [0, 0]]), "the vectors are not all finite"),
+])
+def test_writing_what_would_not_read_back_is_refused(tmp_path, words, vectors, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        write_text(str(tmp_path / "vectors.txt"), words, vectors)
+    assert not list(tmp_path.iterdir())
