@@ -149,6 +149,16 @@ def test_a_mixed_export_set_is_refused(workdir, cache, tmp_path):
     assert not os.path.exists(tmp_path / "out.hdf5")
 
 
+def assert_evaluate_and_export_refuse(workdir: str, cache: str, tmp_path, capsys, expected: str) -> None:
+    """evaluate.py and the export of `workdir` each end with the one line `expected`, exporting nothing."""
+    done = run_script("evaluate.py", f"--workdir={workdir}", compile_cache=cache)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert last_line(done.stderr) == expected
+    assert export_main(export_flags(workdir, str(tmp_path / "export"), 10)) == 1
+    assert last_line(capsys.readouterr().err) == expected
+    assert not os.path.exists(tmp_path / "export")
+
+
 def test_a_vocabulary_cut_short_is_refused(workdir, cache, tmp_path, capsys):
     cut = str(tmp_path / "run")
     shutil.copytree(workdir, cut)
@@ -159,12 +169,7 @@ def test_a_vocabulary_cut_short_is_refused(workdir, cache, tmp_path, capsys):
         f.writelines(lines[: len(lines) // 2])
     expected = (f"error: {vocab}: {len(lines) // 2} lines, but the checkpoint's softmax has {len(lines)} rows "
                 "(one per line)")
-    done = run_script("evaluate.py", f"--workdir={cut}", compile_cache=cache)
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert last_line(done.stderr) == expected
-    assert export_main(export_flags(cut, str(tmp_path / "export"), 10)) == 1
-    assert last_line(capsys.readouterr().err) == expected
-    assert not os.path.exists(tmp_path / "export")
+    assert_evaluate_and_export_refuse(cut, cache, tmp_path, capsys, expected)
 
 
 def test_a_vocabulary_with_two_lines_swapped_is_refused(workdir, cache, tmp_path, capsys):
@@ -174,12 +179,7 @@ def test_a_vocabulary_with_two_lines_swapped_is_refused(workdir, cache, tmp_path
     shutil.copytree(workdir, swapped)
     vocab, trained_with, found = swap_vocabulary_lines(swapped)
     expected = f"error: {fingerprint_mismatch(vocab, found, trained_with)}"
-    done = run_script("evaluate.py", f"--workdir={swapped}", compile_cache=cache)
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert last_line(done.stderr) == expected
-    assert export_main(export_flags(swapped, str(tmp_path / "export"), 10)) == 1
-    assert last_line(capsys.readouterr().err) == expected
-    assert not os.path.exists(tmp_path / "export")
+    assert_evaluate_and_export_refuse(swapped, cache, tmp_path, capsys, expected)
 
 
 def test_sigterm_during_an_embedding_leaves_the_earlier_output(workdir, cache, tmp_path):
