@@ -2,10 +2,11 @@
 
   elmo-neighbors --workdir runs/demo --corpus 'ptb.train.txt' \\
       --query "he will play the role of the king" --word 2 [--layer L] [--k 5] [--same_word]
-  elmo-neighbors --options options.json --weights weights.hdf5 --corpus 'text/*.txt' ...
+  elmo-neighbors --options options.json --weights weights.hdf5 --corpus 'text/*.txt' ... [--static vectors.txt]
 
-Prints the k corpus tokens whose layer-L representation is nearest to the query word's, and the k
-corpus words nearest by token embedding; what each list holds: elmo_jax/inference/neighbors.py.
+Prints the k corpus tokens whose layer-L representation is nearest to the query word's, the k
+corpus words nearest by token embedding and, for each --static file of word vectors, its k words
+nearest by their vectors; what each list holds: elmo_jax/inference/neighbors.py.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from elmo_jax.cli import tool_flags
 from elmo_jax.data.sources import count_lines, expand_globs
 from elmo_jax.inference.embedder import embedder_from_bilm_files, embedder_from_workdir
 from elmo_jax.inference.neighbors import (
-    check_layer, check_query, format_report, nearest_words, read_corpus, scan_corpus,
+    check_layer, check_query, format_report, nearest_static_words, nearest_words, read_corpus, scan_corpus,
 )
+from elmo_jax.static.lookup import StaticVectors
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
 tool_flags.define_model_flags(_FLAGS)
@@ -32,6 +34,10 @@ flags.DEFINE_integer("layer", None, "ELMo layer: 0 = token embeddings (default: 
 flags.DEFINE_integer("k", 5, "neighbours per list", flag_values=_FLAGS)
 flags.DEFINE_bool("same_word", False, "contexts: only occurrences of the query word", flag_values=_FLAGS)
 flags.DEFINE_integer("max_words", 100_000, "word list: among the N most frequent corpus words", flag_values=_FLAGS)
+flags.DEFINE_multi_string(
+    "static", [], "a file of static word vectors (word2vec/GloVe text or word2vec binary): also its k words nearest "
+    "to the query word (as written, else in lower case)", flag_values=_FLAGS,
+)
 flags.DEFINE_integer("batch_size", 32, "corpus lines per embedder batch", flag_values=_FLAGS)
 flags.DEFINE_bool("no_progress", False, "no progress bar", flag_values=_FLAGS)
 
@@ -46,6 +52,7 @@ def _neighbors() -> None:
     paths = expand_globs(_FLAGS.corpus)
     if not paths:
         raise ValueError(f"--corpus {_FLAGS.corpus!r} names no file")
+    static = [StaticVectors.read(path, path) for path in _FLAGS.static]  # Before the model: bad files fail at once.
     if _FLAGS.workdir is not None:
         embedder = embedder_from_workdir(_FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful=False)
     else:
@@ -59,7 +66,10 @@ def _neighbors() -> None:
     )
     words = nearest_words(embedder, query[_FLAGS.word], scan.word_counts, _FLAGS.k, _FLAGS.max_words)
     n_words = min(_FLAGS.max_words, len(scan.word_counts))
-    print(format_report(query, _FLAGS.word, layer, embedder.n_outputs - 1, _FLAGS.same_word, scan, words, n_words))
+    lists = [nearest_static_words(vectors, query[_FLAGS.word], scan.word_counts, _FLAGS.k) for vectors in static]
+    print(format_report(
+        query, _FLAGS.word, layer, embedder.n_outputs - 1, _FLAGS.same_word, scan, words, n_words, lists
+    ))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,13 +6,16 @@
   elmo-probe --workdir runs/demo --task wsd --data CoarseWSD-20 [--max_train_per_word 400] [--normalize ...] \\
       [--control ...] [--show_predictions] [--output DIR]
   elmo-probe --workdir runs/demo --task wic --data WiC_dataset [--normalize ...] [--control ...] [--output DIR]
+  elmo-probe --workdir runs/demo ... --static vectors.txt [--static other.bin]
 
 Token tasks read CoNLL-U files; without --dev, a tenth of the training sentences is held out for
 early stopping. A softmax classifier is trained on each layer (0: the token layer) and on a learned
 scalar mix of all of them, scored beside the most frequent tag of each word. `--task wsd` probes
 the senses of CoarseWSD-20's words (--data: its directory, or one word's) by the nearest sense
 centroid and a linear probe; `--task wic` whether a word has one sense in two sentences (--data:
-WiC's directory) by a cosine threshold and a linear probe.
+WiC's directory) by a cosine threshold and a linear probe. Each `--static` file of word vectors
+(word2vec/GloVe text or word2vec binary) is probed by the same classifiers beside the biLM's
+layers, in two rows: each word's own vector, and it with the mean vector of its neighbours.
 
 Writes `probe_<task>.json` (a control's: `probe_<task>_random_init.json`) and `probe_<task>.png`
 into --output (default: the workdir, or the current directory), and Markdown tables on stdout.
@@ -42,9 +45,11 @@ from elmo_jax.probing.report import (
     wsd_prediction_tables,
 )
 from elmo_jax.probing.run import probe
+from elmo_jax.probing.static_features import WINDOW
 from elmo_jax.probing.tasks import NORMALIZATIONS, TASKS
 from elmo_jax.runtime import workdir_files
 from elmo_jax.runtime.atomic_write import SIGTERM_EXIT_STATUS, check_not_inputs
+from elmo_jax.static.lookup import StaticVectors
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
 tool_flags.define_model_flags(_FLAGS)
@@ -87,6 +92,12 @@ flags.DEFINE_enum(
 flags.DEFINE_string(
     "output", None, "directory of the results (default: --workdir, or the current directory)", flag_values=_FLAGS
 )
+flags.DEFINE_multi_string(
+    "static", [],
+    "a file of static word vectors (word2vec/GloVe text, with or without its header line, or word2vec binary) "
+    f"probed beside the biLM's layers: each word's own vector, and it with the mean vector of the words within "
+    f"{WINDOW} tokens of it", flag_values=_FLAGS,
+)
 flags.DEFINE_bool("mlp", False, "also train a one-hidden-layer MLP probe on each layer", flag_values=_FLAGS)
 flags.DEFINE_integer("seed", 0, "seed of the probes (and of the random-init control's weights)", flag_values=_FLAGS)
 flags.DEFINE_integer("batch_size", 32, "sentences per embedder batch", flag_values=_FLAGS)
@@ -118,6 +129,8 @@ def _check_flags() -> None:
     given = [f"--{name}" for name in others if _FLAGS[name].present]
     if given:
         raise tool_flags.UsageError(f"{', '.join(given)} not taken with --task {_FLAGS.task}")
+    if _FLAGS.static and _FLAGS.control != "none":
+        raise tool_flags.UsageError("--static is probed beside the model, not its control: drop --control or --static")
     if _FLAGS.max_train_per_word < 0 or _FLAGS.max_train_per_word == 1:
         raise tool_flags.UsageError(f"--max_train_per_word must be 0 (all) or >= 2, got {_FLAGS.max_train_per_word}")
 
@@ -128,6 +141,7 @@ def _check_output(output: str) -> list[str]:
     UsageError when `output` is not a directory."""
     written = [result_path(output, _FLAGS.task, _FLAGS.control), figure_path(output, _FLAGS.task)]
     inputs = [(f"--{name}", _FLAGS[name].value) for name in ("train", "dev", "test", "data", "options", "weights")]
+    inputs += [("--static", path) for path in _FLAGS.static]
     inputs += workdir_inputs(_FLAGS.workdir)
     check_not_inputs([("--output", output)], inputs)
     check_not_inputs([("--output", path) for path in written], inputs)
@@ -150,6 +164,15 @@ def _model() -> tuple[PretrainedBiLM, dict[str, Any]]:
         return pretrained, described
     described = {"model": os.path.basename(_FLAGS.weights), "options": _FLAGS.options, "weights": _FLAGS.weights}
     return bilm_from_files(_FLAGS.options, _FLAGS.weights), described
+
+
+def _static_vectors() -> list[StaticVectors]:
+    """The --static files, each named by its file name, or by its path as given when two share one."""
+    names = [os.path.basename(path) for path in _FLAGS.static]
+    names = names if len(set(names)) == len(names) else list(_FLAGS.static)
+    if len(set(names)) != len(names):
+        raise tool_flags.UsageError(f"--static names a file twice: {' '.join(_FLAGS.static)}")
+    return [StaticVectors.read(path, name) for path, name in zip(_FLAGS.static, names)]
 
 
 def _file_id(path: str) -> tuple[int, int] | None:
@@ -193,6 +216,7 @@ def _probe_task(command: str, output: str) -> None:
     common = dict(
         control=_FLAGS.control, seed=_FLAGS.seed, engine=_FLAGS.engine, batch_size=_FLAGS.batch_size,
         progress=not _FLAGS.no_progress, max_feature_bytes=int(_FLAGS.max_memory_gib * 2**30),
+        static=_static_vectors(),  # Before the data and the model: a malformed file fails at once.
     )
     if _FLAGS.task == wsd.TASK:
         words = read_coarsewsd(_FLAGS.data)

@@ -1,5 +1,6 @@
 """absl flags of the tools whose `main(argv)` returns an exit status (elmo-embed, elmo-export,
-elmo-vocab, elmo-report, elmo-neighbors, elmo-probe), and the flags they share with train and evaluate.
+elmo-vocab, elmo-report, elmo-neighbors, elmo-probe, elmo-static), and the flags they share with train
+and evaluate.
 
 `main(argv)` may run many times in one process (tests, notebooks): each tool has a `flags.FlagValues`
 of its own, parsed from the defaults on every call. Exit status: 0, also after the help; 1 with one

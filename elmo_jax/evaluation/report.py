@@ -1,7 +1,8 @@
 """Compare training runs (`elmo-report`, docs/training.md "Comparing runs"): curves of training
 loss and evaluation perplexity against steps and tokens, and a Markdown table of each run's final
 metrics, latest test evaluation (`eval_test_<step>.json`) and probes (`probe_<task>.json`, else the
-latest `probe_<task>_<step>.json`, beside `probe_<task>_random_init.json`). The figure needs matplotlib.
+latest `probe_<task>_<step>.json`, beside `probe_<task>_random_init.json`), with the rows of the
+static vector files probed beside a biLM (`static`, `elmo-probe --static`). The figure needs matplotlib.
 """
 
 from __future__ import annotations
@@ -112,13 +113,36 @@ def _read_json(path: str) -> Any:
 
 
 def _read_probe_result(path: str) -> dict[str, Any]:
-    """A probe result file: a JSON object with a non-empty list of accuracies `layers` and a `mix`."""
+    """A probe result file: a JSON object with a non-empty list of accuracies `layers` and a `mix`,
+    and, when it has `static`, a score of each row of each vector file (`static_rows`)."""
     result = _read_json(path)
     numbers = result.get("layers") if isinstance(result, dict) else None
     if not (isinstance(numbers, list) and numbers and isinstance(result.get("mix"), (int, float))
             and all(isinstance(a, (int, float)) for a in numbers)):
         raise ReportError(f"{path}: not a probe result (expected a list of accuracies 'layers' and a number 'mix')")
+    static = result.get("static", {})
+    if not (isinstance(static, dict) and all(
+        isinstance(entry, dict) and isinstance(entry.get("rows"), dict) and entry["rows"]
+        and all(isinstance(a, (int, float)) for a in entry["rows"].values()) for entry in static.values()
+    )):
+        raise ReportError(f"{path}: not a probe result ('static' holds no number of each row 'rows' of a vector file)")
     return result
+
+
+# The rows of a static vector file in a probe result (`static`, probing/static_features.py), in
+# the order shown (a result's JSON sorts them by name), and their line styles in a figure.
+STATIC_ROWS = ("own vector", "context bag")
+STATIC_LINE_STYLES = ("-.", (0, (6, 2, 1, 2, 1, 2)))  # Dash-dot, dash-dot-dot.
+
+
+def static_rows(results: Sequence[dict[str, Any] | None]) -> dict[str, list[str]]:
+    """The static vector files of `results` (`static`: name -> {`rows`: row -> score, ...}) in the
+    order the results first give them, and the STATIC_ROWS each one's results have."""
+    rows: dict[str, set[str]] = {}
+    for result in results:
+        for name, entry in (result or {}).get("static", {}).items():
+            rows.setdefault(name, set()).update(entry["rows"])
+    return {name: [row for row in STATIC_ROWS if row in names] for name, names in rows.items()}
 
 
 # The perplexities of a test evaluation file, in the order of the table's test columns.
@@ -277,14 +301,30 @@ def _probe_cells(probe: Probe) -> list[str]:
     ]
 
 
+def _static_cell(result: dict[str, Any] | None) -> str:
+    """Each static vector file's rows of a result, `name: row value / row value`; n/a without."""
+    static = (result or {}).get("static")
+    if not static:
+        return "n/a"
+    return "; ".join(f"{name}: " + " / ".join(f"{row} {static[name]['rows'][row]:.3f}" for row in rows)
+                     for name, rows in static_rows([result]).items())
+
+
+def _static_tasks(runs: Sequence[Run]) -> set[str]:
+    """The tasks of which some run's result has static vector files' rows."""
+    return {task for run in runs for task, probe in run.probes.items() if probe.result and probe.result.get("static")}
+
+
 def markdown_table(runs: Sequence[Run]) -> str:
     """One row per run: `summary`, TEST_COLUMNS when a run has a test evaluation, PROBE_COLUMNS of
-    each probed task; below the table, what a task's scores measure when not test accuracy."""
-    tasks = probe_tasks(runs)
+    each probed task (and `<task> static` when a result has static vector files' rows); below the
+    table, what a task's scores measure when not test accuracy."""
+    tasks, with_static = probe_tasks(runs), _static_tasks(runs)
     tested = any(run.test for run in runs)
     header = ["run", "steps", "tokens", "train loss", "eval split", "eval tokens", "forward ppl", "backward ppl",
               "biLM ppl", "tokens/s", *(TEST_COLUMNS if tested else ()),
-              *(f"{task} {column}" for task in tasks for column in PROBE_COLUMNS)]
+              *(f"{task} {column}" for task in tasks
+                for column in (*PROBE_COLUMNS, *(["static"] if task in with_static else [])))]
     aligns = ["---", "---:", "---:", "---:", "---", *["---:"] * (len(header) - 5)]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(aligns) + " |"]
     for run in runs:
@@ -297,7 +337,9 @@ def markdown_table(runs: Sequence[Run]) -> str:
         ]
         if tested:
             cells += [_fmt(_value(run.test, key), 2) for key in TEST_KEYS]
-        cells += [cell for task in tasks for cell in _probe_cells(run.probes.get(task, Probe()))]
+        for task in tasks:
+            probe = run.probes.get(task, Probe())
+            cells += [*_probe_cells(probe), *([_static_cell(probe.result)] if task in with_static else [])]
         lines.append("| " + " | ".join(cells) + " |")
     measures = {task: probe_measure(runs, task) for task in tasks}
     notes = [f"{task}: {measure}" for task, measure in measures.items() if measure != DEFAULT_MEASURE]
@@ -324,8 +366,9 @@ def plot_scores_by_layer(
     baseline: tuple[str, str] = ("word-type baseline", ":"),
 ) -> None:
     """Probe scores of `task` by layer on the matplotlib axes `ax`: a line per (result, color, label,
-    is a control) of `lines`, a control's dashed, a model's mix a star after the last layer and its
-    `word_baseline` a gray level (`baseline`: their label and line style)."""
+    is a control) of `lines`, a control's dashed, a model's mix a star after the last layer, each row
+    of its static vector files (`static_rows`) a level of its color, and its `word_baseline` a gray
+    level (`baseline`: their label and line style)."""
     n_layers = max(len(result["layers"]) for result, *_ in lines)
     levels = set()
     for result, color, label, control in lines:
@@ -335,6 +378,10 @@ def plot_scores_by_layer(
             continue
         ax.plot(range(len(layers)), layers, color=f"C{color}", marker="o", label=label)
         ax.plot([n_layers], [result["mix"]], color=f"C{color}", marker="*", markersize=12, linestyle="none")
+        for name, rows in static_rows([result]).items():
+            for row in rows:
+                ax.axhline(result["static"][name]["rows"][row], color=f"C{color}", linewidth=1,
+                           linestyle=STATIC_LINE_STYLES[STATIC_ROWS.index(row)], label=f"{label}: {name} {row}")
         if "word_baseline" in result:
             levels.add(result["word_baseline"])
     for j, level in enumerate(sorted(levels)):

@@ -1,6 +1,6 @@
-"""Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4) and its nearest
-words by token embedding (Kim et al. 2016, Table 6), as `elmo-neighbors` prints them
-(docs/embeddings.md); in bounded memory: a running top-k and the word counts.
+"""Contextual nearest neighbours of a word in a sentence (Peters et al. 2018, Table 4), its nearest
+words by token embedding (Kim et al. 2016, Table 6) and by static word vectors, as `elmo-neighbors`
+prints them (docs/embeddings.md); in bounded memory: a running top-k and the word counts.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from elmo_jax.data.sources import read_lines
 from elmo_jax.inference.embedder import ElmoEmbedder
+from elmo_jax.static.lookup import StaticVectors
 
 WORD_CHUNK = 4096  # Words per char-CNN call for the token-embedding list (memory: WORD_CHUNK x P).
 MARK = "[[{}]]"  # How the matched token is shown in its sentence.
@@ -43,6 +44,14 @@ class WordHit(NamedTuple):
     similarity: float
     word: str
     count: int
+
+
+class StaticList(NamedTuple):
+    """A static vector file's words nearest to the query word (None: the file lacks it), by its `name`."""
+
+    name: str
+    hits: list[WordHit] | None
+    n_words: int
 
 
 class ScanResult(NamedTuple):
@@ -172,6 +181,27 @@ def nearest_words(
     return [WordHit(s, w, c) for s, _, (w, c) in top.best()]
 
 
+def nearest_static_words(
+    vectors: StaticVectors, word: str, word_counts: collections.Counter, k: int
+) -> StaticList:
+    """The k words of the vector file nearest to `word` by the cosine of their vectors, each with its
+    count in `word_counts` (the corpus'); `word` looked up as written, then in lower case, and left
+    out with the file's unknown-word entry. Context-free: one list whatever the sentence."""
+    lookup = vectors.lookup([(word, word.lower())])
+    if lookup.oov[0]:
+        return StaticList(vectors.name, None, len(vectors.words))
+    target = vectors.vectors[lookup.rows[0]]
+    excluded = {int(lookup.rows[0]), vectors.index.get(vectors.unknown_word or "", -1)}
+    top = TopK(k)
+    for start in range(0, len(vectors.words), WORD_CHUNK):
+        similarities = cosine(vectors.vectors[start : start + WORD_CHUNK], target)
+        for row in start + np.flatnonzero(similarities > top.threshold()):
+            if int(row) not in excluded:
+                top.offer(similarities[row - start], (int(row),), vectors.words[row])
+    hits = [WordHit(s, w, word_counts[w]) for s, _, w in top.best()]
+    return StaticList(vectors.name, hits, len(vectors.words))
+
+
 def marked(tokens: Sequence[str], index: int) -> str:
     """The tokens joined by spaces with `tokens[index]` shown as [[token]]."""
     return " ".join(MARK.format(t) if i == index else t for i, t in enumerate(tokens))
@@ -179,9 +209,10 @@ def marked(tokens: Sequence[str], index: int) -> str:
 
 def format_report(
     query: Sequence[str], word: int, layer: int, n_layers: int, same_word: bool, scan: ScanResult,
-    words: list[WordHit], n_words: int,
+    words: list[WordHit], n_words: int, static: Sequence[StaticList] = (),
 ) -> str:
-    """The printed lists: contexts (similarity, `path:line`, the line with its token marked), then words."""
+    """The printed lists: contexts (similarity, `path:line`, the line with its token marked), then
+    words by token embedding, then by each static vector file."""
     layer_name = "token embeddings" if layer == 0 else f"LSTM layer {layer} of {n_layers}"
     scope = f"occurrences of {query[word]!r}" if same_word else "all tokens"
     out = [
@@ -191,5 +222,13 @@ def format_report(
     contexts = [f"  {h.similarity:.4f}  {h.line.source}  {marked(h.line.tokens, h.token)}" for h in scan.hits]
     out += contexts or ["  (none)"]
     out.append(f"nearest words by token embedding (layer 0, cosine, {n_words} most frequent corpus words):")
-    out += [f"  {h.similarity:.4f}  {h.word}  (count {h.count})" for h in words] or ["  (none)"]
+    out += _word_lines(words)
+    for name, hits, n_static in static:
+        out.append(f"nearest words by static vectors ({name}, cosine, {n_static} words of the file):")
+        out += _word_lines(hits) if hits is not None else [f"  ({query[word]!r} is not in the file)"]
     return "\n".join(out)
+
+
+def _word_lines(words: Sequence[WordHit]) -> list[str]:
+    """A word list's lines: similarity, word and its corpus count."""
+    return [f"  {h.similarity:.4f}  {h.word}  (count {h.count})" for h in words] or ["  (none)"]

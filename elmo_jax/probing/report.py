@@ -1,7 +1,8 @@
 """Probe results on disk and on screen: `probe_<task>.json` (a control's:
 `probe_<task>_<control>.json`, written atomically), Markdown tables and `probe_<task>.png`, the
-score by layer with a line per result, the mix as a point and the baseline as a dashed level. The
-figure needs matplotlib (`pip install 'elmo-jax[report]'`); without it only the JSON is written.
+score by layer with a line per result, the mix as a point, the baseline as a dashed level and each
+static vector file's rows (`static`) as levels of their own. The figure needs matplotlib (`pip
+install 'elmo-jax[report]'`); without it only the JSON is written.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import logging
 import os
 from typing import Any, Callable, Sequence
 
-from elmo_jax.evaluation.report import DEFAULT_MEASURE, plot_scores_by_layer
+from elmo_jax.evaluation.report import DEFAULT_MEASURE, plot_scores_by_layer, static_rows
 from elmo_jax.runtime.atomic_write import write_atomic, write_json_atomic
 from elmo_jax.runtime import workdir_files
 
@@ -53,8 +54,15 @@ def result_name(result: Result) -> str:
     return name if control == "none" else f"{name} ({control})"
 
 
+def _static_value(result: Result, name: str, scores: Callable[[Result], Any], row: str) -> Any:
+    """`row`'s value of `scores` (a result's -> {row: value}) of the vector file `name` of `result`, or None."""
+    entry = result.get("static", {}).get(name)
+    return None if entry is None else scores(entry)[row]
+
+
 def markdown_table(results: Sequence[Result]) -> str:
-    """The test accuracy of each probe and baseline, one column per result."""
+    """The test accuracy of each probe and baseline, one column per result; each static vector
+    file's rows and OOV rate."""
     n_layers = max(len(r["layers"]) for r in results)
     rows: list[tuple[str, Callable[[Result], Any]]] = [
         (f"layer {k}", lambda r, k=k: r["layers"][k] if k < len(r["layers"]) else None) for k in range(n_layers)
@@ -62,6 +70,10 @@ def markdown_table(results: Sequence[Result]) -> str:
     rows.append(("mix", lambda r: r["mix"]))
     if any("mlp" in r for r in results):
         rows += [(f"MLP layer {k}", lambda r, k=k: (r.get("mlp") or [None] * n_layers)[k]) for k in range(n_layers)]
+    for name, file_rows in static_rows(results).items():
+        rows += [(f"{name}: {row}", lambda r, name=name, row=row: _static_value(r, name, lambda e: e["rows"], row))
+                 for row in file_rows]
+        rows.append((f"{name}: OOV rate", lambda r, name=name: _static_value(r, name, lambda e: e["oov"], "oov_rate")))
     rows += [("word baseline", lambda r: r.get("word_baseline")), ("majority", lambda r: r.get("majority_baseline"))]
     lines = [
         "| probe | " + " | ".join(result_name(r) for r in results) + " |",
@@ -76,8 +88,9 @@ def markdown_table(results: Sequence[Result]) -> str:
 
 def _by_layer(results: Sequence[Result], title: str,
               columns: Sequence[tuple[str, Callable[[Result], dict[str, Any]]]]) -> list[str]:
-    """A table's lines, a row per layer and the mix: for each result, a column per (label, the
-    result's scores {`layers`, `mix`})."""
+    """A table's lines, a row per layer, the mix and each static vector file's rows: for each
+    result, a column per (label, the result's scores {`layers`, `mix`}, which read from a result's
+    `static` entry give its scores by row)."""
     n_layers = max(len(r["layers"]) for r in results)
 
     def cell(scores: dict[str, Any], k: int | None) -> str:
@@ -89,7 +102,19 @@ def _by_layer(results: Sequence[Result], title: str,
     for k in [*range(n_layers), None]:
         label = "mix" if k is None else "layer 0 (static)" if k == 0 else f"layer {k}"
         lines.append(f"| {label} | {' | '.join(cell(scores(r), k) for r in results for _, scores in columns)} |")
+    for name, rows in static_rows(results).items():
+        for row in rows:
+            values = [_static_value(r, name, scores, row) for r in results for _, scores in columns]
+            lines.append(f"| {name}: {row} | {' | '.join('' if v is None else f'{v:.3f}' for v in values)} |")
+        oov = [_oov_cell(r.get("static", {}).get(name)) if i == 0 else ""
+               for r in results for i in range(len(columns))]
+        lines.append(f"| {name}: OOV rate (tokens / targets) | {' | '.join(oov)} |")
     return lines
+
+
+def _oov_cell(entry: Result | None) -> str:
+    """A static vector file's OOV rates of all tokens read and of the target words."""
+    return "" if entry is None else f"{entry['oov']['oov_rate']:.3f} / {entry['target_oov']['oov_rate']:.3f}"
 
 
 def wsd_markdown_tables(results: Sequence[Result], per_word: Result) -> str:

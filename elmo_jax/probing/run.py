@@ -1,9 +1,10 @@
 """Probing a biLM in memory: `probe(pretrained, train, dev, test, task)` -> the result dict.
 
 The probes train on train, stop early on dev (without dev sentences, a tenth of train held out by
-`seed`) and are scored on test beside the baselines. A label training never had counts as an
-error, with a warning; dev tokens none of whose labels training has are refused (early stopping
-would keep the untrained probes). `control='random_init'`: the biLM with fresh random weights.
+`seed`) and are scored on test beside the baselines and static word vectors' rows
+(probing/static_features.py). A label training never had counts as an error, with a warning; dev
+tokens none of whose labels training has are refused (early stopping would keep the untrained
+probes). `control='random_init'`: the biLM with fresh random weights.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from elmo_jax.data.conllu import Sentence
 from elmo_jax.model.initial_params import init_params
 from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_baseline, word_baseline
-from elmo_jax.probing.classifier import ProbeConfig, accuracies, train_probes, training_record
+from elmo_jax.probing.classifier import ProbeConfig, TrainedProbes, accuracies, train_probes, training_record
 from elmo_jax.probing.features import MAX_BYTES, compute_features, layer_dims
+from elmo_jax.probing.static_features import row_dims, static_entry, static_features
 from elmo_jax.probing.tasks import LabelledTokens, labelled_tokens
 from elmo_jax.runtime import workdir_files
+from elmo_jax.static.lookup import StaticVectors
 
 T = TypeVar("T")
 MLP_HIDDEN = 256  # Width of the MLP probes' hidden layer (`probe(mlp=True)`).
@@ -109,17 +112,43 @@ def labelled_splits(
     return LabelledSplits(train_tokens, dev_tokens, test_tokens, dev_source)
 
 
+def fit_probes(
+    splits: LabelledSplits, ids: dict[str, int], features: Sequence[np.ndarray], dims: Sequence[int],
+    config: ProbeConfig, progress: bool,
+) -> tuple[TrainedProbes, dict[str, np.ndarray]]:
+    """The probes trained on the train split's features (`features`: train's, dev's and test's, each
+    `[n_tokens, K, D]`, layers of widths `dims`) with labels `ids`, early-stopped on dev's; and their
+    test accuracies (head name -> `[n_probes]`)."""
+    train_x, dev_x, test_x = features
+    trained = train_probes(
+        train_x, _label_ids(splits.train, ids), dev_x, _label_ids(splits.dev, ids), len(ids), config, progress,
+        layer_dims=dims,
+    )
+    return trained, accuracies(trained, test_x, _label_ids(splits.test, ids), config.eval_chunk)
+
+
+def static_scores(
+    vectors: StaticVectors, splits: LabelledSplits, ids: dict[str, int], normalize: str, config: ProbeConfig,
+    progress: bool,
+) -> dict[str, Any]:
+    """The linear probes' test accuracy of each of `vectors`' rows (`static_entry`), trained as the layers'."""
+    read = static_features(vectors, [t.forms for t in (splits.train, splits.dev, splits.test)], normalize)
+    _, accuracy = fit_probes(splits, ids, read.splits, row_dims(vectors.dim), config, progress)
+    return static_entry(vectors, read, {"rows": {"layers": accuracy["linear"].tolist()}})
+
+
 def probe(
     pretrained: PretrainedBiLM, train: Sequence[Sentence], dev: Sequence[Sentence] | None, test: Sequence[Sentence],
     task: str, normalize: str = "none", *, control: str = "none", mlp: bool = False, seed: int = 0,
     engine: str = "auto", batch_size: int = 32, progress: bool = True, max_feature_bytes: int = MAX_BYTES,
-    config: ProbeConfig | None = None,
+    config: ProbeConfig | None = None, static: Sequence[StaticVectors] = (),
 ) -> dict[str, Any]:
     """Probes `task` on every layer of `pretrained` and on their mix; returns the result dict.
 
     Test accuracies `layers` (layer 0..L), `mix`, `mlp` (with `mlp`), `word_baseline`, `majority_baseline`;
     counts, unseen labels, the settings and `seconds`. `config`: the probes' training (seed and MLP
-    width from `seed` and `mlp`).
+    width from `seed` and `mlp`). `static`: vector files whose rows are probed alike, under `static`
+    by name (`static_scores`).
     """
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
@@ -138,11 +167,8 @@ def probe(
     )
     features_done = time.perf_counter()
     dims = layer_dims(pretrained.model)
-    trained = train_probes(
-        train_x, _label_ids(train_tokens, ids), dev_x, _label_ids(dev_tokens, ids), len(label_names), config, progress,
-        layer_dims=dims,
-    )
-    test_accuracy = accuracies(trained, test_x, _label_ids(test_tokens, ids), config.eval_chunk)
+    trained, test_accuracy = fit_probes(splits, ids, (train_x, dev_x, test_x), dims, config, progress)
+    probes_done = time.perf_counter()
     result = {
         "task": task,
         "normalize": normalize,
@@ -163,8 +189,12 @@ def probe(
         "dim": int(train_x.shape[2]),
         "seed": seed,
         **training_record(trained, config),
-        "seconds": {"features": features_done - start, "probes": time.perf_counter() - features_done},
+        "seconds": {"features": features_done - start, "probes": probes_done - features_done},
     }
+    if static:
+        linear = dataclasses.replace(config, mlp_hidden=0)  # The rows' probes: linear, as the layers'.
+        result["static"] = {v.name: static_scores(v, splits, ids, normalize, linear, progress) for v in static}
+        result["seconds"]["static"] = time.perf_counter() - probes_done
     if mlp:
         result["mlp"] = test_accuracy["mlp"].tolist()
         result["dev_mlp"] = trained.dev_accuracy["mlp"].tolist()

@@ -34,11 +34,12 @@ def normalize_word(word: str, normalize: str) -> str:
 
 class LabelledTokens(NamedTuple):
     """One split of a task: the sentences' words as the biLM reads them, and each word's label and
-    (file, line), flat in sentence order."""
+    (file, line), flat in sentence order; `forms`: the sentences' words as written."""
 
     sentences: list[list[str]]
     labels: list[str]
     where: list[tuple[str, int]]
+    forms: Sequence[Sequence[str]] = ()
 
     @property
     def words(self) -> list[str]:
@@ -51,13 +52,14 @@ def labelled_tokens(sentences: Sequence[Sentence], task: str, normalize: str) ->
         raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
     label_of = TASKS[task]
     normalize_word("", normalize)  # Checks the mode before any sentence.
-    words, labels, where = [], [], []
+    words, labels, where, forms = [], [], [], []
     for sentence in sentences:
-        words.append([normalize_word(token.form, normalize) for token in sentence.tokens])
+        forms.append([token.form for token in sentence.tokens])
+        words.append([normalize_word(form, normalize) for form in forms[-1]])
         for token in sentence.tokens:
             label = label_of(token)
             if label == "_":
                 raise ValueError(f"{sentence.path}:{token.line}: no {task} label ('_') for {token.form!r}")
             labels.append(label)
             where.append((sentence.path, token.line))
-    return LabelledTokens(words, labels, where)
+    return LabelledTokens(words, labels, where, forms)

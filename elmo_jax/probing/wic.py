@@ -24,8 +24,10 @@ from elmo_jax.probing.classifier import (
 )
 from elmo_jax.probing.features import MAX_BYTES, layer_dims, target_features
 from elmo_jax.probing.run import check_shared_labels, held_out_tenth, random_init
+from elmo_jax.probing.static_features import row_dims, static_entry, static_features
 from elmo_jax.probing.tasks import LabelledTokens, normalize_word
 from elmo_jax.runtime import workdir_files
+from elmo_jax.static.lookup import StaticVectors
 
 TASK = "wic"
 METHODS = ("cosine", "linear")
@@ -164,36 +166,68 @@ def pair_scores(
     }
 
 
+def _splits(data: WicData) -> list[list[WicPair]]:
+    """The pairs of train, dev (when there is a dev split) and test."""
+    return [s for s in (data.train, data.dev, data.test) if s is not None]
+
+
+def _targets(pairs: Sequence[WicPair]) -> list[tuple[Sequence[str], int]]:
+    """(sentence, target index) of the pairs' first sentences, then of their second ones."""
+    return [(p.tokens[i], p.positions[i]) for i in (0, 1) for p in pairs]
+
+
+def _pair_vectors(
+    features: Sequence[np.ndarray], splits: Sequence[Sequence[WicPair]]
+) -> tuple[PairVectors, PairVectors | None, PairVectors]:
+    """Train's, dev's (None without) and test's PairVectors of each split's `_targets`' features `[2 n, K, D]`."""
+    train, *dev, test = [
+        PairVectors(x[: len(pairs)], x[len(pairs) :], np.array([p.same for p in pairs], bool))
+        for x, pairs in zip(features, splits)
+    ]
+    return train, dev[0] if dev else None, test
+
+
+def static_pair_scores(
+    vectors: StaticVectors, data: WicData, normalize: str, config: ProbeConfig, progress: bool
+) -> dict[str, Any]:
+    """`vectors`' rows scored as `pair_scores` scores the layers (`static_entry`): `rows` the cosine
+    thresholds' test accuracy, `cosine`, `linear` and `thresholds` by row."""
+    targets = [_targets(pairs) for pairs in _splits(data)]
+    read = static_features(vectors, [[tokens for tokens, _ in split] for split in targets], normalize,
+                           targets=[[position for _, position in split] for split in targets])
+    scores = pair_scores(*_pair_vectors(read.splits, _splits(data)), row_dims(vectors.dim), config, progress)
+    return static_entry(vectors, read, {"rows": scores["cosine"],
+                                        **{key: scores[key] for key in (*METHODS, "thresholds")}})
+
+
 def probe_wic(
     pretrained: PretrainedBiLM, data: WicData, normalize: str = "none", *, control: str = "none", seed: int = 0,
     engine: str = "auto", batch_size: int = 32, progress: bool = True, max_feature_bytes: int = MAX_BYTES,
-    config: ProbeConfig | None = None,
+    config: ProbeConfig | None = None, static: Sequence[StaticVectors] = (),
 ) -> dict[str, Any]:
     """Probes WiC's pairs `data` on every layer of `pretrained` and on their mix: `pair_scores`' result
     with the headline `layers` and `mix` (the cosine thresholds') and `word_baseline` (the majority's).
-    ValueError (`check_pairs`) for splits the probes cannot use, before any features."""
+    ValueError (`check_pairs`) for splits the probes cannot use, before any features. `static`:
+    vector files whose rows are scored alike, under `static` by name (`static_pair_scores`)."""
     if control not in workdir_files.PROBE_CONTROLS:
         raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
     check_pairs(data, seed)
     config = dataclasses.replace(config or SMALL_TASK_CONFIG, seed=seed, mlp_hidden=0)
     normalize_word("", normalize)  # Checks the mode before any sentence.
-    splits = [s for s in (data.train, data.dev, data.test) if s is not None]
     if control == "random_init":
         pretrained = random_init(pretrained, seed)
     start = time.perf_counter()
     features = target_features(
-        pretrained, [[(p.tokens[i], p.positions[i]) for i in (0, 1) for p in pairs] for pairs in splits],
-        normalize, batch_size, engine, progress, max_feature_bytes,
+        pretrained, [_targets(pairs) for pairs in _splits(data)], normalize, batch_size, engine, progress,
+        max_feature_bytes,
     )
-    train, *dev, test = [  # The features of the first sentences, then of the second ones.
-        PairVectors(x[: len(pairs)], x[len(pairs) :], np.array([p.same for p in pairs], bool))
-        for x, pairs in zip(features, splits)
-    ]
+    train, dev, test = _pair_vectors(features, _splits(data))
     features_done = time.perf_counter()
     dims = layer_dims(pretrained.model)
-    scores = pair_scores(train, dev[0] if dev else None, test, dims, config, progress)
+    scores = pair_scores(train, dev, test, dims, config, progress)
     majority = majority_baseline(_labels(data.train), _labels(data.test))
-    return {
+    probes_done = time.perf_counter()
+    result = {
         "task": TASK,
         "normalize": normalize,
         "control": control,
@@ -210,5 +244,9 @@ def probe_wic(
         "layer_dims": dims,
         "dim": int(train.u.shape[2]),
         "seed": seed,
-        "seconds": {"features": features_done - start, "probes": time.perf_counter() - features_done},
+        "seconds": {"features": features_done - start, "probes": probes_done - features_done},
     }
+    if static:
+        result["static"] = {v.name: static_pair_scores(v, data, normalize, config, progress) for v in static}
+        result["seconds"]["static"] = time.perf_counter() - probes_done
+    return result

@@ -15,12 +15,15 @@ from elmo_jax.data.coarsewsd import SenseExample, WsdWord
 from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.probing.baseline import majority_label
 from elmo_jax.probing.classifier import (
-    SMALL_TASK_CONFIG, ProbeConfig, mixed_layers, predictions, standardize, train_probes, training_record,
+    SMALL_TASK_CONFIG, ProbeConfig, TrainedProbes, mixed_layers, predictions, standardize, train_probes,
+    training_record,
 )
 from elmo_jax.probing.features import MAX_BYTES, layer_dims, target_features
 from elmo_jax.probing.run import check_shared_labels, held_out_tenth, random_init, unseen_labels
+from elmo_jax.probing.static_features import row_dims, static_entry, static_features
 from elmo_jax.probing.tasks import LabelledTokens, normalize_word
 from elmo_jax.runtime import workdir_files
+from elmo_jax.static.lookup import StaticVectors
 
 TASK = "wsd"
 MAX_TRAIN_PER_WORD = 400  # `probe_wsd`'s default sample of each word's training sentences.
@@ -143,45 +146,34 @@ def sense_splits(words: Sequence[WsdWord], max_train_per_word: int, seed: int) -
     return SenseSplits(samples, held_out, _dev_senses(words, samples, held_out))
 
 
-def probe_wsd(
-    pretrained: PretrainedBiLM, words: Sequence[WsdWord], normalize: str = "none", *, control: str = "none",
-    seed: int = 0, max_train_per_word: int = MAX_TRAIN_PER_WORD, engine: str = "auto", batch_size: int = 32,
-    progress: bool = True, max_feature_bytes: int = MAX_BYTES, config: ProbeConfig | None = None,
-    per_sentence: bool = False,
-) -> dict[str, Any]:
-    """Probes the senses of `words` on every layer of `pretrained` and on their mix; returns the result dict.
+class SenseScores(NamedTuple):
+    """`sense_scores`' linear probes, each word's scores, and the seconds of the probes and of the centroids."""
 
-    `words`: each word's counts, unseen senses, `most_frequent_sense`, `centroid` and `linear` scores
-    ({`accuracy`, `macro_f1`} of {`layers`, `mix`}); `mean`: their means over the words; headline
-    `layers`, `mix` (the centroids' mean macro-F1) and `word_baseline` (the most frequent sense's).
-    `per_sentence`: each word also gets `predictions` (`_sentence_predictions`).
-    """
-    if control not in workdir_files.PROBE_CONTROLS:
-        raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
-    config = dataclasses.replace(config or SMALL_TASK_CONFIG, seed=seed, mlp_hidden=0)
-    normalize_word("", normalize)  # Checks the mode before any sentence.
-    samples, held_out, untrained_dev = sense_splits(words, max_train_per_word, seed)
+    trained: TrainedProbes
+    words: list[dict[str, Any]]
+    seconds: dict[str, float]
+
+
+def sense_scores(
+    words: Sequence[WsdWord], splits: SenseSplits, train_x: np.ndarray, test_x: np.ndarray, dims: Sequence[int],
+    config: ProbeConfig, progress: bool, per_sentence: bool = False,
+) -> SenseScores:
+    """The linear probes trained on the features `train_x` `[n_train, K, D]` of `splits`' samples
+    (layers of widths `dims`) and each word's `centroid` and `linear` scores on its test sentences'
+    `test_x` `[n_test, K, D]` ({`accuracy`, `macro_f1`} of {`layers`, `mix`}; `per_sentence`: and
+    `predictions`)."""
+    start = time.perf_counter()
+    samples, held_out = splits.samples, splits.held_out
     train = [e for sample in samples for e in sample]
-    test = [e for w in words for e in w.test]
     keys = [(i, sense) for i, w in enumerate(words) for sense in w.senses]  # One label per sense of each word.
     label_ids = {key: n for n, key in enumerate(keys)}
     label_groups = np.array([i for i, _ in label_ids], np.int32)
     train_groups = np.repeat(np.arange(len(words)), [len(s) for s in samples])
     test_groups = np.repeat(np.arange(len(words)), [len(w.test) for w in words])
     train_labels = np.array([label_ids[g, e.sense] for g, e in zip(train_groups, train)], np.int32)
-    if control == "random_init":
-        pretrained = random_init(pretrained, seed)
-
-    start = time.perf_counter()
-    train_x, test_x = target_features(
-        pretrained, [[(e.tokens, e.position) for e in examples] for examples in (train, test)], normalize,
-        batch_size, engine, progress, max_feature_bytes,
-    )
-    features_done = time.perf_counter()
     offsets = np.cumsum([0] + [len(s) for s in samples])
     fit = np.concatenate([offsets[i] + np.asarray(kept, int) for i, (kept, _) in enumerate(held_out)])
     dev = np.concatenate([offsets[i] + np.asarray(out, int) for i, (_, out) in enumerate(held_out)])
-    dims = layer_dims(pretrained.model)
     trained = train_probes(
         train_x[fit], train_labels[fit], train_x[dev], train_labels[dev], len(label_ids), config, progress,
         layer_dims=dims, label_groups=label_groups, train_groups=train_groups[fit], dev_groups=train_groups[dev],
@@ -195,7 +187,7 @@ def probe_wsd(
     train_mixed, test_mixed = mixed(train_x), mixed(test_x)
     sense_of = np.array([sense for _, sense in keys])  # Label id -> sense id.
     test_offsets = np.cumsum([0] + [len(w.test) for w in words])
-    per_word = {}
+    per_word = []
     for i, (word, sample) in enumerate(zip(words, samples)):
         rows, test_rows = slice(offsets[i], offsets[i + 1]), slice(test_offsets[i], test_offsets[i + 1])
         senses = [e.sense for e in sample]
@@ -203,6 +195,81 @@ def probe_wsd(
         centroid = [centroid_predictions(train_x[rows, k, :d], senses, test_x[test_rows, k, :d])
                     for k, d in enumerate(dims)]
         centroid_mix = centroid_predictions(train_mixed[rows], senses, test_mixed[test_rows])
+        per_word.append({
+            "centroid": _scores(gold, centroid, centroid_mix),
+            "linear": _scores(gold, sense_of[linear["linear"][:, test_rows]], sense_of[linear["mix"][0, test_rows]]),
+        })
+        if per_sentence:
+            per_word[-1]["predictions"] = _sentence_predictions(word, centroid, centroid_mix)
+    seconds = {"probes": probes_done - start, "centroids": time.perf_counter() - probes_done}
+    return SenseScores(trained, per_word, seconds)
+
+
+def mean_scores(per_word: Sequence[dict[str, Any]], names: Sequence[str] = METHODS) -> dict[str, Any]:
+    """The unweighted mean over the words of each of their scores `names` (a sense's name left out)."""
+    return {
+        name: jax.tree.map(lambda *values: float(np.mean(values)),
+                           *({k: v for k, v in w[name].items() if k != "sense"} for w in per_word))
+        for name in names
+    }
+
+
+def _target_examples(words: Sequence[WsdWord], splits: SenseSplits) -> list[list[SenseExample]]:
+    """The training sentences of `splits`' samples, then the words' test sentences."""
+    return [[e for sample in splits.samples for e in sample], [e for w in words for e in w.test]]
+
+
+def static_sense_scores(
+    vectors: StaticVectors, words: Sequence[WsdWord], splits: SenseSplits, normalize: str, config: ProbeConfig,
+    progress: bool,
+) -> dict[str, Any]:
+    """`vectors`' rows scored as `sense_scores` scores the layers (`static_entry`): `rows` the centroids'
+    mean macro-F1, `mean` and `words` by row."""
+    examples = _target_examples(words, splits)
+    read = static_features(vectors, [[e.tokens for e in split] for split in examples], normalize,
+                           targets=[[e.position for e in split] for split in examples])
+    per_word = sense_scores(words, splits, *read.splits, row_dims(vectors.dim), config, progress).words
+    mean = mean_scores(per_word)
+    return static_entry(vectors, read, {"rows": mean["centroid"]["macro_f1"], "mean": mean,
+                                        "words": {w.word: scores for w, scores in zip(words, per_word)}})
+
+
+def probe_wsd(
+    pretrained: PretrainedBiLM, words: Sequence[WsdWord], normalize: str = "none", *, control: str = "none",
+    seed: int = 0, max_train_per_word: int = MAX_TRAIN_PER_WORD, engine: str = "auto", batch_size: int = 32,
+    progress: bool = True, max_feature_bytes: int = MAX_BYTES, config: ProbeConfig | None = None,
+    per_sentence: bool = False, static: Sequence[StaticVectors] = (),
+) -> dict[str, Any]:
+    """Probes the senses of `words` on every layer of `pretrained` and on their mix; returns the result dict.
+
+    `words`: each word's counts, unseen senses, `most_frequent_sense`, `centroid` and `linear` scores
+    ({`accuracy`, `macro_f1`} of {`layers`, `mix`}); `mean`: their means over the words; headline
+    `layers`, `mix` (the centroids' mean macro-F1) and `word_baseline` (the most frequent sense's).
+    `per_sentence`: each word also gets `predictions` (`_sentence_predictions`). `static`: vector
+    files whose rows are scored alike, under `static` by name (`static_sense_scores`).
+    """
+    if control not in workdir_files.PROBE_CONTROLS:
+        raise ValueError(f"control must be one of {workdir_files.PROBE_CONTROLS}, got {control!r}")
+    config = dataclasses.replace(config or SMALL_TASK_CONFIG, seed=seed, mlp_hidden=0)
+    normalize_word("", normalize)  # Checks the mode before any sentence.
+    splits = sense_splits(words, max_train_per_word, seed)
+    samples, held_out, untrained_dev = splits
+    train, test = _target_examples(words, splits)
+    if control == "random_init":
+        pretrained = random_init(pretrained, seed)
+
+    start = time.perf_counter()
+    train_x, test_x = target_features(
+        pretrained, [[(e.tokens, e.position) for e in examples] for examples in (train, test)], normalize,
+        batch_size, engine, progress, max_feature_bytes,
+    )
+    features_done = time.perf_counter()
+    dims = layer_dims(pretrained.model)
+    trained, scores, seconds = sense_scores(words, splits, train_x, test_x, dims, config, progress, per_sentence)
+    per_word = {}
+    for i, (word, sample, word_scores) in enumerate(zip(words, samples, scores)):
+        senses = [e.sense for e in sample]
+        gold = [e.sense for e in word.test]
         majority = majority_label([e.sense for e in word.train])
         per_word[word.word] = {
             "senses": len(word.senses),
@@ -215,17 +282,11 @@ def probe_wsd(
                 "sense": majority, "accuracy": float(np.mean(np.asarray(gold) == majority)),
                 "macro_f1": macro_f1(gold, [majority] * len(gold)),
             },
-            "centroid": _scores(gold, centroid, centroid_mix),
-            "linear": _scores(gold, sense_of[linear["linear"][:, test_rows]], sense_of[linear["mix"][0, test_rows]]),
+            **word_scores,
         }
-        if per_sentence:
-            per_word[word.word]["predictions"] = _sentence_predictions(word, centroid, centroid_mix)
-    mean = {
-        name: jax.tree.map(lambda *values: float(np.mean(values)),  # The unweighted mean over the words.
-                           *({k: v for k, v in w[name].items() if k != "sense"} for w in per_word.values()))
-        for name in ("most_frequent_sense", *METHODS)
-    }
-    return {
+    mean = mean_scores(list(per_word.values()), ("most_frequent_sense", *METHODS))
+    scored = time.perf_counter()
+    result = {
         "task": TASK,
         "normalize": normalize,
         "control": control,
@@ -236,7 +297,7 @@ def probe_wsd(
         "mean": mean,
         "words": per_word,
         "train_sentences": len(train),
-        "dev_sentences": len(dev),
+        "dev_sentences": sum(len(out) for _, out in held_out),
         "test_sentences": len(test),
         "max_train_per_word": max_train_per_word,
         "n_layers": pretrained.model.n_layers,
@@ -244,6 +305,9 @@ def probe_wsd(
         "dim": int(train_x.shape[2]),
         "seed": seed,
         **training_record(trained, config),
-        "seconds": {"features": features_done - start, "probes": probes_done - features_done,
-                    "centroids": time.perf_counter() - probes_done},
+        "seconds": {"features": features_done - start, **seconds},
     }
+    if static:
+        result["static"] = {v.name: static_sense_scores(v, words, splits, normalize, config, progress) for v in static}
+        result["seconds"]["static"] = time.perf_counter() - scored
+    return result

@@ -5,10 +5,12 @@ little-endian and a newline).
 
 Every malformed input is one ValueError naming `file:line`: a binary file's records count as
 lines after its header (the newline ending each makes them so), whatever bytes the floats hold.
+`read_vectors` tells the formats apart by the bytes of the first vector (`is_binary`).
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 from typing import Sequence
 
@@ -138,6 +140,34 @@ def read_binary(path: str) -> tuple[list[str], np.ndarray]:
     if position < len(data):
         raise ValueError(f"{path}:{count + 2}: more data than the header's {count} words")
     return words, vectors
+
+
+# The bytes `is_binary` reads of the first word: word2vec's readers stop a word at 100 bytes.
+_MAX_WORD_BYTES = 1000
+
+
+def is_binary(path: str) -> bool:
+    """Whether `path` is in word2vec's binary format rather than text: its first line is a header
+    `count dim` and the 4 dim bytes after its first word are not printable UTF-8 text (a text
+    file's values and lines are; float32 bytes are not, but for 4 dim bytes that all happen to be)."""
+    with open(path, "rb") as f:
+        first = f.readline()
+        header = _header(first.decode("utf-8", "replace").rstrip("\r\n "))
+        if header is None:
+            return False
+        record = f.read(_MAX_WORD_BYTES + 4 * header[1])
+    space = record.find(b" ")
+    values = record[space + 1 : space + 1 + 4 * header[1]] if space >= 0 else b""
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(values)  # A character cut at the end: left out.
+    except UnicodeDecodeError:
+        return True
+    return not all(c.isprintable() or c in "\t\r\n" for c in text)
+
+
+def read_vectors(path: str) -> tuple[list[str], np.ndarray]:
+    """The words and `[n_words, dim]` float32 vectors of a text or word2vec binary file (`is_binary`)."""
+    return read_binary(path) if is_binary(path) else read_text(path)
 
 
 def write_text(path: str, words: Sequence[str], vectors: np.ndarray, header: bool = True) -> None:

@@ -1,4 +1,5 @@
-"""`elmo-probe` end to end: bilm-tf files and a trained workdir, its control, one-line errors."""
+"""`elmo-probe` end to end: bilm-tf files and a trained workdir, its control, static vector files,
+one-line errors."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ import sys
 
 import pytest
 
+import numpy as np
+
 from elmo_jax.cli.probe import main
 from elmo_jax.data.coarsewsd import read_coarsewsd
-from tests.data.coarsewsd_helpers import write_made_up_dataset
+from tests.data.coarsewsd_helpers import CONTEXTS, write_made_up_dataset
 from tests.data.wic_helpers import write_made_up_wic
 from tests.doc_blocks import code_blocks
 from tests.entry_points import ROOT
-from tests.probing.helpers import bilm_files, conllu_splits  # noqa: F401 (fixtures)
+from tests.probing.helpers import WORDS, bilm_files, conllu_splits, write_static_vectors  # noqa: F401 (fixtures)
+from tests.static.vector_file_helpers import binary_bytes
 from tests.training.helpers import make_checkpoint_workdir
 
 FAST = ["--no_progress"]
@@ -210,3 +214,77 @@ def test_a_workdir_without_token_projection_records_the_step_it_loaded(conllu_sp
     result = json.loads((out / "probe_upos.json").read_text())
     assert result["step"] == 2 and result["model"] == "workdir"
     assert result["layer_dims"] == [20, 16, 16] and len(result["layers"]) == 3
+
+
+def write_both_formats(directory) -> tuple[str, str]:
+    """A text file of vectors of the test words, the sense words' contexts and <UNK>, and a word2vec
+    binary file of half of them."""
+    words = [*sorted(set(WORDS) | set(CONTEXTS) | {w for s in CONTEXTS.values() for c in s.values() for w in c}), "<UNK>"]
+    text = write_static_vectors(directory / "vectors.txt", words)
+    binary = directory / "half.bin"
+    binary.write_bytes(binary_bytes(words[::2], np.random.default_rng(1).normal(size=(len(words[::2]), 8))))
+    return text, str(binary)
+
+
+@pytest.mark.parametrize("task", ["upos", "wsd", "wic"])
+def test_static_vector_files_are_rows_of_the_result_and_its_table(bilm_files, conllu_splits, tmp_path, capsys, task):  # noqa: F811
+    text, binary = write_both_formats(tmp_path)
+    train, _, test = conllu_splits
+    data = {"upos": ["--train", train, "--test", test],
+            "wsd": ["--data", write_made_up_dataset(str(tmp_path / "wsd")), "--max_train_per_word", "20"],
+            "wic": ["--data", write_made_up_wic(str(tmp_path / "wic"), train=40, test=20)]}[task]
+    args = ["--options", bilm_files[0], "--weights", bilm_files[1], "--task", task, *data, "--static", text,
+            "--static", binary, "--output", str(tmp_path / "out"), *FAST]
+    assert main(args) == 0
+    static = json.loads((tmp_path / "out" / f"probe_{task}.json").read_text())["static"]
+    assert sorted(static) == ["half.bin", "vectors.txt"]  # The files' names; JSON sorts them.
+    assert [static[name]["format"] for name in ("vectors.txt", "half.bin")] == ["text", "binary"]
+    assert [static[name]["dim"] for name in ("vectors.txt", "half.bin")] == [16, 8] and static["half.bin"]["file"] == binary
+    assert static["vectors.txt"]["oov"]["oov_rate"] < static["half.bin"]["oov"]["oov_rate"]
+    out = capsys.readouterr().out.splitlines()
+    for name in static:
+        for row, score in static[name]["rows"].items():
+            (line,) = [line for line in out if line.startswith(f"| {name}: {row} |")]
+            assert float(line.split("|")[2]) == pytest.approx(score, abs=5e-4)
+
+
+MALFORMED = {
+    "wrong dimension": (b"the 1 2\ncat 1 2 3\n", "vectors:2: 3 values, expected line 1's 2"),
+    "header lies about the count": (b"3 2\nthe 1 2\ncat 1 2\n", "vectors:1: the header says 3 words, the file has 2"),
+    "header lies about the dimension": (b"2 3\nthe 1 2\ncat 1 2\n", "vectors:2: 2 values, expected the header's 3"),
+    "NaN": (b"the 1 2\ncat nan 2\n", "vectors:2: 'nan' is not a finite float32"),
+    "binary NaN": (binary_bytes(["the", "cat"], np.array([[1, 2], [3, np.nan]], np.float32)),
+                   "vectors:3: the vector of 'cat' is not finite"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_vector_file_is_one_error_line_before_the_model_loads(conllu_splits, tmp_path, capsys, case):  # noqa: F811
+    content, message = MALFORMED[case]
+    (tmp_path / "vectors").write_bytes(content)
+    train, _, test = conllu_splits
+    args = ["--options", str(tmp_path / "missing.json"), "--weights", str(tmp_path / "missing.hdf5"), "--train", train,
+            "--test", test, "--static", str(tmp_path / "vectors"), "--output", str(tmp_path / "out"), *FAST]
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {tmp_path / message}"]
+
+
+@pytest.mark.parametrize(
+    "args, biLM, message",
+    [
+        (["--static", "V", "--control", "random_init"], True, "--static is probed beside the model, not its control"),
+        (["--static", "V", "--static", "V"], True, "--static names a file twice"),
+        (["--static", "V"], False, "give either --workdir, or --options and --weights"),  # No static-only probe.
+        (["--static", "missing.txt"], True, "No such file or directory"),
+    ],
+    ids=["control", "twice", "no-biLM", "missing"],
+)
+def test_bad_static_flags_are_one_error_line(bilm_files, conllu_splits, tmp_path, capsys, args, biLM, message):  # noqa: F811
+    text, _ = write_both_formats(tmp_path)
+    train, _, test = conllu_splits
+    model = ["--options", bilm_files[0], "--weights", bilm_files[1]] if biLM else []
+    args = [text if arg == "V" else arg for arg in args]
+    assert main([*model, "--train", train, "--test", test, *args, "--output", str(tmp_path / "out"), *FAST]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err

@@ -1,5 +1,5 @@
 """elmo_jax.cli.tool_flags: absl flags parsed afresh on every call, help, one-line errors and exit
-status 1; and every tool that uses it (elmo-embed, elmo-export, elmo-vocab, elmo-report, neighbors)."""
+status 1; and every tool that uses it (elmo-embed, elmo-export, elmo-vocab, elmo-report, neighbors, elmo-static)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 from absl import flags
 
-from elmo_jax.cli import embed, export, neighbors, report, tool_flags, vocab
+from elmo_jax.cli import embed, export, neighbors, report, static, tool_flags, vocab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = "A toy tool.\n\n  toy --name N [--count C] [--flag]\n"
@@ -125,6 +125,7 @@ TOOLS = {
     "vocab stats": (vocab.main, ["stats"], "--vocab"),
     "report": (report.main, [], "--output"),
     "neighbors": (neighbors.main, [], "--[no]same_word"),
+    "static": (static.main, [], "--method"),
 }
 
 
@@ -143,8 +144,8 @@ def test_tools_run_beside_the_absl_entry_points():
     which the tools define too): no clash, and the global FLAGS get none of the tools' flags."""
     check = (
         "import sys; from absl import flags; import elmo_jax.cli.evaluate; "
-        "from elmo_jax.cli import embed, export, neighbors, report, vocab; "
-        "assert not {'stateless', 'same_word', 'min_count', 'no_progress', 'token_embeddings'} & set(flags.FLAGS); "
+        "from elmo_jax.cli import embed, export, neighbors, report, static, vocab; "
+        "assert not {'stateless', 'same_word', 'min_count', 'no_progress', 'token_embeddings', 'method'} & set(flags.FLAGS); "
         "sys.exit(embed.main(['--workdir=w', '--input=i']))"
     )
     result = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=120)

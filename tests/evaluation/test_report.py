@@ -368,3 +368,28 @@ def test_word_sense_scores_are_labelled_as_their_metric_not_accuracy(tmp_path, c
     fig = report.figure([report.load_run(run_dir)])
     assert [ax.get_ylabel() for ax in fig.axes[4:]] == ["test accuracy", metric]
     assert "Probe scores" not in report.markdown_table([report.load_run(make_run(tmp_path, "plain", [train(1, 5.0, 1.0)]))])
+
+
+def test_static_vector_files_rows_are_a_column_of_their_task_and_levels_of_its_panel(tmp_path, capsys):
+    rows = {"own vector": 0.625, "context bag": 0.6875}
+    with_static = make_run(tmp_path, "with", [train(10, 5.0, 1.0)])
+    write_probe(with_static, "probe_upos.json", probe_result([0.8, 0.9], 0.9, static={"sg.txt": {"rows": rows}}))
+    write_probe(with_static, "probe_wsd.json", {**probe_result([0.3, 0.5], 0.5), "task": "wsd"})
+    without = make_run(tmp_path, "without", [train(10, 5.0, 1.0)])
+    write_probe(without, "probe_upos.json", probe_result([0.7, 0.8], 0.8))
+    assert report_main([with_static, without, "--output", str(tmp_path / "r.png")]) == 0
+    table = table_rows(capsys.readouterr().out)
+    assert [row["upos static"] for row in table] == ["sg.txt: own vector 0.625 / context bag 0.688", "n/a"]
+    assert "wsd static" not in table[0]  # No result of the task has static rows.
+    panel = report.figure([report.load_run(with_static), report.load_run(without)]).axes[4]
+    levels = {line.get_label(): list(line.get_ydata()) for line in panel.get_lines()}
+    assert levels["with: sg.txt own vector"] == [0.625] * 2 and levels["with: sg.txt context bag"] == [0.6875] * 2
+    assert not any(label.startswith("without:") for label in levels)
+
+
+def test_static_rows_that_are_not_numbers_are_an_error_naming_the_file(tmp_path, capsys):
+    run_dir = make_run(tmp_path, "bad", [train(1, 1.0, 1.0)])
+    write_probe(run_dir, "probe_upos.json", probe_result([0.5], 0.5, static={"sg.txt": {"rows": {"own vector": "x"}}}))
+    assert report_main([run_dir, "--output", str(tmp_path / "r.png")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {run_dir}{os.sep}probe_upos.json: not a probe result ('static'") and err.count("\n") == 1

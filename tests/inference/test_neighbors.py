@@ -1,5 +1,5 @@
 """Contextual nearest neighbours vs a brute-force NumPy search over the reference biLM's representations;
---same_word, tie order, the token-embedding list, one-line errors, bounded streaming."""
+--same_word, tie order, the token-embedding list, static vectors' list, one-line errors, bounded streaming."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ from elmo_jax.inference import embedder as embed, neighbors
 from elmo_jax.inference.embedder import embedder_from_bilm_files
 from elmo_jax.cli.neighbors import main
 from elmo_jax.data.sources import expand_globs
-from elmo_jax.inference.neighbors import CorpusLine, TopK, nearest_words, read_corpus, scan_corpus
+from elmo_jax.inference.neighbors import (
+    CorpusLine, TopK, nearest_static_words, nearest_words, read_corpus, scan_corpus,
+)
+from elmo_jax.static.lookup import StaticVectors
+from elmo_jax.static.vector_files import write_text
 from tests.entry_points import ROOT
 from tests.reference.bilm_numpy import ReferenceBiLM, random_bilm_weights, write_bilm_files
 from tests.inference.test_embedder import options
@@ -133,6 +137,40 @@ def test_token_embedding_neighbours_equal_brute_force(bilm, embedder, max_words)
     np.testing.assert_allclose([h.similarity for h in got], similarities[order[:3]], rtol=1e-5, atol=1e-6)
 
 
+# A vector file of the corpus words but "naïve", with <UNK> and a word the corpus lacks; two equal vectors.
+STATIC_WORDS = [w for w in WORDS if w != "naïve"] + ["<UNK>", "stadium"]
+
+
+@pytest.fixture(scope="module")
+def static_file(tmp_path_factory) -> tuple[str, np.ndarray]:
+    vectors = np.random.default_rng(7).normal(size=(len(STATIC_WORDS), 5)).astype(np.float32)
+    vectors[STATIC_WORDS.index("park")] = vectors[STATIC_WORDS.index("cat")]
+    path = str(tmp_path_factory.mktemp("static") / "vectors.txt")
+    write_text(path, STATIC_WORDS, vectors)
+    return path, vectors
+
+
+def brute_force_static(vectors: np.ndarray, word: str, k: int) -> list[tuple[float, str]]:
+    """The k file words nearest to `word` by cosine, itself and <UNK> left out, ties in file order."""
+    similarities = np_cosine(vectors.astype(np.float64), vectors[STATIC_WORDS.index(word)].astype(np.float64))
+    ranked = sorted((-s, i) for i, s in enumerate(similarities) if STATIC_WORDS[i] not in (word, "<UNK>"))
+    return [(-s, STATIC_WORDS[i]) for s, i in ranked[:k]]
+
+
+def test_static_neighbours_equal_brute_force(static_file):
+    path, vectors = static_file
+    counts = collections.Counter(w for line in LINES for w in line.split())
+    static = StaticVectors.read(path)
+    for query in ("play", "Play", "cat"):  # "Play": found in lower case; "cat" ties with "park".
+        got = nearest_static_words(static, query, counts, k=4)
+        want = brute_force_static(vectors, query.lower(), 4)
+        assert got.name == "vectors.txt" and got.n_words == len(STATIC_WORDS)
+        assert [h.word for h in got.hits] == [w for _, w in want]
+        np.testing.assert_allclose([h.similarity for h in got.hits], [s for s, _ in want], rtol=1e-6)
+        assert [h.count for h in got.hits] == [counts[w] for _, w in want]  # "stadium": 0.
+    assert nearest_static_words(static, "naïve", counts, k=4).hits is None
+
+
 def test_cli_prints_both_lists(bilm, capsys):
     options_path, weights_path, reference, corpus = bilm
     argv = ["--options", options_path, "--weights", weights_path, "--corpus", corpus, "--query", " ".join(QUERY),
@@ -155,10 +193,27 @@ def test_cli_prints_both_lists(bilm, capsys):
     assert len(out) == 7
 
 
+def test_cli_prints_each_static_files_list_after_the_others(bilm, static_file, capsys):
+    options_path, weights_path, _, corpus = bilm
+    path, vectors = static_file
+    argv = ["--options", options_path, "--weights", weights_path, "--corpus", corpus, "--word", str(WORD), "--k", "2",
+            "--no_progress", "--static", path]
+    assert main([*argv, "--query", " ".join(QUERY)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    counts = collections.Counter(w for line in LINES for w in line.split())
+    assert out[7] == f"nearest words by static vectors ({path}, cosine, {len(STATIC_WORDS)} words of the file):"
+    assert out[8:] == [f"  {s:.4f}  {w}  (count {counts[w]})" for s, w in brute_force_static(vectors, "play", 2)]
+    assert main([*argv, "--query", "the dog will naïve go", "--static", path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-4:] == [out[7], "  ('naïve' is not in the file)"] * 2  # The file given twice: two lists.
+
+
 def test_errors_are_one_line(bilm, tmp_path, capsys):
     options_path, weights_path, _, corpus = bilm
     model = ["--options", options_path, "--weights", weights_path]
     query = ["--query", "a b c"]
+    bad = tmp_path / "bad.txt"
+    bad.write_text("2 2\nthe 1 2\ncat 1\n")
     cases = [
         (model + ["--corpus", corpus] + query + ["--word", "3"], "--word 3 is out of range: the query has 3 words"),
         (model + ["--corpus", corpus] + query + ["--word", "-1"], "--word -1 is out of range"),
@@ -167,6 +222,8 @@ def test_errors_are_one_line(bilm, tmp_path, capsys):
         (model + ["--corpus", str(tmp_path / "no*.txt")] + query + ["--word", "0"], "no file matches"),
         (["--corpus", corpus] + query + ["--word", "0"], "give either --workdir"),
         (model + ["--workdir", str(tmp_path), "--corpus", corpus] + query + ["--word", "0"], "give either --workdir"),
+        (model + ["--corpus", corpus, "--static", str(bad)] + query + ["--word", "0"],
+         f"{bad}:3: 1 values, expected the header's 2"),
     ]
     for argv, message in cases:
         assert main(argv) == 1, argv

@@ -1,6 +1,6 @@
 """Small CoNLL-U files for the probing tests (random sentences over a small vocabulary whose UPOS is
-a function of the word: a task a word-level probe can learn), a small bilm-tf biLM and configs/tests/tiny.py's
-biLM with or without a token projection."""
+a function of the word: a task a word-level probe can learn), a small bilm-tf biLM, configs/tests/tiny.py's
+biLM with or without a token projection, and a file of random static word vectors."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.initial_params import init_params
+from elmo_jax.static.vector_files import write_text
 from tests.reference.bilm_numpy import random_bilm_weights, write_bilm_files
 from tests.training.helpers import tiny_config
 
@@ -80,3 +81,9 @@ def tiny_bilm(projection: bool, seed: int = 0) -> PretrainedBiLM:
     model = bilm_from_config(config.model, vocab_size=5)
     params = init_params(model, jax.random.key(seed), CHARS)
     return PretrainedBiLM(model, {k: v for k, v in params.items() if k != "softmax"}, CHARS)
+
+
+def write_static_vectors(path, words, dim: int = 16, seed: int = 0) -> str:
+    """A word2vec text file of random `dim`-dimensional vectors of `words`; returns its path."""
+    write_text(str(path), list(words), np.random.default_rng(seed).normal(size=(len(words), dim)))
+    return str(path)

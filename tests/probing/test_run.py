@@ -1,4 +1,5 @@
-"""`probe`: the result of a small biLM on small CoNLL-U files, its control, and the written outputs."""
+"""`probe`: the result of a small biLM on small CoNLL-U files, its control, static vectors' rows, and
+the written outputs."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from elmo_jax.data.conllu import read_conllu
 from elmo_jax.pretrained import bilm_from_files
 from elmo_jax.probing.classifier import ProbeConfig
 from elmo_jax.probing.report import markdown_table, read_results, write_outputs
-from elmo_jax.probing.run import held_out_tenth, labelled_splits, probe, random_init
-from tests.probing.helpers import random_sentences, tiny_bilm, write_conllu
+from elmo_jax.probing.run import held_out_tenth, labelled_splits, probe, random_init, static_scores
+from elmo_jax.static.lookup import StaticVectors
+from tests.probing.helpers import WORDS, random_sentences, tiny_bilm, write_conllu, write_static_vectors
 
 FAST = ProbeConfig(learning_rate=1e-2, max_epochs=5, patience=2)
 
@@ -112,6 +114,21 @@ def test_one_training_sentence_without_dev_is_refused_naming_the_file(splits):
     train, _, test = splits
     with pytest.raises(ValueError, match=f"^{train[0].path}: 1 training sentence\\(s\\); without dev sentences"):
         labelled_splits(train[:1], None, test, "upos", "none", seed=0)
+
+
+def test_static_vectors_rows_are_probed_as_the_layers(splits, tmp_path):
+    """UPOS is a function of the word here: the own vector finds it, the OOV "cat" and "dog" too
+    (<UNK>'s vector: one tag, the other's an error); the digits are found as written, not as N."""
+    train, dev, test = splits
+    vectors = StaticVectors.read(write_static_vectors(tmp_path / "v.txt", [*sorted(set(WORDS) - {"cat", "dog"}), "<UNK>"]))
+    split = labelled_splits(train, dev, test, "upos", "ptb", seed=0)
+    ids = {label: i for i, label in enumerate(sorted(set(split.train.labels)))}
+    entry = static_scores(vectors, split, ids, "ptb", FAST, progress=False)
+    assert set(entry["rows"]) == {"own vector", "context bag"} and entry["rows"]["own vector"] > 0.8
+    words = [w for tokens in (split.train, split.dev, split.test) for sentence in tokens.forms for w in sentence]
+    assert entry["oov"]["tokens"] == len(words)
+    assert entry["oov"]["oov_tokens"] == sum(w in ("cat", "dog", "wow") for w in words)
+    assert entry["oov"]["found_by"]["as written"] == sum(w in ("3.5", "1,000") for w in words) > 0
 
 
 def test_feature_memory_bound(bilm_files, splits):

@@ -1,6 +1,7 @@
 """Word in Context: the cosine threshold against a NumPy search by hand, the pair features, a
-synthetic task where one layer carries the answer, and `probe_wic` on made-up WiC pairs
-(tests/data/wic_helpers.py) with a tiny random biLM (its random-init control: tests/cli/test_probe.py)."""
+synthetic task where one layer carries the answer, `probe_wic` on made-up WiC pairs
+(tests/data/wic_helpers.py) with a tiny random biLM (its random-init control: tests/cli/test_probe.py),
+and static vectors' rows."""
 
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ import pytest
 from elmo_jax.data.wic import read_wic
 from elmo_jax.probing import wic
 from elmo_jax.probing.classifier import ProbeConfig
-from elmo_jax.probing.wic import PairVectors, best_threshold, cosines, pair_features, pair_scores, probe_wic
+from elmo_jax.probing.wic import (
+    PairVectors, best_threshold, cosines, pair_features, pair_scores, probe_wic, static_pair_scores,
+)
+from elmo_jax.static.lookup import StaticVectors
+from tests.data.coarsewsd_helpers import CONTEXTS
 from tests.data.wic_helpers import write_made_up_wic
-from tests.probing.helpers import tiny_bilm
+from tests.probing.helpers import tiny_bilm, write_static_vectors
 
 
 def reference_threshold(scores: np.ndarray, same: np.ndarray) -> tuple[float, int]:
@@ -141,3 +146,15 @@ def test_dev_pairs_none_of_whose_labels_training_has_are_refused_before_any_feat
     two = [same[0], dev[0]._replace(where=same[0].where)]  # One of each label: the tenth held out is the other's.
     with pytest.raises(ValueError, match=f"^{re.escape(same[0].where[0])}: no dev token has a label of the training tokens"):
         probe_wic(pretrained, wic_data._replace(train=two))
+
+
+def test_static_vectors_own_vector_gives_every_pair_one_answer_and_the_context_bag_more(wic_data, tmp_path):
+    words = sorted({w for senses in CONTEXTS.values() for context in senses.values() for w in context} | set(CONTEXTS))
+    vectors = StaticVectors.read(write_static_vectors(tmp_path / "v.txt", words))
+    entry = static_pair_scores(vectors, wic_data, "none", ProbeConfig(batch_size=32), progress=False)
+    gold = np.mean([p.same for p in wic_data.test])
+    # Both sentences' word has one vector: a cosine of 1, on one side of the threshold for every pair.
+    assert entry["cosine"]["own vector"] in (pytest.approx(gold), pytest.approx(1 - gold))
+    assert entry["rows"] == entry["cosine"] and entry["rows"]["context bag"] > entry["rows"]["own vector"]
+    assert set(entry["linear"]) == set(entry["thresholds"]) == {"own vector", "context bag"}
+    assert entry["target_oov"]["tokens"] == 2 * (60 + 30) and entry["oov"]["oov_tokens"] == 0

@@ -1,5 +1,5 @@
-"""Word senses: macro-F1 and the nearest sense centroid against NumPy by hand, and `probe_wsd` on
-made-up CoarseWSD-format words (tests/data/coarsewsd_helpers.py)."""
+"""Word senses: macro-F1 and the nearest sense centroid against NumPy by hand, `probe_wsd` on
+made-up CoarseWSD-format words (tests/data/coarsewsd_helpers.py), and static vectors' rows."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import pytest
 
 from elmo_jax.data.coarsewsd import read_coarsewsd
 from elmo_jax.pretrained import bilm_from_files
+from elmo_jax.probing.classifier import SMALL_TASK_CONFIG
 from elmo_jax.probing.run import held_out_tenth
-from elmo_jax.probing.wsd import centroid_predictions, macro_f1, probe_wsd
-from tests.data.coarsewsd_helpers import write_made_up_dataset
-from tests.probing.helpers import bilm_files  # noqa: F401 (fixture)
+from elmo_jax.probing.wsd import centroid_predictions, macro_f1, probe_wsd, sense_splits, static_sense_scores
+from elmo_jax.static.lookup import StaticVectors
+from tests.data.coarsewsd_helpers import CONTEXTS, write_made_up_dataset
+from tests.probing.helpers import bilm_files, write_static_vectors  # noqa: F401 (fixture)
 
 
 def test_macro_f1_is_the_mean_f1_of_the_labels_gold_or_predicted():
@@ -149,3 +151,21 @@ def test_a_held_out_sense_training_lacks_is_warned_naming_its_line(bilm_files, w
     assert f"{path}:{line}: 1 dev token(s) with 1 label(s) never seen in training (1), counted as errors" in [
         r.getMessage() for r in caplog.records
     ]
+
+
+def test_static_vectors_own_vector_is_the_most_frequent_sense_and_the_context_bag_tells_the_senses(wsd_words, tmp_path):
+    """Every sense has context words of its own: the context bag's centroids find it; the own
+    vector is one vector per word, whose centroids tie and give the most frequent sense."""
+    words = sorted({w for senses in CONTEXTS.values() for context in senses.values() for w in context})
+    vectors = StaticVectors.read(write_static_vectors(tmp_path / "v.txt", ["bank", *words]))  # "bass": OOV.
+    entry = static_sense_scores(vectors, wsd_words, sense_splits(wsd_words, 20, 0), "none", SMALL_TASK_CONFIG, False)
+    for word in wsd_words:
+        scores, gold = entry["words"][word.word], [e.sense for e in word.test]
+        senses, counts = np.unique([e.sense for e in word.train[:20]], return_counts=True)
+        mfs = senses[np.argmax(counts)]
+        assert scores["centroid"]["macro_f1"]["own vector"] == pytest.approx(macro_f1(gold, [mfs] * len(gold)))
+        assert scores["centroid"]["macro_f1"]["context bag"] == 1.0
+    assert entry["rows"] == entry["mean"]["centroid"]["macro_f1"] and set(entry["mean"]) == {"centroid", "linear"}
+    n_test = sum(len(w.test) for w in wsd_words)
+    assert entry["target_oov"]["tokens"] == 40 + n_test  # The training sample's 20 sentences a word, and the test.
+    assert entry["target_oov"]["oov_tokens"] == 20 + len(wsd_words[1].test)  # Every "bass", no other word.

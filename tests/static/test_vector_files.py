@@ -8,7 +8,8 @@ import struct
 import numpy as np
 import pytest
 
-from elmo_jax.static.vector_files import read_binary, read_text, write_text
+from elmo_jax.static.vector_files import is_binary, read_binary, read_text, read_vectors, write_text
+from tests.static.vector_file_helpers import binary_bytes
 
 WORDS = ["the", "cat", "naïve", "<UNK>"]
 VECTORS = np.array([[0.1, -2.5, 3e-8], [1.0, 0.0, -0.0], [1 / 3, 2 / 3, 1e30], [-1.0, 7.25, 123456.789]], np.float32)
@@ -37,19 +38,10 @@ def test_text_as_word2vec_and_glove_write_it(tmp_path) -> None:
         np.testing.assert_array_equal(vectors, [[0.5, -1.25], [2.0, 0.0]])
 
 
-def _binary(words, vectors, count=None, dim=None, newline=True) -> bytes:
-    """word2vec's binary file: `count dim\\n`, then per word `word `, the floats and a newline."""
-    data = f"{len(words) if count is None else count} {vectors.shape[1] if dim is None else dim}\n".encode()
-    for word, row in zip(words, vectors):
-        data += (word.encode() if isinstance(word, str) else word) + b" " + struct.pack(f"<{len(row)}f", *row)
-        data += b"\n" if newline else b""
-    return data
-
-
 @pytest.mark.parametrize("newline", [True, False])
 def test_binary_reads_as_word2vec_writes_it(tmp_path, newline: bool) -> None:
     path = tmp_path / "vectors.bin"
-    path.write_bytes(_binary(WORDS, VECTORS, newline=newline))
+    path.write_bytes(binary_bytes(WORDS, VECTORS, newline=newline))
     words, vectors = read_binary(str(path))
     assert words == WORDS
     np.testing.assert_array_equal(vectors, VECTORS)
@@ -86,13 +78,13 @@ def test_each_malformed_text_file_is_one_error_naming_its_line(tmp_path, case: s
 VALID = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
 BINARY_ERRORS = {
     "no header": (b"the " + struct.pack("<2f", 1, 2), "1: expected a header `count dim`"),
-    "header says more words": (_binary(["the", "cat"], VALID, count=3), "1: the header says 3 words, the file has 2"),
-    "header says fewer words": (_binary(["the", "cat"], VALID, count=1), "3: more data than the header's 1 words"),
-    "truncated vector": (_binary(["the", "cat"], VALID)[:-4], "3: the vector of 'cat' ends after 1 of 2 values"),
-    "nan": (_binary(["the", "cat"], np.array([[1, 2], [np.nan, 4]], np.float32)), "3: the vector of 'cat' is not finite"),
-    "invalid UTF-8": (_binary([b"th\xffe", "cat"], VALID), "2: not valid UTF-8"),
-    "duplicate word": (_binary(["cat", "cat"], VALID), "3: duplicate word 'cat' (line 2)"),
-    "a word without its vector": (_binary(["the"], VALID[:1], count=2) + b"cat", "3: a word without its vector"),
+    "header says more words": (binary_bytes(["the", "cat"], VALID, count=3), "1: the header says 3 words, the file has 2"),
+    "header says fewer words": (binary_bytes(["the", "cat"], VALID, count=1), "3: more data than the header's 1 words"),
+    "truncated vector": (binary_bytes(["the", "cat"], VALID)[:-4], "3: the vector of 'cat' ends after 1 of 2 values"),
+    "nan": (binary_bytes(["the", "cat"], np.array([[1, 2], [np.nan, 4]], np.float32)), "3: the vector of 'cat' is not finite"),
+    "invalid UTF-8": (binary_bytes([b"th\xffe", "cat"], VALID), "2: not valid UTF-8"),
+    "duplicate word": (binary_bytes(["cat", "cat"], VALID), "3: duplicate word 'cat' (line 2)"),
+    "a word without its vector": (binary_bytes(["the"], VALID[:1], count=2) + b"cat", "3: a word without its vector"),
 }
 
 
@@ -116,3 +108,39 @@ def test_writing_what_would_not_read_back_is_refused(tmp_path, words, vectors, m
     with pytest.raises(ValueError, match=message):
         write_text(str(tmp_path / "vectors.txt"), words, vectors)
     assert not list(tmp_path.iterdir())
+
+
+# A float32 whose little-endian bytes read as a newline and two letters: b"\nAB?".
+NEWLINE_FLOAT = struct.unpack("<f", b"\nAB?")[0]
+
+
+@pytest.mark.parametrize("name, content, binary", [
+    ("word2vec text", b"2 3\nthe 0.5 -1 2\ncat 1 2 3\n", False),
+    ("GloVe text", b"the 0.5 -1 2\ncat 1 2 3\n", False),
+    ("a short first line, then a word of several bytes", "2 8\nthe 0 0 0 0 0 0 0 0\nnaïve 1 1 1 1 1 1 1 1\n".encode(), False),
+    ("binary", binary_bytes(WORDS, VECTORS), True),
+    ("binary without newlines", binary_bytes(WORDS, VECTORS, newline=False), True),
+    ("binary whose first bytes read as a newline", binary_bytes(["the"], np.array([[NEWLINE_FLOAT, 1, 2]], np.float32)),
+     True),
+])
+def test_binary_and_text_files_are_told_apart_by_their_first_vector(tmp_path, name, content, binary) -> None:
+    path = tmp_path / "vectors"
+    path.write_bytes(content)
+    assert is_binary(str(path)) == binary, name
+    words, vectors = read_vectors(str(path))
+    want_words, want_vectors = (read_binary if binary else read_text)(str(path))
+    assert words == want_words
+    np.testing.assert_array_equal(vectors, want_vectors)
+
+
+@pytest.mark.parametrize("content, message", [
+    (TEXT_ERRORS["header lies about the dimension"][0], TEXT_ERRORS["header lies about the dimension"][1]),
+    (TEXT_ERRORS["nan"][0], TEXT_ERRORS["nan"][1]),
+    (BINARY_ERRORS["nan"][0], BINARY_ERRORS["nan"][1]),
+])
+def test_a_malformed_file_is_read_in_its_own_format_and_its_error_names_the_line(tmp_path, content, message) -> None:
+    path = tmp_path / "vectors"
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as error:
+        read_vectors(str(path))
+    assert str(error.value) == f"{path}:{message}"

@@ -1,0 +1,159 @@
+"""Static word vectors on a biLM's training text and vocabulary (`elmo-static`, or `python -m elmo_jax.cli.static`).
+
+  elmo-static --workdir runs/demo --method glove --out runs/demo/glove.txt
+  elmo-static --config demo --method skipgram --dim 100 --out /tmp/skipgram_ptb.txt
+  elmo-static --config configs/demo.py --method cbow [--window 5] [--epochs 5] [--seed 0] --out cbow.txt
+
+--workdir reads a trained biLM's config.json and vocab.txt, so the vectors see exactly its text and
+vocabulary; --config a recipe (a file, or a shipped recipe by name, as train.py's --config), its
+corpus (data.source) and its vocabulary (data.vocab_file, or built from the corpus as training
+builds it). Words outside the vocabulary are `<UNK>`, as the biLM sees them. The methods: GloVe in
+JAX (defaults: window 10, 15 epochs), word2vec's skip-gram and CBOW with negative sampling through
+gensim (`pip install -e .[static]`; window 5, 5 epochs). Writes one vector per vocabulary word,
+word2vec's text format with its header (docs/static_vectors.md), atomically.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from typing import Sequence
+
+import ml_collections
+import numpy as np
+from absl import flags
+
+from elmo_jax.cli import tool_flags
+from elmo_jax.cli.config_flags import load_config_file
+from elmo_jax.config import validate
+from elmo_jax.config.recipes import recipe_path
+from elmo_jax.data.corpus import load_or_build_vocab, training_sentences, vocab_origin
+from elmo_jax.data.sources import expand_globs
+from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.runtime import workdir_files
+from elmo_jax.runtime.atomic_write import check_not_inputs
+from elmo_jax.static import word2vec
+from elmo_jax.static.cooccurrence import cooccurrence_counts
+from elmo_jax.static.glove import GloveConfig, train_glove
+from elmo_jax.static.vector_files import write_text
+from elmo_jax.workdir.runs import workdir_inputs
+from elmo_jax.workdir.saved_config import saved_config
+
+GLOVE = "glove"
+# Per method, the default window and epochs: the GloVe paper's window and GloveConfig's epochs; gensim's.
+DEFAULTS = {GLOVE: (10, GloveConfig.epochs)}
+DEFAULTS.update(dict.fromkeys(word2vec.METHODS, (word2vec.Word2VecConfig.window, word2vec.Word2VecConfig.epochs)))
+
+_FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
+tool_flags.define_runtime_flags(_FLAGS)
+flags.DEFINE_string(
+    "workdir", None, "a trained biLM's workdir: its config.json's corpus and its vocab.txt (or --config)",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_string(
+    "config", None,
+    "a recipe file (configs/demo.py) or a shipped recipe by name (demo, ptb_word_small, ...): its corpus, and "
+    "its vocabulary built as training builds it (or --workdir)",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_enum("method", None, [GLOVE, *word2vec.METHODS], "what trains the vectors", flag_values=_FLAGS)
+flags.DEFINE_integer("dim", 100, "dimensions of the vectors", flag_values=_FLAGS)
+flags.DEFINE_integer(
+    "window", None, "words on each side that count as context (default: 10 for glove, 5 for skipgram and cbow)",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_integer(
+    "epochs", None, "passes over the co-occurrences (glove, default 15) or the corpus (skipgram, cbow, default 5)",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_integer(
+    "seed", 0, "seed of the initial vectors and the sampling: the same seed, the same vectors", flag_values=_FLAGS
+)
+flags.DEFINE_string("out", None, "the vector file to write (word2vec's text format)", flag_values=_FLAGS)
+_ERRORS = (*tool_flags.ERRORS, word2vec.GensimMissing)
+
+
+def _check_flags() -> tuple[int, int]:
+    """The window and epochs to train with; UsageError for flags that cannot be used."""
+    if (_FLAGS.workdir is None) == (_FLAGS.config is None):
+        raise tool_flags.UsageError("give either --workdir or --config (not both, not neither)")
+    window = _FLAGS.window if _FLAGS.window is not None else DEFAULTS[_FLAGS.method][0]
+    epochs = _FLAGS.epochs if _FLAGS.epochs is not None else DEFAULTS[_FLAGS.method][1]
+    for name, value in (("dim", _FLAGS.dim), ("window", window), ("epochs", epochs)):
+        if value < 1:
+            raise tool_flags.UsageError(f"--{name} must be >= 1, got {value}")
+    if os.path.isdir(_FLAGS.out):
+        raise tool_flags.UsageError(f"--out {_FLAGS.out} is a directory (the vectors go to a file)")
+    return window, epochs
+
+
+def _config() -> ml_collections.ConfigDict:
+    """The config whose data section names the corpus: --workdir's config.json or --config's recipe."""
+    if _FLAGS.workdir is not None:
+        return saved_config(_FLAGS.workdir)
+    config = load_config_file(_FLAGS.config)
+    validate(config)
+    return config
+
+
+def _inputs(data: ml_collections.ConfigDict) -> list[tuple[str, str]]:
+    """The files the vectors are made from, as `check_not_inputs` takes them."""
+    inputs = workdir_inputs(_FLAGS.workdir) + [("data.vocab_file", data.vocab_file)]
+    if _FLAGS.config is not None:
+        inputs.append(("--config", recipe_path(_FLAGS.config).split(":", 1)[0]))
+    if data.source == "text" and data.train_files:
+        inputs += [("data.train_files", path) for path in expand_globs(data.train_files)]
+    return inputs
+
+
+def _vocabulary(data: ml_collections.ConfigDict) -> tuple[Vocabulary, str]:
+    """The biLM's vocabulary and where it comes from: --workdir's vocab.txt, else the config's."""
+    if _FLAGS.workdir is not None:
+        path = os.path.join(_FLAGS.workdir, workdir_files.VOCAB)
+        return Vocabulary.load(path), path
+    return load_or_build_vocab(data), vocab_origin(data)
+
+
+def _train(corpus: word2vec.Corpus, vocab: Vocabulary, window: int, epochs: int) -> tuple[np.ndarray, int]:
+    """`[n_words, dim]` vectors by --method, and the tokens of one pass over the corpus."""
+    say = functools.partial(print, flush=True)
+    if _FLAGS.method == GLOVE:
+        start = time.perf_counter()
+        cooc = cooccurrence_counts(corpus(), vocab, window)
+        say(f"counted {cooc.tokens:,} tokens, window {window}: {len(cooc.values):,} nonzero co-occurrences "
+            f"in {time.perf_counter() - start:.1f} s")
+        config = GloveConfig(dim=_FLAGS.dim, epochs=epochs, seed=_FLAGS.seed)
+        return train_glove(cooc, config, log=say).vectors, cooc.tokens
+    config = word2vec.Word2VecConfig(
+        method=_FLAGS.method, dim=_FLAGS.dim, window=window, epochs=epochs, seed=_FLAGS.seed
+    )
+    result = word2vec.train_word2vec(corpus, vocab, config, log=say)
+    return result.vectors, int(result.counts.sum())
+
+
+def _static() -> None:
+    """The CLI: progress lines, the vector file, a summary line."""
+    window, epochs = _check_flags()
+    if _FLAGS.method in word2vec.METHODS:
+        word2vec.gensim_word2vec()  # Missing gensim fails before the corpus is read.
+    config = _config()
+    check_not_inputs([("--out", _FLAGS.out)], _inputs(config.data))
+    tool_flags.configure_runtime(_FLAGS)
+    start = time.perf_counter()
+    vocab, origin = _vocabulary(config.data)
+    print(f"vocabulary: {len(vocab):,} words ({origin}); corpus: data.source={config.data.source!r}", flush=True)
+    vectors, tokens = _train(functools.partial(training_sentences, config.data), vocab, window, epochs)
+    write_text(_FLAGS.out, vocab.words, vectors)
+    print(f"{_FLAGS.method}: {len(vocab):,} words x {_FLAGS.dim} dims, window {window}, {epochs} epochs over "
+          f"{tokens:,} tokens in {time.perf_counter() - start:.1f} s; wrote {_FLAGS.out}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`elmo-static` / `python -m elmo_jax.cli.static`: the exit status (elmo_jax.cli.tool_flags)."""
+    return tool_flags.run(_FLAGS, argv, _static, doc=__doc__, required=["method", "out"], errors=_ERRORS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
