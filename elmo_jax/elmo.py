@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from elmo_jax.data.char_vocab import CharVocabulary
 from elmo_jax.data.chars import (
     BOS_CHAR, BOS_TOKEN, EOS_TOKEN, ID_SHIFT, N_CHARACTERS, narrow_char_ids, words_to_char_ids,
 )
@@ -34,19 +35,23 @@ _WORD_ID_MESSAGE = (  # `_check_ids`' message: {0} the word id, {1} the table's 
     "word id {0} is outside vocab_to_cache ({1} words, 0 = padding): pass the char ids too (Elmo embeds "
     "a batch holding such a word from its char ids) or give the sentence as char ids"
 )
-_CHAR_ID_MESSAGE = (  # {0}: the char id.
-    f"char id {{0}} is outside 0..{N_CHARACTERS - 1} (0 = padding, 1..256 = a UTF-8 byte + 1, "
-    f"{BOS_CHAR + ID_SHIFT}..{N_CHARACTERS - 1} = special): make char ids with batch_to_ids"
+_CHAR_ID_MESSAGE = (  # {0}: the char id, {1}: the biLM's char ids.
+    f"char id {{0}} is outside this biLM's {{1}} char ids (0 = padding, 1..256 = a UTF-8 byte + 1, "
+    f"{BOS_CHAR + ID_SHIFT}..{N_CHARACTERS - 1} = special, more: a character vocabulary's): make char ids with "
+    "batch_to_ids"
 )
 
 
-def batch_to_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50) -> np.ndarray:
+def batch_to_ids(
+    sentences: Sequence[Sequence[str]], max_chars: int = 50, characters: CharVocabulary | None = None
+) -> np.ndarray:
     """AllenNLP's `batch_to_ids`: char ids `[batch, max_len, max_chars]` int32, all zeros after a
-    sentence's end (how `Elmo` finds the mask). `max_chars`: `elmo.max_chars` for a narrower biLM."""
+    sentence's end (how `Elmo` finds the mask). `max_chars`: `elmo.max_chars` for a narrower biLM;
+    `characters`: `elmo.characters` for a biLM with a character vocabulary."""
     ids = np.zeros((len(sentences), max((len(s) for s in sentences), default=0), max_chars), np.int32)
     for row, tokens in enumerate(sentences):
         if tokens:
-            ids[row, : len(tokens)] = words_to_char_ids(tokens, max_chars)
+            ids[row, : len(tokens)] = words_to_char_ids(tokens, max_chars, characters)
     return ids
 
 
@@ -109,6 +114,7 @@ class ElmoBiLM:
         self.model: BiLM = pretrained.model.clone(parent=None, name=None)
         self.params: dict = pretrained.params
         self.max_chars: int = pretrained.max_chars
+        self.characters: CharVocabulary | None = pretrained.characters
         self._tables: dict[tuple[str, ...], np.ndarray] = {}
 
     def __repr__(self) -> str:
@@ -120,18 +126,22 @@ class ElmoBiLM:
         """The char CNN's token embeddings `[V, P]` float32 of `vocab_to_cache` (row 0, padding:
         zeros), once per vocabulary, by a compiled executable (so also while `init` is traced)."""
         if vocab_to_cache not in self._tables:
-            self._tables[vocab_to_cache] = _token_table(self.model, self.params, self.max_chars, vocab_to_cache)
+            self._tables[vocab_to_cache] = _token_table(
+                self.model, self.params, self.max_chars, self.characters, vocab_to_cache
+            )
         return self._tables[vocab_to_cache]
 
 
-def _token_table(model: BiLM, params: Any, max_chars: int, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
+def _token_table(
+    model: BiLM, params: Any, max_chars: int, characters: CharVocabulary | None, vocab_to_cache: tuple[str, ...]
+) -> np.ndarray:
     """`ElmoBiLM.token_table`, `_TABLE_CHUNK` words per call."""
     table = np.zeros((len(vocab_to_cache), model.width), np.float32)
     ids = np.zeros((_TABLE_CHUNK, max_chars), np.int32)  # One shape: one compilation.
     embed = encode_chars.lower(model, params, ids).compile()
     for start in range(1, len(vocab_to_cache), _TABLE_CHUNK):
         words = vocab_to_cache[start : start + _TABLE_CHUNK]
-        ids[: len(words)] = words_to_char_ids(words, max_chars)
+        ids[: len(words)] = words_to_char_ids(words, max_chars, characters)
         table[start : start + len(words)] = np.asarray(embed(params, ids))[: len(words)]
     return table
 
@@ -271,6 +281,11 @@ class Elmo(nn.Module):
         return self.bilm.max_chars
 
     @property
+    def characters(self) -> CharVocabulary | None:
+        """The biLM's character vocabulary (None: it spells bytes, as bilm-tf): `batch_to_ids` takes it."""
+        return self.bilm.characters
+
+    @property
     def bilm_params(self) -> dict:
         """The pretrained biLM's weights, as `init` stores them under `bilm`."""
         return self.bilm.params
@@ -326,7 +341,12 @@ class Elmo(nn.Module):
                     f"this biLM reads {max_chars} chars per token, got char ids of {char_ids.shape[-1]}: "
                     f"use batch_to_ids(sentences, max_chars={max_chars})"
                 )
-            _check_ids(char_ids, N_CHARACTERS, _CHAR_ID_MESSAGE)
+            if self.bilm.characters is not None and char_ids.shape[-1] != max_chars:
+                raise ValueError(  # Narrowing could cut an unlisted character's bytes apart.
+                    f"this biLM reads {max_chars} chars per token of its character vocabulary, got char ids of "
+                    f"{char_ids.shape[-1]}: use batch_to_ids(sentences, {max_chars}, characters=elmo.characters)"
+                )
+            _check_ids(char_ids, self.bilm.model.n_characters, _CHAR_ID_MESSAGE)
         if word_ids is None or not self.vocab_to_cache:
             if char_ids is None:
                 raise ValueError("word ids index vocab_to_cache: build the Elmo with vocab_to_cache=words")

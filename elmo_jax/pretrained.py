@@ -7,6 +7,7 @@ from typing import Mapping, NamedTuple
 
 import ml_collections
 
+from elmo_jax.data.char_vocab import CharVocabulary, n_char_ids
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.export_sets import check_one_export
@@ -16,13 +17,15 @@ from elmo_jax.model.token_encoder_registry import token_encoder_class
 
 class PretrainedBiLM(NamedTuple):
     """A biLM read for inference: the module (float32, no dropout), its params (no softmax), its char
-    ids' characters per token, a word-input biLM's vocabulary, and a training checkpoint's step."""
+    ids' characters per token, a word-input biLM's vocabulary, a training checkpoint's step, and the
+    character vocabulary its char ids spell with (None: bytes)."""
 
     model: BiLM
     params: dict
     max_chars: int
     vocab: Vocabulary | None = None
     step: int | None = None
+    characters: CharVocabulary | None = None
 
 
 def bilm_from_files(options_path: str, weights_path: str) -> PretrainedBiLM:
@@ -43,18 +46,22 @@ def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
 
     reads_chars = token_encoder_class(saved_config(workdir).model.token_encoder).reads_chars
     run = load_run(workdir, step, with_vocab=not reads_chars)
-    return bilm_from_params(run.config, run.params, run.vocab, run.step)
+    return bilm_from_params(run.config, run.params, run.vocab, run.step, run.characters)
 
 
 def bilm_from_params(
-    config: ml_collections.ConfigDict, params: Mapping, vocab: Vocabulary | None = None, step: int | None = None
+    config: ml_collections.ConfigDict, params: Mapping, vocab: Vocabulary | None = None, step: int | None = None,
+    characters: CharVocabulary | None = None,
 ) -> PretrainedBiLM:
     """The biLM of a run's `config` with `params` (a checkpoint's, or a training run's in memory),
     for inference: float32 whatever model.dtype it trains in, no dropout, the softmax dropped; a
-    word-input biLM keeps `vocab` (its token embeddings are table rows by vocabulary id)."""
+    word-input biLM keeps `vocab` (its token embeddings are table rows by vocabulary id), a
+    char-CNN one `characters` (its character vocabulary; None: bytes)."""
     model_config = ml_collections.ConfigDict(config.model.to_dict())
     model_config.dtype, model_config.dropout = "float32", 0.0
     word_input = not token_encoder_class(model_config.token_encoder).reads_chars
-    model = bilm_from_config(model_config, vocab_size=len(vocab) if word_input else 1)
+    model = bilm_from_config(model_config, len(vocab) if word_input else 1, n_char_ids(characters))
     params = {k: v for k, v in params.items() if k != "softmax"}
-    return PretrainedBiLM(model, params, config.data.max_chars_per_token, vocab if word_input else None, step)
+    return PretrainedBiLM(
+        model, params, config.data.max_chars_per_token, vocab if word_input else None, step, characters
+    )

@@ -34,7 +34,7 @@ TINY_SHAPES = {
 CONFIGS = [
     "default", "demo", "elmo_small", "elmo_medium", "elmo_original", "tests/tiny",
     "ptb_char_small", "ptb_char_small_cpu", "ptb_char_large", "ptb_word_small", "ptb_word_medium",
-    "ptb_char_small_gated_cnn", "ptb_char_small_transformer",
+    "ptb_char_small_gated_cnn", "ptb_char_small_transformer", "demo_zh",
 ]
 
 
@@ -204,3 +204,39 @@ def test_ablation_preset_trains_two_steps(preset, monkeypatch):
     assert int(state.step) == 2
     changed = jax.tree.map(lambda a, b: not np.array_equal(a, b), initial, jax.device_get(state.params))
     assert any(jax.tree.leaves(changed))
+
+
+def _conllu(sentences: list[str]) -> str:
+    """CoNLL-U of whitespace-segmented sentences (FORM and a dummy UPOS)."""
+    blocks = []
+    for number, sentence in enumerate(sentences, 1):
+        words = sentence.split()
+        rows = [f"{i}\t{w}\t{w}\tNOUN\t_\t_\t{i - 1}\t{'root' if i == 1 else 'dep'}\t_\t_" for i, w in enumerate(words, 1)]
+        blocks.append(f"# sent_id = {number}\n# text = {''.join(words)}\n" + "\n".join(rows) + "\n")
+    return "\n".join(blocks) + "\n"
+
+
+@pytest.mark.slow
+def test_the_chinese_recipe_trains_a_few_steps_on_the_files_it_names(tmp_path):
+    """configs/demo_zh.py as it ships (its shapes, its character vocabulary built from the text) on
+    files the test writes under the names it reads: CoNLL-U, and CRLF text with full-width digits."""
+    from elmo_jax.data.char_vocab import CharVocabulary
+    from elmo_jax.training.loop import train_and_evaluate
+
+    sentences = ["我 爱 北京 天安门", "苹果 公司 发布 了 新 手机", "他 每天 吃 一 个 苹果", "北京 是 中国 的 首都",
+                 "我们 周末 去 打 篮球", "１９９７年 香港 回归"] * 4
+    recipe = recipe_module("demo_zh")
+    gsd_train, msr, pku = recipe.TRAIN_FILES
+    (tmp_path / gsd_train).write_text(_conllu(sentences), encoding="utf-8")
+    for name in (msr, pku):
+        (tmp_path / name).write_bytes("\r\n".join(sentences).encode("utf-8") + b"\r\n")
+    (tmp_path / recipe.TEST_FILE).write_text(_conllu(sentences[:6]), encoding="utf-8")
+    config = recipe.get_config(str(tmp_path))
+    apply_overrides(config, {
+        "train.num_steps": 2, "train.batch_size": 8, "eval.batch_size": 8, "train.log_every_steps": 1,
+        "train.checkpoint_every_steps": 2, "model.softmax.n_negative_samples": 8,
+    })
+    result = train_and_evaluate(config, str(tmp_path / "run"))
+    assert np.isfinite(result["perplexity"])
+    characters = CharVocabulary.load(str(tmp_path / "run" / "chars.txt"))
+    assert {"北", "京", "苹", "果", "１"} <= set(characters.characters)  # Each seen twice or more.

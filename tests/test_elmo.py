@@ -1,6 +1,6 @@
 """elmo_jax.elmo.Elmo against the embedder's layers mixed by hand; frozen vs fine-tuned biLM weights,
 fixed mixes, padding, stateful calls, dropout, vocab_to_cache's word ids against char ids (ids outside
-it: the char CNN or an error, never NaN), char ids outside 0..261 (an error), batches without tokens,
+it: the char CNN or an error, never NaN), char ids outside the 262 (an error), batches without tokens,
 weight files holding NaN, and the tagger of docs/elmo_in_flax.md. AllenNLP's own tests of Elmo, ported:
 tests/test_elmo_allennlp.py."""
 
@@ -443,7 +443,7 @@ def test_char_id_outside_0_to_261_is_an_error(bilm, jit):
     for bad, where in ((262, (0, 1, 2)), (300, (0, 1, 2)), (-1, (0, 1, 2)), (-5, (0, 1))):
         wrong = char_ids.copy()
         wrong[where] = bad
-        with pytest.raises(Exception if jit else ValueError, match=rf"char id {bad} is outside 0\.\.261 \(0 = padding"):
+        with pytest.raises(Exception if jit else ValueError, match=rf"char id {bad} is outside this biLM.s 262 char ids \(0 = padding"):
             jax.block_until_ready(apply(variables, wrong))
 
 

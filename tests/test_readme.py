@@ -130,3 +130,56 @@ def test_the_gpu_install_paragraph_names_the_pinned_jax_and_the_measured_one():
     paragraph = _paragraph("**Install for a GPU or TPU**")
     assert f"They pin JAX {pinned};" in paragraph
     assert f"measured with JAX {measured} and its CUDA 13 plugin" in paragraph
+
+
+README_ZH = os.path.join(ROOT, "README.zh-CN.md")
+
+
+def test_the_readme_links_the_chinese_readme_in_its_first_lines():
+    assert "[中文](README.zh-CN.md)" in "\n".join(_text().splitlines()[:4])
+
+
+def test_the_chinese_readmes_quick_start_is_the_readmes():
+    assert code_blocks(README_ZH, "bash")[:2] == QUICK_START
+
+
+def _tool_flags(argv: list[str]):
+    """The FlagValues of an elmo-* command line (`elmo-vocab chars ...`: its command's)."""
+    from elmo_jax.cli import embed, probe, vocab
+
+    tool = os.path.basename(argv[0])
+    if tool == "elmo-vocab":
+        return {"build": vocab._BUILD, "stats": vocab._STATS, "chars": vocab._CHARS}[argv[1]]
+    return {"elmo-embed": embed._FLAGS, "elmo-probe": probe._FLAGS}[tool]
+
+
+def test_the_chinese_readmes_commands_name_recipes_keys_and_flags_that_exist():
+    """Each command as a user copies it: its recipe loads with its argument, its config keys exist,
+    its flags are the tool's; what it writes goes under runs/."""
+    from elmo_jax.cli import evaluate
+    from elmo_jax.config import schema
+    from elmo_jax.config.recipes import recipe_module
+
+    blocks = code_blocks(README_ZH, "bash")[2:]
+    commands = [shlex.split(line, comments=True) for block in blocks for line in block.replace("\\\n", " ").splitlines()]
+    commands = [argv for argv in commands if argv]
+    assert {os.path.basename(argv[0]) if argv[0] != "python" else argv[1] for argv in commands} >= {
+        "train.py", "evaluate.py", "elmo-probe", "elmo-embed",
+    }
+    for argv in commands:
+        flags = _flag_values(argv)
+        if argv[:2] == ["python", "train.py"]:
+            path, argument = dict(flags)["--config"].split(":", 1)
+            recipe_module(os.path.basename(path).removesuffix(".py")).get_config(argument)
+            for flag, _ in flags:
+                if flag.startswith("--config."):
+                    assert flag.removeprefix("--config.") in schema.keys(), flag
+        elif argv[:2] == ["python", "evaluate.py"]:
+            assert all(flag.removeprefix("--") in evaluate.FLAGS for flag, _ in flags), argv
+        else:
+            tool_flags = _tool_flags(argv)
+            for flag, _ in flags:
+                name = flag.removeprefix("--")
+                assert name in tool_flags or name.removeprefix("no") in tool_flags, (flag, argv)
+        for path in _written(argv):
+            assert path.startswith("runs/"), path

@@ -3,15 +3,16 @@
   elmo-embed --options options.json --weights weights.hdf5 \\
       --input sentences.txt --output elmo.hdf5 [--batch_size 64] [--stateless] [--vocab_to_cache vocab.txt] \\
       [--layers all|top|average | --all | --top | --average] [--forget_sentences | --use_sentence_keys] \\
-      [--engine auto|cpu|xla]
+      [--engine auto|cpu|xla] [--segmenter none|jieba]
   elmo-embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
   elmo-embed --options options.json --weights weights.hdf5 --token_embeddings vocab.txt --output tokens.hdf5
 
-Input: one whitespace-tokenized sentence per line (UTF-8). Output: one float32 dataset per input
-line, named by its 0-based line number, `(n_layers + 1, n_tokens, 2 * width)` (`--layers
-all`) or `(n_tokens, 2 * width)` (`top`, `average`), and `sentence_to_index` (JSON,
-sentence -> dataset name), as AllenNLP's `allennlp elmo`; stateful over batches of --batch_size
-consecutive lines unless --stateless. The formats in full: elmo_jax/inference/hdf5_output.py; what
+Input: one whitespace-tokenized sentence per line (UTF-8); `--segmenter jieba` cuts raw Chinese
+lines into words as `data.segmenter='jieba'` cut the training text (docs/chinese.md). Output: one
+float32 dataset per input line, named by its 0-based line number, `(n_layers + 1, n_tokens, 2 *
+width)` (`--layers all`) or `(n_tokens, 2 * width)` (`top`, `average`), and `sentence_to_index`
+(JSON, sentence -> dataset name), as AllenNLP's `allennlp elmo`; stateful over batches of
+--batch_size consecutive lines unless --stateless. The formats in full: elmo_jax/inference/hdf5_output.py; what
 is computed and how: elmo_jax/inference/embedder.py.
 """
 
@@ -22,12 +23,14 @@ from typing import Sequence
 
 from absl import flags
 
+from elmo_jax.config.schema import SEGMENTERS
 from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.vocab import read_words
 from elmo_jax.inference.embedder import DEFAULT_BATCH_SIZE, ENGINES, ElmoEmbedder, dump_token_embeddings
 from elmo_jax.inference.hdf5_output import LAYER_MODES
 from elmo_jax.workdir.runs import workdir_inputs
+from elmo_jax.workdir.saved_config import saved_config
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
 tool_flags.define_model_flags(
@@ -74,6 +77,20 @@ flags.DEFINE_enum(
     flag_values=_FLAGS,
 )
 
+flags.DEFINE_enum(
+    "segmenter", None, SEGMENTERS,
+    "what cuts each --input line into words: whitespace (none) or jieba, as the biLM's training text was cut; "
+    "default: --workdir's data.segmenter, else none", flag_values=_FLAGS,
+)
+
+def _segmenter() -> str:
+    """--segmenter, else the workdir's training text's (a workdir trained on jieba's words is embedded
+    on jieba's words unless told otherwise), else none."""
+    if _FLAGS.segmenter is not None:
+        return _FLAGS.segmenter
+    return saved_config(_FLAGS.workdir).data.segmenter if _FLAGS.workdir is not None else "none"
+
+
 _INPUT_FLAGS = ("input", "token_embeddings", "options", "weights", "vocab_to_cache")  # Files --output must not be.
 
 
@@ -92,6 +109,8 @@ def _embed() -> None:
     tool_flags.check_model_source(_FLAGS, "give either --options and --weights, or --workdir")
     if (_FLAGS.input is None) == (_FLAGS.token_embeddings is None):
         raise tool_flags.UsageError("give exactly one of --input and --token_embeddings")
+    if _FLAGS.segmenter not in (None, "none") and _FLAGS.input is None:
+        raise tool_flags.UsageError("--segmenter cuts the lines of --input; --token_embeddings reads words")
     tool_flags.check_positive(_FLAGS, "batch_size")
     layers = _layers()
     inputs = [(f"--{name}", _FLAGS[name].value) for name in _INPUT_FLAGS]
@@ -108,6 +127,7 @@ def _embed() -> None:
         n = embedder.embed_file(
             _FLAGS.input, _FLAGS.output, layers,
             forget_sentences=_FLAGS.forget_sentences, use_sentence_keys=_FLAGS.use_sentence_keys,
+            segmenter=_segmenter(),
         )
         print(f"wrote {n} sentences to {_FLAGS.output}")
     else:

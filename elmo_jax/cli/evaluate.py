@@ -34,8 +34,9 @@ FLAGS = flags.FLAGS
 define_config_flag(
     "Optional config. With --workdir (e.g. the config trained with) only its evaluation keys (eval.*, data.streams, "
     "data.source, data.eval_split, data.eval_files, data.tfds_*) and overrides apply: the model is always built from "
-    "WORKDIR/config.json, and a model key (model.*, data.max_chars_per_token, data.vocab_*) that differs from it is "
-    "an error. With --options it replaces configs/default.py, except for the model, which --options describes."
+    "WORKDIR/config.json, and a model key (model.*, data.max_chars_per_token, data.char_vocab_*, data.vocab_*) that "
+    "differs from it is an error. With --options it replaces configs/default.py, except for the model, which "
+    "--options describes."
 )
 flags.DEFINE_string("workdir", None, "Training workdir holding config.json, checkpoints/ and vocab.txt.")
 flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (instead of --workdir; needs the next three).")

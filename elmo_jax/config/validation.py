@@ -28,6 +28,25 @@ def _check_chars_fit_filters(config: Mapping[str, Any]) -> None:
         )
 
 
+def _check_char_vocab_is_read(config: Mapping[str, Any]) -> None:
+    """A character vocabulary (a file, or built from the training data) spells the char CNN's
+    inputs: one source of it, and a biLM that reads characters and starts from no bilm-tf files."""
+    data, token_encoder = config["data"], config["model"]["token_encoder"]
+    given = [f"data.{key}={data[key]!r}" for key in ("char_vocab_file", "char_vocab_min_count") if data[key]]
+    if len(given) == 2:
+        raise ConfigError(f"config keys {given[0]} and {given[1]} both give the character vocabulary: set one")
+    if given and token_encoder != "char_cnn":
+        raise ConfigError(
+            f"config key {given[0]} spells characters, which model.token_encoder={token_encoder!r} does not "
+            "read: leave it unset or use the char CNN"
+        )
+    if given and config["init"]["options"]:
+        raise ConfigError(
+            f"config key {given[0]} gives the char table rows that init.options={config['init']['options']!r} "
+            "(bilm-tf's files, bytes only) does not have"
+        )
+
+
 def _check_init_range_is_uniform(config: Mapping[str, Any]) -> None:
     """`model.init_range` draws every weight from one uniform, an LSTM's kernels included."""
     model = config["model"]
@@ -156,6 +175,6 @@ def validate(config: Mapping[str, Any]) -> None:
         problem = declared.check.problem(value)
         if problem:
             raise ConfigError(f"config key {key}={value!r} {problem}")
-    for check in (_check_chars_fit_filters, _check_init_range_is_uniform, _check_heads_divide_width,
-                  _check_contextualizer_sizes, _check_probe_files_given):
+    for check in (_check_chars_fit_filters, _check_char_vocab_is_read, _check_init_range_is_uniform,
+                  _check_heads_divide_width, _check_contextualizer_sizes, _check_probe_files_given):
         check(config)

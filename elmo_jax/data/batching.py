@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from elmo_jax.data.char_vocab import CharVocabulary
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, CharIdTable
 from elmo_jax.data.resumable import ResumableIterator
 from elmo_jax.data.vocab import Vocabulary
@@ -34,11 +35,14 @@ def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class SentenceEncoder:
     """Sentences -> their positions, one after another, as `[F, sum(n + 1)]` int32 fields:
     forward input/target ids, backward input/target ids and (char encoder, `max_chars` set) the
-    char-table rows of the forward and backward inputs. `chars.lookup(rows)` gives the char ids."""
+    char-table rows of the forward and backward inputs. `chars.lookup(rows)` gives the char ids,
+    spelled with `characters` (a character vocabulary) or as bytes."""
 
-    def __init__(self, vocab: Vocabulary, max_chars: int | None):
+    def __init__(self, vocab: Vocabulary, max_chars: int | None, characters: CharVocabulary | None = None):
         self.vocab = vocab
-        self.chars = CharIdTable(vocab.words, vocab.unk_id, max_chars) if max_chars else None
+        self.chars = (
+            CharIdTable(vocab.words, vocab.unk_id, max_chars, characters=characters) if max_chars else None
+        )
         self.fields = 4 if self.chars is None else 6
         if self.chars is not None:
             self._bos_row, self._eos_row = self.chars.rows([BOS_TOKEN, EOS_TOKEN], vocab.encode([BOS_TOKEN, EOS_TOKEN]))
@@ -82,12 +86,13 @@ class BiLMBatcher:
         batch_size: int,
         unroll_steps: int,
         max_chars: int | None = 50,
+        characters: CharVocabulary | None = None,
     ):
         self.source = source
         self.vocab = vocab
         self.batch_size = batch_size
         self.unroll_steps = unroll_steps
-        self._encode = SentenceEncoder(vocab, max_chars)
+        self._encode = SentenceEncoder(vocab, max_chars, characters)
         self.chars = self._encode.chars
         self._fields = self._encode.fields
         self._words: list[list[str] | None] = [None] * batch_size  # Each row's current sentence,

@@ -2,12 +2,14 @@
 
 A word is encoded as `[bow, utf8_bytes[:max_chars - 2]..., eow, pad...]`; `<S>` and `</S>` use
 the reserved begin/end-of-sentence characters. Every id is shifted by +1 so that 0 means "no
-token" (the padding row of the character embedding).
+token" (the padding row of the character embedding). With a character vocabulary
+(data/char_vocab.py) its characters are one id each, the others bytes, and no cut splits a
+character.
 """
 
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+from typing import Protocol, Sequence, TypeVar
 
 import numpy as np
 
@@ -21,27 +23,44 @@ PAD_CHAR = 260
 N_CHARACTERS = 262  # 261 bilm-tf characters + the "no token" row 0.
 ID_SHIFT = 1
 
+
+class Spelling(Protocol):
+    """What the encoders here ask of a character vocabulary (data/char_vocab.py's `CharVocabulary`,
+    built on these ids)."""
+
+    def spell(self, word: str, max_units: int) -> tuple[list[int], bool]:
+        """(the unshifted ids of `word`'s first units, whether it was cut)."""
+
+
 BOS_TOKEN = "<S>"
 EOS_TOKEN = "</S>"
 UNK_TOKEN = "<UNK>"
 
 
-def word_to_char_ids(word: str, max_chars: int = 50) -> np.ndarray:
+def word_to_char_ids(word: str, max_chars: int = 50, characters: Spelling | None = None) -> np.ndarray:
     """The +1-shifted character ids of one word, `[max_chars]` int32: UTF-8 bytes past
-    `max_chars - 2` cut, lone surrogates dropped (as bilm-tf and AllenNLP)."""
-    return words_to_char_ids([word], max_chars)[0]
+    `max_chars - 2` cut, lone surrogates dropped (as bilm-tf and AllenNLP); with `characters`,
+    `CharVocabulary.spell`'s units."""
+    return words_to_char_ids([word], max_chars, characters)[0]
 
 
-def words_to_char_ids(words: Sequence[str], max_chars: int = 50) -> np.ndarray:
+def words_to_char_ids(
+    words: Sequence[str], max_chars: int = 50, characters: Spelling | None = None
+) -> np.ndarray:
     """`word_to_char_ids` of many words at once (vectorised), `[len(words), max_chars]` int32."""
     if max_chars < 3:
         raise ValueError(f"max_chars must be >= 3, got {max_chars}")
-    data = [w.encode("utf-8", errors="ignore")[: max_chars - 2] for w in words]
+    if characters is None:
+        data = [w.encode("utf-8", errors="ignore")[: max_chars - 2] for w in words]
+        dtype = np.uint8
+    else:
+        data = [np.array(characters.spell(w, max_chars - 2)[0], np.int32).tobytes() for w in words]
+        dtype = np.int32
     n = len(data)
-    lengths = np.fromiter(map(len, data), np.int64, n)
+    lengths = np.fromiter(map(len, data), np.int64, n) // np.dtype(dtype).itemsize
     ids = np.full((n, max_chars), PAD_CHAR, np.int32)
     ids[:, 0] = BOW_CHAR
-    flat = np.frombuffer(b"".join(data), np.uint8)
+    flat = np.frombuffer(b"".join(data), dtype)
     rows = np.repeat(np.arange(n), lengths)
     starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
     ids[rows, np.arange(flat.size) - starts + 1] = flat
@@ -68,15 +87,18 @@ def narrow_char_ids(ids: Ids, max_chars: int) -> Ids:
 class CharIdCache:
     """Memoised `word_to_char_ids` (corpora repeat words; encoding each occurrence is slow)."""
 
-    def __init__(self, max_chars: int = 50, max_entries: int = 2_000_000):
+    def __init__(
+        self, max_chars: int = 50, max_entries: int = 2_000_000, characters: Spelling | None = None
+    ):
         self.max_chars = max_chars
         self.max_entries = max_entries
+        self.characters = characters
         self._cache: dict[str, np.ndarray] = {}
 
     def __call__(self, word: str) -> np.ndarray:
         ids = self._cache.get(word)
         if ids is None:
-            ids = word_to_char_ids(word, self.max_chars)
+            ids = word_to_char_ids(word, self.max_chars, self.characters)
             if len(self._cache) < self.max_entries:
                 self._cache[word] = ids
         return ids
@@ -86,7 +108,8 @@ class CharIdCache:
         if not words:
             return np.zeros((0, self.max_chars), dtype=np.int32)
         new = [w for w in dict.fromkeys(words) if w not in self._cache]
-        encoded = dict(zip(new, words_to_char_ids(new, self.max_chars))) if new else {}  # One vectorised call.
+        # One vectorised call.
+        encoded = dict(zip(new, words_to_char_ids(new, self.max_chars, self.characters))) if new else {}
         room = max(self.max_entries - len(self._cache), 0)
         self._cache.update((w, encoded[w]) for w in new[:room])
         return np.stack([encoded[w] if w in encoded else self._cache[w] for w in words])
@@ -100,9 +123,13 @@ class CharIdTable:
     `other_words_full` says when `forget_other_words()` should bound their memory.
     """
 
-    def __init__(self, vocab_words: Sequence[str], unk_id: int, max_chars: int = 50, max_other_words: int = 200_000):
+    def __init__(
+        self, vocab_words: Sequence[str], unk_id: int, max_chars: int = 50, max_other_words: int = 200_000,
+        characters: Spelling | None = None,
+    ):
         self.max_chars = max_chars
         self.max_other_words = max_other_words
+        self.characters = characters
         self._vocab_words = vocab_words
         self._unk_id = unk_id
         self._unk_word = vocab_words[unk_id]
@@ -125,7 +152,8 @@ class CharIdTable:
         rows = word_ids + 1
         new = np.unique(rows[~self._encoded[rows]])
         if new.size:
-            self._vocab[new] = words_to_char_ids([self._vocab_words[r - 1] for r in new.tolist()], self.max_chars)
+            words_new = [self._vocab_words[r - 1] for r in new.tolist()]
+            self._vocab[new] = words_to_char_ids(words_new, self.max_chars, self.characters)
             self._encoded[new] = True
         unknown = (word_ids == self._unk_id).nonzero()[0]
         if unknown.size:
@@ -149,7 +177,7 @@ class CharIdTable:
             end = len(index)
             while end > len(self._other):
                 self._other = np.concatenate([self._other, np.zeros_like(self._other)])
-            self._other[end - len(added) : end] = words_to_char_ids(added, self.max_chars)
+            self._other[end - len(added) : end] = words_to_char_ids(added, self.max_chars, self.characters)
 
     def lookup(self, rows: np.ndarray) -> np.ndarray:
         """Character ids of table rows: `[...]` -> `[..., max_chars]` int32."""

@@ -12,6 +12,7 @@ from typing import Iterable, NamedTuple
 
 from elmo_jax.data.line_files import numbered_lines
 
+SUFFIXES = (".conllu", ".conllu.gz")  # What makes a text source read a file as CoNLL-U.
 COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
 _MULTIWORD = re.compile(r"[1-9][0-9]*-[1-9][0-9]*")
 _EMPTY_NODE = re.compile(r"(0|[1-9][0-9]*)\.[1-9][0-9]*")
@@ -30,6 +31,11 @@ class Sentence(NamedTuple):
     tokens: list[Token]
 
 
+def is_conllu_file(path: str) -> bool:
+    """Whether a sentence source reads `path` as CoNLL-U (its name ends in one of SUFFIXES)."""
+    return path.endswith(SUFFIXES)
+
+
 def read_conllu(path: str) -> list[Sentence]:
     """The sentences of the CoNLL-U file at `path`; ValueError naming `path:line` for bad input."""
     sentences = parse_conllu((line for _, line in numbered_lines(path)), path)
@@ -38,12 +44,12 @@ def read_conllu(path: str) -> list[Sentence]:
     return sentences
 
 
-def parse_conllu(lines: Iterable[str], path: str) -> list[Sentence]:
-    """The sentences of CoNLL-U `lines` (numbered from 1, named `path` in errors)."""
+def parse_conllu(lines: Iterable[str], path: str, first_line: int = 1) -> list[Sentence]:
+    """The sentences of CoNLL-U `lines` (numbered from `first_line`, named `path` in errors)."""
     sentences: list[Sentence] = []
     tokens: list[Token] = []
     ids_seen = False  # The sentence has token lines (words, multiword tokens or empty nodes).
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(lines, first_line):
         line = line.rstrip("\r\n")
         if not line.strip():
             if ids_seen:

@@ -13,6 +13,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from elmo_jax.data.batching import Batch, SentenceEncoder
+from elmo_jax.data.char_vocab import CharVocabulary
 from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
 
@@ -36,10 +37,11 @@ class ContiguousBatcher:
         num_epochs: int | None = 1,
         process_index: int = 0,
         process_count: int = 1,
+        characters: CharVocabulary | None = None,
     ):
         if not sentences:
             raise DataError("the corpus has no sentences")
-        encode = SentenceEncoder(vocab, max_chars)
+        encode = SentenceEncoder(vocab, max_chars, characters)
         self.chars = encode.chars
         self.unroll_steps = unroll_steps
         self.num_epochs = num_epochs

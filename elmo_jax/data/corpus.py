@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import glob as globlib
 import logging
 import os
@@ -10,12 +11,13 @@ from typing import Sequence
 import ml_collections
 
 from elmo_jax.config import MIN_VOCAB_SIZE
-from elmo_jax.data import sources
+from elmo_jax.data import sources, unsegmented
 from elmo_jax.data.batching import Batch, BiLMBatcher
+from elmo_jax.data.char_vocab import CharVocabulary, count_cut
 from elmo_jax.data.contiguous import ContiguousBatcher
 from elmo_jax.data.resumable import ResumableIterator
 from elmo_jax.data.tfds_source import TfdsSource
-from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.data.vocab import SPECIAL_TOKENS, Vocabulary
 from elmo_jax.runtime import workdir_files
 
 def _files(data: ml_collections.ConfigDict, key: str, needed_for: str = "(a glob of text files)") -> list[str]:
@@ -71,6 +73,7 @@ def train_source(
         shuffle_buffer=data.shuffle_buffer,
         max_sentence_tokens=data.max_sentence_tokens,
         line_shard=line_shard,
+        segmenter=data.segmenter,
     )
 
 
@@ -84,16 +87,18 @@ def training_batcher(
     num_epochs: int | None,
     process_index: int = 0,
     process_count: int = 1,
+    characters: CharVocabulary | None = None,
 ) -> ResumableIterator[Batch]:
     """This process's training batches, `batch_size / process_count` of the `batch_size` streams,
-    laid out as `data.streams` says ('contiguous' holds the training text in memory)."""
+    laid out as `data.streams` says ('contiguous' holds the training text in memory); words spelled
+    with `characters` (a character vocabulary) or as bytes."""
     if data.streams == "contiguous":
         sentences = list(training_sentences(data))
         return ContiguousBatcher(
-            sentences, vocab, batch_size, unroll_steps, max_chars, num_epochs, process_index, process_count
+            sentences, vocab, batch_size, unroll_steps, max_chars, num_epochs, process_index, process_count, characters
         )
     source = train_source(data, seed, num_epochs, process_index, process_count)
-    return BiLMBatcher(source, vocab, batch_size // process_count, unroll_steps, max_chars)
+    return BiLMBatcher(source, vocab, batch_size // process_count, unroll_steps, max_chars, characters)
 
 
 def evaluation_batcher(
@@ -105,16 +110,17 @@ def evaluation_batcher(
     max_chars: int | None,
     process_index: int = 0,
     process_count: int = 1,
+    characters: CharVocabulary | None = None,
 ) -> ResumableIterator[Batch]:
     """One pass over held-out `sentences` in their order, laid out as `data.streams` says;
     the processes read disjoint parts."""
     if data.streams == "contiguous":
         return ContiguousBatcher(
-            sentences, vocab, batch_size, unroll_steps, max_chars, 1, process_index, process_count
+            sentences, vocab, batch_size, unroll_steps, max_chars, 1, process_index, process_count, characters
         )
     local = list(sentences[process_index::process_count]) if process_count > 1 else sentences
     source = sources.InMemorySource(local, shuffle=False, num_epochs=1)
-    return BiLMBatcher(source, vocab, batch_size // process_count, unroll_steps, max_chars)
+    return BiLMBatcher(source, vocab, batch_size // process_count, unroll_steps, max_chars, characters)
 
 
 def training_sentences(data: ml_collections.ConfigDict):
@@ -124,8 +130,22 @@ def training_sentences(data: ml_collections.ConfigDict):
     if data.source == "tfds":
         return _tfds(data, "train", shuffle=False)
     return sources.TextFileSource(
-        _files(data, "train_files"), shuffle=False, num_epochs=1, max_sentence_tokens=data.max_sentence_tokens
+        _files(data, "train_files"), shuffle=False, num_epochs=1, max_sentence_tokens=data.max_sentence_tokens,
+        segmenter=data.segmenter,
     )
+
+
+def warn_if_unsegmented(data: ml_collections.ConfigDict) -> None:
+    """One warning naming the first training text file that looks like Chinese or Japanese without
+    spaces between words (unsegmented.py), when data.source='text' reads it unsegmented; a sample of
+    each file, read before the passes over the corpus."""
+    if data.source != "text" or data.segmenter != "none":
+        return
+    try:
+        files = _files(data, "train_files")
+    except sources.DataError:  # Said where the files are read, after the checks of the vocabulary's size.
+        return
+    unsegmented.warn_if_unsegmented(files)
 
 
 def eval_set_name(source: str, split: str, eval_files: str = "") -> str:
@@ -148,12 +168,12 @@ def check_split_applies(data: ml_collections.ConfigDict, split: str, eval_files:
 def eval_sentences(data: ml_collections.ConfigDict, split: str, eval_files: str = "") -> list[list[str]]:
     """Held-out sentences: `eval_files` if given, else the split of the configured corpus."""
     if eval_files:
-        return sources.read_sentences(eval_files)
+        return sources.read_sentences(eval_files, data.segmenter)
     if data.source == "ptb":
         return sources.ptb_sentences(split)
     if data.source == "tfds":
         return list(_tfds(data, split, shuffle=False))
-    return sources.read_sentences(_files(data, "eval_files", "(or --eval_files) to evaluate"))
+    return sources.read_sentences(_files(data, "eval_files", "(or --eval_files) to evaluate"), data.segmenter)
 
 
 def vocab_origin(data: ml_collections.ConfigDict) -> str:
@@ -186,6 +206,57 @@ def load_or_build_vocab(data: ml_collections.ConfigDict, workdir: str | None = N
     if saved:
         vocab.save(saved)
     return vocab
+
+
+def load_characters(data: ml_collections.ConfigDict, workdir: str | None = None) -> CharVocabulary | None:
+    """The run's character vocabulary: `WORKDIR/chars.txt` if present, else `data.char_vocab_file`,
+    else built from the training data (`data.char_vocab_min_count` > 0), else None (bytes). The
+    training loop saves it once the checkpoint has been checked. A resumed run whose config names
+    another file than the one it saved, or bytes, is refused (its char table's rows are the saved
+    file's)."""
+    saved = os.path.join(workdir, workdir_files.CHARS) if workdir else None
+    if saved and os.path.exists(saved):
+        characters = CharVocabulary.load(saved)
+        if data.char_vocab_file and CharVocabulary.load(data.char_vocab_file) != characters:
+            raise sources.DataError(
+                f"data.char_vocab_file={data.char_vocab_file!r} is not the character vocabulary {saved} was "
+                "trained with"
+            )
+        if not (data.char_vocab_file or data.char_vocab_min_count):
+            raise sources.DataError(
+                f"data.char_vocab_file='' and data.char_vocab_min_count=0 spell bytes, not the character vocabulary "
+                f"{saved} was trained with"
+            )
+        return characters
+    if data.char_vocab_file:
+        return CharVocabulary.load(data.char_vocab_file)
+    if not data.char_vocab_min_count:
+        return None
+    sentences = training_sentences(data)  # Its files checked before the log says the work starts.
+    logging.info("Building the character vocabulary from the training data")
+    counts: collections.Counter[str] = collections.Counter()
+    for sentence in sentences:
+        counts.update(sentence)
+    characters = CharVocabulary.build(counts, data.char_vocab_min_count)
+    if not len(characters):
+        raise sources.DataError(
+            f"no non-ASCII character of the training data is seen data.char_vocab_min_count="
+            f"{data.char_vocab_min_count} times: set it to 0 (bytes)"
+        )
+    return characters
+
+
+def warn_cut_words(vocab: Vocabulary, max_chars: int, characters: CharVocabulary | None) -> None:
+    """One warning counting the vocabulary's words longer than the char CNN reads (`max_chars`
+    ids, BOW and EOW included): each is read as its first units only."""
+    words = [w for w in vocab.words if w not in SPECIAL_TOKENS]
+    n_cut, first = count_cut(words, max_chars, characters)
+    if n_cut:
+        units = "units (a listed character or a byte)" if characters else "UTF-8 bytes"
+        logging.warning(
+            "%d of the vocabulary's %d words are longer than data.max_chars_per_token - 2 = %d %s and are read "
+            "cut (%r the first)", n_cut, len(words), max_chars - 2, units, first,
+        )
 
 
 def count_positions(sentences) -> int:

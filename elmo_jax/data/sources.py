@@ -10,11 +10,13 @@ import logging
 import os
 import sys
 import zlib
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
 from elmo_jax.data.chars import UNK_TOKEN
+from elmo_jax.data.conllu import is_conllu_file, parse_conllu
+from elmo_jax.data.segmenter import splitter
 
 SPLITS = ("train", "valid", "test")  # Of every corpus: the PTB's, and the TFDS ones the config maps.
 # A longer line is an error rather than a memory hazard (a file without line breaks).
@@ -132,36 +134,44 @@ class _Issues:
 
 
 class _FileSequenceReader:
-    """Sentences of a sequence of text files, read line by line from a resumable position.
+    """Sentences of a sequence of files, read from a resumable position: each line of a text file
+    (its tokens as `split` cuts it), each sentence of a CoNLL-U file (its words' FORM column).
 
-    A position is `[file, offset, line, taken]`: index into `paths`, byte offset (uncompressed)
-    of the start of a line, that line's 0-based number in its file, and how many of its tokens
-    were already read (non-zero only inside a line split by `max_tokens`).
+    A position is `[file, offset, line, taken, record]`: index into `paths`, byte offset
+    (uncompressed) of the start of a record (a text line, or the first line of a CoNLL-U sentence),
+    that line's 0-based number in its file, how many of the record's tokens were already read
+    (non-zero only inside a sentence split by `max_tokens`), and the record's 0-based number in its
+    file (what `line_shard` deals out; a text line's is its line number, which is also what a
+    position saved without `record` stands for).
     """
 
     def __init__(
-        self, paths: list[str], max_tokens: int, line_shard: tuple[int, int], max_line_bytes: int, issues: _Issues
+        self, paths: list[str], max_tokens: int, line_shard: tuple[int, int], max_line_bytes: int, issues: _Issues,
+        split: Callable[[str], list[str]],
     ):
         self._paths = paths
         self._max_tokens = max_tokens or sys.maxsize
         self._shard, self._stride = line_shard
         self._max_line_bytes = max_line_bytes
         self._issues = issues
+        self._split = split
         self._handle: io.BufferedIOBase | None = None
-        self._file, self._offset, self._line = 0, 0, 0
-        self._pending: list[str] | None = None  # Tokens of a long line being split.
-        self._pending_start = 0
+        self._file, self._offset, self._line, self._record = 0, 0, 0, 0
+        self._pending: list[str] | None = None  # Tokens of a long sentence being split.
+        self._pending_at = [0, 0, 0]  # Offset, line and record number of `_pending`.
         self._taken = 0  # Tokens of `_pending` already read.
-        self._skip = 0  # Tokens to drop from the first line read after `seek` (resuming a split line).
+        self._skip = 0  # Tokens to drop from the first record read after `seek` (resuming a split one).
 
     def position(self) -> list[int]:
         if self._pending is not None:
-            return [self._file, self._pending_start, self._line - 1, self._taken]
-        return [self._file, self._offset, self._line, self._skip]
+            offset, line, record = self._pending_at
+            return [self._file, offset, line, self._taken, record]
+        return [self._file, self._offset, self._line, self._skip, self._record]
 
     def seek(self, position: Sequence[int]) -> None:
         self.close()
-        self._file, self._offset, self._line, self._skip = (int(x) for x in position)
+        self._file, self._offset, self._line, self._skip = (int(x) for x in position[:4])
+        self._record = int(position[4]) if len(position) > 4 else self._line
         self._pending = None
 
     def close(self) -> None:
@@ -179,25 +189,88 @@ class _FileSequenceReader:
             raise DataError(f"{path}: cannot read ({e})") from e
         return handle
 
-    def _next_line(self) -> bytes | None:
-        """The next raw line (at most max_line_bytes + 1 bytes) of the file sequence, or None."""
-        while True:
-            if self._handle is None:
-                if self._file >= len(self._paths):
-                    return None
-                self._handle = self._open()
-            try:
-                raw = self._handle.readline(self._max_line_bytes + 1)
-            except (OSError, EOFError, zlib.error) as e:
-                path = self._paths[self._file]
-                raise DataError(f"{path}:{self._line + 1}: cannot read ({e})") from e
-            if raw:
-                return raw
-            if self._offset == 0:
-                path = self._paths[self._file]
-                self._issues.report("empty files skipped", path, f"{path}: empty file", "skipped")
-            self.close()
-            self._file, self._offset, self._line = self._file + 1, 0, 0
+    def _readline(self) -> bytes:
+        """The next raw line (at most max_line_bytes + 1 bytes) of the current file, b'' at its end."""
+        if self._handle is None:
+            self._handle = self._open()
+        try:
+            return self._handle.readline(self._max_line_bytes + 1)
+        except (OSError, EOFError, zlib.error) as e:
+            raise DataError(f"{self._paths[self._file]}:{self._line + 1}: cannot read ({e})") from e
+
+    def _consume(self, raw: bytes) -> tuple[int, int]:
+        """Moves past line `raw` of the current file; the offset and number it had."""
+        start, line = self._offset, self._line
+        self._offset += len(raw)
+        self._line += 1
+        return start, line
+
+    def _text(self, raw: bytes, line: int) -> str:
+        """Line number `line` (0-based) of the current file as text, its length checked, invalid
+        UTF-8 replaced and reported."""
+        path = self._paths[self._file]
+        where = f"{path}:{line + 1}"
+        check_line_length(raw, self._max_line_bytes, where)
+        text, valid = _decode(raw, line == 0)
+        if not valid:
+            invalid = f"{where}: invalid UTF-8 replaced by U+FFFD"
+            self._issues.report("lines with invalid UTF-8 (replaced by U+FFFD)", path, invalid)
+        return text
+
+    def _next_file(self) -> None:
+        """Moves on to the next file, warning about the current one if it was empty."""
+        if self._offset == 0:
+            path = self._paths[self._file]
+            self._issues.report("empty files skipped", path, f"{path}: empty file", "skipped")
+        self.close()
+        self._file, self._offset, self._line, self._record = self._file + 1, 0, 0, 0
+
+    def _mine(self, record: int) -> bool:
+        return self._stride == 1 or record % self._stride == self._shard
+
+    def _text_line(self) -> tuple[int, int, int, list[str] | None] | None:
+        """(offset, line, record, tokens) of the next line of a text file, tokens None when the
+        line is another shard's; None at the end of the file."""
+        raw = self._readline()
+        if not raw:
+            return None
+        start, line = self._consume(raw)
+        self._record = self._line
+        return start, line, line, self._split(self._text(raw, line)) if self._mine(line) else None
+
+    def _conllu_sentence(self) -> tuple[int, int, int, list[str] | None] | None:
+        """(offset, line, record, FORMs) of the next sentence of a CoNLL-U file (its comment and
+        token lines, to a blank line), FORMs None when it is another shard's; None at the end."""
+        lines: list[str] = []
+        start = first = 0
+        while raw := self._readline():
+            offset, line = self._consume(raw)
+            text = self._text(raw, line)
+            if not lines:
+                if not text.strip():
+                    continue
+                start, first = offset, line
+            lines.append(text)
+            if not text.strip():
+                break
+        if not lines:
+            return None
+        record, self._record = self._record, self._record + 1
+        return start, first, record, self._forms(lines, first) if self._mine(record) else None
+
+    def _forms(self, lines: list[str], first: int) -> list[str]:
+        """The FORMs of a CoNLL-U sentence's `lines` (starting at 0-based line `first`); DataError
+        naming file:line for malformed input, or a FORM holding whitespace (a biLM token cannot)."""
+        path = self._paths[self._file]
+        try:
+            sentences = parse_conllu(lines, path, first + 1)
+        except ValueError as e:
+            raise DataError(str(e)) from None
+        tokens = [token for sentence in sentences for token in sentence.tokens]
+        for token in tokens:
+            if token.form.split() != [token.form]:
+                raise DataError(f"{path}:{token.line}: FORM {token.form!r} holds whitespace (a token cannot)")
+        return [token.form for token in tokens]
 
     def read(self) -> list[str] | None:
         """The next sentence (non-empty list of tokens), or None after the last file."""
@@ -211,27 +284,22 @@ class _FileSequenceReader:
                 if words:
                     return words
                 continue
-            raw = self._next_line()
-            if raw is None:
+            if self._file >= len(self._paths):
                 return None
-            start, line = self._offset, self._line
-            self._offset += len(raw)
-            self._line += 1
-            if self._stride > 1 and line % self._stride != self._shard:
-                continue
             path = self._paths[self._file]
-            where = f"{path}:{line + 1}"
-            check_line_length(raw, self._max_line_bytes, where)
-            text, valid = _decode(raw, line == 0)
-            if not valid:
-                invalid = f"{where}: invalid UTF-8 replaced by U+FFFD"
-                self._issues.report("lines with invalid UTF-8 (replaced by U+FFFD)", path, invalid)
-            words = text.split()
+            record = self._conllu_sentence() if is_conllu_file(path) else self._text_line()
+            if record is None:
+                self._next_file()
+                continue
+            start, line, number, words = record
+            if words is None:
+                continue
             skip, self._skip = self._skip, 0
             if len(words) > limit:
-                split = f"{where}: {len(words)} tokens, split into sentences of at most {limit} (max_sentence_tokens)"
+                split = (f"{path}:{line + 1}: {len(words)} tokens, split into sentences of at most {limit} "
+                         "(max_sentence_tokens)")
                 self._issues.report("lines split (data.max_sentence_tokens)", path, split)
-                self._pending, self._pending_start, self._taken = words, start, skip
+                self._pending, self._pending_at, self._taken = words, [start, line, number], skip
                 continue
             if words:
                 return words
@@ -249,13 +317,17 @@ def _content_size(path: str) -> int:
 
 
 class TextFileSource:
-    """One sentence per line of UTF-8 text files (optionally gzip), streamed.
+    """One sentence per line of UTF-8 text files (optionally gzip), streamed; files named `*.conllu`
+    (`*.conllu.gz`) give one sentence per CoNLL-U sentence, its words' FORM column (conllu.py's
+    parsing; multiword tokens and empty nodes skipped). `segmenter` (segmenter.py) cuts the lines
+    of text files, not CoNLL-U's words.
 
     Each pass visits the files in a new seeded order (`shuffle`) and shuffles the sentences within
     consecutive blocks of `shuffle_buffer`. Blank lines and empty files are skipped; invalid UTF-8
-    becomes U+FFFD and lines over `max_sentence_tokens` tokens are split (each warned about once
-    per file); a line over `max_line_bytes` is an error. `line_shard=(k, n)`, 0 <= k < n, keeps
-    the lines numbered k mod n within their file.
+    becomes U+FFFD and sentences over `max_sentence_tokens` tokens are split (each warned about
+    once per file); a line over `max_line_bytes` or malformed CoNLL-U is an error naming file:line.
+    `line_shard=(k, n)`, 0 <= k < n, keeps the lines (CoNLL-U: sentences) numbered k mod n within
+    their file.
 
     Blocks rather than a sliding buffer keep the state small and exact (block start, number and
     sentences handed out): restoring re-reads one block instead of checkpointing a buffer.
@@ -271,8 +343,10 @@ class TextFileSource:
         max_sentence_tokens: int = 0,
         line_shard: tuple[int, int] = (0, 1),
         max_line_bytes: int = MAX_LINE_BYTES,
+        segmenter: str = "none",
     ):
         self.files = expand_globs(patterns)
+        self._split = splitter(segmenter)
         self.shuffle = shuffle
         self.seed = seed
         self.num_epochs = num_epochs
@@ -292,7 +366,8 @@ class TextFileSource:
         self.epoch = epoch
         order = _epoch_order(len(self.files), self.seed, epoch, self.shuffle)
         self._reader = _FileSequenceReader(
-            [self.files[i] for i in order], self.max_sentence_tokens, self.line_shard, self.max_line_bytes, self.issues
+            [self.files[i] for i in order], self.max_sentence_tokens, self.line_shard, self.max_line_bytes, self.issues,
+            self._split,
         )
         self.issues.counts.clear()
         self._block: list[list[str]] = []
@@ -389,16 +464,18 @@ class TextFileSource:
         return float((disk[:file].sum() + disk[file] * part) / total)
 
 
-def read_sentences(patterns: str | Sequence[str]) -> list[list[str]]:
-    """All sentences of text files, in file order (for evaluation)."""
-    return list(TextFileSource(patterns, shuffle=False, num_epochs=1))
+def read_sentences(patterns: str | Sequence[str], segmenter: str = "none") -> list[list[str]]:
+    """All sentences of text (and CoNLL-U) files, in file order (for evaluation)."""
+    return list(TextFileSource(patterns, shuffle=False, num_epochs=1, segmenter=segmenter))
 
 
-def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[list[str]]:
-    """The tokens of every line of one UTF-8 file, [] for an empty one (what is embedded, by line
-    number); invalid bytes become U+FFFD with one warning, a line over `max_line_bytes` a DataError."""
+def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES, segmenter: str = "none") -> Iterator[list[str]]:
+    """The tokens of every line of one UTF-8 file as `segmenter` cuts it, [] for an empty one (what
+    is embedded, by line number); invalid bytes become U+FFFD with one warning, a line over
+    `max_line_bytes` a DataError."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: input file not found")
+    split = splitter(segmenter)
     warned = False
     with open(path, "rb") as f:
         for line_no, raw in enumerate(iter(lambda: f.readline(max_line_bytes + 1), b""), start=1):
@@ -407,7 +484,7 @@ def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[list
             if not valid and not warned:
                 logging.warning("%s:%d: invalid UTF-8 replaced by U+FFFD (first such line)", path, line_no)
                 warned = True
-            yield text.split()
+            yield split(text)
 
 
 def count_lines(path: str) -> int:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from tqdm import tqdm
 
 from elmo_jax.data.sources import TextFileSource
+from elmo_jax.data.unsegmented import warn_if_unsegmented
 
 _PROGRESS_EVERY = 4096  # Sentences between progress-bar updates.
 
@@ -26,9 +27,13 @@ class CorpusCounts:
         return sum(self.words.values())
 
 
-def count_words(patterns: str, progress: bool = True) -> CorpusCounts:
-    """Counts the words of text files in one streamed pass (progress bar in bytes on disk)."""
-    source = TextFileSource(patterns, shuffle=False, num_epochs=1)
+def count_words(patterns: str, progress: bool = True, segmenter: str = "none") -> CorpusCounts:
+    """Counts the words of text files, their lines cut by `segmenter` (data.segmenter's values), in
+    one streamed pass (progress bar in bytes on disk); first warns about a file that looks like
+    unsegmented Chinese or Japanese when it is not segmented."""
+    source = TextFileSource(patterns, shuffle=False, num_epochs=1, segmenter=segmenter)
+    if segmenter == "none":
+        warn_if_unsegmented(source.files)
     total = sum(os.path.getsize(f) for f in source.files)
     counts = CorpusCounts(collections.Counter(), 0)
 

@@ -18,6 +18,7 @@ from jax.sharding import PartitionSpec as P
 from tqdm import tqdm
 
 from elmo_jax.data.batching import Batch
+from elmo_jax.data.char_vocab import CharVocabulary, n_char_ids
 from elmo_jax.data.corpus import count_positions, evaluation_batcher
 from elmo_jax.data.sources import DataError
 from elmo_jax.data.vocab import Vocabulary
@@ -55,9 +56,18 @@ def parallel_eval_step(per_device_step: Callable, mesh: jax.sharding.Mesh, param
 class Evaluator:
     """Compiles the eval step once; call it with params and sentences for perplexity."""
 
-    def __init__(self, model: BiLM, vocab: Vocabulary, config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh):
+    def __init__(
+        self, model: BiLM, vocab: Vocabulary, config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh,
+        characters: CharVocabulary | None = None,
+    ):
+        """`characters`: the character vocabulary the model's char ids spell with (None: bytes)."""
         data_parallel.check_batch_size(config.eval.batch_size, mesh, "eval.batch_size")
+        if n_char_ids(characters) != model.n_characters:
+            raise ValueError(
+                f"the model reads {model.n_characters} char ids, its character vocabulary has {n_char_ids(characters)}"
+            )
         self.model, self.vocab, self.mesh, self.data, self.eval = model, vocab, mesh, config.data, config.eval
+        self.characters = characters
         self.max_chars = model.token_encoder_class.max_chars(config.data.max_chars_per_token)
         self._per_device_step = make_eval_step(model, config.model.softmax.chunk_size)
         self._step = None
@@ -70,7 +80,8 @@ class Evaluator:
             raise DataError("the evaluation set has no sentences")
         n_proc, proc = jax.process_count(), jax.process_index()
         batcher = evaluation_batcher(
-            self.data, sentences, self.vocab, self.eval.batch_size, self.eval.unroll_steps, self.max_chars, proc, n_proc
+            self.data, sentences, self.vocab, self.eval.batch_size, self.eval.unroll_steps, self.max_chars,
+            proc, n_proc, self.characters,
         )
         state_spec = data_parallel.carried_state_spec(self.model.initial_state(1))
         state_shardings = data_parallel.shardings(self.mesh, state_spec)

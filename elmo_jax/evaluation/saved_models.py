@@ -15,6 +15,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 from elmo_jax.config.overrides import apply_overrides, as_json, leaves, under
 from elmo_jax.data import corpus
+from elmo_jax.data.char_vocab import n_char_ids
 from elmo_jax.data.sources import DataError, read_sentences
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.perplexity import Evaluator, format_table
@@ -34,7 +35,10 @@ EVALUATION_KEYS = (
     "data.tfds_data_dir", "data.tfds_feature", "data.tfds_valid_split", "data.tfds_test_split",
 )
 # Keys that define the trained model, its inputs or its vocabulary: they must match config.json.
-MODEL_KEYS = ("model.", "data.max_chars_per_token", "data.vocab_file", "data.vocab_min_count", "data.vocab_max_size")
+MODEL_KEYS = (
+    "model.", "data.max_chars_per_token", "data.char_vocab_file", "data.char_vocab_min_count", "data.vocab_file",
+    "data.vocab_min_count", "data.vocab_max_size",
+)
 
 
 class ConfigMismatchError(ValueError):
@@ -108,8 +112,9 @@ def evaluate_checkpoint(
         raise DataError(f"the evaluation set ({eval_files or split}) has no sentences")
     mesh = data_parallel.make_mesh()
     run = load_run(workdir, step, NamedSharding(mesh, P()))  # The params alone, replicated.
-    model = bilm_from_config(config.model, len(run.vocab))
-    result = {"step": run.step, **Evaluator(model, run.vocab, config, mesh)(run.params, sentences)}
+    model = bilm_from_config(config.model, len(run.vocab), n_char_ids(run.characters))
+    evaluator = Evaluator(model, run.vocab, config, mesh, run.characters)
+    result = {"step": run.step, **evaluator(run.params, sentences)}
     name = corpus.eval_set_name(config.data.source, split, eval_files)
     path = os.path.join(workdir, workdir_files.evaluation_file(name, run.step, config.eval.stateful))
     _report(result, f"{name} @ step {run.step}", [path, *outputs])
@@ -154,7 +159,7 @@ def evaluate_bilm_files(
     outputs = _output_paths(output, [(f"--{f.name}", getattr(files, f.name)) for f in dataclasses.fields(files)])
     vocab = Vocabulary.load(files.vocab)
     params = bilm_params(files, config, vocab)
-    sentences = read_sentences(eval_files)
+    sentences = read_sentences(eval_files, config.data.segmenter)
     model = bilm_from_config(config.model, len(vocab))
     mesh = data_parallel.make_mesh()
     params = jax.device_put(params, NamedSharding(mesh, P()))

@@ -20,6 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
+from elmo_jax.data.segmenter import segment
 from elmo_jax.data.sources import count_lines, read_lines
 from elmo_jax.data.vocab import Vocabulary, read_words
 from elmo_jax.runtime.atomic_write import write_atomic
@@ -228,7 +229,8 @@ class ElmoEmbedder:
             encoder = model.clone(distinct_fraction=0.0)  # The cache sends it distinct words only.
             encode, by_length = functools.partial(encode_chars, encoder, self.params), True
         self.tokens = TokenEmbeddingCache(
-            encode, model.token_dim, max_chars, widest_filter, token_cache_size, by_length=by_length
+            encode, model.token_dim, max_chars, widest_filter, token_cache_size, by_length=by_length,
+            characters=pretrained.characters,
         )
         self.tokens.add(vocab_to_cache or [])
 
@@ -320,14 +322,15 @@ class ElmoEmbedder:
     def embed_file(
         self, input_file: str | os.PathLike | IO[str], output_file_path: str, output_format: str = "all",
         batch_size: int | None = None, forget_sentences: bool = False, use_sentence_keys: bool = False,
-        progress: bool = True,
+        progress: bool = True, segmenter: str = "none",
     ) -> int:
         """Writes the ELMo layers of every line of `input_file` (a path or an open text file) to the
         hdf5 file `output_file_path`, whole or not at all, as AllenNLP's (`hdf5_output`); returns
-        the line count."""
+        the line count. `segmenter` cuts the lines into words (data.segmenter's values: the biLM's
+        training text's)."""
         if output_format not in LAYER_MODES:
             raise ValueError(f"output_format must be one of {LAYER_MODES}, got {output_format!r}")
-        sentences, total, source = _input_sentences(input_file)
+        sentences, total, source = _input_sentences(input_file, segmenter)
         count = 0
 
         def write(tmp: str) -> None:
@@ -457,14 +460,16 @@ def embedder_from_workdir(
                                      vocab_to_cache=vocab_to_cache, engine=engine)
 
 
-def _input_sentences(input_file: str | os.PathLike | IO[str]) -> tuple[Iterator[list[str]], int | None, str]:
-    """The tokens of each line of `input_file`, its line count when known and its name."""
+def _input_sentences(
+    input_file: str | os.PathLike | IO[str], segmenter: str
+) -> tuple[Iterator[list[str]], int | None, str]:
+    """The tokens of each line of `input_file` as `segmenter` cuts it, its line count when known and its name."""
     if hasattr(input_file, "read"):
-        return (line.split() for line in input_file), None, getattr(input_file, "name", "the input")
+        return segment(input_file, segmenter), None, getattr(input_file, "name", "the input")
     path = os.fspath(input_file)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: input file not found")
-    return read_lines(path), count_lines(path), path
+    return read_lines(path, segmenter=segmenter), count_lines(path), path
 
 
 def dump_token_embeddings(embedder: ElmoEmbedder, vocab_path: str, output_path: str) -> int:

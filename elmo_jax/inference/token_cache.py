@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from elmo_jax.data.char_vocab import CharVocabulary
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, CharIdCache
 from elmo_jax.data.vocab import Vocabulary
 
@@ -35,17 +36,18 @@ class TokenEmbeddingCache:
     """Word -> token embedding `[P]` float32 from `encode(char_ids [N, C']) -> [N, P]`, for up to
     `capacity` words (later ones are encoded each time) and the words given to `add`. by_length:
     `encode` per group of one trimmed length, in padded word counts (few shapes to compile); False:
-    once, untrimmed (an encoder that skips padding itself: the CPU kernel).
+    once, untrimmed (an encoder that skips padding itself: the CPU kernel). `characters`: the
+    character vocabulary the words are spelled with (None: bytes).
     """
 
     def __init__(
         self, encode: Callable[[np.ndarray], np.ndarray], dim: int, max_chars: int, widest_filter: int,
-        capacity: int = 100_000, by_length: bool = True,
+        capacity: int = 100_000, by_length: bool = True, characters: CharVocabulary | None = None,
     ):
         if capacity < 0:
             raise ValueError(f"token cache capacity must be >= 0, got {capacity}")
         self._encode = encode
-        self._chars = CharIdCache(max_chars)
+        self._chars = CharIdCache(max_chars, characters=characters)
         self._widest_filter = widest_filter
         self._by_length = by_length
         self._limit = capacity  # Words held at most: capacity + the vocabulary given to `add`.

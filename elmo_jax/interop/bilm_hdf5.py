@@ -178,6 +178,12 @@ def options_dict(config: ml_collections.ConfigDict) -> dict:
         raise OptionsError(
             f"only char-CNN biLMs have a bilm-tf/AllenNLP format (model.token_encoder={model.token_encoder!r})"
         )
+    if config.data.char_vocab_file or config.data.char_vocab_min_count:
+        raise OptionsError(
+            "bilm-tf/AllenNLP files spell words as UTF-8 bytes; this biLM reads a character vocabulary "
+            f"(data.char_vocab_file={config.data.char_vocab_file!r}, data.char_vocab_min_count="
+            f"{config.data.char_vocab_min_count}): embed, probe and evaluate it with elmo-jax"
+        )
     if not model.char_cnn.projection:
         raise OptionsError(
             "bilm-tf/AllenNLP models always project the char CNN's output (model.char_cnn.projection=False)"
@@ -396,8 +402,9 @@ def export_checkpoint(
     outputs = {"--options": options_path, "--weights": weights_path, "--softmax_weights": softmax_path,
                "--vocab": vocab_path}
     check_not_inputs(outputs.items(), workdir_inputs(workdir))
-    options_dict(saved_config(workdir))  # Fail before reading the checkpoint for a word-input model.
-    config, params, step, vocab = load_run(workdir, step, with_vocab=bool(vocab_path))
+    options_dict(saved_config(workdir))  # Fail before reading the checkpoint for a model bilm-tf cannot hold.
+    run = load_run(workdir, step, with_vocab=bool(vocab_path))
+    config, params, step, vocab = run.config, run.params, run.step, run.vocab
     this_export = checkpoint_export_id(workdir, step, params)
     writers = {
         options_path: options_writer(config, options_path, this_export),

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from elmo_jax.config import schema
+from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.contextualizer_registry import contextualizer_class, contextualizer_options
 from elmo_jax.model.distinct_rows import distinct_rows
@@ -49,6 +50,7 @@ class BiLM(nn.Module):
     distinct_fraction: float = 0.0  # > 0: encode each distinct word once (see embed_tokens).
     contextualizer: str = "lstm"  # A name of the registry (model/contextualizer_registry.py).
     contextualizer_fields: Mapping[str, Any] = FrozenDict()  # The section model.<contextualizer>, as fields.
+    n_characters: int = N_CHARACTERS  # Char ids: bilm-tf's 262, or a character vocabulary's `n_ids`.
 
     def setup(self) -> None:
         self.encoder = self.token_encoder_class.module(self)
@@ -104,7 +106,7 @@ class BiLM(nn.Module):
         capacity = int(flat.shape[0] * self.distinct_fraction)
         if capacity == 0 or self.is_initializing():
             return self.encoder(char_ids)
-        rows, index, count = distinct_rows(flat, capacity)
+        rows, index, count = distinct_rows(flat, capacity, self.n_characters)
 
         def each_distinct_word(module: "BiLM", rows: jax.Array, index: jax.Array, flat: jax.Array) -> jax.Array:
             return jnp.take(module.encoder(rows), index, axis=0)
@@ -147,11 +149,12 @@ class BiLM(nn.Module):
         return self._lstm("contextualize_from_gates").contextualize_from_gates(*args)
 
 
-def bilm_from_config(model: Mapping[str, Any], vocab_size: int) -> BiLM:
-    """The biLM of `config.model` (complete and validated where it entered)."""
+def bilm_from_config(model: Mapping[str, Any], vocab_size: int, n_characters: int = N_CHARACTERS) -> BiLM:
+    """The biLM of `config.model` (complete and validated where it entered), reading `n_characters`
+    char ids (a character vocabulary's `n_ids`; bilm-tf's bytes by default)."""
     fields = {name: value for name, value in schema.section_options(model, "model").items() if name in _FIELDS}
     return BiLM(
-        vocab_size=vocab_size, **{**fields, "dtype": DTYPES[model["dtype"]]},
+        vocab_size=vocab_size, n_characters=n_characters, **{**fields, "dtype": DTYPES[model["dtype"]]},
         char_cnn=FrozenDict(schema.section_options(model["char_cnn"], "model.char_cnn")),
         contextualizer_fields=FrozenDict(contextualizer_options(model)),
     )

@@ -69,6 +69,7 @@ class CharCNNEncoder(nn.Module):
     conv_block: int | None = None  # Tokens per block of the convolutions (conv_pool.conv_max_over_positions).
     init_range: float = 0.0
     conv_kernel: str = "auto"  # The convolutions' forward pass: conv_pool.resolve_fused.
+    n_characters: int = N_CHARACTERS  # Rows of the char table: bilm-tf's, + a character vocabulary's (BiLM).
 
     @nn.compact
     def __call__(self, char_ids: jax.Array) -> jax.Array:
@@ -78,10 +79,10 @@ class CharCNNEncoder(nn.Module):
             raise ValueError(f"model.conv_kernel must be one of {CONV_KERNELS}, got {self.conv_kernel!r}")
         act = ACTIVATIONS[self.activation]
         table = self.param(
-            "char_embed", weight_init(self.init_range, uniform_symmetric(1.0)), (N_CHARACTERS, self.embed_dim)
+            "char_embed", weight_init(self.init_range, uniform_symmetric(1.0)), (self.n_characters, self.embed_dim)
         )
         # Row 0 is "no token": fixed at zero, so it never receives a gradient.
-        table = table * (jnp.arange(N_CHARACTERS) != 0)[:, None].astype(table.dtype)
+        table = table * (jnp.arange(self.n_characters) != 0)[:, None].astype(table.dtype)
         lead_shape, n_chars = char_ids.shape[:-1], char_ids.shape[-1]
         x = jnp.take(table, char_ids.reshape(-1, n_chars), axis=0)  # [N, C, d]
         kernels, biases = [], []
@@ -132,5 +133,5 @@ class CharCNNTokens(TokenEncoder):
     def module(cls, bilm: nn.Module) -> CharCNNEncoder:
         return CharCNNEncoder(
             **bilm.char_cnn, output_dim=bilm.width, dtype=bilm.dtype, conv_block=resolve_block(bilm.conv_block),
-            init_range=bilm.init_range, conv_kernel=bilm.conv_kernel,
+            init_range=bilm.init_range, conv_kernel=bilm.conv_kernel, n_characters=bilm.n_characters,
         )

@@ -9,27 +9,37 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-ID_BITS = 9  # Character ids are < 2**9 (elmo_jax.data.chars: 262 of them).
-IDS_PER_KEY = 31 // ID_BITS  # 3 ids per non-negative int32 key.
+KEY_BITS = 31  # The bits of a non-negative int32 key.
 
 
-def _packed_keys(ids: jax.Array) -> list[jax.Array]:
-    """ids `[N, C]` (each in [0, 2**ID_BITS)) -> ceil(C / 3) int32 keys `[N]`, equal iff the rows are."""
+def id_bits(n_ids: int) -> int:
+    """The bits an id in [0, n_ids) takes: 9 for bilm-tf's 262 char ids (3 ids a key), more with a
+    character vocabulary (data/char_vocab.py)."""
+    return max(1, (n_ids - 1).bit_length())
+
+
+def _packed_keys(ids: jax.Array, n_ids: int) -> list[jax.Array]:
+    """ids `[N, C]` (each in [0, n_ids)) -> int32 keys `[N]`, as many ids a key as fit in 31 bits,
+    equal iff the rows are."""
+    bits = id_bits(n_ids)
+    if bits > KEY_BITS:
+        raise ValueError(f"ids of {bits} bits do not fit a key of {KEY_BITS}")
+    per_key = KEY_BITS // bits
     keys = []
-    for start in range(0, ids.shape[1], IDS_PER_KEY):
+    for start in range(0, ids.shape[1], per_key):
         key = jnp.zeros(ids.shape[0], jnp.int32)
-        for offset, column in enumerate(range(start, min(start + IDS_PER_KEY, ids.shape[1]))):
-            key = key | (ids[:, column].astype(jnp.int32) << (ID_BITS * offset))
+        for offset, column in enumerate(range(start, min(start + per_key, ids.shape[1]))):
+            key = key | (ids[:, column].astype(jnp.int32) << (bits * offset))
         keys.append(key)
     return keys
 
 
-def distinct_rows(ids: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The distinct rows of ids `[N, C]` (values in [0, 512)) -> (rows `[capacity, C]`, index `[N]`
+def distinct_rows(ids: jax.Array, capacity: int, n_ids: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The distinct rows of ids `[N, C]` (values in [0, n_ids)) -> (rows `[capacity, C]`, index `[N]`
     int32, count: the number of distinct rows): `ids[i] == rows[index[i]]` when count <= capacity."""
     ids = jnp.asarray(ids)
     n_rows = ids.shape[0]
-    keys = _packed_keys(ids)
+    keys = _packed_keys(ids, n_ids)
     order = jnp.lexsort(keys[::-1])  # Any total order of the rows will do: equal rows end up adjacent.
     sorted_keys = [k[order] for k in keys]
     starts = jnp.concatenate(

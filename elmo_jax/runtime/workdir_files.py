@@ -2,6 +2,7 @@
 
     WORKDIR/config.json                         the run's config (CONFIG)
     WORKDIR/vocab.txt                           its vocabulary (VOCAB)
+    WORKDIR/chars.txt                           its character vocabulary, if it has one (CHARS)
     WORKDIR/metrics.jsonl                       training and evaluation records (METRICS)
     WORKDIR/run_info.json                       every start's command, git and versions (RUN_INFO)
     WORKDIR/checkpoints/<step>/                 orbax checkpoints (CHECKPOINTS)
@@ -20,6 +21,7 @@ import re
 
 CONFIG = "config.json"
 VOCAB = "vocab.txt"
+CHARS = "chars.txt"
 METRICS = "metrics.jsonl"
 RUN_INFO = "run_info.json"
 LOCK = "train.lock"

@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from elmo_jax.data import corpus
 from elmo_jax.data.batching import Batch, Prefetcher
+from elmo_jax.data.char_vocab import CharVocabulary, n_char_ids
 from elmo_jax.data.resumable import ResumableIterator
 from elmo_jax.data.sources import DataError
 from elmo_jax.evaluation.perplexity import Evaluator, format_table
@@ -31,7 +32,7 @@ from elmo_jax.training import init_from, probes, run_info
 from elmo_jax.training.checkpoint import Checkpointer, gather_process_states, local_process_state
 from elmo_jax.runtime.atomic_write import write_json_atomic
 from elmo_jax.config import check_negative_samples, validate
-from elmo_jax.config.model_record import model_record
+from elmo_jax.config.model_record import BYTES, model_record
 from elmo_jax.training.metrics_writer import MetricsWriter
 from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
 from elmo_jax.model.initial_params import init_params
@@ -61,12 +62,15 @@ def _workdir_error(workdir: str, error: OSError) -> WorkdirError:
     return WorkdirError(f"{workdir}: cannot write to the workdir ({error})")
 
 
-def _write_config(config: ml_collections.ConfigDict, workdir: str) -> None:
-    """Writes `config.json` (process 0), what the model is rebuilt from; only once the run fits the
-    workdir's checkpoint, so that a refused rerun leaves the config the checkpoints were trained with."""
+def _write_config(config: ml_collections.ConfigDict, characters: CharVocabulary | None, workdir: str) -> None:
+    """Writes `config.json` and the character vocabulary `chars.txt` (process 0), what the model is
+    rebuilt from; only once the run fits the workdir's checkpoint, so that a refused rerun leaves the
+    files the checkpoints were trained with."""
     try:
         if jax.process_index() == 0:
             write_json_atomic(os.path.join(workdir, workdir_files.CONFIG), config.to_dict())
+            if characters is not None:
+                characters.save(os.path.join(workdir, workdir_files.CHARS))
     except OSError as e:
         raise _workdir_error(workdir, e) from e
 
@@ -274,7 +278,9 @@ def _train_and_evaluate(
         raise ValueError(f"train.batch_size={config.train.batch_size} must divide by the process count")
 
     with PreemptionWatcher() as preemption:
+        corpus.warn_if_unsegmented(config.data)  # Before the passes over the corpus (the vocabulary, epochs).
         vocab = corpus.load_or_build_vocab(config.data, workdir)
+        characters = corpus.load_characters(config.data, workdir)
         check_negative_samples(config, len(vocab), corpus.vocab_origin(config.data))
         eval_sentences = corpus.eval_sentences(config.data, config.data.eval_split)  # Read once per run.
         eval_set = corpus.eval_set_name(config.data.source, config.data.eval_split)
@@ -285,12 +291,15 @@ def _train_and_evaluate(
                 "%s has no descending-frequency counts; the sampled softmax's log-uniform sampler assumes "
                 "frequency order", config.data.vocab_file,
             )
-        model = bilm_from_config(config.model, len(vocab))
+        model = bilm_from_config(config.model, len(vocab), n_char_ids(characters))
         num_steps, num_epochs = planned_steps(config)
         max_chars = model.token_encoder_class.max_chars(config.data.max_chars_per_token)
+        if max_chars:
+            corpus.warn_cut_words(vocab, max_chars, characters)
         checkpoints = os.path.join(workdir, workdir_files.CHECKPOINTS)
+        record = model_record(config, vocab.fingerprint(), characters.fingerprint() if characters else BYTES)
         checkpointer = Checkpointer(
-            checkpoints, keep=config.train.keep_checkpoints, model_record=model_record(config, vocab.fingerprint()),
+            checkpoints, keep=config.train.keep_checkpoints, model_record=record,
             vocabulary_file=os.path.join(workdir, workdir_files.VOCAB),
         )
         try:
@@ -308,7 +317,7 @@ def _train_and_evaluate(
             )
             batcher = corpus.training_batcher(
                 config.data, vocab, config.train.batch_size, config.train.unroll_steps, max_chars, config.seed,
-                num_epochs, jax.process_index(), jax.process_count(),
+                num_epochs, jax.process_index(), jax.process_count(), characters,
             )
             if resuming:
                 state, saved_data, restored_step = checkpointer.restore(state)
@@ -316,9 +325,9 @@ def _train_and_evaluate(
                 if data_state:
                     batcher.load_state_dict(data_state)
                 logging.info("resumed from step %d", restored_step)
-            _write_config(config, workdir)  # Only now: a run refused for its checkpoint leaves the old one.
-            evaluator = Evaluator(model, vocab, config, mesh)
-            prober = probes.TrainingProbes(config, vocab, probe_data, workdir) if probe_data else None
+            _write_config(config, characters, workdir)  # Only now: a run refused for its checkpoint leaves the old one.
+            evaluator = Evaluator(model, vocab, config, mesh, characters)
+            prober = probes.TrainingProbes(config, vocab, probe_data, workdir, characters) if probe_data else None
             run = _Run(config, workdir, state, batcher, checkpointer, schedule, evaluator, eval_sentences, prober)
             run.train(train_step, mesh, num_steps, preemption)
             if run.step != run.saved_step or checkpointer.latest_step() is None:

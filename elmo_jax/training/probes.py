@@ -17,6 +17,7 @@ import numpy as np
 
 from elmo_jax.data.coarsewsd import WsdWord, read_coarsewsd
 from elmo_jax.data.conllu import Sentence, read_conllu
+from elmo_jax.data.char_vocab import CharVocabulary
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.evaluation.report import best_layer
 from elmo_jax.pretrained import PretrainedBiLM, bilm_from_params
@@ -73,18 +74,24 @@ def result_path(workdir: str, task: str, step: int) -> str:
     return os.path.join(workdir, workdir_files.probe_file(task, step))
 
 
-def pretrained_bilm(config: ml_collections.ConfigDict, params: Any, vocab: Vocabulary) -> PretrainedBiLM:
+def pretrained_bilm(
+    config: ml_collections.ConfigDict, params: Any, vocab: Vocabulary, characters: CharVocabulary | None = None
+) -> PretrainedBiLM:
     """The biLM of a run's `config` with `params` (replicated on the mesh) copied to the host."""
     kept = {k: v for k, v in params.items() if k != "softmax"}
     host = jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), kept)  # This process's copy.
-    return bilm_from_params(config, host, vocab)
+    return bilm_from_params(config, host, vocab, characters=characters)
 
 
 class TrainingProbes:
     """config.eval.probe of one run: `due(step)` says when, calling it probes the params of a step."""
 
-    def __init__(self, config: ml_collections.ConfigDict, vocab: Vocabulary, data: ProbeData, workdir: str):
+    def __init__(
+        self, config: ml_collections.ConfigDict, vocab: Vocabulary, data: ProbeData, workdir: str,
+        characters: CharVocabulary | None = None,
+    ):
         self.config, self.vocab, self.data, self.workdir = config, vocab, data, workdir
+        self.characters = characters
         self.settings = config.eval.probe
 
     def due(self, step: int) -> bool:
@@ -114,7 +121,7 @@ class TrainingProbes:
                 logging.info("%s exists: step %d is not probed again", path, step)
                 continue
             if pretrained is None:
-                pretrained = pretrained_bilm(self.config, params, self.vocab)
+                pretrained = pretrained_bilm(self.config, params, self.vocab, self.characters)
             self._write(task, step, self._run(task, pretrained))
 
     def _run(self, task: str, pretrained: PretrainedBiLM) -> dict[str, Any]:

@@ -19,8 +19,8 @@ import jax
 from elmo_jax.runtime.atomic_write import write_json_atomic
 from elmo_jax.runtime.workdir_files import RUN_INFO
 
-# Distributions whose versions change results or performance.
-LIBRARIES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "ml-collections")
+# Distributions whose versions change results or performance (jieba: its words, with data.segmenter='jieba').
+LIBRARIES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "ml-collections", "jieba")
 SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

@@ -1,5 +1,5 @@
 """A training workdir's run, read without training (no optimizer or train state is built): its
-config.json and vocab.txt, each checked to fit the params of a checkpoint."""
+config.json, vocab.txt and chars.txt, each checked to fit the params of a checkpoint."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import Any, NamedTuple
 import jax
 import ml_collections
 
-from elmo_jax.config.model_record import VOCABULARY, model_record, record_difference
+from elmo_jax.config.model_record import BYTES, CHARACTERS, VOCABULARY, model_record, record_difference
+from elmo_jax.data.char_vocab import CharVocabulary, CharVocabularyError, checkpoint_characters
+from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.initial_params import param_shapes
@@ -31,7 +33,7 @@ def check_config_fits(workdir: str, config: ml_collections.ConfigDict, checkpoin
             f"{difference.recorded!r}"
         )
     n_vocab = checkpoint.params["softmax"]["W"].shape[0]
-    model = bilm_from_config(config.model, n_vocab)
+    model = bilm_from_config(config.model, n_vocab, _char_table_rows(checkpoint))
     wanted = param_shapes(model, config.data.max_chars_per_token)
     mismatch = first_spec_difference(checkpoint.params, wanted, "the model of config.json")
     if mismatch:
@@ -48,13 +50,36 @@ def workdir_vocabulary(workdir: str, checkpoint: Checkpoint) -> Vocabulary:
     return checkpoint_vocabulary(path, checkpoint.params, fingerprint)
 
 
+def _char_table_rows(checkpoint: Checkpoint) -> int:
+    """The rows of the checkpoint's char table (bilm-tf's 262 for a word-input biLM, which has none)."""
+    table = checkpoint.params.get("encoder", {}).get("char_embed")
+    return N_CHARACTERS if table is None else table.shape[0]
+
+
+def workdir_characters(workdir: str, checkpoint: Checkpoint) -> CharVocabulary | None:
+    """WORKDIR/chars.txt, checked against the char table and the recorded characters of `checkpoint`
+    (`checkpoint_characters`); None for a run that spells bytes."""
+    path = os.path.join(workdir, workdir_files.CHARS)
+    recorded = None if checkpoint.record is None else checkpoint.record.get(CHARACTERS)
+    if os.path.exists(path):
+        return checkpoint_characters(path, _char_table_rows(checkpoint), None if recorded == BYTES else recorded)
+    if (recorded is not None and recorded != BYTES) or _char_table_rows(checkpoint) != N_CHARACTERS:
+        raise CharVocabularyError(
+            f"{workdir}: no {workdir_files.CHARS}, but checkpoint {checkpoint.step} was trained with a character "
+            "vocabulary; restore the file the run wrote"
+        )
+    return None
+
+
 class Run(NamedTuple):
-    """A workdir's config, the params and step of one checkpoint, and (when asked for) its vocabulary."""
+    """A workdir's config, the params and step of one checkpoint, (when asked for) its vocabulary,
+    and its character vocabulary (None: bytes)."""
 
     config: ml_collections.ConfigDict
     params: Any
     step: int
     vocab: Vocabulary | None
+    characters: CharVocabulary | None = None
 
 
 def load_run(
@@ -65,7 +90,7 @@ def load_run(
     checkpoint = restore_params(checkpoint_directory(workdir), step, sharding)
     check_config_fits(workdir, config, checkpoint)
     vocab = workdir_vocabulary(workdir, checkpoint) if with_vocab else None
-    return Run(config, checkpoint.params, checkpoint.step, vocab)
+    return Run(config, checkpoint.params, checkpoint.step, vocab, workdir_characters(workdir, checkpoint))
 
 
 def load_params(workdir: str, step: int | None = None) -> tuple[ml_collections.ConfigDict, Any]:
@@ -76,5 +101,5 @@ def load_params(workdir: str, step: int | None = None) -> tuple[ml_collections.C
 
 def workdir_inputs(workdir: str | None) -> list[tuple[str, str]]:
     """The files reading a workdir's model reads, as `check_not_inputs` takes inputs."""
-    names = (workdir_files.CONFIG, workdir_files.VOCAB, workdir_files.CHECKPOINTS) if workdir else ()
-    return [("--workdir", os.path.join(workdir, name)) for name in names]
+    names = (workdir_files.CONFIG, workdir_files.VOCAB, workdir_files.CHARS, workdir_files.CHECKPOINTS)
+    return [("--workdir", os.path.join(workdir, name)) for name in names] if workdir else []

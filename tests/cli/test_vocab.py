@@ -126,8 +126,8 @@ def test_failed_write_keeps_the_previous_file(corpus, tmp_path, monkeypatch):
         (["build", "--input", "x", "--output", "v", "--max_size", "2"], "--max_size must be 0 or >= 3"),
         (["stats"], "required: --input"),
         (["stats", "--input", "x", "--output", "v"], "Unknown command line flag 'output'"),  # A flag of build.
-        ([], "required: command (build, stats)"),
-        (["count", "--input", "x"], "invalid command 'count' (choose from build, stats)"),
+        ([], "required: command (build, stats, chars)"),
+        (["count", "--input", "x"], "invalid command 'count' (choose from build, stats, chars)"),
     ],
 )
 def test_usage_errors_are_one_line_exit_1(argv, message, capsys):
@@ -175,3 +175,32 @@ def test_build_refuses_to_overwrite_its_input(corpus, tmp_path, monkeypatch, cap
     assert capsys.readouterr().err == (f"error: --output {output} is --input {tmp_path / 'part-0.txt'}: "
                                        "refusing to overwrite an input\n")
     assert (tmp_path / "part-0.txt").read_text(encoding="utf-8") == PLAIN
+
+
+def test_segmenter_jieba_counts_the_words_of_raw_chinese(tmp_path, capsys):
+    pytest.importorskip("jieba", reason="--segmenter jieba needs the jieba package (pip install 'elmo-jax[zh]')")
+    (tmp_path / "zh.txt").write_text("我爱北京天安门\r\n北京\r\n", encoding="utf-8")
+    out = str(tmp_path / "vocab.txt")
+    assert vocab_cli.main(["build", "--input", str(tmp_path / "zh.txt"), "--output", out, "--quiet",
+                           "--segmenter", "jieba"]) == 0
+    assert _lines(out)[3:] == ["北京\t2", "天安门\t1", "我\t1", "爱\t1"]
+    capsys.readouterr()
+    assert vocab_cli.main(["stats", "--input", str(tmp_path / "zh.txt"), "--quiet", "--segmenter", "jieba"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split() == ["tokens", "5"]
+
+
+def test_chars_lists_the_non_ascii_characters_seen_min_count_times(tmp_path, capsys):
+    (tmp_path / "train.txt").write_text("北京 是 首都\r\n北京 人 café\nthe 京 é\n", encoding="utf-8")
+    out = str(tmp_path / "chars.txt")
+    assert vocab_cli.main(["chars", "--input", str(tmp_path / "train.txt"), "--output", out, "--quiet"]) == 0
+    assert _lines(out) == ["京\t3", "é\t2", "北\t2"]  # Ties by code point; 是, 首, 都, 人 once: bytes.
+    assert capsys.readouterr().out == (
+        f"wrote 3 characters to {out}: 3 of 7 non-ASCII characters, covering 63.64% of their 11 occurrences "
+        "(265 char ids)\n"
+    )
+    argv = ["chars", "--input", str(tmp_path / "train.txt"), "--output", out, "--min_count", "4", "--quiet"]
+    assert vocab_cli.main(argv) == 1
+    assert capsys.readouterr().err == (
+        "error: --input: no non-ASCII character is seen 4 times or more: bytes spell the text as it is\n"
+    )
+    assert _lines(out) == ["京\t3", "é\t2", "北\t2"]  # Kept.

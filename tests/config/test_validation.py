@@ -177,6 +177,20 @@ def test_max_chars_must_fit_the_widest_filter():
     validate(config)
 
 
+def test_a_character_vocabulary_has_one_source_and_a_char_cnn_that_starts_fresh():
+    both = _config(**{"data.char_vocab_file": "chars.txt", "data.char_vocab_min_count": 2})
+    with pytest.raises(ConfigError, match=r"^config keys data.char_vocab_file='chars.txt' and "
+                                          r"data.char_vocab_min_count=2 both give the character vocabulary: set one$"):
+        validate(both)
+    for key, value in (("data.char_vocab_file", "chars.txt"), ("data.char_vocab_min_count", 2)):
+        validate(_config(**{key: value}))
+        with pytest.raises(ConfigError, match=rf"^config key {key}={value!r} spells characters, which "
+                                              r"model.token_encoder='word' does not read"):
+            validate(_config(**{key: value, "model.token_encoder": "word"}))
+        with pytest.raises(ConfigError, match=r"init.options='options.json' \(bilm-tf's files, bytes only\)"):
+            validate(_config(**{key: value, "init.options": "options.json", "init.weights": "weights.hdf5"}))
+
+
 def test_init_range_needs_the_uniform_lstm_initializer():
     config = _config(**{"model.init_range": 0.05, "model.lstm.initializer": "glorot_uniform"})
     with pytest.raises(ConfigError, match=r"model.init_range=0.05 .* model.lstm.initializer='uniform', not 'glorot_uniform'"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from elmo_jax.data.conllu import read_conllu
+from elmo_jax.data.conllu import is_conllu_file, parse_conllu, read_conllu
 
 
 def row(token_id: str, form: str, upos: str = "NOUN", deprel: str = "dep") -> str:
@@ -89,3 +89,16 @@ def test_invalid_utf8_names_the_line(tmp_path):
 def test_missing_file_is_an_os_error(tmp_path):
     with pytest.raises(FileNotFoundError):
         read_conllu(str(tmp_path / "none.conllu"))
+
+
+def test_lines_of_a_file_from_its_middle_are_numbered_from_first_line():
+    lines = [row("1", "a"), "9\tb", ""]
+    with pytest.raises(ValueError, match=r"^x\.conllu:41: expected 10 tab-separated columns"):
+        parse_conllu(lines, "x.conllu", first_line=40)
+    (sentence,) = parse_conllu(["# c", row("1", "a") + "\r\n", "\r\n"], "x.conllu", first_line=7)
+    assert [(t.form, t.line) for t in sentence.tokens] == [("a", 8)]
+
+
+def test_conllu_files_are_named_by_their_suffix():
+    assert is_conllu_file("ud/zh_gsdsimp-ud-dev.conllu") and is_conllu_file("train.conllu.gz")
+    assert not is_conllu_file("train.txt") and not is_conllu_file("train.conllu.txt")

@@ -219,3 +219,76 @@ def test_an_evaluation_of_files_is_named_files_and_takes_no_split():
     corpus.check_split_applies(data, "test")
     with pytest.raises(DataError, match="^--split=valid does not apply beside --eval_files"):
         corpus.check_split_applies(data, "valid", "held_out/*.txt")
+
+
+# ---------------------------------------------------------------- CoNLL-U files, segmentation
+
+
+def _write_conllu(path, sentences):
+    """A CoNLL-U file of `sentences` (lists of FORMs), a multiword token over each one's first two words."""
+    blocks = []
+    for n, forms in enumerate(sentences):
+        rows = [f"# sent_id = {n}", "\t".join(["1-2", "".join(forms[:2])] + ["_"] * 8)]
+        rows += ["\t".join([str(i), form, "_", "X", "_", "_", "0", "dep", "_", "_"]) for i, form in enumerate(forms, 1)]
+        blocks.append("\r\n".join(rows) + "\r\n")
+    path.write_text("\r\n".join(blocks), encoding="utf-8")
+    return str(path)
+
+
+TRAIN_FORMS = [["他", "来到", "了", "网易", "杭研", "大厦"], ["我", "爱", "北京", "天安门"], ["１９９７年", "，", "北京", "。"]]
+
+
+def test_conllu_files_are_trained_on_counted_for_the_vocabulary_and_evaluated(tmp_path):
+    train = _write_conllu(tmp_path / "train.conllu", TRAIN_FORMS)
+    valid = _write_conllu(tmp_path / "dev.conllu", TRAIN_FORMS[1:])
+    data = _text_config(train, eval_files=valid, shuffle=False).data
+    assert list(corpus.train_source(data, seed=0, num_epochs=1)) == TRAIN_FORMS
+    assert list(corpus.training_sentences(data)) == TRAIN_FORMS
+    (tmp_path / "run").mkdir()
+    vocab = corpus.load_or_build_vocab(data, str(tmp_path / "run"))
+    assert vocab.words[3:5] == ["北京", "。"] and "他来到" not in vocab and "１９９７年" in vocab  # FORMs, not tokens.
+    assert corpus.eval_sentences(data, "valid") == TRAIN_FORMS[1:]
+    assert corpus.eval_sentences(schema.get_config().data, "test", eval_files=valid) == TRAIN_FORMS[1:]
+
+
+def test_data_segmenter_cuts_the_training_and_evaluation_text(tmp_path):
+    pytest.importorskip("jieba", reason="data.segmenter='jieba' needs the jieba package (pip install 'elmo-jax[zh]')")
+    (tmp_path / "train.txt").write_text("我爱北京天安门\r\n", encoding="utf-8")
+    (tmp_path / "valid.txt").write_text("他来到了网易杭研大厦\n", encoding="utf-8")
+    data = _text_config(str(tmp_path / "train.txt"), eval_files=str(tmp_path / "valid.txt"), segmenter="jieba").data
+    validate(_text_config(str(tmp_path / "train.txt"), segmenter="jieba"))
+    assert list(corpus.train_source(data, seed=0, num_epochs=1)) == [["我", "爱", "北京", "天安门"]]
+    assert list(corpus.training_sentences(data)) == [["我", "爱", "北京", "天安门"]]
+    assert corpus.eval_sentences(data, "valid") == [["他", "来到", "了", "网易", "杭研", "大厦"]]
+    assert corpus.eval_sentences(data, "valid", str(tmp_path / "train.txt")) == [["我", "爱", "北京", "天安门"]]
+
+
+def test_an_unknown_segmenter_is_refused_by_the_config():
+    with pytest.raises(ConfigError, match="data.segmenter"):
+        validate(_text_config("x.txt", segmenter="mecab"))
+
+
+def test_unsegmented_training_text_is_warned_about_unless_it_is_segmented(tmp_path, caplog):
+    (tmp_path / "en.txt").write_text("plain english text\n" * 10, encoding="utf-8")
+    (tmp_path / "zh.txt").write_text("他来到了网易杭研大厦\n我爱北京天安门广场的早晨\n", encoding="utf-8")
+    data = _text_config(f"{tmp_path}/en.txt,{tmp_path}/zh.txt").data
+    with caplog.at_level(logging.WARNING):
+        corpus.warn_if_unsegmented(data)
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"{tmp_path / 'zh.txt'} looks like Chinese or Japanese text without spaces")
+    caplog.clear()
+    for key, value in [("segmenter", "jieba"), ("source", "ptb")]:
+        with caplog.at_level(logging.WARNING):
+            corpus.warn_if_unsegmented(_text_config(data.train_files, **{key: value}).data)
+        assert caplog.records == [], key
+
+
+def test_the_character_vocabulary_is_built_from_the_training_text(tmp_path):
+    (tmp_path / "train.txt").write_text("北京 是 首都\n北京 人\nthe 京\n", encoding="utf-8")
+    config = _text_config(str(tmp_path / "train.txt"), char_vocab_min_count=2)
+    assert corpus.load_characters(config.data).characters == ("京", "北")  # 3 and 2 times; the rest once.
+    assert corpus.load_characters(_text_config(str(tmp_path / "train.txt")).data) is None  # Bytes.
+    config.data.char_vocab_min_count = 4
+    with pytest.raises(DataError, match="no non-ASCII character of the training data is seen "
+                                        "data.char_vocab_min_count=4 times: set it to 0"):
+        corpus.load_characters(config.data)

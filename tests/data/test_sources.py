@@ -175,16 +175,21 @@ def test_text_source_resume_mid_file_uses_offset(text_files):
     src = TextFileSource(str(root / "*"), shuffle=False, num_epochs=1)
     assert _take(src, 4) == expected[:4]
     state = src.state_dict()
-    # Mid gzip file: file index 1 (b.txt.gz), past "gz one\n" (7 uncompressed bytes, line 1).
-    assert state == {"files": 4, "epoch": 0, "block": 4, "start": [1, 7, 1, 0], "end": [1, 7, 1, 0], "size": 0, "taken": 0}
+    # Mid gzip file: file index 1 (b.txt.gz), past "gz one\n" (7 uncompressed bytes, line 1, record 1).
+    assert state == {"files": 4, "epoch": 0, "block": 4, "start": [1, 7, 1, 0, 1], "end": [1, 7, 1, 0, 1], "size": 0,
+                     "taken": 0}
     fresh = TextFileSource(str(root / "*"), shuffle=False, num_epochs=1)
     fresh.load_state_dict(state)
+    assert list(fresh) == expected[4:]
+    # A position saved without its record number (a text line's is its line number) resumes the same.
+    fresh = TextFileSource(str(root / "*"), shuffle=False, num_epochs=1)
+    fresh.load_state_dict({**state, "start": [1, 7, 1, 0], "end": [1, 7, 1, 0]})
     assert list(fresh) == expected[4:]
 
     src = TextFileSource(str(root / "*"), shuffle=False, num_epochs=1)
     _take(src, 2)
     state = src.state_dict()
-    assert state["start"] == [0, len(b"the cat sat\n\n  on   the mat  \n"), 3, 0]
+    assert state["start"] == [0, len(b"the cat sat\n\n  on   the mat  \n"), 3, 0, 3]
     fresh = TextFileSource(str(root / "*"), shuffle=False, num_epochs=1)
     fresh.load_state_dict(state)
     assert list(fresh) == expected[2:]
@@ -495,3 +500,132 @@ def test_a_byte_order_mark_opening_a_file_is_not_part_of_its_first_word(tmp_path
     path.write_bytes("\ufeffthe cat\nsat \ufeffhere\n".encode())
     assert list(read_lines(str(path))) == [["the", "cat"], ["sat", "\ufeffhere"]]
     assert read_sentences(str(path)) == [["the", "cat"], ["sat", "\ufeffhere"]]
+
+
+# ---------------------------------------------------------------- CoNLL-U files
+
+
+def _row(token_id, form):
+    return "\t".join([token_id, form, "_", "X", "_", "_", "0", "dep", "_", "_"])
+
+
+def _conllu(sentences, first_comment=True):
+    """CoNLL-U text of `sentences` (lists of FORMs), each with a comment, a multiword token over its
+    first two words and an empty node after its first word."""
+    blocks = []
+    for n, forms in enumerate(sentences):
+        lines = [f"# sent_id = {n}"] if first_comment or n else []
+        for i, form in enumerate(forms, 1):
+            if i == 1 and len(forms) > 1:
+                lines.append(_row("1-2", forms[0] + forms[1]))
+            lines.append(_row(str(i), form))
+            if i == 1:
+                lines.append(_row("1.1", "empty"))
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+CONLLU_SENTENCES = [["我", "爱", "北京"], ["１９９７年", "。"], ["好"], ["他", "来到", "了", "网易", "杭研", "大厦"]]
+
+
+def test_conllu_files_give_their_forms_a_sentence_each(tmp_path):
+    (tmp_path / "a.conllu").write_text(_conllu(CONLLU_SENTENCES[:2]), encoding="utf-8")
+    with gzip.open(tmp_path / "b.conllu.gz", "wt", encoding="utf-8") as f:
+        f.write("\n\n# only a comment\n\n" + _conllu(CONLLU_SENTENCES[2:]) + "\n\n")
+    (tmp_path / "c.txt").write_text("plain text line\n", encoding="utf-8")
+    out = list(TextFileSource(str(tmp_path / "*"), shuffle=False))
+    assert out == [*CONLLU_SENTENCES, ["plain", "text", "line"]]
+    assert read_sentences(str(tmp_path / "*.conllu*")) == CONLLU_SENTENCES
+
+
+def test_conllu_resume_everywhere(tmp_path):
+    sentences = [[f"s{i}"] + [f"w{(i * 3 + k) % 7}" for k in range(i % 5)] for i in range(23)]
+    (tmp_path / "a.conllu").write_text(_conllu(sentences[:12]), encoding="utf-8")
+    with gzip.open(tmp_path / "b.conllu.gz", "wt", encoding="utf-8") as f:
+        f.write(_conllu(sentences[12:]))
+    (tmp_path / "c.txt").write_text("text one\ntext two three four\n", encoding="utf-8")
+    make = lambda: TextFileSource(str(tmp_path / "*"), shuffle=True, seed=4, num_epochs=2, shuffle_buffer=5,
+                                  max_sentence_tokens=3)
+    full = list(make())
+    assert len(full) > 2 * 25  # Sentences of more than 3 words were split.
+    for stop in range(len(full) + 1):
+        src = make()
+        head = _take(src, stop)
+        fresh = make()
+        fresh.load_state_dict(json.loads(json.dumps(src.state_dict())))
+        assert head + list(fresh) == full, f"resume after {stop} sentences"
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_conllu_line_shards_deal_out_sentences(tmp_path, n):
+    sentences = [[f"s{i}", "x"] for i in range(10)]
+    (tmp_path / "a.conllu").write_text(_conllu(sentences), encoding="utf-8")
+    parts = [list(TextFileSource(str(tmp_path / "a.conllu"), shuffle=False, line_shard=(k, n))) for k in range(n)]
+    assert parts == [sentences[k::n] for k in range(n)]
+    make = lambda: TextFileSource(str(tmp_path / "a.conllu"), shuffle=True, seed=2, shuffle_buffer=2, line_shard=(1, n))
+    full = list(make())
+    for stop in range(len(full) + 1):
+        src = make()
+        head = _take(src, stop)
+        fresh = make()
+        fresh.load_state_dict(json.loads(json.dumps(src.state_dict())))
+        assert head + list(fresh) == full
+
+
+def test_malformed_conllu_is_an_error_naming_file_and_line(tmp_path):
+    good = _conllu([["a", "b"]])
+    path = tmp_path / "bad.conllu"
+    path.write_text(good + "\n" + "# sent_id = 2\n" + _row("1", "c") + "\n" + "3\tonly three\tcolumns\n")
+    src = TextFileSource(str(path), shuffle=False)
+    assert next(src) == ["a", "b"]
+    state = src.state_dict()
+    with pytest.raises(DataError, match=rf"^{path}:9: expected 10 tab-separated columns, got 3$"):
+        next(src)
+    resumed = TextFileSource(str(path), shuffle=False)
+    resumed.load_state_dict(state)  # After the first sentence: lines still counted from the file's start.
+    with pytest.raises(DataError, match=rf"^{path}:9: expected 10 tab-separated columns"):
+        next(resumed)
+    path.write_text(good + "\n" + _row("2", "c") + "\n")
+    with pytest.raises(DataError, match=rf"^{path}:7: word ID 2 out of order"):
+        list(TextFileSource(str(path), shuffle=False))
+    path.write_text(_row("1", "New York") + "\n")
+    with pytest.raises(DataError, match=rf"^{path}:1: FORM 'New York' holds whitespace"):
+        list(TextFileSource(str(path), shuffle=False))
+
+
+# ---------------------------------------------------------------- CRLF line ends, full-width digits
+
+
+def test_crlf_files_with_full_width_digits_read_the_words_of_their_lf_twins(tmp_path):
+    text = "１９９７年 ， 中国 经济\n\n迈向 充满 希望 的 新 世纪\n"
+    conllu = _conllu(CONLLU_SENTENCES)
+    for name, content in [("lf.txt", text), ("lf.conllu", conllu)]:
+        (tmp_path / name).write_bytes(content.encode())
+        (tmp_path / f"crlf{name.removeprefix('lf')}").write_bytes(content.replace("\n", "\r\n").encode())
+    for suffix in ("txt", "conllu"):
+        lf, crlf = (read_sentences(str(tmp_path / f"{twin}.{suffix}")) for twin in ("lf", "crlf"))
+        assert crlf == lf
+        assert not any("\r" in word for sentence in crlf for word in sentence)
+    assert read_sentences(str(tmp_path / "crlf.txt"))[0] == ["１９９７年", "，", "中国", "经济"]  # Digits as written.
+    assert list(read_lines(str(tmp_path / "crlf.txt"))) == [["１９９７年", "，", "中国", "经济"], [],
+                                                            ["迈向", "充满", "希望", "的", "新", "世纪"]]
+    shuffled = TextFileSource(str(tmp_path / "crlf.*"), shuffle=True, seed=1, shuffle_buffer=3, num_epochs=2)
+    assert not any("\r" in word for sentence in shuffled for word in sentence)
+
+
+# ---------------------------------------------------------------- segmenter
+
+
+def test_the_segmenter_cuts_text_lines_not_conllu_words(tmp_path):
+    pytest.importorskip("jieba", reason="segmenter 'jieba' needs the jieba package (pip install 'elmo-jax[zh]')")
+    (tmp_path / "a.txt").write_text("我爱北京天安门\n", encoding="utf-8")
+    (tmp_path / "b.conllu").write_text(_conllu([["北京天安门"]]), encoding="utf-8")
+    assert read_sentences(str(tmp_path / "*"), "jieba") == [["我", "爱", "北京", "天安门"], ["北京天安门"]]
+    assert read_sentences(str(tmp_path / "*")) == [["我爱北京天安门"], ["北京天安门"]]
+    assert list(read_lines(str(tmp_path / "a.txt"), segmenter="jieba")) == [["我", "爱", "北京", "天安门"]]
+
+
+def test_an_unknown_segmenter_is_an_error_before_reading(tmp_path):
+    (tmp_path / "a.txt").write_text("x\n")
+    with pytest.raises(ValueError, match="unknown segmenter 'mecab'"):
+        TextFileSource(str(tmp_path / "a.txt"), segmenter="mecab")

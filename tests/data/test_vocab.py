@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from elmo_jax.data.vocab import SPECIAL_TOKENS, Vocabulary, VocabularyError
+from elmo_jax.data.vocab import SPECIAL_TOKENS, Vocabulary, VocabularyError, read_words
 
 SENTENCES = [
     ["b", "a", "c", "a"],
@@ -205,6 +205,15 @@ def test_load_windows_line_endings(tmp_path):
     path.write_bytes(b"<S>\t0\r\n</S>\t0\r\n<UNK>\t0\r\nthe\t3\r\n")
     vocab = Vocabulary.load(str(path))
     assert vocab.words == ["<S>", "</S>", "<UNK>", "the"] and vocab.counts == [0, 0, 0, 3]
+
+
+def test_crlf_files_with_full_width_digits_read_the_words_of_their_lf_twins(tmp_path):
+    words = ["<S>", "</S>", "<UNK>", "１９９７年", "北京"]
+    for name, text in [("plain", "\n".join(words) + "\n"), ("counted", "".join(f"{w}\t1\n" for w in words))]:
+        (tmp_path / f"{name}-lf.txt").write_text(text, encoding="utf-8")
+        (tmp_path / f"{name}-crlf.txt").write_bytes(text.replace("\n", "\r\n").encode())
+        for read in (lambda path: Vocabulary.load(path).words, read_words):
+            assert read(str(tmp_path / f"{name}-crlf.txt")) == read(str(tmp_path / f"{name}-lf.txt")) == words, name
 
 
 def test_save_without_counts_and_failed_save_leaves_nothing(tmp_path, monkeypatch):

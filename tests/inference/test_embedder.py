@@ -653,3 +653,37 @@ def test_embed_file_progress_bar_ends_complete(skip_bilm, tmp_path, capsys):
     assert embedder.embed_file(str(path), str(tmp_path / "out.hdf5")) == 3
     last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
     assert "100%" in last and "3/3" in last, last
+
+
+def test_segmenter_jieba_embeds_raw_chinese_lines_as_their_segmented_twins(skip_bilm, tmp_path, capsys):
+    pytest.importorskip("jieba", reason="--segmenter jieba needs the jieba package (pip install 'elmo-jax[zh]')")
+    options_path, weights_path, reference = skip_bilm
+    (tmp_path / "raw.txt").write_text("我爱北京天安门\r\n他来到了网易杭研大厦\r\n", encoding="utf-8")
+    words = [["我", "爱", "北京", "天安门"], ["他", "来到", "了", "网易", "杭研", "大厦"]]
+    model = ["--options", options_path, "--weights", weights_path, "--batch_size", str(BATCH)]
+    assert main(model + ["--input", str(tmp_path / "raw.txt"), "--output", str(tmp_path / "cli.hdf5"),
+                         "--segmenter", "jieba"]) == 0
+    out = read_output(tmp_path / "cli.hdf5")
+    assert_matches([out["0"], out["1"]], reference.embed_batches(words, BATCH))
+    embedder = ElmoEmbedder(options_path, weights_path, batch_size=BATCH)
+    with open(tmp_path / "raw.txt", encoding="utf-8") as f:  # An open file, cut the same.
+        assert embedder.embed_file(f, str(tmp_path / "api.hdf5"), segmenter="jieba", progress=False) == 2
+    api = read_output(tmp_path / "api.hdf5")
+    np.testing.assert_array_equal(api["1"], out["1"])
+    (tmp_path / "vocab.txt").write_text("北京\n")
+    assert main(model + ["--token_embeddings", str(tmp_path / "vocab.txt"), "--output", str(tmp_path / "t.hdf5"),
+                         "--segmenter", "jieba"]) == 1
+    assert "--segmenter cuts the lines of --input" in capsys.readouterr().err
+
+
+def test_a_workdir_trained_on_jiebas_words_embeds_raw_lines_cut_by_jieba(tmp_path, capsys):
+    """`elmo-embed --workdir` cuts --input as the run's data.segmenter cut its training text, unless told."""
+    pytest.importorskip("jieba", reason="data.segmenter='jieba' needs the jieba package (pip install 'elmo-jax[zh]')")
+    workdir = make_checkpoint_workdir(tmp_path, **{"data.segmenter": "jieba"})
+    (tmp_path / "raw.txt").write_text("我爱北京天安门\n", encoding="utf-8")
+    outputs = {}
+    for name, flags in (("saved", []), ("none", ["--segmenter", "none"])):
+        out = str(tmp_path / f"{name}.hdf5")
+        assert main(["--workdir", workdir, "--input", str(tmp_path / "raw.txt"), "--output", out, *flags]) == 0
+        outputs[name] = read_output(out)["0"]
+    assert outputs["saved"].shape[1] == 4 and outputs["none"].shape[1] == 1  # 我 爱 北京 天安门 | the whole line.

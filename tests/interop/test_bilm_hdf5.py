@@ -311,6 +311,22 @@ def test_export_of_a_non_lstm_workdir_is_a_one_line_error(checkpoint_workdir, tm
     assert os.listdir(out) == []
 
 
+def test_export_of_a_character_vocabulary_workdir_is_a_one_line_error(checkpoint_workdir, tmp_path, capsys):
+    """bilm-tf's files spell bytes only: refused from the saved config, before the checkpoint is read."""
+    workdir = tmp_path / "characters"
+    workdir.mkdir()
+    config = json.loads(open(os.path.join(checkpoint_workdir, "config.json")).read())
+    config["data"]["char_vocab_file"] = "corpus/chars.txt"
+    (workdir / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "out"
+    out.mkdir()
+    assert export_main([arg for pair in _export_flags(str(workdir), out).items() for arg in pair]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: bilm-tf/AllenNLP files spell words as UTF-8 bytes") and err.count("\n") == 1
+    assert "data.char_vocab_file='corpus/chars.txt'" in err
+    assert os.listdir(out) == []
+
+
 def test_models_without_token_projection_have_no_bilm_tf_format():
     config = tiny.get_config()
     config.model.char_cnn.projection = False

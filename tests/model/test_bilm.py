@@ -280,6 +280,23 @@ def test_each_distinct_word_once_keeps_the_outputs_and_gradients() -> None:
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
 
 
+def test_a_character_vocabularys_table_and_ids_beyond_bytes() -> None:
+    """n_characters rows in the char table; ids that differ by multiples of 512 only (equal in the 9
+    bits of bilm-tf's ids) are different words, whether each distinct word is encoded once or not."""
+    n_characters = N_CHARACTERS + 3000
+    inputs = make_inputs(3)
+    words = np.full((4, C), 5, np.int32)
+    words[:, 1] = [700, 700 + 512, 700 + 1024, 700 + 2048]
+    inputs["char_ids"] = words[np.random.default_rng(0).integers(0, 4, (2, B, T))]
+    models = [bilm_from_config(small_model_config(distinct_fraction=f), VOCAB, n_characters) for f in (0.0, 1.0)]
+    params = models[0].init(jax.random.key(0), inputs, models[0].initial_state(B))["params"]
+    assert params["encoder"]["char_embed"].shape == (n_characters, EMBED)
+    every_token, each_word_once = (m.apply({"params": params}, inputs, m.initial_state(B))[0][0] for m in models)
+    np.testing.assert_allclose(each_word_once, every_token, rtol=1e-5, atol=1e-6)
+    flat, ids = np.asarray(every_token).reshape(-1, P), inputs["char_ids"].reshape(-1, C)
+    assert len(np.unique(flat.round(5), axis=0)) == len(np.unique(ids, axis=0)) == 4
+
+
 def test_bilm_rejects_bad_token_encoder() -> None:
     # bilm_from_config builds the module lazily; the check runs in setup (first init/apply).
     with pytest.raises(ValueError, match="token_encoder"):

@@ -1,6 +1,7 @@
 """End to end: train a tiny biLM in a workdir, log, checkpoint, resume exactly, evaluate."""
 
 import json
+import logging
 import math
 import os
 import re
@@ -121,7 +122,7 @@ def _failing_config(tmp_path, failure: str, monkeypatch):
     if failure == "data":
         return _text_config(tmp_path, **{"data.train_files": str(tmp_path / "nowhere" / "*.txt")})
 
-    def failing_build(model, vocab_size):
+    def failing_build(model, vocab_size, n_characters):
         raise ValueError(f"the model cannot be built for {vocab_size} words")
 
     monkeypatch.setattr(loop, "bilm_from_config", failing_build)
@@ -150,6 +151,20 @@ def test_a_failing_run_never_removes_what_the_workdir_held(tmp_path, monkeypatch
         train_and_evaluate(_failing_config(tmp_path, "model", monkeypatch), str(workdir))
     assert (workdir / "notes.txt").read_text() == "mine"
     assert sorted(os.listdir(workdir)) == ["notes.txt", "vocab.txt"]  # config.json only once the run is accepted.
+
+
+def test_unsegmented_training_text_is_warned_about_before_the_vocabulary_is_built(tmp_path, caplog):
+    """One warning naming the file, before the passes over the corpus; here the vocabulary of one
+    word a line is then too small to train on."""
+    (tmp_path / "zh.txt").write_text("我爱北京天安门广场的早晨\n" * 20 + "他来到了网易杭研大厦\n", encoding="utf-8")
+    config = tiny_config(**{"data.source": "text", "data.train_files": str(tmp_path / "zh.txt"),
+                            "data.eval_files": str(tmp_path / "zh.txt")})
+    with caplog.at_level(logging.INFO), pytest.raises(ValueError, match="training needs at least"):
+        train_and_evaluate(config, str(tmp_path / "run"))
+    messages = [r.getMessage() for r in caplog.records]
+    (warned,) = [i for i, m in enumerate(messages) if "without spaces between words" in m]
+    assert messages[warned].startswith(str(tmp_path / "zh.txt"))
+    assert warned < messages.index("Building the vocabulary from the training data")
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """run_info.json: one record per start, appended atomically; git state of the source tree."""
 
 import datetime
+import importlib.metadata
 import json
 import os
 import shlex
@@ -50,6 +51,21 @@ def test_records_every_start_and_keeps_earlier_ones(tmp_path):
         "process_count": 1,
     }
     assert os.listdir(tmp_path) == ["run_info.json"]  # No temporary file left behind.
+
+
+def test_the_segmenters_version_is_recorded_or_none(monkeypatch):
+    """data.segmenter='jieba' cuts words by jieba's version; it is recorded beside JAX's."""
+    versions = {"jieba": "0.42.1"}
+
+    def version(name):
+        if name not in versions:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return versions[name]
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert run_info.library_versions()["jieba"] == "0.42.1" and run_info.library_versions()["jax"] is None
+    versions.clear()
+    assert run_info.library_versions()["jieba"] is None
 
 
 def test_only_process_zero_writes(tmp_path, monkeypatch):

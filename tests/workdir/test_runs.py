@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from elmo_jax.data.char_vocab import CharVocabularyError
 from elmo_jax.workdir.checkpoints import CheckpointError
 from elmo_jax.workdir.runs import load_run
 from elmo_jax.data.vocab import VocabularyError, fingerprint_mismatch
@@ -56,6 +57,20 @@ def test_a_vocabulary_with_two_lines_swapped_is_refused_by_the_checkpoints_recor
     with pytest.raises(VocabularyError, match=f"^{re.escape(fingerprint_mismatch(path, found, trained_with))}$"):
         load_run(edited)
     assert load_run(edited, with_vocab=False).step == 2  # Readers that need no vocabulary are not refused.
+
+
+def test_a_workdir_written_before_character_vocabularies_reads_bytes(transformer_workdir):
+    """No chars.txt, no 'characters' in its record (make_checkpoint_workdir writes none): bilm-tf's 262 ids."""
+    assert not os.path.exists(os.path.join(transformer_workdir, "chars.txt"))
+    assert load_run(transformer_workdir).characters is None
+
+
+def test_a_chars_file_that_does_not_fit_the_char_table_is_refused(edited):
+    """A bytes run given a chars.txt: its char table has 262 rows, not one per listed character more."""
+    with open(os.path.join(edited, "chars.txt"), "w", encoding="utf-8") as f:
+        f.write("北\n京\n")
+    with pytest.raises(CharVocabularyError, match=r"chars.txt: 2 characters, but the checkpoint's char table has 262 rows"):
+        load_run(edited)
 
 
 def test_a_changed_shape_is_named_by_its_array_without_a_record(tmp_path):

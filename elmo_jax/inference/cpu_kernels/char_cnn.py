@@ -11,7 +11,7 @@ import numpy as np
 
 from elmo_jax.inference.cpu_kernels.arrays import F32, I32, cpu_threads, f32, packed_model, pointer
 from elmo_jax.inference.cpu_kernels.build import load_library
-from elmo_jax.data.chars import ID_SHIFT, N_CHARACTERS, PAD_CHAR
+from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR
 
 ACTIVATIONS = ("relu", "tanh")
 _SIZES = ("n_widths", "embed_dim", "n_highway", "out_dim", "n_char_ids", "pad_id", "relu")
@@ -66,6 +66,7 @@ class CpuCharCnn:
             return f32(np.stack(layers) if layers else np.zeros(0))
 
         char_embed = np.array(encoder["char_embed"], np.float32)
+        self.n_characters = len(char_embed)  # bilm-tf's 262, or a character vocabulary's (data/char_vocab.py).
         char_embed[0] = 0.0  # "No token": the model fixes this row at zero.
         weights = {
             "char_embed": char_embed,
@@ -79,7 +80,7 @@ class CpuCharCnn:
         widths = np.array([width for width, _ in cnn["filters"]], np.int32)
         channels = np.array([channels for _, channels in cnn["filters"]], np.int32)
         args = _ModelArgs(
-            len(widths), cnn["embed_dim"], n_highway, self.out_dim, N_CHARACTERS, PAD_CHAR + ID_SHIFT,
+            len(widths), cnn["embed_dim"], n_highway, self.out_dim, self.n_characters, PAD_CHAR + ID_SHIFT,
             int(cnn["activation"] == "relu"), pointer(widths, I32), pointer(channels, I32),
             *(pointer(weights[name], F32) for name in _WEIGHTS),
         )
@@ -94,8 +95,8 @@ class CpuCharCnn:
             raise ValueError(
                 f"words of {n_chars} characters are narrower than the widest filter ({self.widest_filter})"
             )
-        if char_ids.size and (char_ids.min() < 0 or char_ids.max() >= N_CHARACTERS):
-            raise ValueError(f"character ids must lie in [0, {N_CHARACTERS})")
+        if char_ids.size and (char_ids.min() < 0 or char_ids.max() >= self.n_characters):
+            raise ValueError(f"character ids must lie in [0, {self.n_characters})")
         out = np.empty((n_words, self.out_dim), np.float32)
         if n_words:
             args = _Args(n_words, n_chars, self.n_threads, pointer(char_ids, I32), pointer(out, F32))

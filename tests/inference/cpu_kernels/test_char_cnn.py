@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from elmo_jax.inference.cpu_kernels import CpuCharCnn
-from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, words_to_char_ids
+from elmo_jax.data.char_vocab import CharVocabulary
+from elmo_jax.data.chars import ID_SHIFT, N_CHARACTERS, PAD_CHAR, words_to_char_ids
 from elmo_jax.inference.embedder import encode_chars
 from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM
 from tests.inference.cpu_kernels.compiler import requires_compiler
@@ -47,9 +48,10 @@ def reference_char_cnn(params, filters, n_highway, activation, char_ids):
     return np.stack(out), padding_maxima
 
 
-def make_char_cnn(filters, n_highway, activation, proj, max_chars, embed_dim=5, seed=0):
+def make_char_cnn(filters, n_highway, activation, proj, max_chars, embed_dim=5, seed=0, n_characters=N_CHARACTERS):
     char_cnn = FrozenDict(CHAR_CNN_DEFAULTS, filters=filters, n_highway=n_highway, activation=activation, embed_dim=embed_dim)
-    model = BiLM(vocab_size=1, width=proj, contextualizer_fields=FrozenDict(dim=8, n_layers=1), char_cnn=char_cnn, dropout=0.0)
+    model = BiLM(vocab_size=1, width=proj, contextualizer_fields=FrozenDict(dim=8, n_layers=1), char_cnn=char_cnn,
+                 dropout=0.0, n_characters=n_characters)
     variables = model.init(jax.random.key(seed), {"char_ids": jnp.ones((1, max_chars), jnp.int32)},
                            method=BiLM.embed_tokens)
     rng = np.random.default_rng(seed)  # Biases and larger weights, so every part of the sum matters.
@@ -93,6 +95,21 @@ def test_matches_the_bilms_xla_char_cnn():
     char_ids = words_to_char_ids(words_of(2, 70, 50), 50)
     want = np.asarray(encode_chars(model, params, jnp.asarray(char_ids)))
     np.testing.assert_allclose(CpuCharCnn(model, params).encode(char_ids), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_a_character_vocabularys_ids_read_its_table_rows():
+    """A char table of 262 + 40 rows (data/char_vocab.py): the listed characters' ids past bilm-tf's."""
+    characters = CharVocabulary([chr(0x4E00 + k) for k in range(40)])
+    filters = ((1, 5), (2, 16), (3, 33))
+    model, params = make_char_cnn(filters, 1, "relu", 19, 8, n_characters=characters.n_ids)
+    words = ["".join(chr(0x4E00 + k) for k in range(i % 7, i % 7 + i % 5 + 1)) + "丽" * (i % 2) for i in range(30)]
+    char_ids = words_to_char_ids(words + ["a", "<S>"], 8, characters)
+    assert char_ids.max() >= N_CHARACTERS
+    cnn = CpuCharCnn(model, params)
+    want, _ = reference_char_cnn(params, filters, 1, "relu", char_ids)
+    np.testing.assert_allclose(cnn.encode(char_ids), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    with pytest.raises(ValueError, match=r"character ids must lie in \[0, 302\)"):
+        cnn.encode(np.full((2, 8), 302, np.int32))
 
 
 def test_no_words_and_bad_inputs():
