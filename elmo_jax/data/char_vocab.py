@@ -17,6 +17,7 @@ import os
 from typing import Iterable, Mapping, Sequence
 
 from elmo_jax.data.chars import N_CHARACTERS
+from elmo_jax.data.vocab import read_counted_lines
 from elmo_jax.runtime.atomic_write import write_atomic
 
 FIRST_ID = N_CHARACTERS - 1  # Unshifted id of the first listed character: bilm-tf's 261 come before it.
@@ -39,6 +40,14 @@ def _listable(char: str) -> str | None:
     except UnicodeEncodeError:
         return f"{char!r} is a lone surrogate"
     return f"{char!r} is ASCII: it is spelled as its byte already" if size == 1 else None
+
+
+def _checked_character(token: str) -> str:
+    """A character vocabulary line's character; ValueError saying why it cannot be listed."""
+    reason = _listable(token)
+    if reason:
+        raise ValueError(reason)
+    return token
 
 
 class CharVocabulary:
@@ -109,32 +118,11 @@ class CharVocabulary:
         the file and line of the first bad one."""
         if not os.path.exists(path):
             raise CharVocabularyError(f"{path}: character vocabulary file not found")
-        characters, counts = [], []
-        with open(path, "rb") as f:
-            for line_no, raw in enumerate(f, start=1):
-                try:
-                    fields = raw.decode("utf-8").rstrip("\r\n").split("\t")
-                except UnicodeDecodeError:
-                    raise CharVocabularyError(f"{path}:{line_no}: not valid UTF-8") from None
-                if line_no == 1:
-                    with_counts = len(fields) == 2
-                if len(fields) != 1 + with_counts:
-                    raise CharVocabularyError(
-                        f"{path}:{line_no}: expected `character` or `character<TAB>count`, the same on every line"
-                    )
-                reason = _listable(fields[0])
-                if reason:
-                    raise CharVocabularyError(f"{path}:{line_no}: {reason}")
-                characters.append(fields[0])
-                if len(fields) == 2:
-                    try:
-                        counts.append(int(fields[1]))
-                    except ValueError:
-                        raise CharVocabularyError(f"{path}:{line_no}: count {fields[1]!r} is not an integer") from None
+        characters, counts = read_counted_lines(path, "character", _checked_character, CharVocabularyError)
         if not characters:
             raise CharVocabularyError(f"{path}: no characters (an empty data.char_vocab_file means bytes)")
         try:
-            return cls(characters, counts or None)
+            return cls(characters, counts)
         except CharVocabularyError as e:
             raise CharVocabularyError(f"{path}: {e}") from None
 

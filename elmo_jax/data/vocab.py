@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import os
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -90,32 +90,9 @@ class Vocabulary:
         """Reads a bilm-tf vocabulary file (`word` or `word<TAB>count` per line, the same on every line)."""
         if not os.path.exists(path):
             raise VocabularyError(f"{path}: vocabulary file not found")
-        words, counts = [], []
-        with open(path, "rb") as f:
-            for line_no, raw in enumerate(f, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise VocabularyError(f"{path}:{line_no}: not valid UTF-8") from None
-                fields = line.rstrip("\r\n").split("\t")
-                word = fields[0].strip()
-                if not word:
-                    raise VocabularyError(f"{path}:{line_no}: empty token")
-                if len(word.split()) > 1:
-                    raise VocabularyError(f"{path}:{line_no}: token {word!r} contains whitespace")
-                if len(fields) > 2:
-                    raise VocabularyError(f"{path}:{line_no}: expected `word` or `word<TAB>count`: {line.strip()!r}")
-                has_count = len(fields) == 2
-                if line_no > 1 and has_count != bool(counts):  # Counts so far: line 1 had one.
-                    raise VocabularyError(f"{path}:{line_no}: {'a' if has_count else 'no'} count, unlike line 1")
-                words.append(word)
-                if has_count:
-                    try:
-                        counts.append(int(fields[1]))
-                    except ValueError:
-                        raise VocabularyError(f"{path}:{line_no}: count {fields[1]!r} is not an integer") from None
+        words, counts = read_counted_lines(path, "word", _checked_word, VocabularyError)
         try:
-            return cls(words, counts or None)
+            return cls(words, counts)
         except VocabularyError as e:
             raise VocabularyError(f"{path}: {e}") from None
 
@@ -129,6 +106,49 @@ class Vocabulary:
         with open(path, "w", encoding="utf-8") as f:
             for i, word in enumerate(self.words):
                 f.write(f"{word}\t{self.counts[i]}\n" if with_counts and self.counts is not None else f"{word}\n")
+
+
+def _checked_word(token: str) -> str:
+    """A vocabulary line's word, its surrounding spaces dropped; ValueError saying why it is none."""
+    word = token.strip()
+    if not word:
+        raise ValueError("empty token")
+    if len(word.split()) > 1:
+        raise ValueError(f"token {word!r} contains whitespace")
+    return word
+
+
+def read_counted_lines(
+    path: str, noun: str, checked: Callable[[str], str], error: type[ValueError]
+) -> tuple[list[str], list[int] | None]:
+    """(the tokens, their counts or None) of a file of `token` or `token<TAB>count` lines, the same
+    on every line (a vocabulary's, a character vocabulary's). `checked(token)` gives the token kept
+    or raises ValueError saying why; every problem is an `error` naming the file and line."""
+    tokens, counts = [], []
+    with open(path, "rb") as f:
+        for line_no, raw in enumerate(f, start=1):
+            where = f"{path}:{line_no}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise error(f"{where}: not valid UTF-8") from None
+            fields = line.rstrip("\r\n").split("\t")
+            try:
+                token = checked(fields[0])
+            except ValueError as e:
+                raise error(f"{where}: {e}") from None
+            if len(fields) > 2:
+                raise error(f"{where}: expected `{noun}` or `{noun}<TAB>count`: {line.strip()!r}")
+            has_count = len(fields) == 2
+            if line_no > 1 and has_count != bool(counts):  # Counts so far: line 1 had one.
+                raise error(f"{where}: {'a' if has_count else 'no'} count, unlike line 1")
+            tokens.append(token)
+            if has_count:
+                try:
+                    counts.append(int(fields[1]))
+                except ValueError:
+                    raise error(f"{where}: count {fields[1]!r} is not an integer") from None
+    return tokens, counts or None
 
 
 def read_words(path: str) -> list[str]:

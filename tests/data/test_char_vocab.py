@@ -100,10 +100,10 @@ def test_crlf_lines_are_read(tmp_path):
         ("北\n京京\n", 2, "is not one character"),
         ("北\n\n", 2, "is not one character"),
         ("北\n\u3000\n", 2, "is whitespace"),
-        ("北\t3\n京\n", 2, "the same on every line"),
-        ("北\n京\t3\n", 2, "the same on every line"),
+        ("北\t3\n京\n", 2, "no count, unlike line 1"),
+        ("北\n京\t3\n", 2, "a count, unlike line 1"),
         ("北\tmany\n", 1, "count 'many' is not an integer"),
-        ("北\t1\t2\n", 1, "the same on every line"),
+        ("北\t1\t2\n", 1, "expected `character` or `character<TAB>count`"),
     ],
 )
 def test_a_bad_line_is_one_error_naming_the_file_and_line(tmp_path, text, line, message):
