@@ -35,7 +35,7 @@ from ml_collections import config_flags
 
 from elmo_jax.runtime import compilation_cache, host_memory
 from elmo_jax.cli.config_flags import define_config_flag
-from elmo_jax.model.bilm import DTYPES, bilm_from_config
+from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model import precision
 from elmo_jax.model.flops import train_flops_per_token
 from elmo_jax.runtime import data_parallel
@@ -203,7 +203,7 @@ def main(argv: list[str]) -> None:
                 for i in range(5):
                     state, metrics = compiled(state, batches[i % 4])
                 jax.block_until_ready(metrics)
-        peak_gflops = matmul_peak_gflops(mesh, DTYPES[config.model.dtype])
+        peak_gflops = matmul_peak_gflops(mesh, precision.DTYPES[config.model.dtype])
     record = throughput_record(
         config, config_flags.get_config_filename(FLAGS["config"]), vocab_size, times,
         devices=f"{mesh.size} x {jax.devices()[0].device_kind}",

@@ -42,10 +42,8 @@ def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
     """The biLM of an elmo-jax training checkpoint (latest step by default), as `bilm_from_params`;
     a word-input biLM with the workdir's vocab.txt (`checkpoint_vocabulary`)."""
     from elmo_jax.workdir.runs import load_run  # Imported here: only this path needs orbax.
-    from elmo_jax.workdir.saved_config import saved_config
 
-    reads_chars = token_encoder_class(saved_config(workdir).model.token_encoder).reads_chars
-    run = load_run(workdir, step, with_vocab=not reads_chars)
+    run = load_run(workdir, step, with_vocab=None)
     return bilm_from_params(run.config, run.params, run.vocab, run.step, run.characters)
 
 

@@ -23,7 +23,7 @@ from typing import Sequence
 
 from absl import flags
 
-from elmo_jax.config.schema import SEGMENTERS
+from elmo_jax.data.segmenter import SEGMENTERS
 from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.vocab import read_words

@@ -13,17 +13,13 @@ from typing import Any, Mapping, NamedTuple
 
 import ml_collections
 
+from elmo_jax.config import schema
 from elmo_jax.config.overrides import as_json, leaves, under
 
-# Keys that define the model's function: its inputs (chars per token) and every module.
+# Keys that define the model's function: its inputs (chars per token) and every module, but the
+# keys declared `how_computed` (the dtype, the kernels, dropout, ...: they may change between
+# training and evaluation).
 RECORDED = ("model.", "data.max_chars_per_token")
-# Keys under RECORDED that change how the model is computed or trained, not what it computes: they
-# may change between training and evaluation.
-HOW_COMPUTED = (
-    "model.dtype", "model.remat", "model.lstm.unroll", "model.lstm.kernel", "model.conv_block", "model.conv_kernel",
-    "model.distinct_fraction", "model.dropout", "model.token_dropout", "model.init_range", "model.lstm.initializer",
-    "model.softmax.",
-)
 
 
 # The record's key for the fingerprint of the run's vocabulary (`Vocabulary.fingerprint`): the
@@ -42,10 +38,11 @@ def model_record(
     """{'model.transformer.norm': 'pre', ...}: the recorded keys of `config` and their JSON values,
     with `vocabulary` (a fingerprint) the run's vocabulary under VOCABULARY, and with `characters`
     (BYTES or a fingerprint) its char ids under CHARACTERS."""
+    how_computed = {name for name, key in schema.keys().items() if key.how_computed}
     record = {
         key: as_json(value)
         for key, value in sorted(leaves(config.to_dict()).items())
-        if under(key, RECORDED) and not under(key, HOW_COMPUTED)
+        if under(key, RECORDED) and key not in how_computed
     }
     if vocabulary is not None:
         record[VOCABULARY] = vocabulary

@@ -1,55 +1,32 @@
 """Every configuration key of elmo-jax, declared once: its default, the values it allows and its meaning.
 
-`SCHEMA` is a tree of `Section`s whose leaves are `Key`s. From it come `get_config()` (the
-ml_collections config that recipes (configs/*.py) start from and any key of which can be overridden
-on the command line, e.g. `--config.model.lstm.dim=1024`), the checks of validation.py
-(`keys()`), the keyword arguments of the module a section configures (`section_options`: a key's
-"off" value becomes None) and the table of docs/config.md (`schema_table()`).
+The run's sections (seed, distributed, data, train, eval, init) are declared here; the section
+`model` is the model's (model/model_section.py: the biLM's keys and those its registered parts
+declare). From the whole, `tree()`, come `get_config()` (the ml_collections config that recipes
+(configs/*.py) start from and any key of which can be overridden on the command line, e.g.
+`--config.model.lstm.dim=1024`), the checks of validation.py (`keys()`), the keyword arguments of
+the module a section configures (`section_options`: a key's "off" value becomes None) and the
+table of docs/config.md (`schema_table()`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Mapping
 
 import ml_collections
 
-from elmo_jax.config.checks import (
-    BOOLEAN, FILTERS, STRING, Check, dropout_rate, integer, number, one_of, zero_or_integer,
-)
 from elmo_jax.config.overrides import get_key
+from elmo_jax.data.chars import MIN_CHARS_PER_TOKEN
+from elmo_jax.data.segmenter import SEGMENTERS
+from elmo_jax.data.vocab import MIN_VOCAB_SIZE
+from elmo_jax.model import model_section
+from elmo_jax.sections import Key, Section
+from elmo_jax.sections.checks import BOOLEAN, STRING, integer, number, one_of, zero_or_integer
 
-# A char-CNN token is [BOW, chars..., EOW, pad...] (elmo_jax/data/chars.py): room for one character.
-MIN_CHARS_PER_TOKEN = 3
-# <S>, </S>, <UNK> and a handful of words: with fewer every word is <UNK> and perplexity means nothing.
-MIN_VOCAB_SIZE = 8
 # The held-out splits of a corpus: data.eval_split's values and evaluate.py's --split.
 EVAL_SPLITS = ("valid", "test")
-# data.segmenter's values: what cuts a line of a text file into words (elmo_jax/data/segmenter.py).
-SEGMENTERS = ("none", "jieba")
 
-
-class Key(NamedTuple):
-    """One key: its default, its allowed values, what it means, and the value that means "none"
-    (`off`: e.g. 0 for no clipping), which the module it configures receives as None."""
-
-    default: Any
-    check: Check
-    meaning: str
-    off: Any = None
-
-
-class Section(NamedTuple):
-    """A group of keys (and sections) configuring one thing; `meaning` says what."""
-
-    meaning: str
-    keys: dict[str, "Key | Section"]
-
-
-# The values of model.contextualizer: the registry's names (elmo_jax/model/contextualizer_registry.py, a
-# layer above, declares each contextualizer it registers through `declare_contextualizer`).
-CONTEXTUALIZER_NAMES = ["lstm", "gated_cnn", "transformer"]
-
-SCHEMA = Section("", {
+_RUN = Section("", {
     "seed": Key(0, integer(0), "Seeds parameter init, dropout, negative sampling and data order."),
     "distributed": Section("A run over several processes (docs/scaling.md).", {
         "enabled": Key(False, BOOLEAN, "Multi-process run: call jax.distributed.initialize() first."),
@@ -98,112 +75,6 @@ SCHEMA = Section("", {
                                    "source='text': longer training lines are split into pieces (0 = no limit)."),
         "prefetch_batches": Key(4, integer(1), "Batches prepared ahead on a background thread."),
         "eval_split": Key("valid", one_of(*EVAL_SPLITS), "Split evaluated during and after training."),
-    }),
-    "model": Section("The biLM: token encoder, contextualizer, softmax.", {
-        "token_encoder": Key("char_cnn", one_of("char_cnn", "word"),
-                             "'char_cnn' | 'word' (word embeddings; ablation)."),
-        "width": Key(512, integer(1),
-                     "P: the token embeddings' size, each layer's output size per direction and the softmax's "
-                     "input size (bilm-tf's lstm.projection_dim)."),
-        "char_cnn": Section("The character CNN of the token encoder (bilm-tf's char_cnn).", {
-            "embed_dim": Key(16, integer(1), "Character embedding size."),
-            "filters": Key([[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]], FILTERS,
-                           "[width, channels] of each convolution."),
-            "activation": Key("relu", one_of("relu", "tanh"), "The convolutions' activation."),
-            "n_highway": Key(2, integer(0), "Highway layers after the convolutions."),
-            "projection": Key(True, BOOLEAN,
-                              "Project the highway output to model.width (bilm-tf); False: it feeds the first layer "
-                              "directly, sum(channels) wide (Kim et al. 2016; no bilm-tf export)."),
-        }),
-        "contextualizer": Key("lstm", one_of(*CONTEXTUALIZER_NAMES),
-                              "What reads the token embeddings in context, one stack per direction, each seeing "
-                              "only its side (docs/contextualizers.md): 'lstm' (bilm-tf's biLM, model.lstm) | "
-                              "'gated_cnn' (model.gated_cnn) | 'transformer' (model.transformer); each is a section "
-                              "of its own."),
-        "lstm": Section("bilm-tf's LSTMs with projection (model.contextualizer='lstm'), one stack per direction.", {
-            "dim": Key(4096, integer(1),
-                       "LSTM cell size; the cell projects to model.width (no projection when equal)."),
-            "n_layers": Key(2, integer(1), "Stacked LSTM layers per direction."),
-            "cell_clip": Key(3.0, number(0.0), "Clip the cell state to +-cell_clip (0 = no clipping).", off=0.0),
-            "proj_clip": Key(3.0, number(0.0), "Clip the projected output to +-proj_clip (0 = no clipping).", off=0.0),
-            "use_skip_connections": Key(True, BOOLEAN, "Residual connection around layers 2..L."),
-            "initializer": Key("uniform", one_of("uniform", "glorot_uniform"),
-                               "Kernels: 'uniform' U(-0.05, 0.05) | 'glorot_uniform' (bilm-tf: TF's default, limit "
-                               "sqrt(6 / (fan_in + fan_out)) of LSTMCell's kernel and projection)."),
-            "unroll": Key(0, integer(0),
-                          "Time steps per loop iteration (0 = automatic: 1; more multiplies the compile work)."),
-            "kernel": Key("xla", one_of("xla", "pallas"),
-                          "The time loop: 'xla' | 'pallas' (model/pallas_lstm.py: Triton kernels on GPU, 1.6-7x "
-                          "slower than xla there (docs/performance.md); Pallas's slow interpreter elsewhere)."),
-        }),
-        "gated_cnn": Section(
-            "Gated CNN (model.contextualizer='gated_cnn', Dauphin et al. 2017): causal convolutions with gated linear "
-            "units, h = (X*W + b) * sigmoid(X*V + c), dropout as the LSTMs' (model.token_dropout, model.dropout).", {
-            "kernel_width": Key(3, integer(2), "Taps of each convolution: the current position and k - 1 before it."),
-            "n_layers": Key(3, integer(1), "Layers per direction (a gated CNN of an LSTM's size is deeper)."),
-            "residual": Key(True, BOOLEAN, "Residual connection around layers 2..L (Dauphin et al.'s blocks)."),
-            "dilation_base": Key(1, integer(1),
-                                 "Layer l's taps are dilation_base^(l-1) positions apart (1: contiguous, Dauphin et "
-                                 "al.; 2: doubling, WaveNet's): the stack sees 1 + (k - 1) sum_l dilation_base^(l-1)."),
-        }),
-        "transformer": Section(
-            "Transformer (model.contextualizer='transformer', model/transformer.py): causal self-attention blocks, "
-            "dropout on the stack's input (model.token_dropout) and on each sublayer's output (model.dropout).", {
-            "n_layers": Key(2, integer(1), "Blocks per direction."),
-            "ff_dim": Key(2048, integer(1), "Width of each block's ReLU feed-forward layer."),
-            "n_heads": Key(8, integer(1), "Attention heads (they must divide model.width)."),
-            "norm": Key("pre", one_of("pre", "post"),
-                        "'pre': x + f(LayerNorm(x)), a final LayerNorm (AllenNLP) | 'post': LayerNorm(x + f(x))."),
-            "positions": Key("sinusoidal", one_of("learned", "sinusoidal", "none"),
-                             "Added to each layer's queries and keys."),
-            "shared_directions": Key(False, BOOLEAN,
-                                     "True: one stack's weights for both directions (False: one stack each, as "
-                                     "Peters et al. 2018b and AllenNLP's bidirectional_lm_transformer)."),
-            "memory_length": Key(20, integer(0),
-                                 "Positions of the previous windows each layer attends to, held without gradient "
-                                 "(Transformer-XL); the carried state across windows (0 = windows independent)."),
-            "max_window": Key(20, integer(1),
-                              "Positions the stack reads at once (and 'learned' positions index): longer inputs, "
-                              "such as sentences the embedder reads, run as consecutive windows carrying the memory."),
-        }),
-        "init_range": Key(0.0, number(0.0),
-                          "> 0: every weight matrix and embedding from U(-init_range, init_range) (Kim et al. 2016, "
-                          "Zaremba et al. 2014: 0.05); 0: bilm-tf's initializer of each (see docs/)."),
-        "dropout": Key(0.1, dropout_rate(), "Dropout on each layer's input after the first and on the softmax input."),
-        "token_dropout": Key(-1.0, dropout_rate(-1.0, "= model.dropout"),
-                             "Dropout on the token embeddings, the first layer's input (-1 = model.dropout; Kim et "
-                             "al. 2016 leave it out: 0).", off=-1.0),
-        "dtype": Key("float32", one_of("float32", "bfloat16"), "Compute dtype (parameters stay float32)."),
-        "remat": Key(False, BOOLEAN,
-                     "Recompute each contextual layer's forward pass in the backward pass instead of keeping its "
-                     "activations (an LSTM layer, a gated-CNN layer, a Transformer block): less memory on long "
-                     "windows and large batches, about a third more compute."),
-        "conv_block": Key(0, integer(-1),
-                          "Tokens per block of the char convolutions, forward and reverse (0 = automatic: 16 on CPU, "
-                          "whole batch on GPU/TPU; -1 = whole batch). See model/conv_pool.py."),
-        "conv_kernel": Key("auto", one_of("auto", "xla", "pallas"),
-                           "The char convolutions' forward pass: 'xla' | 'pallas' (model/pallas_conv_pool.py: the max "
-                           "over positions in the kernel; Triton on GPU, the slow interpreter elsewhere) | 'auto': "
-                           "pallas on GPU, where it is measured faster, else xla (also on GPU in a JAX without "
-                           "Pallas's Triton backend, saying so once). The reverse pass follows conv_block."),
-        "distinct_fraction": Key(0.0, number(0.0, 1.0),
-                                 "> 0: the char CNN encodes each distinct word of a batch once when at most this "
-                                 "fraction of its tokens are distinct, else every token (configs/ptb.py: 0.5)."),
-        "softmax": Section("The softmax over the vocabulary, shared by both directions.", {
-            "sampled": Key(True, BOOLEAN, "Sampled softmax in training (False: exact full softmax)."),
-            "n_negative_samples": Key(8192, integer(1),
-                                      "Candidates per draw for the sampled softmax (one draw per step by default)."),
-            "unique_samples": Key(True, BOOLEAN, "Distinct candidates (as TF's sampler) vs. with replacement."),
-            "streams_per_draw": Key(0, integer(0),
-                                    "Each group of this many consecutive streams draws its own n_negative_samples, "
-                                    "and its tokens see only that draw (bilm-tf: 128, one draw per GPU tower); 0 = "
-                                    "one draw for the global batch. Groups are global (the loss does not depend on "
-                                    "the device count); their number and the device count must divide one another."),
-            "negatives_per_direction": Key(False, BOOLEAN,
-                                           "Separate draws for the forward and backward streams of a group (bilm-tf: "
-                                           "True, one sampled_softmax_loss call per direction)."),
-            "chunk_size": Key(8192, integer(1), "Vocabulary rows per chunk of the full softmax (bounds memory)."),
-        }),
     }),
     "train": Section("The training loop.", {
         "batch_size": Key(128, integer(1), "Global number of streams per direction (split over devices)."),
@@ -281,71 +152,43 @@ SCHEMA = Section("", {
 })
 
 
-def _walk(section: Section, prefix: str = "") -> Iterator[tuple[str, Key | Section]]:
-    """(dotted name, item) of every key and section below `section`, each section before its keys."""
-    for name, item in section.keys.items():
-        yield prefix + name, item
-        if isinstance(item, Section):
-            yield from _walk(item, f"{prefix}{name}.")
+def tree() -> Section:
+    """The whole schema: the run's sections, the model's after `data`, with its parts as registered now."""
+    items: dict[str, Key | Section] = {}
+    for name, item in _RUN.keys.items():
+        items[name] = item
+        if name == "data":
+            items["model"] = model_section.section()
+    return Section("", items)
 
 
 def keys() -> dict[str, Key]:
-    """{'model.lstm.dim': Key(...), ...}: every key of the schema, registered sections included."""
-    return {name: item for name, item in _walk(SCHEMA) if isinstance(item, Key)}
-
-
-def _config_of(section: Section) -> ml_collections.ConfigDict:
-    config = ml_collections.ConfigDict()
-    for name, item in section.keys.items():
-        config[name] = _config_of(item) if isinstance(item, Section) else item.default
-    return config
+    """{'model.lstm.dim': Key(...), ...}: every key of the schema, registered parts' included."""
+    return {name: item for name, item in tree().walk() if isinstance(item, Key)}
 
 
 def get_config() -> ml_collections.ConfigDict:
     """The schema's defaults as a config: what configs/default.py runs and every recipe changes."""
-    return _config_of(SCHEMA)
+    return tree().defaults()
 
 
-def declare_contextualizer(name: str, section: Section) -> None:
-    """Makes `model.contextualizer=name` allowed and `model.<name>` its config section (called by
-    the contextualizers' registry, a layer above)."""
-    if name not in CONTEXTUALIZER_NAMES:
-        CONTEXTUALIZER_NAMES.append(name)
-    model = SCHEMA.keys["model"]
-    model.keys["contextualizer"] = model.keys["contextualizer"]._replace(check=one_of(*CONTEXTUALIZER_NAMES))
-    model.keys[name] = section
+def section(path: str) -> Section:
+    """The section at dotted `path` (e.g. 'model.lstm')."""
+    found: Any = tree()
+    for name in path.split("."):
+        found = found.keys[name]
+    return found
 
 
 def section_options(values: Mapping[str, Any], path: str) -> dict[str, Any]:
-    """The keys of the section at dotted `path` (e.g. 'model.lstm') as keyword arguments of the
-    function or module it configures: their `values` (that section of a complete config), an `off`
-    value as None, lists as tuples (a module's fields are hashed)."""
-    section: Any = SCHEMA
-    for name in path.split("."):
-        section = section.keys[name]
-    keys = {name: key for name, key in section.keys.items() if isinstance(key, Key)}
-    return {name: _frozen(_none_if_off(key, values[name])) for name, key in keys.items()}
-
-
-def _frozen(value: Any) -> Any:
-    return tuple(map(_frozen, value)) if isinstance(value, (list, tuple)) else value
+    """The keys of the section at dotted `path` as keyword arguments of the function or module it
+    configures (`Section.options`): their `values` (that section of a complete config)."""
+    return section(path).options(values)
 
 
 def option(config: Mapping[str, Any], path: str) -> Any:
     """The value of dotted key `path` in the complete `config`, its `off` value as None."""
-    return _none_if_off(keys()[path], get_key(config, path))
-
-
-def token_width(token_encoder: str, char_cnn: Mapping[str, Any], width: int) -> int:
-    """The token embeddings' width, the first contextual layer's input: the char CNN's channels
-    (the sum over `char_cnn['filters']`) without its projection, else `width` (model.width, P)."""
-    if token_encoder == "char_cnn" and not char_cnn["projection"]:
-        return sum(channels for _, channels in char_cnn["filters"])
-    return width
-
-
-def _none_if_off(key: Key, value: Any) -> Any:
-    return None if key.off is not None and value == key.off else value
+    return keys()[path].value(get_key(config, path))
 
 
 def with_defaults(partial: Mapping[str, Any]) -> ml_collections.ConfigDict:
@@ -369,7 +212,7 @@ def schema_table() -> str:
     """docs/config.md's table: one row per key (dotted key, default, allowed values, meaning), a
     heading row per section with its meaning."""
     rows = ["| key | default | allowed | meaning |", "| --- | --- | --- | --- |"]
-    for name, item in _walk(SCHEMA):
+    for name, item in tree().walk():
         if isinstance(item, Section):
             rows.append(f"| **`{name}`** | | | {item.meaning} |")
         else:

@@ -20,6 +20,8 @@ EOS_CHAR = 257
 BOW_CHAR = 258
 EOW_CHAR = 259
 PAD_CHAR = 260
+# A token is [BOW, chars..., EOW, pad...]: room for one character (data.max_chars_per_token's least).
+MIN_CHARS_PER_TOKEN = 3
 N_CHARACTERS = 262  # 261 bilm-tf characters + the "no token" row 0.
 ID_SHIFT = 1
 

@@ -10,14 +10,13 @@ from typing import Sequence
 
 import ml_collections
 
-from elmo_jax.config import MIN_VOCAB_SIZE
 from elmo_jax.data import sources, unsegmented
 from elmo_jax.data.batching import Batch, BiLMBatcher
 from elmo_jax.data.char_vocab import CharVocabulary, count_cut
 from elmo_jax.data.contiguous import ContiguousBatcher
 from elmo_jax.data.resumable import ResumableIterator
 from elmo_jax.data.tfds_source import TfdsSource
-from elmo_jax.data.vocab import SPECIAL_TOKENS, Vocabulary
+from elmo_jax.data.vocab import MIN_VOCAB_SIZE, SPECIAL_TOKENS, Vocabulary
 from elmo_jax.runtime import workdir_files
 
 def _files(data: ml_collections.ConfigDict, key: str, needed_for: str = "(a glob of text files)") -> list[str]:

@@ -17,6 +17,8 @@ from elmo_jax.runtime.atomic_write import write_atomic
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 
 SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
+# <S>, </S>, <UNK> and a handful of words: with fewer every word is <UNK> and perplexity means nothing.
+MIN_VOCAB_SIZE = 8
 
 
 class VocabularyError(ValueError):

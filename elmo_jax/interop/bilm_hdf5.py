@@ -30,6 +30,7 @@ from elmo_jax.interop.export_sets import (
 )
 from elmo_jax.interop.softmax_hdf5 import softmax_writer
 from elmo_jax.model.char_cnn import CharCNNTokens
+from elmo_jax.model.contextualizer_registry import contextualizer_class
 from elmo_jax.model.lstm import has_projection
 from elmo_jax.model.token_encoder_registry import token_encoder_class
 
@@ -141,7 +142,7 @@ def load_options(path: str) -> ml_collections.ConfigDict:
 
     config = schema.with_defaults({
         "model": {
-            "token_encoder": CharCNNTokens.name,
+            "token_encoder": CharCNNTokens.config_name,
             "width": _int(lstm["projection_dim"], "lstm.projection_dim", path),
             "char_cnn": {
                 "embed_dim": _int(cnn["embedding"]["dim"], "char_cnn.embedding.dim", path),
@@ -169,7 +170,7 @@ def load_options(path: str) -> ml_collections.ConfigDict:
 def options_dict(config: ml_collections.ConfigDict) -> dict:
     """The bilm-tf `options.json` content of an elmo-jax config (`model` and `data` sections)."""
     model = config.model
-    if model.contextualizer != "lstm":
+    if not contextualizer_class(model.contextualizer).bilm_tf_format:
         raise OptionsError(
             "the bilm-tf/AllenNLP format holds LSTM biLMs only; this one's contextualizer is "
             f"model.contextualizer={model.contextualizer!r}"

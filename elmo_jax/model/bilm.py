@@ -14,20 +14,20 @@ from flax.core import FrozenDict
 import jax
 import jax.numpy as jnp
 
-from elmo_jax.config import schema
 from elmo_jax.data.chars import N_CHARACTERS
+from elmo_jax.model import model_section
+from elmo_jax.model.char_cnn import SECTION as CHAR_CNN_SECTION
 from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.contextualizer_registry import contextualizer_class, contextualizer_options
 from elmo_jax.model.distinct_rows import distinct_rows
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.model.lstm_stack import LSTMContextualizer
+from elmo_jax.model.precision import DTYPES
 from elmo_jax.model.softmax import SoftmaxWeights
 from elmo_jax.model.token_encoder import TokenEncoder
 from elmo_jax.model.token_encoder_registry import token_encoder_class
 
-DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
-ENCODERS = ("char_cnn", "word")
-CHAR_CNN_DEFAULTS = FrozenDict(schema.section_options(schema.get_config().model.char_cnn, "model.char_cnn"))
+CHAR_CNN_DEFAULTS = FrozenDict(CHAR_CNN_SECTION.options(CHAR_CNN_SECTION.defaults()))
 
 
 class BiLM(nn.Module):
@@ -37,7 +37,7 @@ class BiLM(nn.Module):
     `char_cnn`: `CharCNNEncoder`'s fields; `contextualizer_fields`: the contextualizer's own."""
 
     vocab_size: int
-    token_encoder: str = "char_cnn"  # A name of the registry (model/token_encoder_registry.py).
+    token_encoder: str = model_section.DEFAULT_TOKEN_ENCODER  # A name of model/token_encoder_registry.py.
     char_cnn: Mapping[str, Any] = CHAR_CNN_DEFAULTS
     width: int = 512  # P: the token embeddings', each layer's and the softmax input's width.
     init_range: float = 0.0  # > 0: every weight from U(-init_range, init_range).
@@ -48,7 +48,7 @@ class BiLM(nn.Module):
     conv_block: int = 0  # Char CNN convolutions (conv_pool.resolve_block).
     conv_kernel: str = "auto"  # Their forward pass (conv_pool.resolve_fused).
     distinct_fraction: float = 0.0  # > 0: encode each distinct word once (see embed_tokens).
-    contextualizer: str = "lstm"  # A name of the registry (model/contextualizer_registry.py).
+    contextualizer: str = model_section.DEFAULT_CONTEXTUALIZER  # A name of model/contextualizer_registry.py.
     contextualizer_fields: Mapping[str, Any] = FrozenDict()  # The section model.<contextualizer>, as fields.
     n_characters: int = N_CHARACTERS  # Char ids: bilm-tf's 262, or a character vocabulary's `n_ids`.
 
@@ -152,10 +152,10 @@ class BiLM(nn.Module):
 def bilm_from_config(model: Mapping[str, Any], vocab_size: int, n_characters: int = N_CHARACTERS) -> BiLM:
     """The biLM of `config.model` (complete and validated where it entered), reading `n_characters`
     char ids (a character vocabulary's `n_ids`; bilm-tf's bytes by default)."""
-    fields = {name: value for name, value in schema.section_options(model, "model").items() if name in _FIELDS}
+    fields = {name: value for name, value in model_section.section().options(model).items() if name in _FIELDS}
     return BiLM(
         vocab_size=vocab_size, n_characters=n_characters, **{**fields, "dtype": DTYPES[model["dtype"]]},
-        char_cnn=FrozenDict(schema.section_options(model["char_cnn"], "model.char_cnn")),
+        char_cnn=FrozenDict(CHAR_CNN_SECTION.options(model["char_cnn"])),
         contextualizer_fields=FrozenDict(contextualizer_options(model)),
     )
 

@@ -13,16 +13,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from elmo_jax.config import schema
 from elmo_jax.data.chars import N_CHARACTERS
-from elmo_jax.model.conv_pool import conv_max_over_positions, resolve_block, resolve_fused
+from elmo_jax.model.conv_pool import CONV_KERNELS, conv_max_over_positions, resolve_block, resolve_fused
 from elmo_jax.model.initializers import uniform_symmetric, weight_init
 from elmo_jax.model.precision import matmul
 from elmo_jax.model.token_encoder import TokenEncoder
+from elmo_jax.sections import ConfigError, Key, Section
+from elmo_jax.sections.checks import BOOLEAN, FILTERS, integer, one_of
 
-# The names the schema allows, each jax.nn's function of that name.
-ACTIVATIONS = {name: getattr(jax.nn, name) for name in schema.keys()["model.char_cnn.activation"].check.choices}
-CONV_KERNELS = schema.keys()["model.conv_kernel"].check.choices
+# model.char_cnn: the keys of CharCNNEncoder's fields up to `projection`.
+SECTION = Section("The character CNN of the token encoder (bilm-tf's char_cnn).", {
+    "embed_dim": Key(16, integer(1), "Character embedding size."),
+    "filters": Key([[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]], FILTERS,
+                   "[width, channels] of each convolution."),
+    "activation": Key("relu", one_of("relu", "tanh"), "The convolutions' activation."),
+    "n_highway": Key(2, integer(0), "Highway layers after the convolutions."),
+    "projection": Key(True, BOOLEAN,
+                      "Project the highway output to model.width (bilm-tf); False: it feeds the first layer "
+                      "directly, sum(channels) wide (Kim et al. 2016; no bilm-tf export)."),
+})
+# The activations the section allows, each jax.nn's function of that name.
+ACTIVATIONS = {name: getattr(jax.nn, name) for name in SECTION.keys["activation"].check.choices}
 
 
 def _normal(stddev: float) -> nn.initializers.Initializer:
@@ -112,9 +123,27 @@ class CharCNNEncoder(nn.Module):
 class CharCNNTokens(TokenEncoder):
     """bilm-tf's token encoder: `CharCNNEncoder` over each token's character ids."""
 
-    name = "char_cnn"
+    config_name = "char_cnn"
+    summary = "bilm-tf's character CNN, model.char_cnn"
+    section = SECTION
     reads_chars = True
     bilm_tf_format = True
+
+    @classmethod
+    def width(cls, char_cnn: Mapping[str, Any], width: int) -> int:
+        """The channels of `char_cnn['filters']` without the projection, else P (`width`)."""
+        return width if char_cnn["projection"] else sum(channels for _, channels in char_cnn["filters"])
+
+    @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> None:
+        """A valid convolution needs a token at least as long as its filter."""
+        max_chars, filters = config["data"]["max_chars_per_token"], config["model"]["char_cnn"]["filters"]
+        widest = max(width for width, _ in filters)
+        if max_chars < widest:
+            raise ConfigError(
+                f"config key data.max_chars_per_token={max_chars!r} is out of range (allowed: an integer >= "
+                f"{widest}, the widest of model.char_cnn.filters={filters!r})"
+            )
 
     @classmethod
     def flops_per_token(cls, model: Mapping[str, Any], max_chars: int) -> dict[str, int]:

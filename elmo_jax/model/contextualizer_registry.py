@@ -1,31 +1,28 @@
-"""The registry of contextualizers: `model.contextualizer`'s name -> its class (model/contextualizer.py).
+"""The registry of contextualizers: `model.contextualizer`'s values, each the class that declares it
+(model/contextualizer.py: its name, its config section, its checks) and builds it.
 
-Registering a name also declares its config section in the schema (`schema.declare_contextualizer`).
+config/schema.py reads the registry for `model.contextualizer`'s allowed values and the sections
+`model.<name>`; the biLM, flops and validation ask the registered class.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from elmo_jax.config import schema
-from elmo_jax.config.checks import ConfigError
 from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.gated_cnn import GatedCNNContextualizer
 from elmo_jax.model.lstm_stack import LSTMContextualizer
 from elmo_jax.model.transformer import TransformerContextualizer
+from elmo_jax.sections import ConfigError
 
 CONTEXTUALIZERS: dict[str, type[Contextualizer]] = {
-    "lstm": LSTMContextualizer,
-    "gated_cnn": GatedCNNContextualizer,
-    "transformer": TransformerContextualizer,
-}  # Their sections are declared in the schema (schema.CONTEXTUALIZER_NAMES).
+    cls.config_name: cls for cls in (LSTMContextualizer, GatedCNNContextualizer, TransformerContextualizer)
+}
 
 
-def register_contextualizer(name: str, cls: type[Contextualizer], section: schema.Section) -> None:
-    """Makes `model.contextualizer=name` build `cls`, its fields from the config section
-    `model.<name>` that `section` declares."""
-    CONTEXTUALIZERS[name] = cls
-    schema.declare_contextualizer(name, section)
+def register_contextualizer(cls: type[Contextualizer]) -> None:
+    """Makes `model.contextualizer=cls.config_name` build `cls`, its fields from its section `model.<name>`."""
+    CONTEXTUALIZERS[cls.config_name] = cls
 
 
 def contextualizer_class(name: str) -> type[Contextualizer]:
@@ -39,8 +36,7 @@ def contextualizer_class(name: str) -> type[Contextualizer]:
 def contextualizer_options(model: Mapping[str, Any]) -> dict[str, Any]:
     """The contextualizer's own fields from `config.model`: its section, whole."""
     name = model["contextualizer"]
-    contextualizer_class(name)  # ConfigError for a name not registered.
-    return schema.section_options(model[name], f"model.{name}")
+    return contextualizer_class(name).section.options(model[name])
 
 
 def contextualizer_from_config(model: Mapping[str, Any], input_dim: int) -> Contextualizer:

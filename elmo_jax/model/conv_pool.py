@@ -19,6 +19,7 @@ from elmo_jax.model.pallas_conv_pool import pallas_conv_max
 from elmo_jax.model import platform
 from elmo_jax.model.precision import conv1d_valid, matmul
 
+CONV_KERNELS = ("auto", "xla", "pallas")  # model.conv_kernel's values (resolve_fused).
 CPU_BLOCK = 16  # Tokens per block on CPU (docs/performance.md).
 
 

@@ -9,6 +9,7 @@ are skipped; the state carries each layer's last (k - 1) r_l real inputs, as one
 from __future__ import annotations
 
 import math
+from typing import Any, Mapping
 
 import flax.linen as nn
 import jax
@@ -17,6 +18,21 @@ import jax.numpy as jnp
 from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.initializers import uniform_symmetric, weight_init
 from elmo_jax.model.precision import matmul
+from elmo_jax.model.row_sizes import check_row_sizes
+from elmo_jax.sections import Key, Section
+from elmo_jax.sections.checks import BOOLEAN, integer
+
+# model.gated_cnn: the keys of GatedCNNContextualizer's own fields.
+SECTION = Section(
+    "Gated CNN (model.contextualizer='gated_cnn', Dauphin et al. 2017): causal convolutions with gated linear "
+    "units, h = (X*W + b) * sigmoid(X*V + c), dropout as the LSTMs' (model.token_dropout, model.dropout).", {
+        "kernel_width": Key(3, integer(2), "Taps of each convolution: the current position and k - 1 before it."),
+        "n_layers": Key(3, integer(1), "Layers per direction (a gated CNN of an LSTM's size is deeper)."),
+        "residual": Key(True, BOOLEAN, "Residual connection around layers 2..L (Dauphin et al.'s blocks)."),
+        "dilation_base": Key(1, integer(1),
+                             "Layer l's taps are dilation_base^(l-1) positions apart (1: contiguous, Dauphin et "
+                             "al.; 2: doubling, WaveNet's): the stack sees 1 + (k - 1) sum_l dilation_base^(l-1)."),
+    })
 
 
 def causal_windows(buffer: jax.Array, x: jax.Array, dilation: int = 1) -> jax.Array:
@@ -145,9 +161,31 @@ class GatedCNNContextualizer(Contextualizer):
     """The gated CNN as the biLM's contextualizer: a `GatedCNNStack` named `gated_cnn`, P wide,
     dropping its own inputs. State: its carried buffers (`initial_buffers`)."""
 
-    kernel_width: int = 3  # Positions each convolution sees.
-    residual: bool = True  # Residual connections around layers 2..L.
-    dilation_base: int = 1  # Layer l's taps dilation_base^(l-1) positions apart.
+    config_name = "gated_cnn"
+    summary = "model.gated_cnn"
+    section = SECTION
+
+    n_layers: int = SECTION.default("n_layers")
+    kernel_width: int = SECTION.default("kernel_width")  # Positions each convolution sees.
+    residual: bool = SECTION.default("residual")  # Residual connections around layers 2..L.
+    dilation_base: int = SECTION.default("dilation_base")  # Layer l's taps dilation_base^(l-1) positions apart.
+
+    @classmethod
+    def check_config(cls, model: Mapping[str, Any], input_dim: int) -> None:
+        """Its kernel width and dilation within what one row's arrays can hold (row_sizes.py): the
+        carried inputs `[(k - 1) r_l, F_l]` of its first layer (r = 1, `input_dim` wide) and its
+        last (r = base^(L-1), P wide), and a layer's weights `[k, F, P]`."""
+        n_layers, width = model["gated_cnn"]["n_layers"], model["width"]
+
+        def elements(kernel_width: int, dilation_base: int) -> int:
+            first = (kernel_width - 1) * input_dim
+            # base^(L-1), capped at base^32 (past the limit already for base >= 2): no huge powers.
+            last_dilation = dilation_base ** min(n_layers - 1, 32)
+            last = (kernel_width - 1) * last_dilation * width if n_layers > 1 else 0
+            return max(first, last, kernel_width * max(input_dim, width) * width)
+
+        check_row_sizes("model.gated_cnn", model["gated_cnn"], (("kernel_width", 2), ("dilation_base", 1)), elements,
+                        "one row's carried inputs and convolution weights")
 
     def setup(self) -> None:
         super().setup()

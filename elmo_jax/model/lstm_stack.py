@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
 
 import jax
 import jax.numpy as jnp
 
 from elmo_jax.model.contextualizer import Contextualizer
-from elmo_jax.model.lstm import BiLSTMLayer, LSTMState, has_projection
+from elmo_jax.model.lstm import KERNEL_INITIALIZERS, TIME_LOOP_KERNELS, BiLSTMLayer, LSTMState, has_projection
+from elmo_jax.sections import ConfigError, Key, Section
+from elmo_jax.sections.checks import BOOLEAN, integer, number, one_of
+
+# model.lstm: the keys of LSTMContextualizer's own fields.
+SECTION = Section("bilm-tf's LSTMs with projection (model.contextualizer='lstm'), one stack per direction.", {
+    "dim": Key(4096, integer(1), "LSTM cell size; the cell projects to model.width (no projection when equal)."),
+    "n_layers": Key(2, integer(1), "Stacked LSTM layers per direction."),
+    "cell_clip": Key(3.0, number(0.0), "Clip the cell state to +-cell_clip (0 = no clipping).", off=0.0),
+    "proj_clip": Key(3.0, number(0.0), "Clip the projected output to +-proj_clip (0 = no clipping).", off=0.0),
+    "use_skip_connections": Key(True, BOOLEAN, "Residual connection around layers 2..L."),
+    "initializer": Key("uniform", one_of(*KERNEL_INITIALIZERS),
+                       "Kernels: 'uniform' U(-0.05, 0.05) | 'glorot_uniform' (bilm-tf: TF's default, limit "
+                       "sqrt(6 / (fan_in + fan_out)) of LSTMCell's kernel and projection).", how_computed=True),
+    "unroll": Key(0, integer(0), "Time steps per loop iteration (0 = automatic: 1; more multiplies the compile work).",
+                  how_computed=True),
+    "kernel": Key("xla", one_of(*TIME_LOOP_KERNELS),
+                  "The time loop: 'xla' | 'pallas' (model/pallas_lstm.py: Triton kernels on GPU, 1.6-7x "
+                  "slower than xla there (docs/performance.md); Pallas's slow interpreter elsewhere).",
+                  how_computed=True),
+})
 
 
 class LSTMContextualizer(Contextualizer):
@@ -15,13 +36,29 @@ class LSTMContextualizer(Contextualizer):
     skip connections around layers 2..L. State: an `LSTMState` per layer. Beyond the contract it
     offers `first_layer_gates` and `contextualize_from_gates`, embedding's fast path."""
 
-    dim: int = 4096
-    cell_clip: float | None = 3.0
-    proj_clip: float | None = 3.0
-    use_skip_connections: bool = True
-    initializer: str = "uniform"  # LSTM kernels: 'uniform' | 'glorot_uniform' (lstm.kernel_limits).
-    unroll: int = 0
-    kernel: str = "xla"  # The time loop: 'xla' | 'pallas' (BiLSTMLayer.kernel).
+    config_name = "lstm"
+    summary = "bilm-tf's biLM, model.lstm"
+    section = SECTION
+    bilm_tf_format = True
+
+    n_layers: int = SECTION.default("n_layers")
+    dim: int = SECTION.default("dim")
+    cell_clip: float | None = SECTION.default("cell_clip")
+    proj_clip: float | None = SECTION.default("proj_clip")
+    use_skip_connections: bool = SECTION.default("use_skip_connections")
+    initializer: str = SECTION.default("initializer")  # LSTM kernels (lstm.kernel_limits).
+    unroll: int = SECTION.default("unroll")
+    kernel: str = SECTION.default("kernel")  # The time loop (BiLSTMLayer.kernel).
+
+    @classmethod
+    def check_config(cls, model: Mapping[str, Any], input_dim: int) -> None:
+        """`model.init_range` draws every weight from one uniform, the LSTM's kernels included."""
+        init_range, initializer = model["init_range"], model["lstm"]["initializer"]
+        if init_range > 0 and initializer != "uniform":
+            raise ConfigError(
+                f"config key model.init_range={init_range!r} draws every weight from a uniform: "
+                f"it needs model.lstm.initializer='uniform', not {initializer!r}"
+            )
 
     def setup(self) -> None:
         super().setup()

@@ -8,6 +8,8 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}  # model.dtype's values, the compute dtypes.
+
 
 def _in_dtype(op: Callable[..., jax.Array], a: jax.Array, b: jax.Array, dtype: jnp.dtype) -> jax.Array:
     """`op(a, b)` with the operands cast to `dtype`, as float32 (see `matmul`)."""

@@ -16,6 +16,29 @@ import numpy as np
 
 from elmo_jax.model.initializers import weight_init
 from elmo_jax.model.precision import matmul
+from elmo_jax.sections import Key, Section
+from elmo_jax.sections.checks import BOOLEAN, integer
+
+# model.softmax: the keys of the training softmax (`NegativeSampler`'s and the full softmax's chunks).
+SECTION = Section("The softmax over the vocabulary, shared by both directions.", {
+    "sampled": Key(True, BOOLEAN, "Sampled softmax in training (False: exact full softmax).", how_computed=True),
+    "n_negative_samples": Key(8192, integer(1),
+                              "Candidates per draw for the sampled softmax (one draw per step by default).",
+                              how_computed=True),
+    "unique_samples": Key(True, BOOLEAN, "Distinct candidates (as TF's sampler) vs. with replacement.",
+                          how_computed=True),
+    "streams_per_draw": Key(0, integer(0),
+                            "Each group of this many consecutive streams draws its own n_negative_samples, "
+                            "and its tokens see only that draw (bilm-tf: 128, one draw per GPU tower); 0 = "
+                            "one draw for the global batch. Groups are global (the loss does not depend on "
+                            "the device count); their number and the device count must divide one another.",
+                            how_computed=True),
+    "negatives_per_direction": Key(False, BOOLEAN,
+                                   "Separate draws for the forward and backward streams of a group (bilm-tf: "
+                                   "True, one sampled_softmax_loss call per direction).", how_computed=True),
+    "chunk_size": Key(8192, integer(1), "Vocabulary rows per chunk of the full softmax (bounds memory).",
+                      how_computed=True),
+})
 
 _NEG_INF = -1e30  # Finite "minus infinity": keeps gradients NaN-free.
 

@@ -3,8 +3,9 @@ into its embedding, the first layer (layer 0) of the biLM.
 
 An encoder reads either a token's character ids (`[..., C]`, C = `data.max_chars_per_token`) or its
 id in the run's vocabulary (`[...]`); it says which, how wide its embeddings are, what it costs
-and whether bilm-tf's files can hold it, and builds its module from the biLM's fields. Readers ask
-these instead of comparing `model.token_encoder` with names (model/token_encoder_registry.py).
+and whether bilm-tf's files can hold it, declares its config section (`model.<name>`, if it has
+one) and the checks it needs, and builds its module from the biLM's fields. Readers ask these
+instead of comparing `model.token_encoder` with names (model/token_encoder_registry.py).
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ from typing import Any, ClassVar, Mapping
 
 import flax.linen as nn
 
-from elmo_jax.config import schema
+from elmo_jax.sections import Section
 
 
 class TokenEncoder:
     """A token encoder, declared by class attributes and class methods (it holds no state)."""
 
-    name: ClassVar[str]  # Its value of `model.token_encoder`.
+    config_name: ClassVar[str]  # Its value of `model.token_encoder`, and its section's name under `model`.
+    summary: ClassVar[str]  # What it is, in a few words: its entry in `model.token_encoder`'s meaning.
+    section: ClassVar[Section | None] = None  # Its config section `model.<config_name>`, if it has keys.
     reads_chars: ClassVar[bool]  # Char ids `[..., C]`; else word ids `[...]` by the run's vocabulary.
     bilm_tf_format: ClassVar[bool]  # bilm-tf's options.json and hdf5 weights can hold it.
 
@@ -30,9 +33,12 @@ class TokenEncoder:
 
     @classmethod
     def width(cls, char_cnn: Mapping[str, Any], width: int) -> int:
-        """F, its embeddings' width, given `model.char_cnn` and `model.width` (P): what the config's
-        checks compute too (`schema.token_width`)."""
-        return schema.token_width(cls.name, char_cnn, width)
+        """F, its embeddings' width, given `model.char_cnn` and `model.width` (P): P by default."""
+        return width
+
+    @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> None:
+        """ConfigError for values of the (complete) config that it cannot read; none by default."""
 
     @classmethod
     def flops_per_token(cls, model: Mapping[str, Any], max_chars: int) -> dict[str, int]:

@@ -1,13 +1,14 @@
-"""The registry of token encoders: `model.token_encoder`'s name -> its class (model/token_encoder.py)."""
+"""The registry of token encoders: `model.token_encoder`'s values, each the class that declares it
+(model/token_encoder.py). config/schema.py reads it for the allowed values and the sections."""
 
 from __future__ import annotations
 
-from elmo_jax.config.checks import ConfigError
 from elmo_jax.model.char_cnn import CharCNNTokens
 from elmo_jax.model.token_encoder import TokenEncoder
 from elmo_jax.model.word_encoder import WordTokens
+from elmo_jax.sections import ConfigError
 
-TOKEN_ENCODERS: dict[str, type[TokenEncoder]] = {cls.name: cls for cls in (CharCNNTokens, WordTokens)}
+TOKEN_ENCODERS: dict[str, type[TokenEncoder]] = {cls.config_name: cls for cls in (CharCNNTokens, WordTokens)}
 
 
 def token_encoder_class(name: str) -> type[TokenEncoder]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -20,6 +20,9 @@ import numpy as np
 from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.initializers import weight_init
 from elmo_jax.model.precision import matmul
+from elmo_jax.model.row_sizes import check_row_sizes
+from elmo_jax.sections import ConfigError, Key, Section
+from elmo_jax.sections.checks import BOOLEAN, integer, one_of
 
 NORMS = ("pre", "post")
 POSITIONS = ("learned", "sinusoidal", "none")
@@ -165,16 +168,38 @@ class TransformerBlock(nn.Module):
         return feed_forward_norm(h + drop(feed_forward(h)))
 
 
+# model.transformer: the keys of TransformerOptions' fields (and the contextualizer's n_layers).
+SECTION = Section(
+    "Transformer (model.contextualizer='transformer', model/transformer.py): causal self-attention blocks, "
+    "dropout on the stack's input (model.token_dropout) and on each sublayer's output (model.dropout).", {
+        "n_layers": Key(2, integer(1), "Blocks per direction."),
+        "ff_dim": Key(2048, integer(1), "Width of each block's ReLU feed-forward layer."),
+        "n_heads": Key(8, integer(1), "Attention heads (they must divide model.width)."),
+        "norm": Key("pre", one_of(*NORMS),
+                    "'pre': x + f(LayerNorm(x)), a final LayerNorm (AllenNLP) | 'post': LayerNorm(x + f(x))."),
+        "positions": Key("sinusoidal", one_of(*POSITIONS), "Added to each layer's queries and keys."),
+        "shared_directions": Key(False, BOOLEAN,
+                                 "True: one stack's weights for both directions (False: one stack each, as "
+                                 "Peters et al. 2018b and AllenNLP's bidirectional_lm_transformer)."),
+        "memory_length": Key(20, integer(0),
+                             "Positions of the previous windows each layer attends to, held without gradient "
+                             "(Transformer-XL); the carried state across windows (0 = windows independent)."),
+        "max_window": Key(20, integer(1),
+                          "Positions the stack reads at once (and 'learned' positions index): longer inputs, "
+                          "such as sentences the embedder reads, run as consecutive windows carrying the memory."),
+    })
+
+
 class TransformerOptions(nn.Module):
     """The fields of the config section `model.transformer`, shared by the stack and the contextualizer."""
 
-    ff_dim: int = 2048  # Feed-forward width.
-    n_heads: int = 8
-    norm: str = "pre"  # 'pre' | 'post'.
-    positions: str = "sinusoidal"  # 'learned' | 'sinusoidal' | 'none'.
-    shared_directions: bool = False  # True: one stack's weights for both streams.
-    memory_length: int = 20  # M: carried positions per row and direction.
-    max_window: int = 20  # The longest window T ('learned' positions).
+    ff_dim: int = SECTION.default("ff_dim")  # Feed-forward width.
+    n_heads: int = SECTION.default("n_heads")
+    norm: str = SECTION.default("norm")  # NORMS.
+    positions: str = SECTION.default("positions")  # POSITIONS.
+    shared_directions: bool = SECTION.default("shared_directions")  # True: one stack's weights for both streams.
+    memory_length: int = SECTION.default("memory_length")  # M: carried positions per row and direction.
+    max_window: int = SECTION.default("max_window")  # The longest window T ('learned' positions).
 
 
 class TransformerStack(TransformerOptions):
@@ -182,7 +207,7 @@ class TransformerStack(TransformerOptions):
     mask `[2, B, T]`, a `TransformerState` -> (L outputs `[2, B, T, dim]`, zero at padding, next
     state). 'learned' positions: T <= max_window. memory_length 0: windows are independent."""
 
-    n_layers: int = 2
+    n_layers: int = SECTION.default("n_layers")
     dim: int = 512
     dropout: float = 0.1
     token_dropout: float | None = None  # Dropout on the stack's input x (None = `dropout`).
@@ -295,6 +320,34 @@ def transformer_flops_per_token(
 class TransformerContextualizer(Contextualizer, TransformerOptions):
     """The biLM's contextualizer: a `TransformerStack` named `transformer` over windows of at most
     max_window positions. State: its `TransformerState`."""
+
+    config_name = "transformer"
+    summary = "model.transformer"
+    section = SECTION
+
+    n_layers: int = SECTION.default("n_layers")
+
+    @classmethod
+    def check_config(cls, model: Mapping[str, Any], input_dim: int) -> None:
+        """Heads that split model.width into equal parts, and sizes within what one row's arrays can
+        hold (row_sizes.py): its attention scores `[heads, W, M + W]`, its memory `[L, M, P]`, keys,
+        values and positions `[M + W, P]`, the feed-forward layer's hidden units `[W, ff_dim]` and
+        weights `[P, ff_dim]`."""
+        transformer, width = model["transformer"], model["width"]
+        n_heads, n_layers = transformer["n_heads"], transformer["n_layers"]
+        if width % n_heads:
+            raise ConfigError(
+                f"config key model.transformer.n_heads={n_heads!r} is out of range (allowed: a divisor of "
+                f"model.width={width!r}, the Transformer's width)"
+            )
+
+        def elements(max_window: int, memory_length: int, ff_dim: int) -> int:
+            context = memory_length + max_window
+            return max(n_heads * max_window * context, n_layers * memory_length * width, context * width,
+                       max_window * ff_dim, width * ff_dim)
+
+        check_row_sizes("model.transformer", transformer, (("max_window", 1), ("memory_length", 0), ("ff_dim", 1)),
+                        elements, "one row's attention scores, memory and feed-forward layer")
 
     def setup(self) -> None:
         super().setup()

@@ -30,7 +30,8 @@ class WordEncoder(nn.Module):
 class WordTokens(TokenEncoder):
     """Word embeddings by vocabulary id (the `word_inputs` ablation, Kim et al.'s LSTM-Word)."""
 
-    name = "word"
+    config_name = "word"
+    summary = "word embeddings; ablation"
     reads_chars = False
     bilm_tf_format = False
 

@@ -15,6 +15,7 @@ from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.initial_params import param_shapes
+from elmo_jax.model.token_encoder_registry import token_encoder_class
 from elmo_jax.runtime import workdir_files
 from elmo_jax.workdir.checkpoints import (
     Checkpoint, CheckpointError, checkpoint_directory, first_spec_difference, restore_params,
@@ -83,10 +84,14 @@ class Run(NamedTuple):
 
 
 def load_run(
-    workdir: str, step: int | None = None, sharding: jax.sharding.Sharding | None = None, with_vocab: bool = True
+    workdir: str, step: int | None = None, sharding: jax.sharding.Sharding | None = None,
+    with_vocab: bool | None = True,
 ) -> Run:
-    """`workdir`'s run at checkpoint `step` (default: the latest readable), params placed with `sharding`."""
+    """`workdir`'s run at checkpoint `step` (default: the latest readable), params placed with
+    `sharding`; its vocabulary `with_vocab` (None: only where the token encoder reads word ids)."""
     config = saved_config(workdir)
+    if with_vocab is None:
+        with_vocab = not token_encoder_class(config.model.token_encoder).reads_chars
     checkpoint = restore_params(checkpoint_directory(workdir), step, sharding)
     check_config_fits(workdir, config, checkpoint)
     vocab = workdir_vocabulary(workdir, checkpoint) if with_vocab else None

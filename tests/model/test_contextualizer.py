@@ -1,6 +1,7 @@
-"""The `Contextualizer` interface is enough for a new contextualizer: a toy one, registered through
-the public registry, builds inside BiLM, contextualizes, carries its state, trains and is counted by
-model/flops.py, without a change to BiLM."""
+"""The `Contextualizer` interface is enough for a new contextualizer: a toy one, declaring its name
+and config section in its class and registered by one line, builds inside BiLM, contextualizes,
+carries its state, trains, is counted by model/flops.py and checked and documented by the
+schema, without a change to BiLM or the config layer."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import pytest
 from flax.core import FrozenDict
 
 from elmo_jax.config import ConfigError, schema, validate
-from elmo_jax.config.checks import integer
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.contextualizer import Contextualizer
 from elmo_jax.model.contextualizer_registry import (
@@ -24,6 +24,8 @@ from elmo_jax.model.contextualizer_registry import (
     register_contextualizer,
 )
 from elmo_jax.model.flops import forward_flops_per_direction
+from elmo_jax.sections import Key, Section
+from elmo_jax.sections.checks import integer
 from tests.model.test_bilm import VOCAB, make_inputs
 from tests.training.helpers import tiny_config
 
@@ -34,6 +36,17 @@ class RunningMean(Contextualizer):
     """Each layer: the causal mean of its real inputs so far (carried across calls as a sum and a
     count per row), through one Dense layer `running_mean_{l}` to P. State: (sums `[2, B, L, F_l]`
     as one array per layer, counts `[2, B]`)."""
+
+    config_name = "running_mean"
+    summary = "a test's toy"
+    section = Section("A running mean per layer (a test's toy).", {
+        "n_layers": Key(2, integer(1), "Layers per direction."),
+    })
+
+    @classmethod
+    def check_config(cls, model, input_dim):
+        if model["running_mean"]["n_layers"] * input_dim > 10**6:
+            raise ConfigError("config key model.running_mean.n_layers is too many for the toy")
 
     def setup(self) -> None:
         super().setup()
@@ -60,23 +73,11 @@ class RunningMean(Contextualizer):
         return 2 * self.width * (self.input_dim + (self.n_layers - 1) * self.width)
 
 
-# The toy's config section, model.running_mean: its one field.
-RUNNING_MEAN = schema.Section("A running mean per layer (a test's toy).", {
-    "n_layers": schema.Key(2, integer(1), "Layers per direction."),
-})
-
-
 @pytest.fixture
 def running_mean():
-    registry, names = dict(CONTEXTUALIZERS), list(schema.CONTEXTUALIZER_NAMES)
-    model_keys = dict(schema.SCHEMA.keys["model"].keys)
-    register_contextualizer("running_mean", RunningMean, RUNNING_MEAN)
+    register_contextualizer(RunningMean)
     yield RunningMean
-    CONTEXTUALIZERS.clear()
-    CONTEXTUALIZERS.update(registry)
-    schema.CONTEXTUALIZER_NAMES[:] = names
-    schema.SCHEMA.keys["model"].keys.clear()
-    schema.SCHEMA.keys["model"].keys.update(model_keys)
+    del CONTEXTUALIZERS["running_mean"]
 
 
 def toy_config() -> ml_collections.ConfigDict:
@@ -137,8 +138,12 @@ def test_flops_validation_and_bilm_from_config_consult_the_registry(running_mean
     validate(config)
     model = bilm_from_config(config.model, 100)
     assert model.contextualizer == "running_mean" and model.n_layers == 2
+    assert "'running_mean' (a test's toy)" in schema.keys()["model.contextualizer"].meaning
     config.model.running_mean.n_layers = 0
     with pytest.raises(ConfigError, match=r"^config key model.running_mean.n_layers=0 is out of range"):
+        validate(config)
+    config.model.running_mean.n_layers = 10**6  # Its own check, across keys: layers x input width.
+    with pytest.raises(ConfigError, match=r"^config key model.running_mean.n_layers is too many for the toy$"):
         validate(config)
 
 
@@ -147,10 +152,18 @@ def test_a_name_not_registered_is_refused_by_validation_in_one_line() -> None:
         validate(toy_config())
 
 
-def test_the_registry_and_the_schema_name_the_same_contextualizers_each_with_its_section() -> None:
-    assert list(CONTEXTUALIZERS) == schema.CONTEXTUALIZER_NAMES == ["lstm", "gated_cnn", "transformer"]
-    model = schema.SCHEMA.keys["model"].keys
-    assert all(isinstance(model[name], schema.Section) for name in CONTEXTUALIZERS)
+def test_the_schema_takes_the_registrys_contextualizers_each_with_the_section_its_class_declares() -> None:
+    assert list(CONTEXTUALIZERS) == ["lstm", "gated_cnn", "transformer"]
+    assert schema.keys()["model.contextualizer"].check.choices == tuple(CONTEXTUALIZERS)
+    assert all(schema.section(f"model.{name}") is cls.section for name, cls in CONTEXTUALIZERS.items())
+
+
+def test_each_contextualizers_field_defaults_are_its_sections() -> None:
+    """No default is written twice: the module's fields default to its section's keys."""
+    for cls in CONTEXTUALIZERS.values():
+        fields = cls(parent=None)
+        assert {name: getattr(fields, name) for name in cls.section.keys} == cls.section.options(
+            cls.section.defaults()), cls.config_name
 
 
 def test_an_unregistered_name_is_one_error_naming_the_key() -> None:

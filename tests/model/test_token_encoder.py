@@ -6,7 +6,7 @@ import pytest
 from flax.core import FrozenDict
 
 from elmo_jax.config import schema
-from elmo_jax.config.checks import ConfigError
+from elmo_jax.sections import ConfigError
 from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM
 from elmo_jax.model.char_cnn import CharCNNEncoder, CharCNNTokens
 from elmo_jax.model.initial_params import dummy_inputs, param_shapes

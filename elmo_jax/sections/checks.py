@@ -1,5 +1,5 @@
 """The allowed values of one config key: a `Check` (type, range or choices, and the words that
-describe them) and the constructors schema.py declares every key with.
+describe them) and the constructors every key is declared with (section.py).
 
 A check's `problem` says why a value is not allowed, with the values that are, so that an error
 reads `config key train.keep_checkpoints=0 is out of range (allowed: an integer >= 1)`.
