@@ -21,7 +21,7 @@ from absl import flags
 from elmo_jax.data.segmenter import SEGMENTERS
 from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
-from elmo_jax.data.char_vocab import CharVocabulary
+from elmo_jax.data.char_vocab import CharVocabulary, count_characters
 from elmo_jax.data.sources import expand_globs
 from elmo_jax.data.vocab import SPECIAL_TOKENS, Vocabulary
 from elmo_jax.data.word_counts import count_words
@@ -78,8 +78,8 @@ def _chars() -> None:
     tool_flags.check_positive(_CHARS, "min_count")
     check_not_inputs([("--output", _CHARS.output)], [("--input", path) for path in expand_globs(_CHARS.input)])
     counts = count_words(_CHARS.input, progress=not _CHARS.quiet, segmenter=_CHARS.segmenter)
-    seen = CharVocabulary.build(counts.words)
-    characters = CharVocabulary.build(counts.words, min_count=_CHARS.min_count)
+    seen = count_characters(counts.words)
+    characters = CharVocabulary.from_character_counts(seen, min_count=_CHARS.min_count)
     if not characters.characters:
         raise ValueError(
             f"--input: no non-ASCII character is seen {_CHARS.min_count} times or more: bytes spell the text as it is"
@@ -87,8 +87,8 @@ def _chars() -> None:
     characters.save(_CHARS.output)
     print(
         f"wrote {len(characters)} characters to {_CHARS.output}: {len(characters)} of {len(seen)} non-ASCII "
-        f"characters, covering {100 * sum(characters.counts) / sum(seen.counts):.2f}% of their "
-        f"{sum(seen.counts)} occurrences ({characters.n_ids} char ids)"
+        f"characters, covering {100 * sum(characters.counts) / sum(seen.values()):.2f}% of their "
+        f"{sum(seen.values())} occurrences ({characters.n_ids} char ids)"
     )
 
 

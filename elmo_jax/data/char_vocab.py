@@ -50,6 +50,17 @@ def _checked_character(token: str) -> str:
     return token
 
 
+def count_characters(word_counts: Mapping[str, int]) -> collections.Counter[str]:
+    """Occurrences of each listable character (2-4 UTF-8 bytes, not whitespace) in words counted
+    `word_counts` (word -> occurrences): what a character vocabulary is built from."""
+    counts: collections.Counter[str] = collections.Counter()
+    for word, count in word_counts.items():
+        for char in word:
+            if _listable(char) is None:
+                counts[char] += count
+    return counts
+
+
 class CharVocabulary:
     """Listed characters -> their ids; `spell` gives a word's ids (unshifted, 0..n_ids - 2)."""
 
@@ -104,12 +115,14 @@ class CharVocabulary:
     def build(cls, word_counts: Mapping[str, int], min_count: int = 1) -> "CharVocabulary":
         """The characters of 2-4 UTF-8 bytes in words counted `word_counts` (word -> occurrences) at
         least `min_count` times, by descending count, ties by the character."""
-        counts: collections.Counter[str] = collections.Counter()
-        for word, count in word_counts.items():
-            for char in word:
-                if _listable(char) is None:
-                    counts[char] += count
-        items = sorted(((c, n) for c, n in counts.items() if n >= min_count), key=lambda cn: (-cn[1], cn[0]))
+        return cls.from_character_counts(count_characters(word_counts), min_count)
+
+    @classmethod
+    def from_character_counts(cls, char_counts: Mapping[str, int], min_count: int = 1) -> "CharVocabulary":
+        """The characters of `char_counts` (listable character -> occurrences, `count_characters`)
+        seen at least `min_count` times, by descending count, ties by the character: counted once,
+        the counts serve several thresholds or totals without another pass over the words."""
+        items = sorted(((c, n) for c, n in char_counts.items() if n >= min_count), key=lambda cn: (-cn[1], cn[0]))
         return cls([c for c, _ in items], [n for _, n in items])
 
     @classmethod

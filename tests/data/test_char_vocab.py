@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.data.char_vocab import (
-    FIRST_ID, CharVocabulary, CharVocabularyError, checkpoint_characters, count_cut, n_char_ids,
+    FIRST_ID, CharVocabulary, CharVocabularyError, checkpoint_characters, count_characters, count_cut, n_char_ids,
 )
 from elmo_jax.data.chars import BOW_CHAR, EOW_CHAR, ID_SHIFT, N_CHARACTERS, PAD_CHAR, CharIdCache, CharIdTable
 from elmo_jax.data.chars import words_to_char_ids
@@ -74,6 +74,17 @@ def test_build_lists_non_ascii_characters_by_count():
     assert built.characters == ("上", "京", "海", "北", "é")  # 5 (ties by code point), 5, 5, 3, 1.
     assert built.counts == (5, 5, 5, 3, 1)
     assert CharVocabulary.build(counts, min_count=4).characters == ("上", "京", "海")
+
+
+def test_characters_counted_once_serve_every_threshold():
+    """`elmo-vocab chars` counts the characters once for its vocabulary and its totals."""
+    counts = {"北京": 3, "京": 2, "é": 1, "abc": 100, "上 海": 5}
+    seen = count_characters(counts)
+    assert seen == {"上": 5, "京": 5, "海": 5, "北": 3, "é": 1}  # Not ASCII, not whitespace.
+    for min_count in (1, 4, 6):
+        from_counts = CharVocabulary.from_character_counts(seen, min_count)
+        built = CharVocabulary.build(counts, min_count)
+        assert (from_counts.characters, from_counts.counts) == (built.characters, built.counts)
 
 
 @pytest.mark.parametrize("with_counts", [True, False])
