@@ -1,5 +1,6 @@
 """Sentence sources: determinism, epochs, exact resumption, text files, PTB."""
 
+import functools
 import gzip
 import itertools
 import json
@@ -108,14 +109,15 @@ def test_in_memory_state_at_epoch_boundary_values():
 # ---------------------------------------------------------------- text files
 
 
-@pytest.fixture
-def text_files(tmp_path):
-    (tmp_path / "a.txt").write_bytes(b"the cat sat\n\n  on   the mat  \n\t\nend of a\n")
-    with gzip.open(tmp_path / "b.txt.gz", "wb") as f:
+def _write_text_files(root):
+    """Four files under `root` (plain, gzip, empty, invalid UTF-8 without a final newline) and
+    their sentences in file order."""
+    (root / "a.txt").write_bytes(b"the cat sat\n\n  on   the mat  \n\t\nend of a\n")
+    with gzip.open(root / "b.txt.gz", "wb") as f:
         f.write(b"gz one\ngz two words\n\ngz three\n")
-    (tmp_path / "c.txt").write_bytes(b"")
-    (tmp_path / "d.txt").write_bytes(b"caf\xe9 ok\nlast line without newline")
-    expected = [
+    (root / "c.txt").write_bytes(b"")
+    (root / "d.txt").write_bytes(b"caf\xe9 ok\nlast line without newline")
+    return [
         ["the", "cat", "sat"],
         ["on", "the", "mat"],
         ["end", "of", "a"],
@@ -125,7 +127,11 @@ def text_files(tmp_path):
         ["caf\ufffd", "ok"],
         ["last", "line", "without", "newline"],
     ]
-    return tmp_path, expected
+
+
+@pytest.fixture
+def text_files(tmp_path):
+    return tmp_path, _write_text_files(tmp_path)
 
 
 def test_text_source_reads_all_files_in_order(text_files, caplog):
@@ -154,20 +160,6 @@ def test_text_source_epochs_shuffle_files(text_files):
         next(src)
     # Deterministic for a seed.
     assert list(TextFileSource(str(root / "*"), shuffle=True, seed=2, num_epochs=4)) == out
-
-
-def test_text_source_resume_everywhere(text_files):
-    root, expected = text_files
-    pattern = [str(root / "a.txt"), str(root / "*.gz"), str(root / "c.txt"), str(root / "d.txt")]
-    full = list(TextFileSource(pattern, shuffle=True, seed=9, num_epochs=3))
-    assert len(full) == 24
-    for stop in range(len(full) + 1):
-        src = TextFileSource(pattern, shuffle=True, seed=9, num_epochs=3)
-        head = _take(src, stop)
-        state = json.loads(json.dumps(src.state_dict()))
-        fresh = TextFileSource(pattern, shuffle=True, seed=9, num_epochs=3)
-        fresh.load_state_dict(state)
-        assert head + list(fresh) == full, f"resume after {stop} sentences"
 
 
 def test_text_source_resume_mid_file_uses_offset(text_files):
@@ -205,11 +197,18 @@ def test_text_source_load_state_while_open(text_files):
     assert list(src) == expected[2:]
 
 
-def test_text_source_all_empty_is_error(tmp_path):
-    (tmp_path / "e1.txt").write_bytes(b"")
-    (tmp_path / "e2.txt").write_bytes(b"\n \n\t\n")
-    with pytest.raises(DataError, match="no sentences"):
-        next(TextFileSource(str(tmp_path / "*.txt"), num_epochs=None))
+@pytest.mark.parametrize(
+    "files, options, message",
+    [
+        pytest.param({"e1.txt": b"", "e2.txt": b"\n \n\t\n"}, {"num_epochs": None}, "no sentences", id="all-empty"),
+        pytest.param({"a.txt": b"only line\n"}, {"line_shard": (1, 2)}, r"lines 1::2", id="empty-line-shard"),
+    ],
+)
+def test_a_source_without_sentences_is_an_error_naming_why(tmp_path, files, options, message):
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    with pytest.raises(DataError, match=message):
+        next(TextFileSource(str(tmp_path / "*.txt"), **options))
 
 
 def test_expand_globs(tmp_path):
@@ -297,24 +296,6 @@ def test_shuffle_buffer_permutes_within_blocks_of_the_file_stream(tmp_path):
 def test_shuffle_off_ignores_buffer(tmp_path):
     pattern, expected = _write_shards(tmp_path)
     assert list(TextFileSource(pattern, shuffle=False, shuffle_buffer=50)) == expected
-
-
-@pytest.mark.parametrize("K", [1, 7, 40, 1000])
-def test_shuffle_buffer_resumes_exactly_everywhere(tmp_path, K):
-    pattern, expected = _write_shards(tmp_path)
-    make = lambda: TextFileSource(pattern, shuffle=True, seed=9, num_epochs=2, shuffle_buffer=K, max_sentence_tokens=3)
-    full = list(make())
-    assert len(full) > 2 * len(expected)  # Some lines were split into pieces of 3 tokens.
-    stops = range(len(full) + 1) if K in (7, 40) else range(0, len(full) + 1, 11)
-    for stop in stops:
-        src = make()
-        head = _take(src, stop)
-        state = json.loads(json.dumps(src.state_dict()))
-        fresh = make()
-        fresh.load_state_dict(state)
-        assert head + list(fresh) == full, f"resume after {stop} sentences"
-        # The original continues identically after taking its state.
-        assert head + list(src) == full
 
 
 def test_state_is_small_and_restore_rereads_one_block(tmp_path):
@@ -448,24 +429,6 @@ def test_line_shards_partition_the_corpus(tmp_path, n):
             assert not keys[i] & keys[j]
 
 
-def test_line_shard_resumes_exactly(tmp_path):
-    pattern, _ = _write_shards(tmp_path, n_files=2)
-    make = lambda: TextFileSource(pattern, shuffle=True, seed=3, num_epochs=2, shuffle_buffer=5, line_shard=(1, 3))
-    full = list(make())
-    for stop in range(0, len(full) + 1, 3):
-        src = make()
-        head = _take(src, stop)
-        fresh = make()
-        fresh.load_state_dict(json.loads(json.dumps(src.state_dict())))
-        assert head + list(fresh) == full
-
-
-def test_empty_line_shard_is_an_error_naming_the_shard(tmp_path):
-    (tmp_path / "a.txt").write_text("only line\n")
-    with pytest.raises(DataError, match=r"lines 1::2"):
-        next(TextFileSource(str(tmp_path / "a.txt"), line_shard=(1, 2)))
-
-
 # ---------------------------------------------------------------- text files: streaming
 
 
@@ -538,38 +501,18 @@ def test_conllu_files_give_their_forms_a_sentence_each(tmp_path):
     assert read_sentences(str(tmp_path / "*.conllu*")) == CONLLU_SENTENCES
 
 
-def test_conllu_resume_everywhere(tmp_path):
-    sentences = [[f"s{i}"] + [f"w{(i * 3 + k) % 7}" for k in range(i % 5)] for i in range(23)]
-    (tmp_path / "a.conllu").write_text(_conllu(sentences[:12]), encoding="utf-8")
-    with gzip.open(tmp_path / "b.conllu.gz", "wt", encoding="utf-8") as f:
-        f.write(_conllu(sentences[12:]))
-    (tmp_path / "c.txt").write_text("text one\ntext two three four\n", encoding="utf-8")
-    make = lambda: TextFileSource(str(tmp_path / "*"), shuffle=True, seed=4, num_epochs=2, shuffle_buffer=5,
-                                  max_sentence_tokens=3)
-    full = list(make())
-    assert len(full) > 2 * 25  # Sentences of more than 3 words were split.
-    for stop in range(len(full) + 1):
-        src = make()
-        head = _take(src, stop)
-        fresh = make()
-        fresh.load_state_dict(json.loads(json.dumps(src.state_dict())))
-        assert head + list(fresh) == full, f"resume after {stop} sentences"
+def _write_ten_conllu_sentences(root):
+    """`root`/a.conllu of ten two-word sentences `s<i> x`: its path and the sentences."""
+    sentences = [[f"s{i}", "x"] for i in range(10)]
+    (root / "a.conllu").write_text(_conllu(sentences), encoding="utf-8")
+    return str(root / "a.conllu"), sentences
 
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_conllu_line_shards_deal_out_sentences(tmp_path, n):
-    sentences = [[f"s{i}", "x"] for i in range(10)]
-    (tmp_path / "a.conllu").write_text(_conllu(sentences), encoding="utf-8")
-    parts = [list(TextFileSource(str(tmp_path / "a.conllu"), shuffle=False, line_shard=(k, n))) for k in range(n)]
+    path, sentences = _write_ten_conllu_sentences(tmp_path)
+    parts = [list(TextFileSource(path, shuffle=False, line_shard=(k, n))) for k in range(n)]
     assert parts == [sentences[k::n] for k in range(n)]
-    make = lambda: TextFileSource(str(tmp_path / "a.conllu"), shuffle=True, seed=2, shuffle_buffer=2, line_shard=(1, n))
-    full = list(make())
-    for stop in range(len(full) + 1):
-        src = make()
-        head = _take(src, stop)
-        fresh = make()
-        fresh.load_state_dict(json.loads(json.dumps(src.state_dict())))
-        assert head + list(fresh) == full
 
 
 def test_malformed_conllu_is_an_error_naming_file_and_line(tmp_path):
@@ -591,6 +534,84 @@ def test_malformed_conllu_is_an_error_naming_file_and_line(tmp_path):
     path.write_text(_row("1", "New York") + "\n")
     with pytest.raises(DataError, match=rf"^{path}:1: FORM 'New York' holds whitespace"):
         list(TextFileSource(str(path), shuffle=False))
+
+
+# ---------------------------------------------------------------- text files: resuming after any sentence
+# Each stream below writes its files under `root` and returns a factory of fresh sources, first
+# checking what the stream is there to exercise.
+
+
+def _text_files_stream(root):
+    """The four text files (plain, gzip, empty, invalid UTF-8), files shuffled, 3 epochs."""
+    _write_text_files(root)
+    pattern = [str(root / "a.txt"), str(root / "*.gz"), str(root / "c.txt"), str(root / "d.txt")]
+    make = lambda: TextFileSource(pattern, shuffle=True, seed=9, num_epochs=3)
+    assert len(list(make())) == 24
+    return make
+
+
+def _buffered_shards_stream(root, buffer):
+    """Four shards through a shuffle buffer of `buffer` sentences, long lines split, 2 epochs."""
+    pattern, expected = _write_shards(root)
+    make = lambda: TextFileSource(pattern, shuffle=True, seed=9, num_epochs=2, shuffle_buffer=buffer,
+                                  max_sentence_tokens=3)
+    assert len(list(make())) > 2 * len(expected)  # Some lines were split into pieces of 3 tokens.
+    return make
+
+
+def _line_shard_stream(root):
+    """Line shard 1 of 3 of two shards, shuffle buffer 5, 2 epochs."""
+    pattern, _ = _write_shards(root, n_files=2)
+    return lambda: TextFileSource(pattern, shuffle=True, seed=3, num_epochs=2, shuffle_buffer=5, line_shard=(1, 3))
+
+
+def _conllu_stream(root):
+    """CoNLL-U files (plain and gzip) beside a text file, shuffle buffer 5, long sentences split, 2 epochs."""
+    sentences = [[f"s{i}"] + [f"w{(i * 3 + k) % 7}" for k in range(i % 5)] for i in range(23)]
+    (root / "a.conllu").write_text(_conllu(sentences[:12]), encoding="utf-8")
+    with gzip.open(root / "b.conllu.gz", "wt", encoding="utf-8") as f:
+        f.write(_conllu(sentences[12:]))
+    (root / "c.txt").write_text("text one\ntext two three four\n", encoding="utf-8")
+    make = lambda: TextFileSource(str(root / "*"), shuffle=True, seed=4, num_epochs=2, shuffle_buffer=5,
+                                  max_sentence_tokens=3)
+    assert len(list(make())) > 2 * 25  # Sentences of more than 3 words were split.
+    return make
+
+
+def _conllu_line_shard_stream(root, n):
+    """Line shard 1 of `n` of a CoNLL-U file (its sentences dealt out), shuffle buffer 2."""
+    path, _ = _write_ten_conllu_sentences(root)
+    return lambda: TextFileSource(path, shuffle=True, seed=2, shuffle_buffer=2, line_shard=(1, n))
+
+
+@pytest.mark.parametrize(
+    "stream, every",
+    [
+        pytest.param(_text_files_stream, 1, id="text-files"),
+        *(
+            pytest.param(functools.partial(_buffered_shards_stream, buffer=K), every, id=f"shuffle-buffer-{K}")
+            for K, every in [(1, 11), (7, 1), (40, 1), (1000, 11)]
+        ),
+        pytest.param(_line_shard_stream, 3, id="line-shard"),
+        pytest.param(_conllu_stream, 1, id="conllu"),
+        *(
+            pytest.param(functools.partial(_conllu_line_shard_stream, n=n), 1, id=f"conllu-line-shard-{n}")
+            for n in (2, 3)
+        ),
+    ],
+)
+def test_text_source_resumes_exactly_after_any_sentence(tmp_path, stream, every):
+    """The state after every `every`-th sentence, through JSON, resumes a fresh source to the
+    same stream; the source that gave it goes on unchanged."""
+    make = stream(tmp_path)
+    full = list(make())
+    for stop in range(0, len(full) + 1, every):
+        src = make()
+        head = _take(src, stop)
+        fresh = make()
+        fresh.load_state_dict(json.loads(json.dumps(src.state_dict())))
+        assert head + list(fresh) == full, f"resume after {stop} sentences"
+        assert head + list(src) == full
 
 
 # ---------------------------------------------------------------- CRLF line ends, full-width digits
