@@ -30,12 +30,12 @@ from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workd
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.inference.hdf5_output import LAYER_MODES, DatasetWriter, select_layers, write_token_embeddings
 from elmo_jax.inference.ragged_lstm import check_stream_lengths, put_rows, run_lstms, take_rows
-from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, padded_count
+from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, bucket
 
 GROUP_POSITIONS = 8192  # `embed_sentences` runs the LSTMs over consecutive batches of about this many positions.
 ENGINES = ("auto", "cpu", "xla")  # What computes the char CNN and the LSTMs (`cpu_kernels`).
 DEFAULT_BATCH_SIZE = 64  # Sentences per batch, as AllenNLP's `ElmoEmbedder` and `allennlp elmo`.
-TIME_STEP = 16  # `run_contextualizer`'s shortest padded stream length (`padded_count`).
+TIME_STEP = 16  # `run_contextualizer`'s shortest padded stream length (`bucket`: 16, 32, 64, ...).
 CHUNK_POSITIONS = 4096  # The most positions of one `run_contextualizer` call, padding included.
 
 
@@ -72,17 +72,17 @@ def run_contextualizer(
     model: BiLM, params: Any, words: np.ndarray, word_ids: np.ndarray, lengths: np.ndarray, rows: np.ndarray, state: Any
 ) -> tuple[np.ndarray, Any]:
     """`run_lstms` (same arguments and results) for any contextualizer, in XLA calls over the
-    streams in order (longest first): a call's T' is `padded_count(its first, TIME_STEP)`, and it
-    takes the next `CHUNK_POSITIONS // T'` streams, the last call of fewer padded to a power of two
+    streams in order (longest first): a call's T' is `bucket(its first, TIME_STEP)`, and it takes
+    the next `CHUNK_POSITIONS // T'` streams, the last call of fewer padded to a power of two
     (copies of its last stream). A short stream is not padded to its group's longest, and each T'
-    compiles one shape and a few last ones."""
+    (a power of two) compiles one shape and a few last ones."""
     check_stream_lengths(lengths)
     longest = int(lengths[0])
     out = np.zeros((model.n_layers, 2, len(lengths), longest, model.width), np.float32)
     new_states = []  # Each call's streams' next state, in order.
     start = 0
     while start < len(lengths):
-        t = padded_count(int(lengths[start]), TIME_STEP)
+        t = bucket(int(lengths[start]), TIME_STEP)
         most = max(1, CHUNK_POSITIONS // t)
         stop = min(start + most, len(lengths))
         n = min(most, 1 << (stop - start - 1).bit_length())

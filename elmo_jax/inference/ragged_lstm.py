@@ -14,17 +14,16 @@ import numpy as np
 from elmo_jax.inference.cpu_kernels import CpuLstmStack
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.lstm import LSTMState
-from elmo_jax.inference.token_cache import MIN_WORDS, padded_count
+from elmo_jax.inference.token_cache import MIN_WORDS, bucket
 
 CHUNK = 8  # Time steps per call.
-ROW_STEP = 8  # Above 8 rows, chunks run a multiple of this many rows.
+MIN_ROWS = 8  # Chunks run at least this many rows (`row_bucket`), unless a run has fewer streams.
 
 
-def row_bucket(n: int) -> int:
-    """The row count a chunk of n running rows is padded to: 1, 2, 3, 4, 6, 8, then multiples of ROW_STEP."""
-    if n <= 8:
-        return padded_count(n, 1)
-    return -(-n // ROW_STEP) * ROW_STEP
+def row_bucket(running: int, n: int) -> int:
+    """The rows a chunk of `running` running streams (of a run of n) runs: a power of two, at least
+    MIN_ROWS, at most n's power of two. Few shapes (each compiles once), under 2x padding."""
+    return min(bucket(max(running, MIN_ROWS), 1), bucket(n, 1))
 
 
 def take_rows(state: Any, rows: np.ndarray) -> Any:
@@ -43,16 +42,15 @@ def put_rows(state: Any, rows: np.ndarray, new_rows: Any) -> Any:
     return jax.tree.map(put, state, new_rows)
 
 
-@jax.jit
-def _gather_rows(state: list[LSTMState], order: jax.Array) -> list[LSTMState]:
-    """The states of all rows `[2, B, .]` in `order` (a permutation of the B rows)."""
-    return jax.tree.map(lambda s: jnp.take(s, order, axis=1), state)
+def _zero_padded_rows(state: Any, n_rows: int) -> Any:
+    """Each leaf `[2, n, ...]` on the host with zero rows after its n, `[2, n_rows, ...]` (new arrays)."""
+    return jax.tree.map(lambda s: np.pad(s, [(0, 0), (0, n_rows - s.shape[1])] + [(0, 0)] * (s.ndim - 2)), state)
 
 
-@jax.jit
-def _scatter_rows(state: list[LSTMState], sorted_state: list[LSTMState], order: jax.Array) -> list[LSTMState]:
-    """`state` with row `order[i]` replaced by row i of `sorted_state` (the inverse of `_gather_rows`)."""
-    return jax.tree.map(lambda s, new: s.at[:, order].set(new), state, sorted_state)
+def _set_rows(state: Any, new: Any, start: int, stop: int) -> None:
+    """Rows [start, stop) of each host leaf `[2, R, ...]` of `state` from `new`'s (host leaves)."""
+    for leaf, new_leaf in zip(jax.tree.leaves(state), jax.tree.leaves(new)):
+        leaf[:, start:stop] = new_leaf[:, start:stop]
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -61,28 +59,20 @@ def _first_layer_gates(model: BiLM, params: Any, words: jax.Array) -> jax.Array:
     return model.apply({"params": params}, words, method=BiLM.first_layer_gates)
 
 
-@jax.jit
-def _gather_gates(gates: jax.Array, ids: jax.Array) -> jax.Array:
-    """gates `[2, W, G]`, ids `[2, R, T]` (rows of gates) -> `[2, R, T, G]`."""
-    return jax.vmap(lambda table, rows: jnp.take(table, rows, axis=0))(gates, ids)
-
-
 @functools.partial(jax.jit, static_argnums=0)
 def _run_chunk(
-    model: BiLM, params: Any, first_gates: jax.Array, mask: jax.Array, reset: jax.Array,
+    model: BiLM, params: Any, gates: jax.Array, ids: jax.Array, mask: jax.Array, reset: jax.Array,
     reset_state: list[LSTMState], state: list[LSTMState],
 ) -> tuple[jax.Array, list[LSTMState]]:
-    """The LSTM stacks over one chunk of rows [0, R) of state (every row's `[2, B, .]`, sorted):
-    first_gates `[2, R, CHUNK, 4 dim]`, mask and reset `[R, CHUNK]` -> (`[L, 2, R, CHUNK, P]`, state)."""
-    n_rows = first_gates.shape[1]
-    rows_state = jax.tree.map(lambda s: s[:, :n_rows], state)
+    """The LSTM stacks over one chunk of R rows: gates `[2, W, 4 dim]` (`_first_layer_gates`), ids
+    `[2, R, CHUNK]` (rows of gates), mask and reset `[R, CHUNK]`, state `[2, R, .]` per layer ->
+    (`[L, 2, R, CHUNK, P]`, state). The gather is in here: it compiles no program of its own."""
+    first_gates = jax.vmap(lambda table, rows: jnp.take(table, rows, axis=0))(gates, ids)
     mask, reset = (jnp.broadcast_to(a, (2, *a.shape)) for a in (mask, reset))
-    layers, new_rows = model.apply(
-        {"params": params}, first_gates, mask, rows_state, reset, reset_state,
-        method=BiLM.contextualize_from_gates,
+    layers, new_state = model.apply(
+        {"params": params}, first_gates, mask, state, reset, reset_state, method=BiLM.contextualize_from_gates,
     )
-    state = jax.tree.map(lambda s, new: s.at[:, :n_rows].set(new), state, new_rows)
-    return jnp.stack(layers), state
+    return jnp.stack(layers), new_state
 
 
 def check_stream_lengths(lengths: np.ndarray) -> None:
@@ -109,11 +99,10 @@ def run_lstms(
         row_state = take_rows(state, rows)
         layers, new_rows = cpu_stack.run(words, word_ids[:, :, :steps], lengths, row_state, reset, reset_state)
         return layers, put_rows(state, rows, new_rows)
-    batch_size = state[0].c.shape[1]
     n_chunks = -(-int(lengths[0]) // CHUNK)
     steps = min(word_ids.shape[2], n_chunks * CHUNK)
-    padded_rows = min(row_bucket(n), batch_size)
-    padded_words = np.zeros((padded_count(len(words) + 1, MIN_WORDS), words.shape[1]), np.float32)
+    padded_rows = row_bucket(n, n)
+    padded_words = np.zeros((bucket(len(words) + 1, MIN_WORDS), words.shape[1]), np.float32)
     padded_words[: len(words)] = words  # Row len(words) (zeros) fills the padding positions.
     gates = _first_layer_gates(model, params, padded_words)
     ids = np.full((2, padded_rows, n_chunks * CHUNK), len(words), np.int32)
@@ -123,22 +112,26 @@ def run_lstms(
     resets = np.zeros((padded_rows, n_chunks * CHUNK), bool)
     if reset is not None:
         resets[:n, :steps] = reset[:, :steps]
-    order = np.concatenate([rows, np.setdiff1d(np.arange(batch_size), rows)]).astype(np.int32)
-    sorted_state = _gather_rows(state, order)
     if reset_state is None:
-        reset_state = jax.tree.map(lambda s: jnp.zeros_like(s[:, :1]), state)
+        reset_state = jax.tree.map(lambda s: np.zeros_like(s[:, :1]), take_rows(state, rows[:1]))
+    reset_state = jax.device_put(reset_state)  # Once, not at every chunk.
+    new_rows = _zero_padded_rows(take_rows(state, rows), padded_rows)  # The streams' rows, then padding.
+    carry, held = jax.device_put(new_rows), padded_rows  # Device arrays in every call: one jit cache entry.
     chunks = []
     for k in range(n_chunks):
-        running = int(np.sum(lengths > k * CHUNK))
-        n_rows = min(row_bucket(running), padded_rows)
+        n_rows = row_bucket(int(np.sum(lengths > k * CHUNK)), n)
+        if n_rows < held:  # Rows [n_rows, held) have finished: their states are final.
+            carry = jax.tree.map(np.asarray, carry)
+            _set_rows(new_rows, carry, n_rows, held)
+            carry, held = jax.device_put(jax.tree.map(lambda s: s[:, :n_rows], carry)), n_rows
         time = slice(k * CHUNK, (k + 1) * CHUNK)
-        first_gates = _gather_gates(gates, ids[:, :n_rows, time])
-        out, sorted_state = _run_chunk(
-            model, params, first_gates, mask[:n_rows, time], resets[:n_rows, time], reset_state, sorted_state
+        out, carry = _run_chunk(
+            model, params, gates, ids[:, :held, time], mask[:held, time], resets[:held, time], reset_state, carry
         )
-        chunks.append((n_rows, out))
+        chunks.append(out)
+    _set_rows(new_rows, jax.tree.map(np.asarray, carry), 0, held)
     layers = np.zeros((model.n_layers, 2, n, n_chunks * CHUNK, model.width), np.float32)
-    for k, (n_rows, out) in enumerate(chunks):
-        kept = min(n_rows, n)
+    for k, out in enumerate(chunks):
+        kept = min(out.shape[2], n)
         layers[:, :, :kept, k * CHUNK : (k + 1) * CHUNK] = np.asarray(out)[:, :, :kept]
-    return layers, _scatter_rows(state, sorted_state, order)
+    return layers, put_rows(state, rows, jax.tree.map(lambda s: s[:, :n], new_rows))

@@ -12,30 +12,29 @@ from elmo_jax.data.char_vocab import CharVocabulary
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, CharIdCache
 from elmo_jax.data.vocab import Vocabulary
 
-TOKEN_CHUNK = 512  # Words per char-CNN call.
-MIN_WORDS = 64  # The smallest padded count of words per char-CNN call.
-CHAR_STEP = 8  # Trimmed character lengths are multiples of this (few shapes to compile).
+TOKEN_CHUNK = 256  # Words of every char-CNN call (the last of a trimmed length padded): one shape per length.
+MIN_WORDS = 64  # The smallest padded count of words of a table (`bucket`).
+CHAR_STEP = 16  # Trimmed character lengths are 16, 32, 64, ... (`bucket`), at most the model's.
 
 
-def padded_count(n: int, smallest: int) -> int:
-    """The first of smallest x (1, 1.5, 2, 3, 4, 6, 8, ...) that is >= n: few shapes, < 50% padding."""
-    size = smallest
-    while size < n:
-        size += max(size // 2 if size & (size - 1) == 0 else size // 3, 1)
-    return size
+def bucket(n: int, smallest: int) -> int:
+    """The first of smallest x (1, 2, 4, 8, ...) that is >= n: each compiled shape (XLA's, a few
+    seconds each on a GPU) serves sizes up to twice apart, so a corpus meets few of them."""
+    return smallest << max(-(-n // smallest) - 1, 0).bit_length()
 
 
 def needed_chars(char_ids: np.ndarray, widest_filter: int) -> np.ndarray:
-    """char_ids `[N, C]` -> `[N]`: min(C, length + widest filter rounded up to CHAR_STEP)."""
+    """char_ids `[N, C]` -> `[N]`: min(C, `bucket(length + widest filter, CHAR_STEP)`)."""
     n_chars = char_ids.shape[1]
     lengths = (char_ids != PAD_CHAR + ID_SHIFT).sum(axis=1)
-    return np.minimum(n_chars, -(-(lengths + widest_filter) // CHAR_STEP) * CHAR_STEP)
+    buckets = np.fromiter((bucket(int(n), CHAR_STEP) for n in lengths + widest_filter), np.int64, len(lengths))
+    return np.minimum(n_chars, buckets)
 
 
 class TokenEmbeddingCache:
     """Word -> token embedding `[P]` float32 from `encode(char_ids [N, C']) -> [N, P]`, for up to
     `capacity` words (later ones are encoded each time) and the words given to `add`. by_length:
-    `encode` per group of one trimmed length, in padded word counts (few shapes to compile); False:
+    `encode` per group of one trimmed length, in calls of TOKEN_CHUNK words (few shapes to compile); False:
     once, untrimmed (an encoder that skips padding itself: the CPU kernel). `characters`: the
     character vocabulary the words are spelled with (None: bytes).
     """
@@ -68,7 +67,7 @@ class TokenEmbeddingCache:
             group = np.flatnonzero(needed == n_chars)
             for start in range(0, len(group), TOKEN_CHUNK):
                 part = group[start : start + TOKEN_CHUNK]
-                padded = np.zeros((padded_count(len(part), MIN_WORDS), n_chars), np.int32)  # Zero rows: no token.
+                padded = np.zeros((TOKEN_CHUNK, n_chars), np.int32)  # Zero rows: no token.
                 padded[: len(part)] = char_ids[part, :n_chars]
                 out[part] = np.asarray(self._encode(padded))[: len(part)]
         return out
@@ -119,7 +118,7 @@ class WordTokenEmbeddings:
 
     def encode(self, words: Sequence[str]) -> np.ndarray:
         """Token embeddings of `words`, `[len(words), P]`."""
-        ids = np.zeros(padded_count(len(words), MIN_WORDS), np.int32)
+        ids = np.zeros(bucket(len(words), MIN_WORDS), np.int32)
         ids[: len(words)] = self.vocab.encode(words)
         return np.asarray(self._embed(ids))[: len(words)]
 

@@ -17,6 +17,7 @@ from elmo_jax.config.recipes import recipe_module
 from elmo_jax.data.vocab import VocabularyError, fingerprint_mismatch
 from elmo_jax.elmo import Elmo
 from elmo_jax.inference import embedder as embed
+from elmo_jax.inference import ragged_lstm
 from elmo_jax.cli.embed import main
 from elmo_jax.inference.embedder import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir
 from elmo_jax.inference.hdf5_output import SENTENCE_TO_INDEX
@@ -134,6 +135,25 @@ def test_batches_grouped_into_several_lstm_runs_match_reference(
     )
     assert (embedder.kernels.char_cnn is not None) == (embedder.kernels.lstm_stack is not None) == (engine == "cpu")
     assert_matches(list(embedder.embed_sentences(sentences)), reference.embed_batches(sentences, BATCH, stateful))
+
+
+def test_sentences_of_many_lengths_compile_few_programs_and_match_reference(skip_bilm, monkeypatch):
+    """XLA pads to few shapes (`bucket`, `row_bucket`, TOKEN_CHUNK words per char-CNN call): 60
+    stateless sentences of 1 to 60 words, of words 1 to 40 bytes long, in runs of 1 to 12 streams
+    (GROUP_POSITIONS 90) compile at most 12 programs (40 with the padding before), and each
+    sentence is still its own alone."""
+    options_path, weights_path, reference = skip_bilm
+    monkeypatch.setattr(embed, "GROUP_POSITIONS", 90)
+    rng = np.random.default_rng(7)
+    words = ["".join(rng.choice(list("abcdefgh"), size=n)) for n in rng.integers(1, 41, size=400)]
+    sentences = [list(rng.choice(words, size=n)) for n in rng.permutation(np.arange(1, 61))]
+    jitted = (embed.encode_chars, ragged_lstm._first_layer_gates, ragged_lstm._run_chunk)
+    for fn in jitted:
+        fn.clear_cache()
+    embedder = embedder_from_bilm_files(options_path, weights_path, batch_size=12, stateful=False, engine="xla")
+    assert_matches(list(embedder.embed_sentences(sentences)), reference.embed_batches(sentences, 12, stateful=False))
+    assert embed.encode_chars._cache_size() <= 3  # Characters 16, 32 and 50 (the model's), 256 words.
+    assert sum(fn._cache_size() for fn in jitted) <= 12
 
 
 def test_engine_auto_takes_the_kernels_on_cpu_and_falls_back_without_a_compiler(skip_bilm, monkeypatch, tmp_path, caplog):
@@ -607,7 +627,7 @@ def test_non_lstm_bilm_embeds_as_contextualize_stateful_and_stateless(engine, co
 @pytest.mark.parametrize("contextualizer", ["gated_cnn", "transformer"])
 def test_non_lstm_streams_run_in_calls_as_long_as_their_longest(monkeypatch, contextualizer):
     """Streams of several lengths, more than one call holds (CHUNK_POSITIONS 48): longest first,
-    each call T' = padded_count(its longest) long with 48 // T' streams, the last call's count a
+    each call T' = bucket(its longest, 16) long with 48 // T' streams, the last call's count a
     power of two; every sentence's layers are still its own alone (stateless) or its stream's."""
     pretrained = gated_cnn_bilm(contextualizer=contextualizer)
     monkeypatch.setattr(embed, "CHUNK_POSITIONS", 48)
@@ -622,7 +642,7 @@ def test_non_lstm_streams_run_in_calls_as_long_as_their_longest(monkeypatch, con
     sentences = [[f"w{i}" for i in range(n)] for n in (20, 1, 3, 30, 2, 14, 5)]  # With <S>, </S>: 22, 3, 5, 32, ...
     stateless = ElmoEmbedder.from_pretrained(pretrained, batch_size=8, stateful=False)
     got = list(stateless.embed_sentences(sentences))
-    assert calls == [(2, 1, 32), (2, 2, 24), (2, 3, 16), (2, 1, 16)]  # 32 | 22, 16 | 7, 5, 4 | 3.
+    assert calls == [(2, 1, 32), (2, 1, 32), (2, 3, 16), (2, 2, 16)]  # 32 | 22 | 16, 7, 5 | 4, 3.
     for g, w in zip(got, contextualized_streams(pretrained, stateless, [[s] for s in sentences])):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
     stateful = ElmoEmbedder.from_pretrained(pretrained, batch_size=3)

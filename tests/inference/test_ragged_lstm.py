@@ -106,8 +106,8 @@ def test_unsorted_or_empty_lengths_are_refused(bilm, lengths):
         run_lstms(model, params, words, word_ids, np.array(lengths), np.array([0, 1]), random_state(0))
 
 
-def test_row_bucket_has_few_sizes_and_covers_n():
-    assert [row_bucket(n) for n in range(1, 10)] == [1, 2, 3, 4, 6, 6, 8, 8, 16]
-    sizes = {row_bucket(n) for n in range(1, 65)}
-    assert sizes == {1, 2, 3, 4, 6, 8, 16, 24, 32, 40, 48, 56, 64}
-    assert all(n <= row_bucket(n) < n + 8 for n in range(1, 65))
+def test_row_bucket_has_few_sizes_and_covers_the_running_rows():
+    assert [row_bucket(n, n) for n in range(1, 10)] == [1, 2, 4, 4, 8, 8, 8, 8, 16]
+    assert {row_bucket(running, 64) for running in range(1, 65)} == {8, 16, 32, 64}  # At least MIN_ROWS.
+    assert [row_bucket(1, n) for n in (1, 3, 5, 9)] == [1, 4, 8, 8]  # Not above n's power of two.
+    assert all(running <= row_bucket(running, n) < 2 * max(running, 8) for n in range(1, 65) for running in range(1, n + 1))

@@ -8,7 +8,7 @@ import pytest
 
 from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, words_to_char_ids
 from elmo_jax.data.vocab import Vocabulary
-from elmo_jax.inference.token_cache import TokenEmbeddingCache, WordTokenEmbeddings, needed_chars, padded_count
+from elmo_jax.inference.token_cache import TOKEN_CHUNK, TokenEmbeddingCache, WordTokenEmbeddings, bucket, needed_chars
 
 PAD_ID = PAD_CHAR + ID_SHIFT
 
@@ -36,12 +36,13 @@ def make_cache(capacity: int = 100) -> tuple[TokenEmbeddingCache, CountingEncode
     return TokenEmbeddingCache(encoder, dim=3, max_chars=50, widest_filter=7, capacity=capacity), encoder
 
 
-def test_padded_count_has_few_shapes_and_under_half_padding():
-    sizes = {padded_count(n, 64) for n in range(1, 5000)}
-    assert sorted(sizes)[:6] == [64, 96, 128, 192, 256, 384] and len(sizes) == 14
+def test_bucket_doubles_so_a_range_of_sizes_meets_few_shapes():
+    sizes = {bucket(n, 64) for n in range(0, 5000)}
+    assert sorted(sizes) == [64, 128, 256, 512, 1024, 2048, 4096, 8192]
     for n in range(65, 5000):
-        assert n <= padded_count(n, 64) < 1.5 * n
-    assert [padded_count(n, 1) for n in range(1, 10)] == [1, 2, 3, 4, 6, 6, 8, 8, 12]
+        assert n <= bucket(n, 64) < 2 * n
+    assert [bucket(n, 1) for n in range(1, 10)] == [1, 2, 4, 4, 8, 8, 8, 8, 16]
+    assert [bucket(n, 16) for n in (1, 16, 17, 32, 33)] == [16, 16, 32, 32, 64]
 
 
 @pytest.mark.parametrize("widths", [(1, 2, 3), (1, 7), (4,)])
@@ -65,7 +66,7 @@ def test_trimmed_char_ids_keep_every_max_over_positions(widths):
     for words in (["a", "cat", "<S>"], ["word", "x" * 30], ["y" * 60, "b"]):
         ids = words_to_char_ids(words, 50)
         trimmed = trimmed_char_ids(ids, max(widths))
-        assert trimmed.shape[1] % 8 == 0 or trimmed.shape[1] == 50
+        assert trimmed.shape[1] in (16, 32, 50)
         np.testing.assert_allclose(pooled(trimmed), pooled(ids), rtol=1e-12)
     assert trimmed_char_ids(words_to_char_ids(["a", "cat"], 50), 7).shape[1] == 16  # 5 chars + 7, rounded up
     assert trimmed_char_ids(words_to_char_ids(["y" * 60], 50), 7).shape[1] == 50
@@ -102,21 +103,21 @@ def test_encode_pads_to_few_shapes_and_chunks():
     cache, encoder = make_cache()
     words = [f"w{i}" for i in range(5000)]
     np.testing.assert_array_equal(cache.encode(words), expected(words))
-    # 9 calls of 512 words and 392 padded to 512; the characters trimmed to the longest word
+    # 19 calls of 256 words and 136 padded to 256; the characters trimmed to the longest word
     # (w4999: 5 + BOW/EOW) + the widest filter (7), rounded up to 16.
-    assert encoder.encoded == [512] * 9 + [392] and len(cache) == 0
-    assert encoder.shapes == [(512, 16)] * 10
+    assert TOKEN_CHUNK == 256 and encoder.encoded == [256] * 19 + [136] and len(cache) == 0
+    assert encoder.shapes == [(256, 16)] * 20
 
 
 def test_encode_groups_words_by_trimmed_length():
-    """Short words are not padded to the longest word's characters: one call per trimmed length,
-    the output in the words' order."""
+    """Short words are not padded to the longest word's characters: one call per trimmed length
+    (16, 32, 64, ..., at most max_chars), the output in the words' order."""
     cache, encoder = make_cache()
     words = ["a", "y" * 20, "cat", "z" * 60, "<S>", "y" * 12]
     np.testing.assert_array_equal(cache.encode(words), expected(words))
-    # 1 + 2 + 7 -> 16 (a, cat, <S>); 12 + 2 + 7 -> 24; 20 + 2 + 7 -> 32; the 48-byte cut + 2 -> 50.
-    assert sorted(encoder.shapes) == [(64, 16), (64, 24), (64, 32), (64, 50)]
-    assert sorted(encoder.encoded) == [1, 1, 1, 3]
+    # 1 + 2 + 7 -> 16 (a, cat, <S>); 12 + 2 + 7 and 20 + 2 + 7 -> 32; the 48-byte cut + 2 -> 64, cut to 50.
+    assert sorted(encoder.shapes) == [(256, 16), (256, 32), (256, 50)]
+    assert sorted(encoder.encoded) == [1, 2, 3]
     assert cache.encode([]).shape == (0, 3)
 
 

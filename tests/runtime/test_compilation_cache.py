@@ -56,7 +56,7 @@ def test_embed_runs_fill_and_reuse_the_cache(tmp_path):
 
     first = embed("first.hdf5")
     written = sorted(files_under(cache))
-    assert len(written) >= 5  # The char CNN, the gates, the LSTM chunks, ...
+    assert len(written) >= 3  # The char CNN, the gates, the LSTM chunks.
     second = embed("second.hdf5")
     assert sorted(files_under(cache)) == written  # Every program came from the cache.
     for name in first:
