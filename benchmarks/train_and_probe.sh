@@ -46,7 +46,7 @@ if [ -n "${WSD_DATA:-}" ]; then
   probe_with_control --task=wsd --data="$WSD_DATA"
 fi
 mkdir -p "$results"
-cp "$workdir"/eval_*.json "$workdir"/probe_upos*.json "$workdir"/config.json "$workdir"/metrics.jsonl \
+cp "$workdir"/eval_*.json "$workdir"/probe_*.json "$workdir"/config.json "$workdir"/metrics.jsonl \
    "$workdir"/run_info.json "$results/"
 if [ -n "${WSD_DATA:-}" ]; then
   cp "$workdir"/probe_wsd*.json "$results/"
