@@ -64,7 +64,9 @@ def random_state(seed: int) -> list[LSTMState]:
 
 
 def random_params(model: BiLM, seed: int, scale: float = 0.5) -> Any:
-    """Parameters of the model's shapes (no initialiser is run), N(0, scale^2) float32."""
+    """Parameters of the model's shapes (no initialiser is run), N(0, scale^2) float32: any values
+    serve a test that compares two ways of computing the same thing, and `model.init`, run eagerly,
+    costs 10-20 s of compilations on CPU (the Transformer's most)."""
     shapes = jax.eval_shape(model.init, jax.random.key(0), make_inputs(), model.initial_state(B))["params"]
     rng = np.random.default_rng(seed)
     return jax.tree_util.tree_map(lambda s: rng.normal(0.0, scale, s.shape).astype(np.float32), shapes)
@@ -319,7 +321,7 @@ def _first_layer_input(model: BiLM, params: Any, seed: int) -> tuple[np.ndarray,
 @pytest.mark.parametrize("token_dropout", [None, 0.0, 0.5])
 def test_token_dropout_rate_applies_to_the_first_layer_input_only(token_dropout: float | None) -> None:
     model = make_model().clone(token_dropout=token_dropout)
-    params = model.init(jax.random.PRNGKey(0), make_inputs(), model.initial_state(B))["params"]
+    params = random_params(model, seed=0)
     embeddings, dropped = _first_layer_input(model, params, seed=3)
     rate = DROPOUT if token_dropout is None else token_dropout
     if rate == 0.0:
@@ -457,7 +459,7 @@ def test_transformer_bilm_runs_inputs_longer_than_max_window_as_windows(position
               "model.transformer.memory_length": T}
     model = tiny_model("transformer", **window)
     inputs = make_inputs(4, steps=2 * T)
-    params = model.init(jax.random.key(1), inputs, model.initial_state(B))["params"]
+    params = random_params(model, seed=1)  # Not model.init: run eagerly, the Transformer's costs 20 s.
     apply = jax.jit(functools.partial(model.apply, {"params": params}, train=False))
     full, _, full_state = apply(inputs, model.initial_state(B))
     first, state_a = apply({k: v[:, :, :T] for k, v in inputs.items()}, model.initial_state(B))[::2]
@@ -484,8 +486,9 @@ WINDOW = 3  # max_window of the windowed-Transformer tests below.
 
 
 def windowed_transformer(positions: str = "learned", memory_length: int = 2, dropout: float = 0.1) -> BiLM:
-    """A tiny Transformer biLM whose windows are WINDOW positions long."""
-    return tiny_model("transformer", **TRANSFORMER, **{
+    """A tiny Transformer biLM whose windows are WINDOW positions long, of 2 blocks (as many as it takes
+    for each layer to carry a memory of its own: each block costs seconds of compilation)."""
+    return tiny_model("transformer", **{**TRANSFORMER, "model.transformer.n_layers": 2}, **{
         "model.transformer.positions": positions, "model.transformer.max_window": WINDOW,
         "model.transformer.memory_length": memory_length, "model.dropout": dropout, "model.token_dropout": dropout,
     })
@@ -515,14 +518,15 @@ def test_transformer_windows_in_one_call_equal_one_call_per_window(positions: st
     """Several windows and a last partial one in one call give each window's layers and the
     carried memory of one call per window, also when the next call continues from that memory."""
     model = windowed_transformer(positions, memory_length)
-    params = model.init(jax.random.key(1), make_inputs(0, steps=T), model.initial_state(B))["params"]
+    params = random_params(model, seed=1)
     apply = jax.jit(lambda params, inputs, state: model.apply({"params": params}, inputs, state))
     state = want_state = model.initial_state(B)
     for seed, steps in ((4, 4 * WINDOW + 2), (5, 2 * WINDOW + 1), (6, 3 * WINDOW)):
         inputs = holey_inputs(seed, steps)
         layers, _, state = apply(params, inputs, state)
         want, want_state = one_call_per_window(apply, params, inputs, want_state)
-        for j in range(N_LAYERS + 2):
+        assert len(layers) == len(want) == 3  # The token layer and 2 blocks.
+        for j in range(len(want)):
             np.testing.assert_allclose(layers[j], want[j], rtol=RTOL, atol=1e-5, err_msg=f"{steps} steps, layer {j}")
         jax.tree.map(lambda got, expected: np.testing.assert_allclose(got, expected, rtol=RTOL, atol=1e-5),
                      state, want_state)
@@ -533,8 +537,8 @@ def test_transformer_windows_in_one_call_train_like_one_call_per_window() -> Non
     """Training's path: without dropout, the gradient of windows in one call is that of one call
     per window; with dropout, each window draws its own mask."""
     model = windowed_transformer(dropout=0.0)
-    inputs = holey_inputs(7, 3 * WINDOW + 1)
-    params = model.init(jax.random.key(1), inputs, model.initial_state(B))["params"]
+    inputs = holey_inputs(7, 2 * WINDOW + 1)  # A whole window, one of padding (row 0), a partial one.
+    params = random_params(model, seed=1)
 
     def apply(params: Any, inputs: dict, state: Any) -> tuple:
         return model.apply({"params": params}, inputs, state, train=True)
@@ -550,9 +554,9 @@ def test_transformer_windows_in_one_call_train_like_one_call_per_window() -> Non
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5), got, want)
     dropped = windowed_transformer(memory_length=0, dropout=0.5)  # Windows independent of each other.
     same = {k: np.concatenate([v[:, :, :WINDOW]] * 3, axis=2) for k, v in make_inputs(8, WINDOW).items()}
-    dropped_params = dropped.init(jax.random.key(1), same, dropped.initial_state(B))["params"]
-    top = dropped.apply({"params": dropped_params}, same, dropped.initial_state(B), train=True,
-                        rngs={"dropout": jax.random.key(2)})[1]
+    dropped_params = random_params(dropped, seed=1)
+    top = jax.jit(functools.partial(dropped.apply, train=True))(  # Jitted: eagerly, seconds more.
+        {"params": dropped_params}, same, dropped.initial_state(B), rngs={"dropout": jax.random.key(2)})[1]
     first, second = np.asarray(top[:, :, :WINDOW]), np.asarray(top[:, :, WINDOW : 2 * WINDOW])
     assert np.abs(first - second).max() > 1e-3
 
@@ -562,7 +566,7 @@ def test_transformer_program_does_not_grow_with_the_windows() -> None:
     contextualizer's program of 40 windows is as long as that of 4 (with and without a last
     partial window)."""
     model = windowed_transformer()
-    params = model.init(jax.random.key(1), make_inputs(0, steps=T), model.initial_state(B))["params"]
+    params = random_params(model, seed=1)
 
     def program_lines(steps: int) -> int:
         x, mask = jnp.zeros((2, B, steps, P)), jnp.ones((2, B, steps), bool)
