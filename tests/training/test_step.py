@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.model.bilm import bilm_from_config
+from elmo_jax.model.initial_params import param_shapes
 from elmo_jax.training import optim, parallel
 from elmo_jax.runtime import data_parallel
 from elmo_jax.training.step import make_train_step
@@ -15,11 +16,18 @@ from tests.training.helpers import random_batch, tiny_config
 VOCAB = 37
 
 
-def _setup(**overrides):
+def _setup(random_params: bool = False, **overrides):
+    """`random_params`: N(0, 0.3^2) params of the model's shapes instead of `init_params` (whose
+    compiled init costs 5-15 s on CPU), for the tests that check no initial value."""
     config = tiny_config(**{"model.dropout": 0.0, **overrides})
     model = bilm_from_config(config.model, VOCAB)
     mesh = data_parallel.make_mesh(jax.devices()[:1])
-    state, step, _ = build_trainer(model, config, mesh, 100)
+    params = None
+    if random_params:
+        rng = np.random.default_rng(config.seed)
+        shapes = param_shapes(model, config.data.max_chars_per_token)
+        params = jax.tree.map(lambda s: jnp.asarray(rng.normal(0.0, 0.3, s.shape), s.dtype), shapes)
+    state, step, _ = build_trainer(model, config, mesh, 100, params=params)
     return config, model, state, step, mesh
 
 
@@ -31,11 +39,11 @@ def _log_softmax_nll(hidden, w, b, targets):
 
 
 def test_full_softmax_loss_is_mean_of_directions():
-    config, model, state, step, mesh = _setup(**{"model.softmax.sampled": False})
+    config, model, state, step, mesh = _setup(True, **{"model.softmax.sampled": False})
     batch = random_batch(np.random.default_rng(0), VOCAB, 4, 5, config.data.max_chars_per_token, mask_tail=2)
     params = jax.device_get(state.params)
     inputs = jax.tree.map(jnp.asarray, batch)
-    _, top, final = model.apply({"params": params}, inputs, model.initial_state(4))
+    _, top, final = jax.jit(model.apply)({"params": params}, inputs, model.initial_state(4))
     top = np.asarray(top)
     w, b = np.asarray(params["softmax"]["W"]), np.asarray(params["softmax"]["b"])
     expected = []
@@ -58,7 +66,7 @@ def test_full_softmax_loss_is_mean_of_directions():
 @pytest.mark.parametrize("stateful", [True, False])
 def test_carried_state_changes_the_next_loss_only_when_stateful(stateful, contextualizer):
     config, model, state, step, mesh = _setup(
-        **{"model.softmax.sampled": False, "train.stateful": stateful, "model.contextualizer": contextualizer}
+        True, **{"model.softmax.sampled": False, "train.stateful": stateful, "model.contextualizer": contextualizer}
     )
     rng = np.random.default_rng(1)
     chars = config.data.max_chars_per_token
@@ -147,7 +155,7 @@ def test_skip_policy_applies_finite_updates(policy_steps):
 def test_gated_cnn_step_carries_its_buffers_and_trains_in_both_dtypes(dtype):
     """The train state holds the gated CNN's buffers `[2, B, k-1, .]` (float32 whatever the dtype);
     a step gives a finite loss and changes the convolutions' weights."""
-    config, model, state, step, mesh = _setup(**{"model.contextualizer": "gated_cnn", "model.dtype": dtype})
+    config, model, state, step, mesh = _setup(True, **{"model.contextualizer": "gated_cnn", "model.dtype": dtype})
     assert [s.shape for s in state.carried_state] == [(2, 4, 2, 8)] * 3
     batch = random_batch(np.random.default_rng(2), VOCAB, 4, 5, config.data.max_chars_per_token, mask_tail=2)
     before = jax.device_get(state.params["gated_cnn"]["glu_0"]["W"])
@@ -162,7 +170,7 @@ def test_transformer_step_carries_its_memory_and_trains_in_both_dtypes(dtype):
     """The train state holds the Transformer's memory `[2, B, L, M, P]` (float32 whatever the
     dtype) and its mask; a step gives a finite loss, fills the memory of the rows' valid positions
     and changes the attention's weights."""
-    config, model, state, step, mesh = _setup(**{
+    config, model, state, step, mesh = _setup(True, **{
         "model.contextualizer": "transformer", "model.dtype": dtype, "model.transformer.memory_length": 3,
         "model.transformer.max_window": 5, "model.transformer.ff_dim": 16, "model.transformer.n_heads": 2,
     })
