@@ -48,7 +48,8 @@ def _cell(values: list[float], digits: int) -> str:
 def table(results: str) -> str:
     """The Markdown table of the runs under `results`."""
     runs: dict[str, list[dict]] = collections.defaultdict(list)
-    for directory in sorted(glob.glob(os.path.join(results, "*_s*"))):
+    for evaluation in sorted(glob.glob(os.path.join(results, "*_s*", "eval_files_*.json"))):  # A run's, not senses'.
+        directory = os.path.dirname(evaluation)
         variant = re.sub(r"_s[0-9]+$", "", os.path.basename(directory))
         runs[variant].append(_run(directory))
     n_layers = max(len(r["layers"]) for group in runs.values() for r in group)
