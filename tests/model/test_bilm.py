@@ -19,6 +19,7 @@ from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM, bilm_from_config
 from elmo_jax.model.lstm import LSTMState
 from tests.model.test_char_cnn import np_char_cnn
 from tests.model.test_lstm import np_bilstm
+from tests.training.helpers import shaped_params
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -67,9 +68,7 @@ def random_params(model: BiLM, seed: int, scale: float = 0.5) -> Any:
     """Parameters of the model's shapes (no initialiser is run), N(0, scale^2) float32: any values
     serve a test that compares two ways of computing the same thing, and `model.init`, run eagerly,
     costs 10-20 s of compilations on CPU (the Transformer's most)."""
-    shapes = jax.eval_shape(model.init, jax.random.key(0), make_inputs(), model.initial_state(B))["params"]
-    rng = np.random.default_rng(seed)
-    return jax.tree_util.tree_map(lambda s: rng.normal(0.0, scale, s.shape).astype(np.float32), shapes)
+    return shaped_params(model, C, seed, scale)
 
 
 @functools.lru_cache(maxsize=None)

@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 
 from elmo_jax.model.bilm import bilm_from_config
-from elmo_jax.model.initial_params import param_shapes
 from elmo_jax.training import optim, parallel
 from elmo_jax.runtime import data_parallel
 from elmo_jax.training.step import make_train_step
 from elmo_jax.training.trainer import build_trainer
-from tests.training.helpers import random_batch, tiny_config
+from tests.training.helpers import random_batch, shaped_params, tiny_config
 
 VOCAB = 37
 
@@ -22,11 +21,7 @@ def _setup(random_params: bool = False, **overrides):
     config = tiny_config(**{"model.dropout": 0.0, **overrides})
     model = bilm_from_config(config.model, VOCAB)
     mesh = data_parallel.make_mesh(jax.devices()[:1])
-    params = None
-    if random_params:
-        rng = np.random.default_rng(config.seed)
-        shapes = param_shapes(model, config.data.max_chars_per_token)
-        params = jax.tree.map(lambda s: jnp.asarray(rng.normal(0.0, 0.3, s.shape), s.dtype), shapes)
+    params = shaped_params(model, config.data.max_chars_per_token, config.seed, 0.3) if random_params else None
     state, step, _ = build_trainer(model, config, mesh, 100, params=params)
     return config, model, state, step, mesh
 
