@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax
 
+from benchmarks.compile_counter import CompileCounter
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.data.sources import ptb_sentences
 from elmo_jax.inference import embedder, ragged_lstm
@@ -38,24 +39,10 @@ from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.initial_params import init_params
 from elmo_jax.pretrained import PretrainedBiLM, bilm_from_params, bilm_from_workdir
 
-BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # One per XLA compilation.
 JITTED = {  # The embedding path's jitted functions (of this and earlier versions; absent ones skipped).
     embedder: ("encode_chars", "_embed_word_ids", "_contextualize"),
     ragged_lstm: ("_first_layer_gates", "_gather_gates", "_run_chunk", "_gather_rows", "_scatter_rows"),
 }
-
-
-class CompileCounter:
-    """XLA compilations and their seconds, counted through jax.monitoring since construction."""
-
-    def __init__(self) -> None:
-        self.count, self.seconds = 0, 0.0
-        jax.monitoring.register_event_duration_secs_listener(self._on_event)
-
-    def _on_event(self, event: str, duration: float, **kwargs) -> None:
-        if event == BACKEND_COMPILE_EVENT:
-            self.count += 1
-            self.seconds += duration
 
 
 def random_bilm(recipe: str) -> PretrainedBiLM:

@@ -73,6 +73,7 @@ import torch
 
 from benchmarks.pytorch_embed import TorchElmo, read_bilm_files
 from benchmarks.pytorch_embed import matmul_peak_gflops as torch_matmul_peak_gflops
+from benchmarks.compile_counter import CompileCounter
 from benchmarks.throughput import matmul_peak_gflops as jax_matmul_peak_gflops
 from elmo_jax.runtime import host_memory
 from elmo_jax.config.recipes import recipe_module
@@ -86,22 +87,8 @@ from elmo_jax.runtime import data_parallel
 from elmo_jax.model.initial_params import init_params
 
 MODELS = ("small", "original")  # configs/elmo_<name>.py
-BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # One per XLA compilation.
 RTOL, ATOL = 1e-5, 1e-6
 T = TypeVar("T")
-
-
-class CompileCounter:
-    """XLA compilations and their seconds, counted through jax.monitoring since construction."""
-
-    def __init__(self) -> None:
-        self.count, self.seconds = 0, 0.0
-        jax.monitoring.register_event_duration_secs_listener(self._on_event)
-
-    def _on_event(self, event: str, duration: float, **kwargs) -> None:
-        if event == BACKEND_COMPILE_EVENT:
-            self.count += 1
-            self.seconds += duration
 
 
 def supports_vocab_to_cache() -> bool:
