@@ -85,7 +85,7 @@ def run_contextualizer(
         t = bucket(int(lengths[start]), TIME_STEP)
         most = max(1, CHUNK_POSITIONS // t)
         stop = min(start + most, len(lengths))
-        n = min(most, 1 << (stop - start - 1).bit_length())
+        n = min(most, bucket(stop - start, 1))
         padded = np.minimum(np.arange(start, start + n), stop - 1)
         kept = min(t, longest)
         ids = np.zeros((2, n, t), np.int64)
