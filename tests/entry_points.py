@@ -12,6 +12,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The test session's persistent compilation cache (set by tests/conftest.py), shared by the session's
 # in-process compilations and the scripts it runs.
 SESSION_CACHE_ENV_VAR = "ELMO_JAX_TEST_XLA_CACHE"
+# The tests check what the programs compute, not how fast the compiled code runs: XLA's CPU backend
+# skips LLVM's optimisation passes, which halves most tests' compiling (a softmax-rows training test:
+# 68 s -> 28 s on 2 cores). The benchmarks and the tools run at the default level.
+TEST_XLA_FLAGS = "--xla_backend_optimization_level=0"
+
+
+def xla_flags(*flags: str) -> str:
+    """XLA_FLAGS for a test's process: the tests' own and `flags` (e.g. a simulated device count)."""
+    return " ".join((TEST_XLA_FLAGS, *flags))
 
 
 def script_command(script: str, *args: str) -> list[str]:
@@ -22,8 +31,9 @@ def script_env(compile_cache: str) -> dict[str, str]:
     """CPU JAX with a persistent compilation cache: the test session's, where there is one (every
     program compiles once per session, whichever test runs it first), else `compile_cache`, shared by
     a test's runs (each compiles once)."""
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = dict(os.environ)
     env.update(
+        XLA_FLAGS=xla_flags(),
         JAX_PLATFORMS="cpu",
         JAX_COMPILATION_CACHE_DIR=os.environ.get(SESSION_CACHE_ENV_VAR) or compile_cache,
         JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",

@@ -34,7 +34,7 @@ from elmo_jax.runtime import data_parallel
 from elmo_jax.runtime.data_parallel import AXIS
 from elmo_jax.training.step import NegativeSampler, NegativeSetLayout, draw_groups
 from elmo_jax.training.trainer import build_trainer
-from tests.entry_points import script_env
+from tests.entry_points import script_env, xla_flags
 from tests.training.helpers import random_batch, tiny_config
 
 released = recipe_module("released")
@@ -174,7 +174,7 @@ def results(tmp_path_factory) -> dict[str, np.ndarray]:
     root = tmp_path_factory.mktemp("bilm_tf")
     out = str(root / "cases.npz")
     # The session's compilation cache: the two cases with two towers compile the same reference.
-    env = {**script_env(str(root / "jax_cache")), "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    env = {**script_env(str(root / "jax_cache")), "XLA_FLAGS": xla_flags("--xla_force_host_platform_device_count=4")}
     subprocess.run([sys.executable, os.path.abspath(__file__), out], check=True, env=env, timeout=600)
     return dict(np.load(out))
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.runtime import data_parallel
+from tests.entry_points import xla_flags
 from tests.training.parallel_run import INITIAL
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "parallel_run.py")
@@ -39,7 +40,7 @@ def _assert_same_training(actual: dict, desired: dict) -> None:
 
 def _run(device_counts: tuple[int, ...], out: str, contextualizer: str = "lstm") -> dict[int, dict]:
     """The training on each number of devices, one after the other in one process: `{n: result}`."""
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu",
+    env = {**os.environ, "XLA_FLAGS": xla_flags("--xla_force_host_platform_device_count=8"), "JAX_PLATFORMS": "cpu",
            "CONTEXTUALIZER": contextualizer}
     subprocess.run([sys.executable, SCRIPT, ",".join(map(str, device_counts)), out], check=True, env=env, timeout=600)
     return {n: dict(np.load(os.path.join(out, f"{n}.npz"))) for n in device_counts}
@@ -76,7 +77,7 @@ def _free_port() -> int:
 def test_two_processes_match_one_process(lstm_runs, tmp_path):
     """jax.distributed on localhost (gloo CPU collectives): each process feeds its half."""
     out, port = str(tmp_path / "two.npz"), str(_free_port())
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = {**os.environ, "XLA_FLAGS": xla_flags()}
     procs = [
         subprocess.Popen([sys.executable, SCRIPT, "--process", str(i), "--processes", "2", "--port", port, out], env=env)
         for i in range(2)

@@ -8,6 +8,7 @@ import sys
 import time
 
 from elmo_jax.training.preemption import PreemptionWatcher
+from tests.entry_points import xla_flags
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "preemption_run.py")
 
@@ -30,7 +31,7 @@ def _free_port() -> int:
 def test_processes_stop_at_the_same_step_when_one_gets_sigterm():
     """jax.distributed on localhost; only process 1 is signalled, both stop after the same step."""
     port = str(_free_port())
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = {**os.environ, "XLA_FLAGS": xla_flags()}
     procs = [
         subprocess.Popen([sys.executable, SCRIPT, str(i), "2", port], env=env, stdout=subprocess.PIPE, text=True)
         for i in range(2)
