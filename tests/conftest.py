@@ -1,6 +1,6 @@
 """Shared test setup: repository root on sys.path (for `tests` and `benchmarks`), the host-memory tuning of the
-entry points and the tests' XLA flags (before JAX starts), the session's persistent compilation cache, and one real tiny
-training run shared by the tests that read a workdir."""
+entry points and the tests' XLA flags (before JAX starts), the session's persistent compilation
+cache, and one real tiny training run shared by the tests that read a workdir."""
 
 import contextlib
 import io
@@ -15,11 +15,11 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from elmo_jax.runtime import compilation_cache, host_memory  # noqa: E402
-from tests.entry_points import SESSION_CACHE_ENV_VAR, TEST_XLA_FLAGS  # noqa: E402
+from tests.entry_points import SESSION_CACHE_ENV_VAR, xla_flags  # noqa: E402
 
 # XLA reads its flags when its backend starts (the first computation, after this): the tests' own
 # join any the user set.
-os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {TEST_XLA_FLAGS}".strip()
+os.environ["XLA_FLAGS"] = xla_flags(*os.environ.get("XLA_FLAGS", "").split())
 host_memory.reuse_freed_memory()
 # The tools run in process must not cache this process's compilations in the user's cache
 # directory: their own setting is off, ...
