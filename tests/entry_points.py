@@ -13,9 +13,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # in-process compilations and the scripts it runs.
 SESSION_CACHE_ENV_VAR = "ELMO_JAX_TEST_XLA_CACHE"
 # The tests check what the programs compute, not how fast the compiled code runs: XLA's CPU backend
-# skips LLVM's optimisation passes, which halves most tests' compiling (a softmax-rows training test:
-# 68 s -> 28 s on 2 cores). The benchmarks and the tools run at the default level.
-TEST_XLA_FLAGS = "--xla_backend_optimization_level=0"
+# skips LLVM's optimisation passes and emits fusions with its elemental IR emitters rather than the
+# MLIR fusion emitters; each roughly halves the compiling, most of a test's time on 2 cores. The
+# benchmarks and the tools compile at XLA's defaults.
+TEST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
 
 
 def xla_flags(*flags: str) -> str:

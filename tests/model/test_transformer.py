@@ -481,8 +481,9 @@ def test_remat_same_outputs_and_gradients() -> None:
     def grads(stack: TransformerStack) -> Any:
         return jax.jit(jax.grad(lambda p: jnp.sum(stack.apply({"params": p}, x, mask, state)[0][-1] ** 2)))(params)
 
+    # Gradients of order 1, the recomputed forward fused apart from the kept one: rounding to 1e-5.
     for a, b in zip(jax.tree_util.tree_leaves(grads(make_stack())), jax.tree_util.tree_leaves(grads(make_stack(remat=True)))):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(
