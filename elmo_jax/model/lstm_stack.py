@@ -8,7 +8,10 @@ import jax
 import jax.numpy as jnp
 
 from elmo_jax.model.contextualizer import Contextualizer
-from elmo_jax.model.lstm import KERNEL_INITIALIZERS, TIME_LOOP_KERNELS, BiLSTMLayer, LSTMState, has_projection
+from elmo_jax.model.lstm import (
+    KERNEL_INITIALIZERS, TIME_LOOP_KERNELS, BiLSTMLayer, LSTMState, has_projection, sequence_input_gates,
+)
+from elmo_jax.model.lstm_wavefront import WavefrontLayer, wavefront_lstm
 from elmo_jax.sections import ConfigError, Key, Section
 from elmo_jax.sections.checks import BOOLEAN, integer, number, one_of
 
@@ -28,6 +31,10 @@ SECTION = Section("bilm-tf's LSTMs with projection (model.contextualizer='lstm')
                   "The time loop: 'xla' | 'pallas' (model/pallas_lstm.py: Triton kernels on GPU, 1.6-7x "
                   "slower than xla there (docs/performance.md); Pallas's slow interpreter elsewhere).",
                   how_computed=True),
+    "wavefront": Key(False, BOOLEAN,
+                     "Run the layers as a wavefront, layer l's step t beside layer l-1's step t+1: T + L - 1 "
+                     "dependent steps a direction instead of L T (model/lstm_wavefront.py; the 'xla' kernel).",
+                     how_computed=True),
 })
 
 
@@ -49,6 +56,7 @@ class LSTMContextualizer(Contextualizer):
     initializer: str = SECTION.default("initializer")  # LSTM kernels (lstm.kernel_limits).
     unroll: int = SECTION.default("unroll")
     kernel: str = SECTION.default("kernel")  # The time loop (BiLSTMLayer.kernel).
+    wavefront: bool = SECTION.default("wavefront")  # The layers skewed in one time loop (wavefront_lstm).
 
     @classmethod
     def check_config(cls, model: Mapping[str, Any], input_dim: int) -> None:
@@ -58,6 +66,11 @@ class LSTMContextualizer(Contextualizer):
             raise ConfigError(
                 f"config key model.init_range={init_range!r} draws every weight from a uniform: "
                 f"it needs model.lstm.initializer='uniform', not {initializer!r}"
+            )
+        if model["lstm"]["wavefront"] and model["lstm"]["kernel"] != "xla":
+            raise ConfigError(
+                "config key model.lstm.wavefront=True runs XLA's time loop: it needs model.lstm.kernel='xla', "
+                f"not {model['lstm']['kernel']!r}"
             )
 
     def setup(self) -> None:
@@ -89,6 +102,8 @@ class LSTMContextualizer(Contextualizer):
     ) -> tuple[list[jax.Array], list[LSTMState]]:
         """The layers over x `[2, B, T, .]` (with `from_gates` the first layer's x W_input), dropout
         before each -> (their outputs `[2, B, T, P]`, final states)."""
+        if self.wavefront:
+            return self._wavefront(x, mask, state, train, reset, reset_state, from_gates)
         outputs, new_state = [], []
         for i, layer in enumerate(self.layers):
             layer_reset_state = None if reset_state is None else reset_state[i]
@@ -100,6 +115,34 @@ class LSTMContextualizer(Contextualizer):
             outputs.append(x)
             new_state.append(final)
         return outputs, new_state
+
+    def _wavefront(
+        self, x: jax.Array, mask: jax.Array, state: list[LSTMState], train: bool, reset: jax.Array | None,
+        reset_state: list[LSTMState] | None, from_gates: bool,
+    ) -> tuple[list[jax.Array], list[LSTMState]]:
+        """`_layers` as one skewed time loop (`wavefront_lstm`): the same params, dropout masks and
+        numbers, layer l's input dropout drawn for its whole `[2, B, T, P]` input as the layers draw it."""
+        layers = []
+        for i, layer in enumerate(self.layers):
+            w_input, bias, w_hidden, w_proj = layer.weights(self.input_dim if i == 0 else self.width)
+            scale = None
+            if i == 0 and not from_gates:
+                x = sequence_input_gates(self.token_drop(x, deterministic=not train), w_input, self.dtype)
+            elif i > 0 and train and self.dropout > 0:
+                scale = self.drop(jnp.ones((*x.shape[:3], self.width)), deterministic=False)
+            layers.append(WavefrontLayer(None if i == 0 else w_input, w_hidden, bias, w_proj, scale))
+        residual = [layer.residual for layer in self.layers]
+
+        def run(x, layers, mask, state, reset, reset_state):
+            return wavefront_lstm(
+                x, layers, residual, mask, state, self.cell_clip, self.proj_clip, self.dtype, self.unroll, reset,
+                reset_state,
+            )
+
+        if self.remat:
+            run = jax.checkpoint(run)
+        outputs, final = run(x, layers, mask, list(state), reset, None if reset_state is None else list(reset_state))
+        return outputs, [LSTMState(*s) for s in final]
 
     def first_layer_gates(self, x: jax.Array) -> jax.Array:
         """The first layer's x W_input for both directions: x `[N, F]` -> `[2, N, 4 dim]`."""

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.model.lstm import BiLSTMLayer, LSTMState
-from elmo_jax.model.lstm_recurrence import _resolve_unroll, lstm_recurrence
+from elmo_jax.model.lstm_recurrence import resolve_unroll, lstm_recurrence
 from tests.reference.lstm_recurrence import reference_recurrence
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -202,10 +202,10 @@ def test_no_projection_matches_numpy_and_finite_differences(time_axis: int) -> N
 
 
 def test_automatic_unroll_is_one_and_negative_unroll_is_an_error() -> None:
-    assert _resolve_unroll(0, T) == 1
-    assert _resolve_unroll(100, T) == T
+    assert resolve_unroll(0, T) == 1
+    assert resolve_unroll(100, T) == T
     with pytest.raises(ValueError, match="model.lstm.unroll"):
-        _resolve_unroll(-1, T)
+        resolve_unroll(-1, T)
 
 
 def test_clip_none_is_no_clip_zero_is_refused_and_any_mask_dtype() -> None:
