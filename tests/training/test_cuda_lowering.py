@@ -112,3 +112,12 @@ def test_without_the_triton_backend_the_gpu_step_lowers_with_xla_convolutions(mo
     monkeypatch.setitem(sys.modules, "jax.experimental.pallas.triton", None)
     text = cuda_train_step_text({})
     assert "__gpu$xla.gpu.triton" not in text and op_counts(text)["stablehlo.convolution"] > 0
+
+
+def test_the_wavefront_step_merges_the_layers_loops_within_the_bound(default_step):
+    """model.lstm.wavefront: one time loop for both LSTM layers forward and one in reverse, where the
+    layered stack has one per layer each way; the step within the same bound."""
+    wavefront = op_counts(cuda_train_step_text({"model.lstm.wavefront": True}))
+    n_layers = load_config("elmo_original").model.lstm.n_layers
+    assert wavefront["stablehlo.while"] == default_step["stablehlo.while"] - 2 * (n_layers - 1)
+    assert sum(wavefront.values()) <= MAX_OPS, sum(wavefront.values())
