@@ -6,7 +6,13 @@ layer they take T + L - 1 loop iterations, and the L cell steps of an iteration 
 t = k - l of each layer l with 0 <= t < T; layer l > 0 reads the output layer l-1 produced in the
 iteration before, scaled by its dropout (the layered stack's mask, drawn for the whole input) and
 added back to the layer's output when the layer is residual. The cell is `lstm_recurrence`'s
-(`cell_step`, clips, masked steps frozen, resets); the reverse pass is JAX's autodiff of the loop.
+(`cell_step`, clips, masked steps frozen, resets).
+
+The reverse pass is skewed the same way, the top layer first: layer l's step t in reverse runs
+one iteration after layer l+1's, which hands it the cotangent of its output at t. As
+`lstm_recurrence`'s, the loop does only the sequential work and emits dz and dh'; the weight
+gradients are one matmul each over all steps afterwards (autodiff would accumulate each weight's
+gradient in every iteration: 64 MB of float32 read and written per step for elmo_original's W_hidden).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 
-from elmo_jax.model.lstm_recurrence import cell_step, clip, resolve_unroll
+from elmo_jax.model.lstm_recurrence import cell_grads, cell_step, clip, clip_grad, resolve_unroll, weight_grads
 from elmo_jax.model.precision import matmul
 
 
@@ -35,6 +41,160 @@ class WavefrontLayer(NamedTuple):
 def _at(x: jax.Array, t: jax.Array) -> jax.Array:
     """Step t of `[2, B, T, .]`."""
     return jax.lax.dynamic_index_in_dim(x, t, 2, keepdims=False)
+
+
+def _put(buf: jax.Array, value: jax.Array, slot: jax.Array) -> jax.Array:
+    """`value` into step `slot` of `[2, B, T + 1, .]`: slot T is where iterations outside a layer's
+    steps write, so that none reads what it overwrites."""
+    return jax.lax.dynamic_update_index_in_dim(buf, value, slot, 2)
+
+
+def _buffer(like: jax.Array, n_steps: int) -> jax.Array:
+    """A float32 `[2, B, T + 1, .]` buffer for per-step values shaped as `like` `[2, B, .]`."""
+    return jnp.zeros((*like.shape[:2], n_steps + 1, like.shape[-1]), jnp.float32)
+
+
+def _step_of(t: jax.Array, n_steps: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """A layer's step t in an iteration -> (whether t is one of the T steps, t clipped to them for
+    reads, its slot for writes)."""
+    real = (t >= 0) & (t < n_steps)
+    return real, jnp.clip(t, 0, n_steps - 1), jnp.where(real, t, n_steps)
+
+
+def _forward(static, first_gates, layers, mask, states, save: bool, reset=None, reset_states=None):
+    """The skewed loop -> (outputs, final states, with `save` the residuals). static: (residual,
+    cell_clip, proj_clip, dtype, unroll)."""
+    residual, cell_clip, proj_clip, dtype, unroll = static
+    n_steps, n_layers = first_gates.shape[2], len(layers)
+    outputs = [_buffer(h, n_steps) for _, h in states]
+    saved = [
+        {"gates": _buffer(first_gates[:, :, 0], n_steps), "c_prev": _buffer(c, n_steps), "hs": _buffer(h, n_steps)}
+        | ({"m": _buffer(c, n_steps)} if layer.w_proj is not None else {})
+        | ({"h_raw": _buffer(h, n_steps)} if layer.w_proj is not None and proj_clip is not None else {})
+        for layer, (c, h) in zip(layers, states)
+    ] if save else [{} for _ in layers]
+
+    def layer_step(i: int, layer: WavefrontLayer, k, state, below, out_buf, saved_i):
+        """Layer i's step k - i, `below` the output of layer i-1 at that step."""
+        real, at, slot = _step_of(k - i, n_steps)
+        c, h = state
+        if reset is not None:
+            r_t = _at(reset, at) & real
+            c, h = jnp.where(r_t, reset_states[i][0], c), jnp.where(r_t, reset_states[i][1], h)
+        if layer.w_input is None:
+            x, xw = None, _at(first_gates, at)
+        else:
+            x = below if layer.input_scale is None else below * _at(layer.input_scale, at)
+            xw = matmul("dbi,dig->dbg", x, layer.w_input, dtype)
+        z = (xw + layer.bias[:, None, :]) + matmul("dbp,dpg->dbg", h, layer.w_hidden, dtype)
+        gates, c_clip, m = cell_step(jnp.split(z, 4, axis=-1), c, cell_clip)
+        projected = layer.w_proj is not None
+        h_raw = matmul("dbk,dkp->dbp", m, layer.w_proj, dtype) if projected else m
+        live = _at(mask, at) & real
+        c_new = jnp.where(live, c_clip, c)
+        h_new = jnp.where(live, clip(h_raw, proj_clip if projected else None), h)
+        out = h_new + x if residual[i] else h_new
+        values = {"gates": jnp.concatenate(gates, axis=-1), "c_prev": c, "hs": h_new, "m": m, "h_raw": h_raw}
+        saved_i = {name: _put(buf, values[name], slot) for name, buf in saved_i.items()}
+        return (c_new, h_new), out, _put(out_buf, out, slot), saved_i
+
+    def body(k, carry):
+        states, latest, outputs, saved = carry
+        new = [
+            layer_step(i, layer, k, states[i], latest[i - 1] if i else None, outputs[i], saved[i])
+            for i, layer in enumerate(layers)
+        ]
+        return tuple([step[j] for step in new] for j in range(4))
+
+    carry = (states, [h for _, h in states], outputs, saved)
+    n_iterations = n_steps + n_layers - 1
+    unroll = resolve_unroll(unroll, n_iterations)
+    final, _, outputs, saved = jax.lax.fori_loop(0, n_iterations, body, carry, unroll=unroll)
+    outputs = [buf[:, :, :n_steps] for buf in outputs]
+    saved = [{name: buf[:, :, :n_steps] for name, buf in saved_i.items()} for saved_i in saved]
+    return outputs, final, saved
+
+
+def _run(static, first_gates, layers, mask, states):
+    return _forward(static, first_gates, layers, mask, states, save=False)[:2]
+
+
+def _run_forward(static, first_gates, layers, mask, states):
+    outputs, final, saved = _forward(static, first_gates, layers, mask, states, save=True)
+    return (outputs, final), (layers, mask, states, outputs, saved)
+
+
+def _run_reverse(static, residuals, cotangents):
+    residual, cell_clip, proj_clip, dtype, unroll = static
+    layers, mask, states, outputs, saved = residuals
+    d_outputs, d_final = cotangents
+    n_steps, n_layers = outputs[0].shape[2], len(layers)
+    projected = layers[0].w_proj is not None
+    proj_clip = proj_clip if projected else None
+    d_written = [
+        {"dz": _buffer(saved_i["gates"][:, :, 0], n_steps), "dh_raw": _buffer(h, n_steps)}
+        | ({"dx": _buffer(h, n_steps)} if i else {})
+        for i, (saved_i, (_, h)) in enumerate(zip(saved, states))
+    ]
+
+    def layer_step(i: int, layer: WavefrontLayer, k, carry_i, from_above, written):
+        """Layer i's step in reverse, T - 1 - k + (L - 1 - i); `from_above`: the cotangent of its
+        output at that step through layer i+1's input."""
+        real, at, slot = _step_of(n_steps - 1 - k + (n_layers - 1 - i), n_steps)
+        dc, dh = carry_i
+        d_out = _at(d_outputs[i], at) if from_above is None else _at(d_outputs[i], at) + from_above
+        d_out = jnp.where(real, d_out, 0.0)
+        live = _at(mask, at) & real
+        dh = dh + d_out
+        dh_raw = jnp.where(live, dh, 0.0)
+        if proj_clip is not None:
+            dh_raw = dh_raw * clip_grad(_at(saved[i]["h_raw"], at), proj_clip)
+        d_m = matmul("dbp,dkp->dbk", dh_raw, layer.w_proj, dtype) if projected else dh_raw
+        gates = jnp.split(_at(saved[i]["gates"], at), 4, axis=-1)
+        dz, dc_prev = cell_grads(gates, _at(saved[i]["c_prev"], at), d_m, dc, live, cell_clip)
+        dz = jnp.concatenate(dz, axis=-1)
+        dh_prev = jnp.where(live, matmul("dbg,dpg->dbp", dz, layer.w_hidden, dtype), dh)
+        values = {"dz": dz, "dh_raw": dh_raw}
+        to_below = None
+        if layer.w_input is not None:
+            dx = matmul("dbg,dig->dbi", dz, layer.w_input, dtype)
+            values["dx"] = dx + d_out if residual[i] else dx
+            to_below = values["dx"] if layer.input_scale is None else values["dx"] * _at(layer.input_scale, at)
+        written = {name: _put(buf, values[name], slot) for name, buf in written.items()}
+        return (dc_prev, dh_prev), to_below, written
+
+    def body(k, carry):
+        d_states, handed, written = carry  # handed[i]: layer i's cotangent for layer i-1's output.
+        new = [
+            layer_step(i, layer, k, d_states[i], handed[i + 1] if i + 1 < n_layers else None, written[i])
+            for i, layer in enumerate(layers)
+        ]
+        return tuple([step[j] for step in new] for j in range(3))
+
+    handed = [jnp.zeros_like(states[i - 1][1]) if i else None for i in range(n_layers)]
+    carry = ([tuple(d) for d in d_final], handed, d_written)
+    n_iterations = n_steps + n_layers - 1
+    unroll = resolve_unroll(unroll, n_iterations)
+    d_states, _, d_written = jax.lax.fori_loop(0, n_iterations, body, carry, unroll=unroll)
+    d_written = [{name: buf[:, :, :n_steps] for name, buf in w.items()} for w in d_written]
+
+    d_layers = []
+    for i, (layer, saved_i, w) in enumerate(zip(layers, saved, d_written)):
+        d_bias, d_w_hidden, d_w_proj = weight_grads(
+            2, dtype, states[i][1], saved_i["hs"], w["dz"], saved_i.get("m"), w["dh_raw"], layer.w_hidden, layer.w_proj
+        )
+        d_w_input = d_scale = None
+        if layer.w_input is not None:
+            below = outputs[i - 1]
+            x = below if layer.input_scale is None else below * layer.input_scale
+            d_w_input = matmul("dbti,dbtg->dig", x, w["dz"], dtype).astype(layer.w_input.dtype)
+            d_scale = None if layer.input_scale is None else w["dx"] * below
+        d_layers.append(WavefrontLayer(d_w_input, d_w_hidden, d_bias.astype(layer.bias.dtype), d_w_proj, d_scale))
+    return d_written[0]["dz"], d_layers, None, d_states
+
+
+_wavefront = jax.custom_vjp(_run, nondiff_argnums=(0,))
+_wavefront.defvjp(_run_forward, _run_reverse)
 
 
 def wavefront_lstm(
@@ -57,55 +217,19 @@ def wavefront_lstm(
     input is added to its output; mask `[2, B, T]` (state frozen where 0); states: per layer c
     `[2, B, dim]`, h `[2, B, P]`; clips None or > 0 (proj_clip ignored without a projection);
     matmul operands in `dtype`; unroll: `lstm_recurrence`'s. reset `[2, B, T]`: where true a
-    layer's state becomes its `reset_states` entry (`[2, 1, .]`, default zeros) before its step.
+    layer's state becomes its `reset_states` entry (`[2, 1, .]`, default zeros) before its step,
+    with JAX's autodiff (embedding packs sentences; training does not).
     """
     n_steps = first_gates.shape[2]
-    if n_steps == 0:
-        outputs = [jnp.zeros((*h.shape[:2], 0, h.shape[-1]), jnp.float32) for _, h in states]
-        return outputs, list(states)
-    mask = jnp.asarray(mask).astype(bool)[..., None]
-    reset = None if reset is None else jnp.asarray(reset).astype(bool)[..., None]
-    if reset is not None and reset_states is None:
-        reset_states = [(jnp.zeros_like(c[:, :1]), jnp.zeros_like(h[:, :1])) for c, h in states]
-    first_gates = jnp.asarray(first_gates, jnp.float32)
     states = [(jnp.asarray(c, jnp.float32), jnp.asarray(h, jnp.float32)) for c, h in states]
-    outputs = [jnp.zeros((*h.shape[:2], n_steps, h.shape[-1]), jnp.float32) for _, h in states]
-    latest = [h for _, h in states]  # Each layer's output of the iteration before.
-
-    def layer_step(i: int, layer: WavefrontLayer, k: jax.Array, state: tuple, below: jax.Array | None) -> tuple:
-        """Layer i's step t = k - i, `below` the output of layer i-1 at t -> (its new state, its
-        output, whether t is one of the T steps, t clipped to them)."""
-        t = k - i
-        real = (t >= 0) & (t < n_steps)
-        at = jnp.clip(t, 0, n_steps - 1)
-        c, h = state
-        if reset is not None:
-            r_t = _at(reset, at) & real
-            c, h = jnp.where(r_t, reset_states[i][0], c), jnp.where(r_t, reset_states[i][1], h)
-        if layer.w_input is None:
-            x, xw = None, _at(first_gates, at)
-        else:
-            x = below if layer.input_scale is None else below * _at(layer.input_scale, at)
-            xw = matmul("dbi,dig->dbg", x, layer.w_input, dtype)
-        z = (xw + layer.bias[:, None, :]) + matmul("dbp,dpg->dbg", h, layer.w_hidden, dtype)
-        _, c_clip, m = cell_step(jnp.split(z, 4, axis=-1), c, cell_clip)
-        projected = layer.w_proj is not None
-        h_raw = matmul("dbk,dkp->dbp", m, layer.w_proj, dtype) if projected else m
-        live = _at(mask, at) & real
-        c_new = jnp.where(live, c_clip, c)
-        h_new = jnp.where(live, clip(h_raw, proj_clip if projected else None), h)
-        return (c_new, h_new), (h_new + x if residual[i] else h_new), real, at
-
-    def body(k, carry):
-        states, latest, outputs = carry
-        new = [layer_step(i, layer, k, states[i], latest[i - 1] if i else None) for i, layer in enumerate(layers)]
-        outputs = [
-            jax.lax.dynamic_update_index_in_dim(buf, jnp.where(real, out, _at(buf, at)), at, 2)
-            for buf, (_, out, real, at) in zip(outputs, new)
-        ]
-        return [s for s, *_ in new], [out for _, out, *_ in new], outputs
-
-    n_iterations = n_steps + len(layers) - 1
-    carry = (states, latest, outputs)
-    final, _, outputs = jax.lax.fori_loop(0, n_iterations, body, carry, unroll=resolve_unroll(unroll, n_iterations))
-    return outputs, final
+    if n_steps == 0:
+        return [jnp.zeros((*h.shape[:2], 0, h.shape[-1]), jnp.float32) for _, h in states], states
+    static = (tuple(residual), cell_clip, proj_clip, jnp.dtype(dtype), unroll)
+    first_gates = jnp.asarray(first_gates, jnp.float32)
+    mask = jnp.asarray(mask).astype(bool)[..., None]
+    if reset is None:
+        return _wavefront(static, first_gates, list(layers), mask, states)
+    if reset_states is None:
+        reset_states = [(jnp.zeros_like(c[:, :1]), jnp.zeros_like(h[:, :1])) for c, h in states]
+    reset = jnp.asarray(reset).astype(bool)[..., None]
+    return _forward(static, first_gates, list(layers), mask, states, False, reset, reset_states)[:2]
