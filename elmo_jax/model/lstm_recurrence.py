@@ -69,11 +69,13 @@ def cell_grads(
     return dz, jnp.where(live, dc_raw * sig_f, dc)
 
 
-def _read(x: jax.Array, t: jax.Array, axis: int) -> jax.Array:
+def read_step(x: jax.Array, t: jax.Array, axis: int) -> jax.Array:
+    """Step t of `x`, time on `axis`; shared with `lstm_wavefront`."""
     return jax.lax.dynamic_index_in_dim(x, t, axis, keepdims=False)
 
 
-def _write(buf: jax.Array, value: jax.Array, t: jax.Array, axis: int) -> jax.Array:
+def write_step(buf: jax.Array, value: jax.Array, t: jax.Array, axis: int) -> jax.Array:
+    """`value` into step t of `buf`, time on `axis`; shared with `lstm_wavefront`."""
     return jax.lax.dynamic_update_index_in_dim(buf, value, t, axis)
 
 
@@ -138,11 +140,11 @@ def _forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool, reset
 
     def body(t, carry):
         c, h, hs, res = carry
-        m_t = _read(mask, t, axis)
+        m_t = read_step(mask, t, axis)
         if reset is not None:
-            r_t = _read(reset, t, axis)
+            r_t = read_step(reset, t, axis)
             c, h = jnp.where(r_t, reset_state[0], c), jnp.where(r_t, reset_state[1], h)
-        z = (_read(res[0] if save else xw, t, axis) + bias) + matmul("dbp,dpg->dbg", h, w_hidden, dtype)
+        z = (read_step(res[0] if save else xw, t, axis) + bias) + matmul("dbp,dpg->dbg", h, w_hidden, dtype)
         gates, c_clip, m = cell_step(jnp.split(z, 4, axis=-1), c, cell_clip)
         h_raw = matmul("dbk,dkp->dbp", m, w_proj, dtype) if projected else m
         c_new = jnp.where(m_t, c_clip, c)
@@ -151,8 +153,8 @@ def _forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool, reset
             values = (jnp.concatenate(gates, axis=-1), c)
             values += (m,) if projected else ()
             values += (h_raw,) if proj_clip is not None else ()
-            res = tuple(_write(buf, v, t, axis) for buf, v in zip(res, values))
-        return c_new, h_new, _write(hs, h_new, t, axis), res
+            res = tuple(write_step(buf, v, t, axis) for buf, v in zip(res, values))
+        return c_new, h_new, write_step(hs, h_new, t, axis), res
 
     c_t, h_t, hs, res = jax.lax.fori_loop(0, n_steps, body, (c0, h0, hs, res), unroll=unroll)
     return hs, (c_t, h_t), res
@@ -175,22 +177,22 @@ def _reverse(static, residuals, cotangents):
     def body(k, carry):
         dc, dh, gates, dz_all, dh_raw_all = carry
         t = n_steps - 1 - k
-        m_t = _read(mask, t, axis)
-        dh = dh + _read(d_hs, t, axis)
+        m_t = read_step(mask, t, axis)
+        dh = dh + read_step(d_hs, t, axis)
         dh_raw = jnp.where(m_t, dh, 0.0)  # A masked step gets no cotangent (`cell_grads`).
         if proj_clip is not None:
-            dh_raw = dh_raw * clip_grad(_read(h_raw_all[0], t, axis), proj_clip)
+            dh_raw = dh_raw * clip_grad(read_step(h_raw_all[0], t, axis), proj_clip)
         d_m = matmul("dbp,dkp->dbk", dh_raw, w_proj_c, dtype) if projected else dh_raw
         dz, dc_prev = cell_grads(
-            jnp.split(gates, 4, axis=-1), _read(c_prev_all, t, axis), d_m, dc, m_t, cell_clip
+            jnp.split(gates, 4, axis=-1), read_step(c_prev_all, t, axis), d_m, dc, m_t, cell_clip
         )
         dz = jnp.concatenate(dz, axis=-1)
         dh_prev = jnp.where(m_t, matmul("dbg,dpg->dbp", dz, w_hidden_c, dtype), dh)
-        dz_all = _write(dz_all, dz, t, axis)
-        gates = _read(dz_all, jnp.maximum(t - 1, 0), axis)  # (a dummy read at t = 0)
-        return dc_prev, dh_prev, gates, dz_all, _write(dh_raw_all, dh_raw, t, axis)
+        dz_all = write_step(dz_all, dz, t, axis)
+        gates = read_step(dz_all, jnp.maximum(t - 1, 0), axis)  # (a dummy read at t = 0)
+        return dc_prev, dh_prev, gates, dz_all, write_step(dh_raw_all, dh_raw, t, axis)
 
-    gates_last = _read(gates_all, n_steps - 1, axis)
+    gates_last = read_step(gates_all, n_steps - 1, axis)
     dc0, dh0, _, dz, dh_raw = jax.lax.fori_loop(
         0, n_steps, body, (d_ct, d_ht, gates_last, gates_all, dh_raw_all), unroll=unroll
     )

@@ -22,7 +22,9 @@ from typing import NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 
-from elmo_jax.model.lstm_recurrence import cell_grads, cell_step, clip, clip_grad, resolve_unroll, weight_grads
+from elmo_jax.model.lstm_recurrence import (
+    cell_grads, cell_step, clip, clip_grad, read_step, resolve_unroll, weight_grads, write_step,
+)
 from elmo_jax.model.precision import matmul
 
 
@@ -38,19 +40,9 @@ class WavefrontLayer(NamedTuple):
     input_scale: jax.Array | None
 
 
-def _at(x: jax.Array, t: jax.Array) -> jax.Array:
-    """Step t of `[2, B, T, .]`."""
-    return jax.lax.dynamic_index_in_dim(x, t, 2, keepdims=False)
-
-
-def _put(buf: jax.Array, value: jax.Array, slot: jax.Array) -> jax.Array:
-    """`value` into step `slot` of `[2, B, T + 1, .]`: slot T is where iterations outside a layer's
-    steps write, so that none reads what it overwrites."""
-    return jax.lax.dynamic_update_index_in_dim(buf, value, slot, 2)
-
-
 def _buffer(like: jax.Array, n_steps: int) -> jax.Array:
-    """A float32 `[2, B, T + 1, .]` buffer for per-step values shaped as `like` `[2, B, .]`."""
+    """A float32 `[2, B, T + 1, .]` buffer for per-step values shaped as `like` `[2, B, .]`: slot T
+    is where iterations outside a layer's steps write, so that none reads what it overwrites."""
     return jnp.zeros((*like.shape[:2], n_steps + 1, like.shape[-1]), jnp.float32)
 
 
@@ -63,14 +55,14 @@ def _step_of(t: jax.Array, n_steps: int) -> tuple[jax.Array, jax.Array, jax.Arra
 
 def _forward(static, first_gates, layers, mask, states, save: bool, reset=None, reset_states=None):
     """The skewed loop -> (outputs, final states, with `save` the residuals). static: (residual,
-    cell_clip, proj_clip, dtype, unroll)."""
+    cell_clip, proj_clip (None without a projection), dtype, unroll)."""
     residual, cell_clip, proj_clip, dtype, unroll = static
     n_steps, n_layers = first_gates.shape[2], len(layers)
     outputs = [_buffer(h, n_steps) for _, h in states]
     saved = [
         {"gates": _buffer(first_gates[:, :, 0], n_steps), "c_prev": _buffer(c, n_steps), "hs": _buffer(h, n_steps)}
         | ({"m": _buffer(c, n_steps)} if layer.w_proj is not None else {})
-        | ({"h_raw": _buffer(h, n_steps)} if layer.w_proj is not None and proj_clip is not None else {})
+        | ({"h_raw": _buffer(h, n_steps)} if proj_clip is not None else {})
         for layer, (c, h) in zip(layers, states)
     ] if save else [{} for _ in layers]
 
@@ -79,24 +71,24 @@ def _forward(static, first_gates, layers, mask, states, save: bool, reset=None, 
         real, at, slot = _step_of(k - i, n_steps)
         c, h = state
         if reset is not None:
-            r_t = _at(reset, at) & real
+            r_t = read_step(reset, at, 2) & real
             c, h = jnp.where(r_t, reset_states[i][0], c), jnp.where(r_t, reset_states[i][1], h)
         if layer.w_input is None:
-            x, xw = None, _at(first_gates, at)
+            x, xw = None, read_step(first_gates, at, 2)
         else:
-            x = below if layer.input_scale is None else below * _at(layer.input_scale, at)
+            x = below if layer.input_scale is None else below * read_step(layer.input_scale, at, 2)
             xw = matmul("dbi,dig->dbg", x, layer.w_input, dtype)
         z = (xw + layer.bias[:, None, :]) + matmul("dbp,dpg->dbg", h, layer.w_hidden, dtype)
         gates, c_clip, m = cell_step(jnp.split(z, 4, axis=-1), c, cell_clip)
         projected = layer.w_proj is not None
         h_raw = matmul("dbk,dkp->dbp", m, layer.w_proj, dtype) if projected else m
-        live = _at(mask, at) & real
+        live = read_step(mask, at, 2) & real
         c_new = jnp.where(live, c_clip, c)
-        h_new = jnp.where(live, clip(h_raw, proj_clip if projected else None), h)
+        h_new = jnp.where(live, clip(h_raw, proj_clip), h)
         out = h_new + x if residual[i] else h_new
         values = {"gates": jnp.concatenate(gates, axis=-1), "c_prev": c, "hs": h_new, "m": m, "h_raw": h_raw}
-        saved_i = {name: _put(buf, values[name], slot) for name, buf in saved_i.items()}
-        return (c_new, h_new), out, _put(out_buf, out, slot), saved_i
+        saved_i = {name: write_step(buf, values[name], slot, 2) for name, buf in saved_i.items()}
+        return (c_new, h_new), out, write_step(out_buf, out, slot, 2), saved_i
 
     def body(k, carry):
         states, latest, outputs, saved = carry
@@ -130,7 +122,6 @@ def _run_reverse(static, residuals, cotangents):
     d_outputs, d_final = cotangents
     n_steps, n_layers = outputs[0].shape[2], len(layers)
     projected = layers[0].w_proj is not None
-    proj_clip = proj_clip if projected else None
     d_written = [
         {"dz": _buffer(saved_i["gates"][:, :, 0], n_steps), "dh_raw": _buffer(h, n_steps)}
         | ({"dx": _buffer(h, n_steps)} if i else {})
@@ -142,16 +133,18 @@ def _run_reverse(static, residuals, cotangents):
         output at that step through layer i+1's input."""
         real, at, slot = _step_of(n_steps - 1 - k + (n_layers - 1 - i), n_steps)
         dc, dh = carry_i
-        d_out = _at(d_outputs[i], at) if from_above is None else _at(d_outputs[i], at) + from_above
+        d_out = read_step(d_outputs[i], at, 2)
+        if from_above is not None:
+            d_out = d_out + from_above
         d_out = jnp.where(real, d_out, 0.0)
-        live = _at(mask, at) & real
+        live = read_step(mask, at, 2) & real
         dh = dh + d_out
         dh_raw = jnp.where(live, dh, 0.0)
         if proj_clip is not None:
-            dh_raw = dh_raw * clip_grad(_at(saved[i]["h_raw"], at), proj_clip)
+            dh_raw = dh_raw * clip_grad(read_step(saved[i]["h_raw"], at, 2), proj_clip)
         d_m = matmul("dbp,dkp->dbk", dh_raw, layer.w_proj, dtype) if projected else dh_raw
-        gates = jnp.split(_at(saved[i]["gates"], at), 4, axis=-1)
-        dz, dc_prev = cell_grads(gates, _at(saved[i]["c_prev"], at), d_m, dc, live, cell_clip)
+        gates = jnp.split(read_step(saved[i]["gates"], at, 2), 4, axis=-1)
+        dz, dc_prev = cell_grads(gates, read_step(saved[i]["c_prev"], at, 2), d_m, dc, live, cell_clip)
         dz = jnp.concatenate(dz, axis=-1)
         dh_prev = jnp.where(live, matmul("dbg,dpg->dbp", dz, layer.w_hidden, dtype), dh)
         values = {"dz": dz, "dh_raw": dh_raw}
@@ -159,8 +152,8 @@ def _run_reverse(static, residuals, cotangents):
         if layer.w_input is not None:
             dx = matmul("dbg,dig->dbi", dz, layer.w_input, dtype)
             values["dx"] = dx + d_out if residual[i] else dx
-            to_below = values["dx"] if layer.input_scale is None else values["dx"] * _at(layer.input_scale, at)
-        written = {name: _put(buf, values[name], slot) for name, buf in written.items()}
+            to_below = values["dx"] if layer.input_scale is None else values["dx"] * read_step(layer.input_scale, at, 2)
+        written = {name: write_step(buf, values[name], slot, 2) for name, buf in written.items()}
         return (dc_prev, dh_prev), to_below, written
 
     def body(k, carry):
@@ -224,6 +217,7 @@ def wavefront_lstm(
     states = [(jnp.asarray(c, jnp.float32), jnp.asarray(h, jnp.float32)) for c, h in states]
     if n_steps == 0:
         return [jnp.zeros((*h.shape[:2], 0, h.shape[-1]), jnp.float32) for _, h in states], states
+    proj_clip = None if layers[0].w_proj is None else proj_clip  # It clips W_P's output, as lstm_recurrence.
     static = (tuple(residual), cell_clip, proj_clip, jnp.dtype(dtype), unroll)
     first_gates = jnp.asarray(first_gates, jnp.float32)
     mask = jnp.asarray(mask).astype(bool)[..., None]
