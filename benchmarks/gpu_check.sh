@@ -14,7 +14,8 @@
 # and failed), compile (elmo_original B128 cold, then cached), shapes (B512, B1024),
 # pallas (XLA's convolutions, against the default's conv kernel, and the Pallas LSTM, at B128,
 # B1024 and elmo_small's shapes), wavefront (the LSTM layers as one skewed time loop,
-# model.lstm.wavefront, at B128 and B1024), alone (B2048 and elmo_small's cold compile, each with the
+# model.lstm.wavefront, at B128 and B1024), cell (each step's gates and cell update as one
+# Triton kernel, model.lstm.kernel=pallas_cell, at B128 and B1024), alone (B2048 and elmo_small's cold compile, each with the
 # GPU to itself), torch, embed.
 # TESTS_TIMEOUT_S (default 180) bounds the tests.
 # It needs jax with CUDA, flax, optax, orbax-checkpoint, torch and h5py; ml_collections and
@@ -43,7 +44,7 @@ PY
 one_draw="--config.model.softmax.streams_per_draw=0 --config.model.softmax.negatives_per_direction=False"
 original="--config=configs/elmo_original.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
 small="--config=configs/elmo_small.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
-parts=" ${PARTS:-tests compile shapes pallas wavefront alone torch embed} "
+parts=" ${PARTS:-tests compile shapes pallas wavefront cell alone torch embed} "
 run_id="gpu_check_$$"
 concurrent=()  # Compiled at once, timed one at a time.
 if [[ ${parts} == *" shapes "* ]]; then
@@ -71,11 +72,18 @@ if [[ ${parts} == *" wavefront "* ]]; then
     "wavefront_b1024|.|${original} --config.train.batch_size=1024 ${wavefront}||${run_id}_wf1024"
   )
 fi
+if [[ ${parts} == *" cell "* ]]; then
+  fused_cell="--config.model.lstm.kernel=pallas_cell"
+  concurrent+=(
+    "pallas_cell_b128|.|${original} --config.train.batch_size=128 ${fused_cell}||${run_id}_cell"
+    "pallas_cell_b1024|.|${original} --config.train.batch_size=1024 ${fused_cell}||${run_id}_cell1024"
+  )
+fi
 if [[ ${parts} == *" tests "* ]]; then
   echo "== the Pallas kernels' tests, compiled by Triton on the GPU"
   tests_started=${SECONDS}
   timeout "${TESTS_TIMEOUT_S:-180}" python3 -m pytest -o addopts="" -q -p no:cacheprovider tests/model/test_pallas_lstm.py \
-    tests/model/test_pallas_conv_pool.py > "${logs}/pallas_tests.log" 2>&1
+    tests/model/test_pallas_lstm_cell.py tests/model/test_pallas_conv_pool.py > "${logs}/pallas_tests.log" 2>&1
   python3 - "$?" "$((SECONDS - tests_started))" "${logs}/pallas_tests.log" <<'PY' | tee -a "${out}"
 import json, re, sys
 rc, seconds, lines = int(sys.argv[1]), int(sys.argv[2]), open(sys.argv[3]).read().splitlines()

@@ -101,20 +101,20 @@ def lower_for_cuda(fn: Callable, *args: jax.ShapeDtypeStruct) -> list[str]:
     return modules
 
 
-def lstm_loss(config, batch: int) -> tuple[Callable, list[jax.ShapeDtypeStruct]]:
-    """(loss, abstract args) of the LSTM recurrence as `BiLSTMLayer` calls it at a recipe's shapes:
-    xw `[2, batch, unroll_steps, 4 dim]`, bias `[2, 4 dim]`, W_hidden `[2, width, 4 dim]`, W_proj
-    `[2, dim, width]`, states `[2, batch, dim]` and `[2, batch, width]`; time on axis 2, the recipe's
-    clips, bfloat16 operands."""
+def lstm_loss(
+    config, batch: int, recurrence: Callable = pallas_lstm_recurrence
+) -> tuple[Callable, list[jax.ShapeDtypeStruct]]:
+    """(loss, abstract args) of an LSTM recurrence (`pallas_lstm_recurrence` or another of its
+    signature) as `BiLSTMLayer` calls it at a recipe's shapes: xw `[2, batch, unroll_steps, 4 dim]`,
+    bias `[2, 4 dim]`, W_hidden `[2, width, 4 dim]`, W_proj `[2, dim, width]`, states `[2, batch, dim]`
+    and `[2, batch, width]`; time on axis 2, the recipe's clips, bfloat16 operands."""
     dim, p, steps = config.model.lstm.dim, config.model.width, config.train.unroll_steps
     clips = config.model.lstm.cell_clip, config.model.lstm.proj_clip
     shapes = [(2, batch, steps, 4 * dim), (2, 4 * dim), (2, p, 4 * dim), (2, dim, p), (2, batch, dim), (2, batch, p)]
 
     def loss(xw, bias, w_hidden, w_proj, c0, h0):
         mask = jnp.ones((2, batch, steps, 1), bool)
-        hs, (c, h) = pallas_lstm_recurrence(
-            xw, w_hidden, w_proj, mask, c0, h0, *clips, jnp.bfloat16, time_axis=2, bias=bias
-        )
+        hs, (c, h) = recurrence(xw, w_hidden, w_proj, mask, c0, h0, *clips, jnp.bfloat16, time_axis=2, bias=bias)
         return jnp.sum(hs) + jnp.sum(c) + jnp.sum(h)
 
     return loss, [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]

@@ -17,11 +17,13 @@ import jax.numpy as jnp
 from elmo_jax.model.initializers import uniform_symmetric
 from elmo_jax.model.lstm_recurrence import lstm_recurrence
 from elmo_jax.model.pallas_lstm import pallas_lstm_recurrence
+from elmo_jax.model.pallas_lstm_cell import fused_cell_recurrence
 from elmo_jax.model import platform
 from elmo_jax.model.precision import matmul
 
 KERNEL_INITIALIZERS = ("uniform", "glorot_uniform")
-TIME_LOOP_KERNELS = ("xla", "pallas")  # BiLSTMLayer.kernel: lstm_recurrence or pallas_lstm_recurrence.
+# BiLSTMLayer.kernel: lstm_recurrence, pallas_lstm_recurrence or fused_cell_recurrence.
+TIME_LOOP_KERNELS = ("xla", "pallas", "pallas_cell")
 
 
 class LSTMState(NamedTuple):
@@ -63,8 +65,8 @@ def sequence_input_gates(x: jax.Array, w_input: jax.Array, dtype: jnp.dtype) -> 
 
 class BiLSTMLayer(nn.Module):
     """One LSTM-with-projection layer for both directions. `remat`: the layer in `jax.checkpoint` (no
-    O(T B dim) residuals kept). `kernel`: the time loop, 'xla' (`lstm_recurrence`) or 'pallas'
-    (`pallas_lstm_recurrence`; runs with `reset` take 'xla')."""
+    O(T B dim) residuals kept). `kernel`: the time loop, 'xla' (`lstm_recurrence`), 'pallas'
+    (`pallas_lstm_recurrence`) or 'pallas_cell' (`fused_cell_recurrence`); runs with `reset` take 'xla'."""
 
     dim: int
     projection_dim: int
@@ -124,11 +126,17 @@ class BiLSTMLayer(nn.Module):
         """The time loop over xw `[2, B, T, 4 dim]` -> (outputs `[2, B, T, P]`, final `LSTMState`)."""
         if self.kernel not in TIME_LOOP_KERNELS:
             raise ValueError(f"model.lstm.kernel must be one of {TIME_LOOP_KERNELS}, got {self.kernel!r}")
+        if self.kernel != "xla" and reset is None:
+            platform.check_triton("model.lstm.kernel", self.kernel)
         if self.kernel == "pallas" and reset is None:
-            platform.check_triton("model.lstm.kernel")
             outputs, final = pallas_lstm_recurrence(
                 xw, w_hidden, w_proj, mask[..., None], *state, self.cell_clip, self.proj_clip, self.dtype,
                 time_axis=2, bias=bias, interpret=platform.interprets_pallas(),
+            )
+        elif self.kernel == "pallas_cell" and reset is None:
+            outputs, final = fused_cell_recurrence(
+                xw, w_hidden, w_proj, mask[..., None], *state, self.cell_clip, self.proj_clip, self.dtype,
+                time_axis=2, bias=bias, unroll=self.unroll, interpret=platform.interprets_pallas(),
             )
         else:
             outputs, final = lstm_recurrence(

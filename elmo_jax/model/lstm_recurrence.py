@@ -123,16 +123,17 @@ def with_reverse_pass(forward: Callable[..., tuple], reverse: Callable[..., tupl
 
 def _forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool, reset=None, reset_state=None):
     """The time loop -> (hs, final (c, h), with `save` the residuals). static: (cell_clip, proj_clip,
-    dtype, axis, unroll). `reset`: `lstm_recurrence`'s. The activated gates are written over xw,
-    which XLA updates in place when xw is not needed afterwards."""
-    cell_clip, proj_clip, dtype, axis, unroll = static
+    dtype, axis, unroll, cell). `reset`: `lstm_recurrence`'s. The activated gates are written over xw,
+    which XLA updates in place when xw is not needed afterwards; a `cell` kernel writes them there
+    itself (it then carries xw also without `save`)."""
+    cell_clip, proj_clip, dtype, axis, unroll, cell = static
     n_steps = xw.shape[axis]
     projected = w_proj is not None
     w_hidden = w_hidden.astype(dtype)
     w_proj = w_proj.astype(dtype) if projected else None
     bias = bias[:, None, :]
     hs = _stacked(h0.shape, n_steps, axis)
-    res = ()
+    res = (xw,) if cell is not None else ()
     if save:  # gates (over xw), c_prev [, m] [, h']
         res = (xw, _stacked(c0.shape, n_steps, axis))
         res += (_stacked(c0.shape, n_steps, axis),) if projected else ()
@@ -144,16 +145,20 @@ def _forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool, reset
         if reset is not None:
             r_t = read_step(reset, t, axis)
             c, h = jnp.where(r_t, reset_state[0], c), jnp.where(r_t, reset_state[1], h)
-        z = (read_step(res[0] if save else xw, t, axis) + bias) + matmul("dbp,dpg->dbg", h, w_hidden, dtype)
-        gates, c_clip, m = cell_step(jnp.split(z, 4, axis=-1), c, cell_clip)
+        if cell is None:
+            z = (read_step(res[0] if save else xw, t, axis) + bias) + matmul("dbp,dpg->dbg", h, w_hidden, dtype)
+            gates, c_clip, m = cell_step(jnp.split(z, 4, axis=-1), c, cell_clip)
+            if save:
+                res = (write_step(res[0], jnp.concatenate(gates, axis=-1), t, axis), *res[1:])
+        else:
+            gates_over_xw, c_clip, m = cell(res[0], t, bias[:, 0], h, w_hidden, c, cell_clip, dtype, axis)
+            res = (gates_over_xw, *res[1:])
         h_raw = matmul("dbk,dkp->dbp", m, w_proj, dtype) if projected else m
         c_new = jnp.where(m_t, c_clip, c)
         h_new = jnp.where(m_t, clip(h_raw, proj_clip), h)
-        if save:
-            values = (jnp.concatenate(gates, axis=-1), c)
-            values += (m,) if projected else ()
-            values += (h_raw,) if proj_clip is not None else ()
-            res = tuple(write_step(buf, v, t, axis) for buf, v in zip(res, values))
+        if save:  # after the gates: c_prev [, m] [, h']
+            values = (c,) + ((m,) if projected else ()) + ((h_raw,) if proj_clip is not None else ())
+            res = (res[0], *(write_step(buf, v, t, axis) for buf, v in zip(res[1:], values)))
         return c_new, h_new, write_step(hs, h_new, t, axis), res
 
     c_t, h_t, hs, res = jax.lax.fori_loop(0, n_steps, body, (c0, h0, hs, res), unroll=unroll)
@@ -161,7 +166,7 @@ def _forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool, reset
 
 
 def _reverse(static, residuals, cotangents):
-    cell_clip, proj_clip, dtype, axis, unroll = static
+    cell_clip, proj_clip, dtype, axis, unroll, _ = static
     w_hidden, w_proj, mask, h0, hs, (gates_all, c_prev_all, *rest) = residuals
     projected = w_proj is not None
     m_all = rest.pop(0) if projected else None
@@ -238,6 +243,7 @@ def lstm_recurrence(
     unroll: int = 1,
     reset: jax.Array | None = None,
     reset_state: tuple[jax.Array, jax.Array] | None = None,
+    cell: Callable[..., tuple] | None = None,
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
     """The LSTM over time for both directions -> (hs: h after each step, final (c, h)).
 
@@ -245,7 +251,9 @@ def lstm_recurrence(
     `[T, 2, B, P]`; time_axis 2: `[2, B, T, .]`. w_hidden `[2, P, 4*dim]`; w_proj `[2, dim, P]` or
     None; c0 `[2, B, dim]`, h0 `[2, B, P]`; clips static, None or > 0; bias `[2, 4*dim]` optional;
     matmul operands in `dtype`; unroll: steps per iteration (0 = automatic). reset (mask's layout):
-    where true the state becomes `reset_state` (default zeros) first, with JAX's autodiff.
+    where true the state becomes `reset_state` (default zeros) first, with JAX's autodiff. cell: a
+    hashable kernel for a step's gates and cell update (`pallas_lstm_cell.FusedCell`, whose wrapper
+    pads the inputs to its blocks), not with `reset`; None: XLA's matmul and `cell_step`.
     """
     xw, c0, h0, bias, cell_clip, proj_clip = recurrence_inputs(
         xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis, bias
@@ -254,8 +262,10 @@ def lstm_recurrence(
     if xw.shape[time_axis] == 0:  # no steps: nothing to run (the loops below assume one)
         return _stacked(h0.shape, 0, time_axis), (c0, h0)
     unroll = resolve_unroll(unroll, xw.shape[time_axis])
-    static = (cell_clip, proj_clip, jnp.dtype(dtype), time_axis, unroll)
+    static = (cell_clip, proj_clip, jnp.dtype(dtype), time_axis, unroll, cell)
     if reset is None:
         return _recurrence(static, xw, bias, w_hidden, w_proj, mask, c0, h0)
+    if cell is not None:  # A kernel has no autodiff rule, which the reset path relies on.
+        raise ValueError("lstm_recurrence: a cell kernel does not run with reset (use cell=None)")
     reset_state = tuple(jnp.asarray(a, jnp.float32) for a in reset_state or (0, 0))  # Default: zeros.
     return _forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, False, jnp.asarray(reset, bool), reset_state)[:2]

@@ -29,7 +29,9 @@ SECTION = Section("bilm-tf's LSTMs with projection (model.contextualizer='lstm')
                   how_computed=True),
     "kernel": Key("xla", one_of(*TIME_LOOP_KERNELS),
                   "The time loop: 'xla' | 'pallas' (model/pallas_lstm.py: Triton kernels on GPU, 1.6-7x "
-                  "slower than xla there (docs/performance.md); Pallas's slow interpreter elsewhere).",
+                  "slower than xla there (docs/performance.md)) | 'pallas_cell' (model/pallas_lstm_cell.py: "
+                  "XLA's loop, each step's gates and cell update one Triton kernel); Pallas's slow "
+                  "interpreter off GPU.",
                   how_computed=True),
     "wavefront": Key(False, BOOLEAN,
                      "Run the layers as a wavefront, layer l's step t beside layer l-1's step t+1: T + L - 1 "

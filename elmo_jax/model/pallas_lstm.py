@@ -48,10 +48,12 @@ class _Config:
 
 # Sequences are [T, 2, B, X] (time_axis 0) or [2, B, T, X] (time_axis 2); in the kernel a
 # sequence ref is [T, block_batch, X] or [block_batch, T, X] and `_at` indexes step t.
-def _seq_spec(axis: int, n_steps: int, block_batch: int, width: int) -> pl.BlockSpec:
+def seq_spec(axis: int, n_steps: int, block_batch: int, width: int, grid_rank: int = 2) -> pl.BlockSpec:
+    """The block of program (d, b, ...) of a sequence: all steps of its rows, `width` whole; shared
+    with `pallas_lstm_cell`, whose grid has a third axis (`grid_rank` 3)."""
     if axis == 0:
-        return pl.BlockSpec((n_steps, None, block_batch, width), lambda d, b: (0, d, b, 0))
-    return pl.BlockSpec((None, block_batch, n_steps, width), lambda d, b: (d, b, 0, 0))
+        return pl.BlockSpec((n_steps, None, block_batch, width), lambda d, b, *_: (0, d, b, 0))
+    return pl.BlockSpec((None, block_batch, n_steps, width), lambda d, b, *_: (d, b, 0, 0))
 
 
 def _state_spec(block_batch: int, width: int) -> pl.BlockSpec:
@@ -62,13 +64,14 @@ def _weight_spec(rows: int, cols: int) -> pl.BlockSpec:
     return pl.BlockSpec((None, rows, cols), lambda d, b: (d, 0, 0))
 
 
-def _at(axis: int, t, cols=slice(None)) -> tuple:
-    """Index of step t's `[block_batch, cols]` slice of a sequence ref."""
+def step_index(axis: int, t, cols=slice(None)) -> tuple:
+    """Index of step t's `[block_batch, cols]` slice of a sequence ref; shared with `pallas_lstm_cell`."""
     return (t, slice(None), cols) if axis == 0 else (slice(None), t, cols)
 
 
-def _dot(a: jax.Array, b: jax.Array, dtype: jnp.dtype, transpose_b: bool = False) -> jax.Array:
-    """a @ b (or a @ b^T) with operands in `dtype`, accumulated and returned in float32."""
+def dot_f32(a: jax.Array, b: jax.Array, dtype: jnp.dtype, transpose_b: bool = False) -> jax.Array:
+    """a @ b (or a @ b^T) with operands in `dtype`, accumulated and returned in float32; shared with
+    `pallas_lstm_cell`."""
     dims = (((1,), (1 if transpose_b else 0,)), ((), ()))
     return jax.lax.dot_general(a.astype(dtype), b.astype(dtype), dims, preferred_element_type=jnp.float32)
 
@@ -106,38 +109,38 @@ def _forward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, projected: bool
     _copy_tiles(c0_ref, c_ref, n_tiles, tile, cfg.interpret)
 
     def step(t, h):
-        live = mask_ref[_at(axis, t)] > 0  # [bb, 1]
+        live = mask_ref[step_index(axis, t)] > 0  # [bb, 1]
         h_op = h.astype(dtype)
 
         def tile_step(k, h_raw):
             z = []
             for g in range(4):
                 cols = gate_cols(g, k)
-                z_g = xw_ref[_at(axis, t, cols)] + bias_ref[cols][None, :]
-                z.append(z_g + _dot(h_op, w_hidden_ref[:, cols], dtype))
+                z_g = xw_ref[step_index(axis, t, cols)] + bias_ref[cols][None, :]
+                z.append(z_g + dot_f32(h_op, w_hidden_ref[:, cols], dtype))
             c = c_ref[:, tile(k)]
             gates, c_clip, m = cell_step(z, c, cfg.cell_clip)
             c_ref[:, tile(k)] = jnp.where(live, c_clip, c)
             if save:
                 for g, a in enumerate(gates):
-                    gates_ref[_at(axis, t, gate_cols(g, k))] = a
-                c_prev_ref[_at(axis, t, tile(k))] = c
+                    gates_ref[step_index(axis, t, gate_cols(g, k))] = a
+                c_prev_ref[step_index(axis, t, tile(k))] = c
             if not projected:  # h' = m, never clipped: assembled in hs_ref[t]
-                hs_ref[_at(axis, t, tile(k))] = m
+                hs_ref[step_index(axis, t, tile(k))] = m
                 return h_raw
             if save:
-                m_ref[_at(axis, t, tile(k))] = m
-            return h_raw + _dot(m, w_proj_ref[tile(k), :], dtype)
+                m_ref[step_index(axis, t, tile(k))] = m
+            return h_raw + dot_f32(m, w_proj_ref[tile(k), :], dtype)
 
         h_raw = jax.lax.fori_loop(0, n_tiles, tile_step, jnp.zeros_like(h) if projected else None)
         if projected:
             if save and cfg.proj_clip is not None:
-                h_raw_ref[_at(axis, t)] = h_raw
+                h_raw_ref[step_index(axis, t)] = h_raw
             h_new = jnp.where(live, clip(h_raw, cfg.proj_clip), h)
         else:
             sync_threads(cfg.interpret)  # m's tiles, stored by other threads
-            h_new = jnp.where(live, hs_ref[_at(axis, t)], h)
-        hs_ref[_at(axis, t)] = h_new
+            h_new = jnp.where(live, hs_ref[step_index(axis, t)], h)
+        hs_ref[step_index(axis, t)] = h_new
         sync_threads(cfg.interpret)  # this step's c before the next step's loads
         return h_new
 
@@ -159,28 +162,28 @@ def _backward_kernel(*refs, cfg: _Config, n_steps: int, dim: int, projected: boo
 
     def step(k_rev, dh):
         t = n_steps - 1 - k_rev
-        live = mask_ref[_at(axis, t)] > 0  # [bb, 1]
-        dh = dh + d_hs_ref[_at(axis, t)]
+        live = mask_ref[step_index(axis, t)] > 0  # [bb, 1]
+        dh = dh + d_hs_ref[step_index(axis, t)]
         dh_live = jnp.where(live, dh, 0.0)  # A masked step gets no cotangent (`cell_grads`).
         if projected:
             dh_raw = dh_live
             if cfg.proj_clip is not None:
-                dh_raw = dh_raw * clip_grad(h_raw_ref[_at(axis, t)], cfg.proj_clip)
-            dh_raw_ref[_at(axis, t)] = dh_raw
+                dh_raw = dh_raw * clip_grad(h_raw_ref[step_index(axis, t)], cfg.proj_clip)
+            dh_raw_ref[step_index(axis, t)] = dh_raw
         else:  # d m = dh', read back by tiles
             dh0_ref[...] = dh_live
             sync_threads(cfg.interpret)
 
         def tile_step(k, acc):
-            d_m = _dot(dh_raw, w_proj_ref[tile(k), :], dtype, transpose_b=True) if projected else dh0_ref[:, tile(k)]
-            gates = tuple(gates_ref[_at(axis, t, gate_cols(g, k))] for g in range(4))
-            c_prev = c_prev_ref[_at(axis, t, tile(k))]
+            d_m = dot_f32(dh_raw, w_proj_ref[tile(k), :], dtype, transpose_b=True) if projected else dh0_ref[:, tile(k)]
+            gates = tuple(gates_ref[step_index(axis, t, gate_cols(g, k))] for g in range(4))
+            c_prev = c_prev_ref[step_index(axis, t, tile(k))]
             dz, dc_prev = cell_grads(gates, c_prev, d_m, dc_ref[:, tile(k)], live, cfg.cell_clip)
             dc_ref[:, tile(k)] = dc_prev
             for g, dz_g in enumerate(dz):
                 cols = gate_cols(g, k)
-                dz_ref[_at(axis, t, cols)] = dz_g
-                acc = acc + _dot(dz_g, w_hidden_ref[:, cols], dtype, transpose_b=True)
+                dz_ref[step_index(axis, t, cols)] = dz_g
+                acc = acc + dot_f32(dz_g, w_hidden_ref[:, cols], dtype, transpose_b=True)
             return acc
 
         acc = jax.lax.fori_loop(0, n_tiles, tile_step, jnp.zeros_like(dh))  # dz_t W_hidden^T
@@ -201,7 +204,7 @@ def _forward(cfg: _Config, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool)
     _, batch, dim = c0.shape
     p = h0.shape[-1]
     projected = w_proj is not None
-    seq = partial(_seq_spec, axis, n_steps, bb)
+    seq = partial(seq_spec, axis, n_steps, bb)
     f32 = lambda shape: jax.ShapeDtypeStruct(shape, jnp.float32)
     inputs = [xw, bias, w_hidden.astype(cfg.dtype)] + ([w_proj.astype(cfg.dtype)] if projected else [])
     inputs += [mask, c0, h0]
@@ -233,7 +236,7 @@ def _reverse(cfg: _Config, residuals, cotangents):
     n_steps = hs.shape[axis]
     _, batch, dim = d_c.shape
     p = d_h.shape[-1]
-    seq = partial(_seq_spec, axis, n_steps, bb)
+    seq = partial(seq_spec, axis, n_steps, bb)
     f32 = lambda shape: jax.ShapeDtypeStruct(shape, jnp.float32)
 
     inputs = [mask, gates, c_prev, *h_raw, d_hs, d_c, d_h, w_hidden.astype(dtype)]
@@ -270,10 +273,11 @@ def _pad_gates(a: jax.Array, lead: tuple[int, ...], dim: int) -> jax.Array:
     return pad_to(a.reshape(*a.shape[:-1], 4, -1), (*lead, 4, dim)).reshape(*lead, 4 * dim)
 
 
-def _pad_inputs(
+def pad_inputs(
     axis: int, batch: int, dim: int, p: int, xw, bias, w_hidden, w_proj, mask, c0, h0
 ) -> tuple:
-    """The recurrence's inputs zero-padded to the sizes the kernels run at (mask 0 on padded rows)."""
+    """The recurrence's inputs zero-padded to the sizes the kernels run at (mask 0 on padded rows);
+    shared with `pallas_lstm_cell`."""
     lead = stacked_shape((2, batch), xw.shape[axis], axis)  # [T, 2, B] or [2, B, T]
     return (
         _pad_gates(xw, lead, dim),
@@ -332,7 +336,7 @@ def pallas_lstm_recurrence(
         cell_clip, proj_clip, jnp.dtype(dtype), time_axis, block_batch, block_hidden, bool(interpret), num_warps,
         num_stages,
     )
-    padded = _pad_inputs(
+    padded = pad_inputs(
         time_axis, round_up(batch, block_batch), dim_run, p_run, xw, bias, w_hidden, w_proj, mask, c0, h0
     )
     hs, (c_t, h_t) = _recurrence(cfg, *padded)

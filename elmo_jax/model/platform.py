@@ -44,12 +44,12 @@ def has_triton() -> bool:
     return True
 
 
-def check_triton(key: str) -> None:
-    """ValueError naming the config `key` that asked for a Pallas kernel on GPU in a JAX without the
-    Triton backend (off GPU, Pallas's interpreter runs the kernels and needs none)."""
+def check_triton(key: str, value: str = "pallas") -> None:
+    """ValueError naming the config `key` whose `value` asked for a Pallas kernel on GPU in a JAX
+    without the Triton backend (off GPU, Pallas's interpreter runs the kernels and needs none)."""
     if not interprets_pallas() and not has_triton():
         raise ValueError(
-            f"{key}='pallas' needs Pallas's Triton backend, which JAX {jax.__version__} does not have: "
+            f"{key}={value!r} needs Pallas's Triton backend, which JAX {jax.__version__} does not have: "
             "use 'xla' (or 'auto' for model.conv_kernel)"
         )
 

@@ -428,13 +428,16 @@ def test_bilstm_without_projection_has_no_w_p_and_matches_numpy() -> None:
     assert all(np.abs(np.asarray(g)).max() > 1e-3 for g in grads.values())
 
 
-def test_bilstm_pallas_kernel_same_outputs_and_gradients(plain_grads: tuple[tuple[jax.Array, Any], Any]) -> None:
-    """kernel='pallas' (Pallas's interpreter on CPU) gives the XLA time loop's outputs and gradients;
-    an unknown kernel is refused."""
+@pytest.mark.parametrize("kernel", ["pallas", "pallas_cell"])
+def test_bilstm_pallas_kernels_same_outputs_and_gradients(
+    plain_grads: tuple[tuple[jax.Array, Any], Any], kernel: str
+) -> None:
+    """kernel='pallas' and 'pallas_cell' (Pallas's interpreter on CPU) give the XLA time loop's
+    outputs and gradients; an unknown kernel is refused."""
     x, mask, state = layer_inputs()
     params = layer_params(P, seed=1)
     r_out, r_c, r_h = readout_weights()
-    layer = BiLSTMLayer(DIM, P, *CLIPS["clip"], kernel="pallas")
+    layer = BiLSTMLayer(DIM, P, *CLIPS["clip"], kernel=kernel)
 
     def loss(p: Any, x_: jax.Array, s: LSTMState) -> jax.Array:
         out, final = layer.apply({"params": p}, x_, mask, s)

@@ -34,3 +34,5 @@ def test_a_pallas_kernel_asked_for_on_gpu_without_the_triton_backend_names_its_k
     with platform.lowering_for("cuda"):
         with pytest.raises(ValueError, match=r"^model.lstm.kernel='pallas' needs Pallas's Triton backend"):
             platform.check_triton("model.lstm.kernel")
+        with pytest.raises(ValueError, match=r"^model.lstm.kernel='pallas_cell' needs Pallas's Triton backend"):
+            platform.check_triton("model.lstm.kernel", "pallas_cell")
