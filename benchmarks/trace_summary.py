@@ -8,7 +8,8 @@ Sums the durations of the accelerator's kernels (or, on CPU, of the XLA thunks) 
 and prints the largest, with their share of the total busy time and their call counts. With
 --hlo (the compiled step's text, which throughput.py writes beside the trace), operations are
 named by the source-level op that XLA recorded for them (`jit(train_step)/.../BiLM.embed_tokens/
-encoder/conv_general_dilated`), cut to the first --depth path components after the jit.
+encoder/conv_general_dilated`), cut to the first --depth path components after the jit. With
+--json, one JSON object instead: {"events", "busy_ms", "top": [{"op", "ms", "share", "calls"}]}.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def main() -> None:
     parser.add_argument("--hlo", default="", help="the compiled step's HLO text (names the ops)")
     parser.add_argument("--depth", type=int, default=4, help="source path components kept")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--json", action="store_true", help="print one JSON object (benchmarks/gpu_check.sh)")
     args = parser.parse_args()
     with gzip.open(args.trace, "rt") as f:
         events = device_events(json.load(f))
@@ -67,6 +69,11 @@ def main() -> None:
         total[name] += e["dur"]
         calls[name] += 1
     busy = sum(total.values())
+    if args.json:
+        top = [{"op": name, "ms": round(us / 1e3, 3), "share": round(us / busy, 4), "calls": calls[name]}
+               for name, us in total.most_common(args.top)]
+        print(json.dumps({"events": len(events), "busy_ms": round(busy / 1e3, 3), "top": top}))
+        return
     print(f"{len(events)} events, {busy / 1e3:.1f} ms busy")
     for name, us in total.most_common(args.top):
         print(f"{us / 1e3:10.2f} ms {100 * us / busy:5.1f}% {calls[name]:6d}x  {name[:110]}")
