@@ -181,20 +181,22 @@ def test_transformer_step_carries_its_memory_and_trains_in_both_dtypes(dtype):
 
 
 def test_pallas_kernels_initialise_at_batch_1_and_train_as_the_xla_ones():
-    """model.lstm.kernel=pallas and model.conv_kernel=pallas (Pallas's interpreter on CPU, Triton on
-    a GPU): the model initialises (at batch 1, `init_params`) and a train step on a batch of 3 gives
-    the loss, gradient norm and updated parameters of the XLA kernels."""
-    results = []
-    for kernel in ("xla", "pallas"):
+    """model.lstm.kernel=pallas or pallas_cell with model.conv_kernel=pallas (Pallas's interpreter on
+    CPU, Triton on a GPU): the model initialises (at batch 1, `init_params`) and a train step on a
+    batch of 3 gives the loss, gradient norm and updated parameters of the XLA kernels."""
+    results = {}
+    for lstm_kernel in ("xla", "pallas", "pallas_cell"):
+        conv_kernel = "xla" if lstm_kernel == "xla" else "pallas"
         config, _, state, step, mesh = _setup(
-            **{"model.lstm.kernel": kernel, "model.conv_kernel": kernel, "train.batch_size": 3}
+            **{"model.lstm.kernel": lstm_kernel, "model.conv_kernel": conv_kernel, "train.batch_size": 3}
         )
         batch = random_batch(np.random.default_rng(5), VOCAB, 3, 5, config.data.max_chars_per_token, mask_tail=2)
         new_state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
-        results.append((jax.device_get(metrics), jax.device_get(new_state.params)))
-    (metrics_xla, params_xla), (metrics_pallas, params_pallas) = results
-    assert np.isfinite(float(metrics_pallas["train_loss"])) and float(metrics_pallas["nonfinite"]) == 0.0
-    for key in ("train_loss", "grad_norm"):
-        np.testing.assert_allclose(metrics_pallas[key], metrics_xla[key], rtol=1e-5, err_msg=key)
-    for got, want in zip(jax.tree.leaves(params_pallas), jax.tree.leaves(params_xla)):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        results[lstm_kernel] = (jax.device_get(metrics), jax.device_get(new_state.params))
+    metrics_xla, params_xla = results.pop("xla")
+    for lstm_kernel, (metrics, params) in results.items():
+        assert np.isfinite(float(metrics["train_loss"])) and float(metrics["nonfinite"]) == 0.0, lstm_kernel
+        for key in ("train_loss", "grad_norm"):
+            np.testing.assert_allclose(metrics[key], metrics_xla[key], rtol=1e-5, err_msg=f"{lstm_kernel} {key}")
+        for got, want in zip(jax.tree.leaves(params), jax.tree.leaves(params_xla)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=lstm_kernel)
