@@ -7,7 +7,9 @@ cells (bilm-tf's i, j, f, o layout, no copy of the weights), accumulates z for t
 float32 and applies `cell_step` before anything leaves the chip: z never reaches memory, and the
 activated gates go straight into step t of the residual buffer (xw's, aliased). The grid spans the
 whole batch and all cells, unlike `pallas_lstm`'s persistent kernel (one program per 16 rows).
-XLA keeps the time loop, the projection and the reverse pass (`lstm_recurrence._reverse`).
+XLA keeps the time loop, the projection and the reverse pass (`lstm_recurrence._reverse`). As in
+`pallas_lstm`, the dots accumulate in float32 without rounding to `dtype`, so bfloat16 results on
+a GPU differ from `lstm_recurrence`'s by about bfloat16's rounding.
 """
 
 from __future__ import annotations
