@@ -16,7 +16,9 @@
 # pallas (XLA's convolutions, against the default's conv kernel, and the Pallas LSTM, at B128,
 # B1024 and elmo_small's shapes), wavefront (the LSTM layers as one skewed time loop,
 # model.lstm.wavefront, at B128 and B1024), cell (each step's gates and cell update as one
-# Triton kernel, model.lstm.kernel=pallas_cell, at B128 and B1024), profile (5 steps of the
+# Triton kernel, model.lstm.kernel=pallas_cell, at B128 and B1024), levers (XLA's flags for
+# latency-bound loops, each alone at B128 beside the default compiled with them: whole while loops
+# in CUDA graphs, loops double-buffered, loops unrolled where XLA judges it pays), profile (5 steps of the
 # default at B128 and B1024 under jax.profiler: the device time by source op, a "profile_b<batch>"
 # record of benchmarks/trace_summary.py --json), alone (B2048 and elmo_small's cold compile, each
 # with the GPU to itself), torch, embed.
@@ -47,7 +49,7 @@ PY
 one_draw="--config.model.softmax.streams_per_draw=0 --config.model.softmax.negatives_per_direction=False"
 original="--config=configs/elmo_original.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
 small="--config=configs/elmo_small.py --config.model.dtype=bfloat16 ${one_draw} --steps=20"
-parts=" ${PARTS:-tests compile shapes pallas wavefront cell profile alone torch embed} "
+parts=" ${PARTS:-tests compile shapes pallas wavefront cell levers profile alone torch embed} "
 run_id="gpu_check_$$"
 concurrent=()  # Compiled at once, timed one at a time.
 if [[ ${parts} == *" shapes "* ]]; then
@@ -80,6 +82,15 @@ if [[ ${parts} == *" cell "* ]]; then
   concurrent+=(
     "pallas_cell_b128|.|${original} --config.train.batch_size=128 ${fused_cell}||${run_id}_cell"
     "pallas_cell_b1024|.|${original} --config.train.batch_size=1024 ${fused_cell}||${run_id}_cell1024"
+  )
+fi
+if [[ ${parts} == *" levers "* ]]; then  # One XLA_FLAGS word each (run_concurrently splits ENV on spaces).
+  b128="${original} --config.train.batch_size=128"
+  concurrent+=(
+    "lever_none_b128|.|${b128}||${run_id}_lnone"
+    "lever_command_buffer_while_b128|.|${b128}|XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL|${run_id}_lcb"
+    "lever_double_buffer_b128|.|${b128}|XLA_FLAGS=--xla_gpu_enable_while_loop_unrolling=WHILE_LOOP_UNROLLING_DOUBLE_BUFFER|${run_id}_ldb"
+    "lever_auto_unroll_b128|.|${b128}|XLA_FLAGS=--xla_gpu_enable_while_loop_unrolling=WHILE_LOOP_UNROLLING_AUTO_UNROLL|${run_id}_lau"
   )
 fi
 if [[ ${parts} == *" tests "* ]]; then
