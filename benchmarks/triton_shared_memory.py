@@ -5,7 +5,8 @@
 
 Lowers the kernels as the model calls them (abstract inputs, bfloat16 operands): the LSTM
 recurrence (`pallas_lstm`: its forward module, and the forward-with-residuals and backward modules
-of its gradient; time on axis 2, the recipe's dim, width, clips and unroll_steps) and the char
+of its gradient; time on axis 2, the recipe's dim, width, clips and unroll_steps), the fused
+gate-and-cell step (`pallas_lstm_cell`: one module, as its recurrence's gradient calls it) and the char
 CNN's fused convolution and max (`pallas_conv_pool`: one module per filter width, for the
 2 x batch x unroll_steps tokens of a batch). Each Triton (tt dialect) module is then compiled for
 CUDA sm_90 with PyPI's `triton` package, which bundles ptxas and needs no GPU, and the table gives
@@ -42,6 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from elmo_jax.config.recipes import recipe_module  # noqa: E402
 from elmo_jax.model.pallas_conv_pool import pallas_conv_max  # noqa: E402
 from elmo_jax.model.pallas_lstm import pallas_lstm_recurrence  # noqa: E402
+from elmo_jax.model.pallas_lstm_cell import fused_cell_recurrence  # noqa: E402
 
 T = TypeVar("T")
 SHARED_MEMORY_LIMIT = 232_448  # bytes per block on the H100 and H200 (227 KiB)
@@ -128,6 +130,14 @@ def lstm_modules(config, batch: int) -> dict[str, str]:
     return {"lstm_forward": forward, "lstm_forward_grad": grad_forward, "lstm_backward": backward}
 
 
+def cell_modules(config, batch: int) -> dict[str, str]:
+    """{name: Triton module} of the fused gate-and-cell step (`pallas_lstm_cell`), as the LSTM
+    recurrence with it (`lstm_loss`) and its gradient lower it: one kernel, the same in both."""
+    loss, args = lstm_loss(config, batch, fused_cell_recurrence)
+    [step] = lower_for_cuda(jax.grad(loss, argnums=range(6)), *args)
+    return {"lstm_cell": step}
+
+
 def conv_modules(config, batch: int) -> dict[str, str]:
     """{name: Triton module} of the fused char convolution and max, one per filter width: x `[2
     batch unroll_steps, max_chars_per_token, embed_dim]`, kernel `[width, embed_dim, n_filters]`;
@@ -179,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--recipe", default="elmo_small", help="a recipe of configs/ (default: elmo_small)")
     parser.add_argument("--batch", type=int, default=128, help="sequences per batch (default: 128)")
-    parser.add_argument("--kernels", nargs="+", choices=["lstm", "conv"], default=["lstm", "conv"])
+    parser.add_argument("--kernels", nargs="+", choices=["lstm", "cell", "conv"], default=["lstm", "cell", "conv"])
     parser.add_argument("--num_stages", type=int, nargs="+", default=[3], help="Triton's pipeline stages (Pallas: 3)")
     parser.add_argument("--num_warps", type=int, default=4, help="Triton's warps per program (Pallas: 4)")
     parser.add_argument("--triton_python", default=sys.executable, help="an interpreter that imports triton")
@@ -191,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     modules: dict[str, str] = {}
     if "lstm" in args.kernels:
         modules.update(lstm_modules(config, args.batch))
+    if "cell" in args.kernels:
+        modules.update(cell_modules(config, args.batch))
     if "conv" in args.kernels:
         modules.update(conv_modules(config, args.batch))
     if args.dump_dir:
