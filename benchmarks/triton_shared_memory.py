@@ -6,7 +6,7 @@
 Lowers the kernels as the model calls them (abstract inputs, bfloat16 operands): the LSTM
 recurrence (`pallas_lstm`: its forward module, and the forward-with-residuals and backward modules
 of its gradient; time on axis 2, the recipe's dim, width, clips and unroll_steps), the fused
-gate-and-cell step (`pallas_lstm_cell`: one module, as its recurrence's gradient calls it) and the char
+gate-and-cell step and its reverse (`pallas_lstm_cell`: as its recurrence's gradient calls them) and the char
 CNN's fused convolution and max (`pallas_conv_pool`: one module per filter width, for the
 2 x batch x unroll_steps tokens of a batch). Each Triton (tt dialect) module is then compiled for
 CUDA sm_90 with PyPI's `triton` package, which bundles ptxas and needs no GPU, and the table gives
@@ -131,11 +131,11 @@ def lstm_modules(config, batch: int) -> dict[str, str]:
 
 
 def cell_modules(config, batch: int) -> dict[str, str]:
-    """{name: Triton module} of the fused gate-and-cell step (`pallas_lstm_cell`), as the LSTM
-    recurrence with it (`lstm_loss`) and its gradient lower it: one kernel, the same in both."""
+    """{name: Triton module} of the fused gate-and-cell step (`pallas_lstm_cell`) and its reverse,
+    as the gradient of the LSTM recurrence with them (`lstm_loss`) lowers them."""
     loss, args = lstm_loss(config, batch, fused_cell_recurrence)
-    [step] = lower_for_cuda(jax.grad(loss, argnums=range(6)), *args)
-    return {"lstm_cell": step}
+    forward, reverse = lower_for_cuda(jax.grad(loss, argnums=range(6)), *args)
+    return {"lstm_cell_forward": forward, "lstm_cell_reverse": reverse}
 
 
 def conv_modules(config, batch: int) -> dict[str, str]:

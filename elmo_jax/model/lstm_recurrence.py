@@ -151,7 +151,7 @@ def _forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool, reset
             if save:
                 res = (write_step(res[0], jnp.concatenate(gates, axis=-1), t, axis), *res[1:])
         else:
-            gates_over_xw, c_clip, m = cell(res[0], t, bias[:, 0], h, w_hidden, c, cell_clip, dtype, axis)
+            gates_over_xw, c_clip, m = cell.forward(res[0], t, bias[:, 0], h, w_hidden, c, cell_clip, dtype, axis)
             res = (gates_over_xw, *res[1:])
         h_raw = matmul("dbk,dkp->dbp", m, w_proj, dtype) if projected else m
         c_new = jnp.where(m_t, c_clip, c)
@@ -166,7 +166,7 @@ def _forward(static, xw, bias, w_hidden, w_proj, mask, c0, h0, save: bool, reset
 
 
 def _reverse(static, residuals, cotangents):
-    cell_clip, proj_clip, dtype, axis, unroll, _ = static
+    cell_clip, proj_clip, dtype, axis, unroll, cell = static
     w_hidden, w_proj, mask, h0, hs, (gates_all, c_prev_all, *rest) = residuals
     projected = w_proj is not None
     m_all = rest.pop(0) if projected else None
@@ -176,9 +176,11 @@ def _reverse(static, residuals, cotangents):
     w_hidden_c = w_hidden.astype(dtype)
     w_proj_c = w_proj.astype(dtype) if projected else None
     dh_raw_all = _stacked(d_ht.shape, n_steps, axis)
+    live_all = mask.astype(jnp.float32) if cell is not None else None  # The kernel's mask operand.
 
     # dz_t is written over step t's gates; the gates of step t - 1 are read after that write and
-    # carried, so XLA updates the buffer in place (else XLA:CPU copies it every step).
+    # carried, so XLA updates the buffer in place (else XLA:CPU copies it every step). A `cell`
+    # kernel reads step t's gates from the buffer itself (the carried ones are then unused).
     def body(k, carry):
         dc, dh, gates, dz_all, dh_raw_all = carry
         t = n_steps - 1 - k
@@ -187,14 +189,19 @@ def _reverse(static, residuals, cotangents):
         dh_raw = jnp.where(m_t, dh, 0.0)  # A masked step gets no cotangent (`cell_grads`).
         if proj_clip is not None:
             dh_raw = dh_raw * clip_grad(read_step(h_raw_all[0], t, axis), proj_clip)
-        d_m = matmul("dbp,dkp->dbk", dh_raw, w_proj_c, dtype) if projected else dh_raw
-        dz, dc_prev = cell_grads(
-            jnp.split(gates, 4, axis=-1), read_step(c_prev_all, t, axis), d_m, dc, m_t, cell_clip
-        )
-        dz = jnp.concatenate(dz, axis=-1)
+        if cell is None:
+            d_m = matmul("dbp,dkp->dbk", dh_raw, w_proj_c, dtype) if projected else dh_raw
+            dz, dc_prev = cell_grads(
+                jnp.split(gates, 4, axis=-1), read_step(c_prev_all, t, axis), d_m, dc, m_t, cell_clip
+            )
+            dz = jnp.concatenate(dz, axis=-1)
+            dz_all = write_step(dz_all, dz, t, axis)
+            gates = read_step(dz_all, jnp.maximum(t - 1, 0), axis)  # (a dummy read at t = 0)
+        else:
+            dz_all, dz, dc_prev = cell.reverse(
+                dz_all, t, c_prev_all, dh_raw, w_proj_c, dc, live_all, cell_clip, dtype, axis
+            )
         dh_prev = jnp.where(m_t, matmul("dbg,dpg->dbp", dz, w_hidden_c, dtype), dh)
-        dz_all = write_step(dz_all, dz, t, axis)
-        gates = read_step(dz_all, jnp.maximum(t - 1, 0), axis)  # (a dummy read at t = 0)
         return dc_prev, dh_prev, gates, dz_all, write_step(dh_raw_all, dh_raw, t, axis)
 
     gates_last = read_step(gates_all, n_steps - 1, axis)
@@ -252,8 +259,9 @@ def lstm_recurrence(
     None; c0 `[2, B, dim]`, h0 `[2, B, P]`; clips static, None or > 0; bias `[2, 4*dim]` optional;
     matmul operands in `dtype`; unroll: steps per iteration (0 = automatic). reset (mask's layout):
     where true the state becomes `reset_state` (default zeros) first, with JAX's autodiff. cell: a
-    hashable kernel for a step's gates and cell update (`pallas_lstm_cell.FusedCell`, whose wrapper
-    pads the inputs to its blocks), not with `reset`; None: XLA's matmul and `cell_step`.
+    hashable pair of kernels for a step's gates and cell update and for its reverse
+    (`pallas_lstm_cell.FusedCell`, whose wrapper pads the inputs to its blocks), not with `reset`;
+    None: XLA's matmuls, `cell_step` and `cell_grads`.
     """
     xw, c0, h0, bias, cell_clip, proj_clip = recurrence_inputs(
         xw, w_proj, c0, h0, cell_clip, proj_clip, time_axis, bias

@@ -30,7 +30,7 @@ SECTION = Section("bilm-tf's LSTMs with projection (model.contextualizer='lstm')
     "kernel": Key("xla", one_of(*TIME_LOOP_KERNELS),
                   "The time loop: 'xla' | 'pallas' (model/pallas_lstm.py: Triton kernels on GPU, 1.6-7x "
                   "slower than xla there (docs/performance.md)) | 'pallas_cell' (model/pallas_lstm_cell.py: "
-                  "XLA's loop, each step's gates and cell update one Triton kernel); Pallas's slow "
+                  "XLA's loops, a step's gates and cell update and their reverse as Triton kernels); Pallas's slow "
                   "interpreter off GPU.",
                   how_computed=True),
     "wavefront": Key(False, BOOLEAN,

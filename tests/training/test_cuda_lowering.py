@@ -125,13 +125,14 @@ def test_the_wavefront_step_merges_the_layers_loops_within_the_bound(default_ste
 
 def test_the_fused_cell_step_runs_one_kernel_per_layer_in_the_forward_loops(default_text, default_step):
     """model.lstm.kernel='pallas_cell': each layer's forward time loop calls one Triton kernel per
-    step for its gates and cell update (beside the convolutions'), in place of a dot and the cell's
-    operations; the loops stay as many and the step within the same bound."""
+    step for its gates and cell update, and its reverse loop one for dm and the cell's reverse
+    (beside the convolutions' kernels), each in place of a dot and the cell's operations; the loops
+    stay as many and the step within the same bound."""
     overrides = {"model.lstm.kernel": "pallas_cell"}
     text = cuda_train_step_text(overrides)
     fused = op_counts(text)
     n_layers = load_config("elmo_original").model.lstm.n_layers
-    assert text.count("__gpu$xla.gpu.triton") == default_text.count("__gpu$xla.gpu.triton") + n_layers
+    assert text.count("__gpu$xla.gpu.triton") == default_text.count("__gpu$xla.gpu.triton") + 2 * n_layers
     assert fused["stablehlo.while"] == default_step["stablehlo.while"]
-    assert fused["stablehlo.dot_general"] == default_step["stablehlo.dot_general"] - n_layers
+    assert fused["stablehlo.dot_general"] == default_step["stablehlo.dot_general"] - 2 * n_layers
     assert sum(fused.values()) < sum(default_step.values()) <= MAX_OPS
