@@ -126,22 +126,21 @@ class BiLSTMLayer(nn.Module):
         """The time loop over xw `[2, B, T, 4 dim]` -> (outputs `[2, B, T, P]`, final `LSTMState`)."""
         if self.kernel not in TIME_LOOP_KERNELS:
             raise ValueError(f"model.lstm.kernel must be one of {TIME_LOOP_KERNELS}, got {self.kernel!r}")
-        if self.kernel != "xla" and reset is None:
-            platform.check_triton("model.lstm.kernel", self.kernel)
-        if self.kernel == "pallas" and reset is None:
+        kernel = self.kernel if reset is None else "xla"  # The Pallas kernels take no resets.
+        args = (xw, w_hidden, w_proj, mask[..., None], *state, self.cell_clip, self.proj_clip, self.dtype)
+        if kernel != "xla":
+            platform.check_triton("model.lstm.kernel", kernel)
+        if kernel == "pallas":
             outputs, final = pallas_lstm_recurrence(
-                xw, w_hidden, w_proj, mask[..., None], *state, self.cell_clip, self.proj_clip, self.dtype,
-                time_axis=2, bias=bias, interpret=platform.interprets_pallas(),
+                *args, time_axis=2, bias=bias, interpret=platform.interprets_pallas()
             )
-        elif self.kernel == "pallas_cell" and reset is None:
+        elif kernel == "pallas_cell":
             outputs, final = fused_cell_recurrence(
-                xw, w_hidden, w_proj, mask[..., None], *state, self.cell_clip, self.proj_clip, self.dtype,
-                time_axis=2, bias=bias, unroll=self.unroll, interpret=platform.interprets_pallas(),
+                *args, time_axis=2, bias=bias, unroll=self.unroll, interpret=platform.interprets_pallas()
             )
         else:
             outputs, final = lstm_recurrence(
-                xw, w_hidden, w_proj, mask[..., None], *state,
-                self.cell_clip, self.proj_clip, self.dtype, time_axis=2, bias=bias, unroll=self.unroll,
+                *args, time_axis=2, bias=bias, unroll=self.unroll,
                 reset=None if reset is None else reset[..., None], reset_state=reset_state,
             )
         return outputs, LSTMState(*final)

@@ -290,6 +290,16 @@ def pad_inputs(
     )
 
 
+def unpad_outputs(
+    hs: jax.Array, final: tuple[jax.Array, jax.Array], batch: int, dim: int, p: int, time_axis: int
+) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+    """`pad_inputs` undone on a recurrence's results: hs and the final (c, h) cut back to `batch`
+    rows, `dim` cells and `p` units; shared with `pallas_lstm_cell`."""
+    c_t, h_t = final
+    hs = jax.lax.slice(hs, (0,) * hs.ndim, stacked_shape((2, batch, p), hs.shape[time_axis], time_axis))
+    return hs, (c_t[:, :batch, :dim], h_t[:, :batch, :p])
+
+
 def pallas_lstm_recurrence(
     xw: jax.Array,
     w_hidden: jax.Array,
@@ -339,6 +349,4 @@ def pallas_lstm_recurrence(
     padded = pad_inputs(
         time_axis, round_up(batch, block_batch), dim_run, p_run, xw, bias, w_hidden, w_proj, mask, c0, h0
     )
-    hs, (c_t, h_t) = _recurrence(cfg, *padded)
-    hs = jax.lax.slice(hs, (0,) * hs.ndim, stacked_shape((2, batch, p), n_steps, time_axis))
-    return hs, (c_t[:, :batch, :dim], h_t[:, :batch, :p])
+    return unpad_outputs(*_recurrence(cfg, *padded), batch, dim, p, time_axis)

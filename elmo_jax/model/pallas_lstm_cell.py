@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from elmo_jax.model.lstm_recurrence import cell_grads, cell_step, lstm_recurrence, recurrence_inputs, stacked_shape
-from elmo_jax.model.pallas_lstm import dot_f32, pad_inputs, seq_spec, step_index
+from elmo_jax.model.lstm_recurrence import cell_grads, cell_step, lstm_recurrence, recurrence_inputs
+from elmo_jax.model.pallas_lstm import dot_f32, pad_inputs, seq_spec, step_index, unpad_outputs
 from elmo_jax.model.triton_blocks import (
     MIN_BLOCK, check_block, largest_block, pallas_call, round_up,
 )
@@ -233,9 +233,8 @@ def fused_cell_recurrence(
     padded = pad_inputs(time_axis, round_up(batch, bb), dim_run, p_run, xw, bias, w_hidden, w_proj, mask, c0, h0)
     xw_p, bias_p, w_hidden_p, w_proj_p, mask_p, c0_p, h0_p = padded
     cell = FusedCell(bb, bc, bk, bool(interpret), num_warps, num_stages)
-    hs, (c_t, h_t) = lstm_recurrence(
+    hs, final = lstm_recurrence(
         xw_p, w_hidden_p, w_proj_p, mask_p, c0_p, h0_p, cell_clip, proj_clip, dtype, time_axis, bias_p,
         unroll=unroll, cell=cell,
     )
-    hs = jax.lax.slice(hs, (0,) * hs.ndim, stacked_shape((2, batch, p), hs.shape[time_axis], time_axis))
-    return hs, (c_t[:, :batch, :dim], h_t[:, :batch, :p])
+    return unpad_outputs(hs, final, batch, dim, p, time_axis)

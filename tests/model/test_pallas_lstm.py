@@ -86,6 +86,19 @@ def loss_and_grads(fn, inputs: dict, seed: int, time_axis: int, with_bias: bool,
     return value, outs, grads
 
 
+def assert_same_results(got: tuple, want: tuple) -> None:
+    """Two recurrences' (value, outputs, gradients) from `loss_and_grads` equal to RTOL / ATOL, each
+    array of the same shape; W_proj's gradient None in both without a projection."""
+    (value, outs, grads), (ref_value, ref_outs, ref_grads) = got, want
+    np.testing.assert_allclose(value, ref_value, rtol=RTOL, atol=ATOL)
+    for name, a, b in zip(["hs", "c_T", "h_T", *ARG_NAMES], (*outs, *grads), (*ref_outs, *ref_grads)):
+        if b is None:  # w_proj without a projection
+            assert a is None, name
+            continue
+        assert a.shape == b.shape, name
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=name)
+
+
 CASES = {  # name: (projected, cell_clip, proj_clip, time_axis, with_bias, block_batch, block_hidden)
     "clips_t0_bias_bb2_bh4": (True, 0.5, 0.5, 0, True, 2, 4),
     "noclip_t2_bb4_bh8": (True, None, None, 2, False, 4, 8),
@@ -187,14 +200,7 @@ def test_padded_sizes_match_lstm_recurrence(case: str) -> None:
         return got, loss_and_grads(lstm_recurrence, inputs, 8, time_axis, True, **clips)
 
     with jax.default_matmul_precision("highest"):  # no TF32 in the XLA path on a GPU
-        (value, outs, grads), (ref_value, ref_outs, ref_grads) = jax.jit(both)()
-    np.testing.assert_allclose(value, ref_value, rtol=RTOL, atol=ATOL)
-    for name, a, b in zip(["hs", "c_T", "h_T", *ARG_NAMES], (*outs, *grads), (*ref_outs, *ref_grads)):
-        if b is None:  # w_proj without a projection
-            assert a is None, name
-            continue
-        assert a.shape == b.shape, name
-        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=name)
+        assert_same_results(*jax.jit(both)())
 
 
 @pytest.mark.skipif(jax.default_backend() == "gpu", reason="XLA:GPU rounds bfloat16 dot results (see docstring)")

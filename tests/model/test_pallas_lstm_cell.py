@@ -16,7 +16,7 @@ from benchmarks.triton_shared_memory import captured_modules, lstm_loss
 from elmo_jax.config.recipes import recipe_module
 from elmo_jax.model.lstm_recurrence import lstm_recurrence
 from elmo_jax.model.pallas_lstm_cell import default_blocks, fused_cell_recurrence
-from tests.model.test_pallas_lstm import ARG_NAMES, ATOL, RTOL, loss_and_grads, make_inputs
+from tests.model.test_pallas_lstm import ARG_NAMES, assert_same_results, loss_and_grads, make_inputs
 from tests.model.triton_lowering import INTERPRET, triton_checks
 
 CASES = {  # name: (batch, dim, P, projected, clips, time_axis, with_bias, blocks (batch, cells, k), unroll)
@@ -48,18 +48,12 @@ def test_matches_lstm_recurrence(case: str) -> None:
         return got, loss_and_grads(lstm_recurrence, inputs, 2, time_axis, with_bias, **clips)
 
     with jax.default_matmul_precision("highest"):  # no TF32 in the XLA path on a GPU
-        (value, outs, grads), (ref_value, ref_outs, ref_grads) = jax.jit(both)()
-    np.testing.assert_allclose(value, ref_value, rtol=RTOL, atol=ATOL)
-    for name, a, b in zip(["hs", "c_T", "h_T", *ARG_NAMES], (*outs, *grads), (*ref_outs, *ref_grads)):
-        if b is None:  # w_proj without a projection
-            assert a is None, name
-            continue
-        assert a.shape == b.shape, name
-        if name in ARG_NAMES:
-            assert np.abs(np.asarray(b)).max() > 1e-2, name  # every gradient is nontrivial
-        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=name)
+        got, want = jax.jit(both)()
+    assert_same_results(got, want)
+    for name, b in zip(ARG_NAMES, want[2]):
+        assert b is None or np.abs(np.asarray(b)).max() > 1e-2, name  # every gradient is nontrivial
     mask = np.broadcast_to(inputs["mask"], inputs["xw"].shape)
-    np.testing.assert_array_equal(np.asarray(grads[0])[~mask], 0.0)
+    np.testing.assert_array_equal(np.asarray(got[2][0])[~mask], 0.0)
 
 
 @pytest.mark.skipif(jax.default_backend() == "gpu", reason="XLA:GPU rounds bfloat16 dot results")
