@@ -27,16 +27,18 @@ from elmo_jax.cli.config_flags import (
     config_origin, define_config_flag, define_print_config_flag, flags_parser, print_config,
 )
 from elmo_jax.evaluation.saved_models import (
-    BilmFiles, bilm_files_config, evaluate_bilm_files, evaluate_checkpoint, evaluation_config,
+    BilmFiles, bilm_files_config, check_training_overrides, evaluate_bilm_files, evaluate_checkpoint,
+    evaluation_config,
 )
 
 FLAGS = flags.FLAGS
 define_config_flag(
-    "Optional config. With --workdir (e.g. the config trained with) only its evaluation keys (eval.*, data.streams, "
-    "data.source, data.eval_split, data.eval_files, data.tfds_*) and overrides apply: the model is always built from "
-    "WORKDIR/config.json, and a model key (model.*, data.max_chars_per_token, data.char_vocab_*, data.vocab_*) that "
-    "differs from it is an error. With --options it replaces configs/default.py, except for the model, which "
-    "--options describes."
+    "Optional config. With --workdir (e.g. the config trained with) only its evaluation keys (eval.batch_size, "
+    "eval.max_tokens, eval.stateful, eval.unroll_steps, data.streams, data.source, data.eval_split, data.eval_files, "
+    "data.segmenter, data.tfds_*) and overrides apply: the model is always built from WORKDIR/config.json, a model "
+    "key (model.*, data.max_chars_per_token, data.char_vocab_*, data.vocab_*) that differs from it is an error, and "
+    "so is an override that changes a training key (train.*, data.train_files, ...), which evaluation does not read. "
+    "With --options it replaces configs/default.py, except for the model, which --options describes."
 )
 flags.DEFINE_string("workdir", None, "Training workdir holding config.json, checkpoints/ and vocab.txt.")
 flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (instead of --workdir; needs the next three).")
@@ -107,11 +109,13 @@ def main(argv: list[str]) -> None:
     try:
         if FLAGS.config is not None:
             validate(FLAGS.config)  # Before anything starts or touches the workdir.
+        files = bilm_files_from_flags(FLAGS.flag_values_dict())
+        if files is not None and FLAGS.config is not None:
+            check_training_overrides(FLAGS.config, config_origin(FLAGS)[1])
         if FLAGS.print_config:
             print_config(evaluated_config(FLAGS))
             return
         tool_flags.configure_runtime()
-        files = bilm_files_from_flags(FLAGS.flag_values_dict())
         with exit_on_sigterm():  # A SIGTERM removes a half-written --output, then exits 143.
             if files is None:
                 evaluate_checkpoint(

@@ -60,7 +60,8 @@ def _neighbors() -> None:
     layer = embedder.n_outputs - 1 if _FLAGS.layer is None else _FLAGS.layer
     check_layer(embedder, layer)
     progress = not _FLAGS.no_progress
-    total = sum(count_lines(path) for path in paths) if progress else None
+    totals = [count_lines(path) for path in paths] if progress else [None]
+    total = None if None in totals else sum(totals)
     scan = scan_corpus(
         embedder, read_corpus(paths), query, _FLAGS.word, layer, _FLAGS.k, _FLAGS.same_word, total, progress
     )

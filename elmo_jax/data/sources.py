@@ -8,6 +8,7 @@ import gzip
 import io
 import logging
 import os
+import stat
 import sys
 import zlib
 from typing import Callable, Iterator, Sequence
@@ -487,7 +488,10 @@ def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES, segmenter: str =
             yield split(text)
 
 
-def count_lines(path: str) -> int:
-    """Newlines in the file at `path` (a progress bar's total), read in 1 MiB chunks."""
+def count_lines(path: str) -> int | None:
+    """Newlines in the file at `path` (a progress bar's total), read in 1 MiB chunks; None unless it
+    is a regular file: a pipe (`/dev/stdin`, `<(zcat ...)`, a FIFO) reads only once, for its lines."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return None
     with open(path, "rb") as f:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))

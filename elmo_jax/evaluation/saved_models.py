@@ -29,16 +29,50 @@ from elmo_jax.workdir.runs import load_run, workdir_inputs
 from elmo_jax.workdir.saved_config import saved_config
 
 
+# Every key of the schema is in exactly one of three groups (`key_group`).
 # Keys a config given to evaluate.py may change: how and on what the model is evaluated.
 EVALUATION_KEYS = (
-    "eval.", "data.streams", "data.source", "data.eval_split", "data.eval_files", "data.tfds_name",
-    "data.tfds_data_dir", "data.tfds_feature", "data.tfds_valid_split", "data.tfds_test_split",
+    "eval.batch_size", "eval.max_tokens", "eval.stateful", "eval.unroll_steps", "data.streams", "data.source",
+    "data.eval_split", "data.eval_files", "data.segmenter", "data.tfds_name", "data.tfds_data_dir",
+    "data.tfds_feature", "data.tfds_valid_split", "data.tfds_test_split",
 )
 # Keys that define the trained model, its inputs or its vocabulary: they must match config.json.
 MODEL_KEYS = (
     "model.", "data.max_chars_per_token", "data.char_vocab_file", "data.char_vocab_min_count", "data.vocab_file",
     "data.vocab_min_count", "data.vocab_max_size",
 )
+# Keys evaluation never reads (training's): a recipe's are left alone, a command-line override that changes one
+# is refused.
+TRAINING_KEYS = (
+    "train.", "init.", "distributed.", "seed", "eval.every_steps", "eval.probe.", "data.train_files",
+    "data.tfds_train_split", "data.shuffle", "data.shuffle_buffer", "data.prefetch_batches",
+    "data.max_sentence_tokens",
+)
+_KEY_GROUPS = {"evaluation": EVALUATION_KEYS, "model": MODEL_KEYS, "training": TRAINING_KEYS}
+
+
+def key_group(key: str) -> str:
+    """'evaluation', 'model' or 'training': what evaluate.py does with config key `key` (above)."""
+    groups = [name for name, patterns in _KEY_GROUPS.items() if under(key, patterns)]
+    if len(groups) != 1:
+        raise KeyError(f"config key {key!r} is in {len(groups)} of evaluation's key groups, not one")
+    return groups[0]
+
+
+def check_training_overrides(
+    given: ml_collections.ConfigDict, overrides: Collection[str], trained: dict[str, Any] | None = None
+) -> None:
+    """ConfigMismatchError for a command-line override of a training key, which evaluation does not
+    read, that sets another value than the trained run's (`trained`: its config.json's leaves; None
+    for a bilm-tf/AllenNLP model, which has no training config: any such override)."""
+    values = leaves(given.to_dict())
+    for key in sorted(overrides):
+        if key_group(key) == "training" and (trained is None or as_json(values[key]) != trained.get(key)):
+            raise ConfigMismatchError(
+                f"--config.{key} is a training key, which evaluation does not read: drop the override "
+                "(evaluation reads eval.batch_size, eval.max_tokens, eval.stateful, eval.unroll_steps and the data "
+                "keys of what is evaluated)"
+            )
 
 
 class ConfigMismatchError(ValueError):
@@ -50,17 +84,20 @@ def evaluation_config(
 ) -> ml_collections.ConfigDict:
     """The config that evaluates `workdir`: its config.json (another model would give a wrong
     perplexity), with the evaluation keys of `given`; ConfigMismatchError for a model key (MODEL_KEYS)
-    that `given` sets to another value. Its other keys are not used. `recipe` (the --config file
+    that `given` sets to another value and for a command-line override that sets a training key
+    (TRAINING_KEYS) to another value (a recipe's training keys are not used). `recipe` (the --config file
     `given` was loaded from) and `overrides` (the keys set on the command line) let the error say
     which of the two to change; without a recipe every key counts as an override."""
     config = saved_config(workdir)
     if given is None:
         return config
     saved = leaves(config.to_dict())
+    check_training_overrides(given, overrides, saved)
     for key, value in leaves(given.to_dict()).items():
-        if under(key, EVALUATION_KEYS):
+        group = key_group(key)
+        if group == "evaluation":
             apply_overrides(config, {key: value}, source="--config")
-        elif under(key, MODEL_KEYS) and key in saved and as_json(value) != saved[key]:
+        elif group == "model" and key in saved and as_json(value) != saved[key]:
             raise _mismatch(workdir, key, value, saved[key], "" if key in overrides else recipe)
     return config
 

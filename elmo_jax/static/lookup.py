@@ -14,7 +14,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from elmo_jax.static.vector_files import is_binary, read_vectors
+from elmo_jax.static.vector_files import read_vectors
 
 UNKNOWN_WORDS = ("<UNK>", "<unk>")  # The unknown-word entries looked for, in this order.
 NO_ROW = -1  # The row of a word without a vector.
@@ -48,8 +48,8 @@ class StaticVectors:
     @classmethod
     def read(cls, path: str, name: str | None = None) -> StaticVectors:
         """The file at `path`, text or word2vec binary; ValueError naming `file:line` when malformed."""
-        words, vectors = read_vectors(path)
-        return cls(name or os.path.basename(path), path, is_binary(path), words, vectors,
+        words, vectors, binary = read_vectors(path)
+        return cls(name or os.path.basename(path), path, binary, words, vectors,
                    {word: i for i, word in enumerate(words)})
 
     @property

@@ -78,6 +78,9 @@ def test_a_stateless_evaluation_is_written_beside_the_stateful_one(trained):
                         "with model.lstm.use_skip_connections=True (its config.json): evaluation always builds the "
                         "trained model, drop the override"),
         ("empty_eval_set", "no sentences in {empty_file}"),
+        ("training_override", "--config.train.num_steps is a training key, which evaluation does not read: drop "
+                              "the override (evaluation reads eval.batch_size, eval.max_tokens, eval.stateful, "
+                              "eval.unroll_steps and the data keys of what is evaluated)"),
     ],
 )
 def test_bad_input_is_one_error_line_and_exit_1(trained, tmp_path, case, expected):
@@ -89,6 +92,7 @@ def test_bad_input_is_one_error_line_and_exit_1(trained, tmp_path, case, expecte
         "no_config": [f"--workdir={empty}"],
         "other_model": [f"--workdir={workdir}", "--config.model.lstm.use_skip_connections=False"],
         "empty_eval_set": [f"--workdir={workdir}", f"--eval_files={empty_file}"],
+        "training_override": [f"--workdir={workdir}", "--config.train.num_steps=5"],
     }[case]
     done = run_script("evaluate.py", *flags, *args, compile_cache=cache)
     assert done.returncode == 1
@@ -129,9 +133,11 @@ def test_exported_files_evaluate_to_the_workdirs_perplexity(trained, exported, t
     workdir, flags, cache = trained
     eval_files = os.path.join(os.path.dirname(workdir), "corpus", "part-*.txt")
     output = str(tmp_path / "result.json")
-    # The workdir's evaluation settings (eval.batch_size, eval.unroll_steps) apply to both.
-    done = run_script("evaluate.py", *exported, f"--eval_files={eval_files}", f"--output={output}", *flags,
-                      compile_cache=cache)
+    # The workdir's evaluation settings (eval.batch_size, eval.unroll_steps) apply to both; a
+    # training key (data.train_files) has no run to compare with here.
+    evaluation_flags = [flag for flag in flags if not flag.startswith("--config.data.train_files=")]
+    done = run_script("evaluate.py", *exported, f"--eval_files={eval_files}", f"--output={output}",
+                      *evaluation_flags, compile_cache=cache)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "forward perplexity" in done.stdout
     with open(output) as f:
@@ -154,6 +160,10 @@ def test_exported_files_evaluate_to_the_workdirs_perplexity(trained, exported, t
         (None, ["--workdir=W"], "--workdir and --options name two models: evaluate a training workdir or a "
                                "bilm-tf/AllenNLP model"),
         (None, ["--split=test"], "--split is for --workdir: a bilm-tf/AllenNLP model is evaluated on --eval_files"),
+        (None, ["--config=configs/tests/tiny.py", "--config.train.num_steps=2"],
+         "--config.train.num_steps is a training key, which evaluation does not read: drop the override (evaluation "
+         "reads eval.batch_size, eval.max_tokens, eval.stateful, eval.unroll_steps and the data keys of what is "
+         "evaluated)"),
     ],
 )
 def test_bilm_files_flags_errors_are_one_line(trained, exported, drop, extra, expected):

@@ -6,6 +6,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 
 import h5py
 import jax
@@ -673,6 +674,25 @@ def test_embed_file_progress_bar_ends_complete(skip_bilm, tmp_path, capsys):
     assert embedder.embed_file(str(path), str(tmp_path / "out.hdf5")) == 3
     last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
     assert "100%" in last and "3/3" in last, last
+
+
+def test_cli_input_from_a_pipe_embeds_every_line(skip_bilm, tmp_path):
+    """A FIFO (`/dev/stdin`, `<(zcat ...)`) is read once: its lines are not counted first (that
+    read emptied it and 0 sentences were written, exit 0)."""
+    lines = "the cat sat\na dog\n\nred barns near hills\n"
+    (tmp_path / "sentences.txt").write_text(lines)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_text, args=(lines,))
+    writer.start()
+    model = ["--options", skip_bilm[0], "--weights", skip_bilm[1], "--batch_size", "2"]
+    assert main(model + ["--input", str(fifo), "--output", str(tmp_path / "pipe.hdf5")]) == 0
+    writer.join()
+    assert main(model + ["--input", str(tmp_path / "sentences.txt"), "--output", str(tmp_path / "file.hdf5")]) == 0
+    piped, filed = read_output(tmp_path / "pipe.hdf5"), read_output(tmp_path / "file.hdf5")
+    assert sorted(piped) == sorted(filed) == ["0", "1", "2", "3"]
+    for key in filed:
+        np.testing.assert_array_equal(piped[key], filed[key])
 
 
 def test_segmenter_jieba_embeds_raw_chinese_lines_as_their_segmented_twins(skip_bilm, tmp_path, capsys):

@@ -3,12 +3,15 @@ binary format as word2vec writes it, and one `file:line` error for each malforme
 
 from __future__ import annotations
 
+import os
 import struct
+import threading
 
 import numpy as np
 import pytest
 
-from elmo_jax.static.vector_files import is_binary, read_binary, read_text, read_vectors, write_text
+from elmo_jax.static import vector_files
+from elmo_jax.static.vector_files import read_binary, read_text, read_vectors, write_text
 from tests.static.vector_file_helpers import binary_bytes
 
 WORDS = ["the", "cat", "naïve", "<UNK>"]
@@ -62,6 +65,11 @@ TEXT_ERRORS = {
     "empty word": (b"the 1 2\n 1 2\n", "2: empty word"),
     "a word alone": (b"the\n", "1: expected `word v1 ... vdim`, got 'the'"),
     "empty file": (b"", "1: empty file"),
+    "a header and no vectors": (b"0 8\n", " no word vectors in the file, only a header"),
+    "a header of no dimensions": (b"2 0\nthe\ncat\n", "1: the header says the vectors have 0 dimensions"),
+    "an underscore in a number": (b"the 1_0 2\n", "1: '1_0' is not a number"),
+    "an Arabic-Indic digit": ("the 1 \u0661\n".encode(), "1: '\u0661' is not a number"),
+    "a tab before a number": (b"the \t1 2\ncat 1 2\n", "1: '\\t1' is not a number"),
 }
 
 
@@ -85,6 +93,11 @@ BINARY_ERRORS = {
     "invalid UTF-8": (binary_bytes([b"th\xffe", "cat"], VALID), "2: not valid UTF-8"),
     "duplicate word": (binary_bytes(["cat", "cat"], VALID), "3: duplicate word 'cat' (line 2)"),
     "a word without its vector": (binary_bytes(["the"], VALID[:1], count=2) + b"cat", "3: a word without its vector"),
+    "a header of no dimensions": (b"2 0\nthe \ncat \n", "1: the header says the vectors have 0 dimensions"),
+    "a header that lies about the count": (
+        binary_bytes(["the", "cat"], VALID, count=10**11),
+        "1: the header says 100000000000 words, the file has 2",
+    ),
 }
 
 
@@ -126,8 +139,8 @@ NEWLINE_FLOAT = struct.unpack("<f", b"\nAB?")[0]
 def test_binary_and_text_files_are_told_apart_by_their_first_vector(tmp_path, name, content, binary) -> None:
     path = tmp_path / "vectors"
     path.write_bytes(content)
-    assert is_binary(str(path)) == binary, name
-    words, vectors = read_vectors(str(path))
+    words, vectors, read_as_binary = read_vectors(str(path))
+    assert read_as_binary == binary, name
     want_words, want_vectors = (read_binary if binary else read_text)(str(path))
     assert words == want_words
     np.testing.assert_array_equal(vectors, want_vectors)
@@ -144,3 +157,62 @@ def test_a_malformed_file_is_read_in_its_own_format_and_its_error_names_the_line
     with pytest.raises(ValueError) as error:
         read_vectors(str(path))
     assert str(error.value) == f"{path}:{message}"
+
+
+def through_a_fifo(tmp_path, content: bytes, name: str = "pipe") -> tuple[str, threading.Thread]:
+    """A FIFO that a thread writes `content` into once (as `<(zcat vectors.gz)` does), and the thread."""
+    path = tmp_path / name
+    os.mkfifo(path)
+    writer = threading.Thread(target=path.write_bytes, args=(content,))
+    writer.start()
+    return str(path), writer
+
+
+def glove_lines(first_word: str, n_words: int = 300, dim: int = 8) -> bytes:
+    return b"".join(f"{first_word if i == 0 else f'w{i}'} {' '.join(['0.5'] * dim)}\n".encode() for i in range(n_words))
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_a_file_from_a_pipe_reads_as_the_file(tmp_path, header: bool) -> None:
+    """The first bytes that tell the format are read once: the lines after them are not lost (the
+    first words vanished when those bytes ended at a line's end) nor a valid file refused."""
+    aligned = 0
+    for shift in range(40):
+        content = (b"300 8\n" if header else b"") + glove_lines("t" * (shift + 1))
+        first_line = content.index(b"\n") + 1
+        sniffed_end = first_line + vector_files._MAX_WORD_BYTES + 4 * 8
+        aligned += content[sniffed_end - 1 : sniffed_end] == b"\n" if header else 0
+        (tmp_path / "file").write_bytes(content)
+        pipe, writer = through_a_fifo(tmp_path, content, f"pipe{shift}")
+        got = read_vectors(pipe)
+        writer.join()
+        want = read_vectors(str(tmp_path / "file"))
+        assert got.words == want.words and len(got.words) == 300 and not got.binary
+        np.testing.assert_array_equal(got.vectors, want.vectors)
+    assert aligned or not header  # The read of the header's file ended at a line's end at least once.
+
+
+def test_a_binary_file_from_a_pipe_reads_as_the_file(tmp_path) -> None:
+    pipe, writer = through_a_fifo(tmp_path, binary_bytes(WORDS, VECTORS))
+    words, vectors, binary = read_vectors(pipe)
+    writer.join()
+    assert binary and words == WORDS
+    np.testing.assert_array_equal(vectors, VECTORS)
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_a_byte_order_mark_before_the_first_line_is_dropped(tmp_path, header: bool) -> None:
+    """A BOM stayed in GloVe's first word ('\\ufeffthe'), which no lookup then found."""
+    path = tmp_path / "vectors.txt"
+    path.write_bytes("\ufeff".encode() + (b"2 2\n" if header else b"") + b"the 1 2\ncat 3 4\n")
+    words, vectors, _ = read_vectors(str(path))
+    assert words == ["the", "cat"]
+    np.testing.assert_array_equal(vectors, VALID)
+
+
+def test_a_binary_files_header_after_a_byte_order_mark_reads(tmp_path) -> None:
+    path = tmp_path / "vectors.bin"
+    path.write_bytes("\ufeff".encode() + binary_bytes(WORDS, VECTORS))
+    words, vectors, binary = read_vectors(str(path))
+    assert binary and words == WORDS
+    np.testing.assert_array_equal(vectors, VECTORS)
