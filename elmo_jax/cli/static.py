@@ -34,6 +34,7 @@ from elmo_jax.data.sources import expand_globs
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.runtime import workdir_files
 from elmo_jax.runtime.atomic_write import check_not_inputs
+from elmo_jax.runtime.host_memory import physical_memory_bytes
 from elmo_jax.static import word2vec
 from elmo_jax.static.cooccurrence import cooccurrence_counts
 from elmo_jax.static.glove import GloveConfig, train_glove
@@ -45,6 +46,12 @@ GLOVE = "glove"
 # Per method, the default window and epochs: the GloVe paper's window and GloveConfig's epochs; gensim's.
 DEFAULTS = {GLOVE: (10, GloveConfig.epochs)}
 DEFAULTS.update(dict.fromkeys(word2vec.METHODS, (word2vec.Word2VecConfig.window, word2vec.Word2VecConfig.epochs)))
+
+# The [n_words, dim] float32 tables each method holds at once: GloVe's W, W~, their AdaGrad sums and
+# the vectors written; gensim's input and output vectors and the vectors written.
+TABLES = {GLOVE: 5, **dict.fromkeys(word2vec.METHODS, 3)}
+# Seeds NumPy's and gensim's generators both take: one range for every method.
+SEEDS = range(2**32)
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
 tool_flags.define_runtime_flags(_FLAGS)
@@ -84,9 +91,37 @@ def _check_flags() -> tuple[int, int]:
     for name, value in (("dim", _FLAGS.dim), ("window", window), ("epochs", epochs)):
         if value < 1:
             raise tool_flags.UsageError(f"--{name} must be >= 1, got {value}")
+    if _FLAGS.seed not in SEEDS:
+        raise tool_flags.UsageError(
+            f"--seed must be in [0, 2**32 - 1] (as NumPy and gensim take it), got {_FLAGS.seed}"
+        )
+    _check_memory(1)  # A dimension too large for one word's rows, before anything is read.
+    if not _FLAGS.out:
+        raise tool_flags.UsageError("--out is empty: name the vector file to write")
     if os.path.isdir(_FLAGS.out):
         raise tool_flags.UsageError(f"--out {_FLAGS.out} is a directory (the vectors go to a file)")
+    above = os.path.dirname(os.path.abspath(_FLAGS.out))  # Missing directories are made, a file is in the way.
+    while not os.path.exists(above):
+        above = os.path.dirname(above)
+    if not os.path.isdir(above):
+        raise tool_flags.UsageError(f"--out {_FLAGS.out}: {above} is a file, not a directory")
     return window, epochs
+
+
+def _check_memory(n_words: int) -> None:
+    """UsageError when the method's tables (TABLES) of `n_words` x --dim float32 exceed the machine's memory."""
+    tables, dim = TABLES[_FLAGS.method], _FLAGS.dim
+    need, have = tables * n_words * dim * 4, physical_memory_bytes()
+    if need > have:
+        raise tool_flags.UsageError(
+            f"--dim {dim:,}: {_FLAGS.method}'s {tables} tables of [{n_words:,} words, {dim:,}] float32 need "
+            f"{_bytes(need)}, more than this machine's {_bytes(have)} of memory"
+        )
+
+
+def _bytes(n: int) -> str:
+    """`n` bytes in MiB below a GiB, else in GiB."""
+    return f"{n / 2**20:,.1f} MiB" if n < 2**30 else f"{n / 2**30:,.1f} GiB"
 
 
 def _config() -> ml_collections.ConfigDict:
@@ -143,6 +178,7 @@ def _static() -> None:
     tool_flags.configure_runtime(_FLAGS)
     start = time.perf_counter()
     vocab, origin = _vocabulary(config.data)
+    _check_memory(len(vocab))  # Before the corpus is counted or trained on.
     print(f"vocabulary: {len(vocab):,} words ({origin}); corpus: data.source={config.data.source!r}", flush=True)
     vectors, tokens = _train(functools.partial(training_sentences, config.data), vocab, window, epochs)
     write_text(_FLAGS.out, vocab.words, vectors)

@@ -1,4 +1,5 @@
-"""Host memory: keep freed large buffers in the process (glibc malloc), so they are reused.
+"""Host memory: keep freed large buffers in the process (glibc malloc), so they are reused; and
+how much the machine has (`physical_memory_bytes`).
 
 XLA:CPU mallocs its large arrays from worker threads, whose glibc arenas serve them with a fresh
 `mmap` returned on `free`: every step page-faults its buffers in again. `reuse_freed_memory()` puts
@@ -50,3 +51,8 @@ def reuse_freed_memory() -> bool:
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     settings = ((M_ARENA_MAX, 1), (M_MMAP_MAX, 0), (M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
     return all(mallopt(param, value) == 1 for param, value in settings)
+
+
+def physical_memory_bytes() -> int:
+    """The machine's physical memory in bytes (what a table that cannot fit is refused against)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

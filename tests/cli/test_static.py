@@ -106,6 +106,12 @@ def test_a_workdir_gives_its_own_vocabulary_and_a_seed_the_same_file(recipe, tmp
     (["--method", "glove", "--config", "RECIPE", "--dim", "0"], "--dim must be >= 1, got 0"),
     (["--method", "skipgram", "--config", "RECIPE", "--window", "0"], "--window must be >= 1, got 0"),
     (["--method", "cbow", "--config", "RECIPE", "--epochs", "-1"], "--epochs must be >= 1, got -1"),
+    (["--method", "glove", "--config", "RECIPE", "--seed", "-1"], "--seed must be in [0, 2**32 - 1] (as NumPy and "
+                                                                 "gensim take it), got -1"),
+    (["--method", "glove", "--config", "RECIPE", "--seed", "4294967296"], "--seed must be in [0, 2**32 - 1]"),
+    (["--method", "skipgram", "--config", "RECIPE", "--seed", "4294967296"], "--seed must be in [0, 2**32 - 1]"),
+    (["--method", "glove", "--config", "RECIPE", "--dim", "100000000000"], "--dim 100,000,000,000: glove's 5 tables "
+                                                                          "of [1 words, 100,000,000,000] float32"),
     (["--method", "glove", "--config", "missing_recipe.py"], "config file 'missing_recipe.py' not found"),
     (["--method", "glove", "--workdir", "RUN"], "no config.json (is this an elmo-jax training workdir?)"),
 ])
@@ -133,3 +139,33 @@ def test_without_gensim_word2vec_is_one_error_line_before_the_corpus_is_read(rec
     status, stdout, stderr = _run(capsys, "--config", recipe, "--method", "cbow", "--out", str(tmp_path / "v.txt"))
     assert status == 1 and stdout == ""
     assert stderr == "error: word2vec needs gensim, an optional extra: pip install -e .[static]\n"
+
+
+@pytest.mark.parametrize("method, tables", [("glove", 5), ("skipgram", 3)])
+def test_a_dim_whose_tables_cannot_fit_is_refused_before_the_corpus_is_counted(
+    method, tables, recipe, tmp_path, capsys, monkeypatch
+) -> None:
+    """A --dim of vectors larger than memory was allocated after reading the whole corpus (an
+    out-of-memory kill of a 21 GB process on a 14-word vocabulary)."""
+    memory = 2**20  # A machine of 1 MiB: the words x 20,000 dims x 4 bytes x 3 or 5 tables do not fit.
+    monkeypatch.setattr(static_cli, "physical_memory_bytes", lambda: memory)
+
+    def not_reached(*args, **kwargs):
+        raise AssertionError("the corpus was counted or trained on")
+
+    monkeypatch.setattr(static_cli, "cooccurrence_counts", not_reached)
+    monkeypatch.setattr(static_cli.word2vec, "train_word2vec", not_reached)
+    out = tmp_path / "v.txt"
+    status, _, stderr = _run(capsys, "--config", recipe, "--method", method, "--dim", "20000", "--out", str(out))
+    assert status == 1 and len(stderr.splitlines()) == 1 and not out.exists()
+    assert re.fullmatch(
+        rf"error: --dim 20,000: {method}'s {tables} tables of \[\d+ words, 20,000\] float32 need [\d.]+ MiB, more than "
+        r"this machine's 1.0 MiB of memory\n", stderr
+    ), stderr
+
+
+@pytest.mark.parametrize("out, message", [("", "--out is empty"), ("CORPUS/new/v.txt", "is a file, not a directory")])
+def test_an_empty_or_unwritable_out_is_refused_before_the_work(out, message, recipe, tmp_path, capsys) -> None:
+    out = out.replace("CORPUS", str(tmp_path / "corpus.txt"))
+    status, stdout, stderr = _run(capsys, "--config", recipe, "--method", "glove", "--out", out)
+    assert status == 1 and stdout == "" and message in stderr and len(stderr.splitlines()) == 1
