@@ -38,6 +38,7 @@ from elmo_jax.training.preemption import PreemptionWatcher, TrainingPreempted
 from elmo_jax.model.initial_params import init_params
 from elmo_jax.training.state import TrainState
 from elmo_jax.training.trainer import build_trainer
+from elmo_jax.workdir.saved_config import saved_config
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -256,6 +257,20 @@ class _Run:
         return result
 
 
+def _check_resumed_source(config: ml_collections.ConfigDict, workdir: str) -> None:
+    """DataError when a resumed run reads another data.source than its checkpoint's data position
+    is in (its config.json's): a position in one corpus means nothing in another."""
+    if not os.path.exists(os.path.join(workdir, workdir_files.CONFIG)):
+        return
+    trained = saved_config(workdir).data.source
+    if trained != config.data.source:
+        raise DataError(
+            f"data.source={config.data.source!r}, but the checkpoint in {workdir} holds a position in "
+            f"data.source={trained!r} (its config.json): resume with the source it trained on, or train in a new "
+            "workdir"
+        )
+
+
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     """Trains (or resumes) in `workdir` and returns the final evaluation result; call from the main
     thread. ConfigError before the workdir is touched, WorkdirInUseError if another run trains in it,
@@ -304,6 +319,8 @@ def _train_and_evaluate(
         )
         try:
             resuming = checkpointer.latest_step() is not None
+            if resuming:
+                _check_resumed_source(config, workdir)
             params = None
             if config.init.options and not resuming:
                 fresh = init_params(model, jax.random.key(config.seed), config.data.max_chars_per_token)

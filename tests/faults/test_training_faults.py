@@ -95,6 +95,28 @@ def test_a_rerun_refused_for_its_checkpoint_changes_nothing(trained, workdir):
     assert _contents(workdir) == before
 
 
+@pytest.mark.parametrize("trained_on", ["text", "ptb"])
+def test_a_rerun_with_another_data_source_is_one_error_naming_it_and_changes_nothing(trained, workdir, trained_on):
+    """text -> ptb, ptb -> text (config.json says what the checkpoint's data position is in): it
+    was a KeyError traceback in the sources' load_state_dict."""
+    rerun_with = {"text": "ptb", "ptb": "text"}[trained_on]
+    if trained_on == "ptb":
+        config_path = os.path.join(workdir, "config.json")
+        with open(config_path) as f:
+            config = json.load(f)
+        config["data"]["source"] = "ptb"
+        with open(config_path, "w") as f:
+            json.dump(config, f)
+    before = _contents(workdir)
+    done = trained.rerun(workdir, f"--config.data.source={rerun_with}")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert _error_lines(done.stderr) == [
+        f"error: data.source={rerun_with!r}, but the checkpoint in {workdir} holds a position in "
+        f"data.source={trained_on!r} (its config.json): resume with the source it trained on, or train in a new workdir"
+    ]
+    assert _contents(workdir) == before
+
+
 def test_a_rerun_with_two_vocabulary_lines_swapped_is_refused_and_changes_nothing(trained, workdir):
     """vocab.txt edited in place (the same size): resuming would train each word's softmax row
     under the other word; the fingerprint recorded with the checkpoints refuses it."""
