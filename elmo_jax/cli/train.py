@@ -17,9 +17,9 @@ from absl import app, flags
 
 from elmo_jax.cli import tool_flags
 from elmo_jax.cli.config_flags import (
-    CONFIG_HELP, define_config_flag, define_print_config_flag, flags_parser, print_config,
+    CONFIG_HELP, config_origin, define_config_flag, define_print_config_flag, flags_parser, print_config,
 )
-from elmo_jax.config import validate
+from elmo_jax.config import validate, warn_unread_overrides
 from elmo_jax.training import preemption
 from elmo_jax.training.loop import NonFiniteLossError, train_and_evaluate
 from elmo_jax.runtime.data_parallel import initialize_distributed
@@ -40,8 +40,9 @@ def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     try:
+        validate(FLAGS.config)  # As train_and_evaluate does, first.
+        warn_unread_overrides(FLAGS.config, config_origin(FLAGS)[1])
         if FLAGS.print_config:
-            validate(FLAGS.config)  # As train_and_evaluate would, first.
             print_config(FLAGS.config)
             return
         tool_flags.configure_runtime()

@@ -6,12 +6,13 @@ alone; checks that depend on the run (the device count, the vocabulary) are made
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import logging
+from typing import Any, Iterable, Mapping
 
 from elmo_jax.config import schema
-from elmo_jax.config.overrides import get_key
-from elmo_jax.model.contextualizer_registry import contextualizer_class
-from elmo_jax.model.token_encoder_registry import token_encoder_class
+from elmo_jax.config.overrides import get_key, under
+from elmo_jax.model.contextualizer_registry import CONTEXTUALIZERS, contextualizer_class
+from elmo_jax.model.token_encoder_registry import TOKEN_ENCODERS, token_encoder_class
 from elmo_jax.sections import ConfigError
 
 
@@ -63,6 +64,29 @@ def check_negative_samples(config: Mapping[str, Any], vocab_size: int, vocabular
             f"the {vocab_size} words of {vocabulary}): set it lower, or "
             "--config.model.softmax.sampled=False for the full softmax"
         )
+
+
+def unread_sections(config: Mapping[str, Any]) -> list[str]:
+    """The sections `model.<name>` of the registered contextualizers and token encoders that
+    `config` does not build (model.lstm under model.contextualizer='transformer'): their keys
+    change nothing."""
+    model = config["model"]
+    unread = [f"model.{name}" for name in CONTEXTUALIZERS if name != model["contextualizer"]]
+    return unread + [f"model.{name}" for name, cls in TOKEN_ENCODERS.items()
+                     if cls.section is not None and name != model["token_encoder"]]
+
+
+def warn_unread_overrides(config: Mapping[str, Any], overrides: Iterable[str]) -> list[str]:
+    """Logs one warning per override (a dotted key) under an `unread_sections` section; returns them."""
+    unread = unread_sections(config)
+    ignored = sorted(key for key in overrides if under(key, tuple(f"{section}." for section in unread)))
+    for key in ignored:
+        part = "contextualizer" if key.split(".")[1] in CONTEXTUALIZERS else "token_encoder"
+        logging.warning(
+            "--config.%s changes nothing: model.%s=%r does not read %s", key, part, config["model"][part],
+            ".".join(key.split(".")[:2]),
+        )
+    return ignored
 
 
 def validate(config: Mapping[str, Any]) -> None:

@@ -108,13 +108,19 @@ def ptb_sentences(split: str) -> list[list[str]]:
 
 
 def expand_globs(patterns: str | Sequence[str]) -> list[str]:
-    """Sorted files matching comma-separated glob patterns; a pattern matching no file is an error."""
+    """Sorted files matching comma-separated glob patterns; a pattern matching no file is an error,
+    one matching only a pipe (`/dev/stdin`, a FIFO) too: what reads these files reads them again."""
     if isinstance(patterns, str):
         patterns = [p for p in patterns.split(",") if p.strip()]
     files: list[str] = []
     for pattern in patterns:
-        matched = sorted(p for p in globlib.glob(os.path.expanduser(pattern.strip())) if os.path.isfile(p))
+        found = sorted(globlib.glob(os.path.expanduser(pattern.strip())))
+        matched = [p for p in found if os.path.isfile(p)]
         if not matched:
+            piped = next((p for p in found if not os.path.isdir(p)), None)
+            if piped is not None:
+                raise DataError(f"{piped} is not a regular file (a pipe?): corpus files are read more than once "
+                                "(the vocabulary, each epoch, a resume); write it to a file first")
             raise DataError(f"no file matches {pattern!r}")
         files.extend(matched)
     return files

@@ -85,3 +85,11 @@ def test_evaluate_prints_a_bilm_tf_models_config_from_its_options(tmp_path):
     printed = _printed(tmp_path, "evaluate.py", *files, TINY, "--config.eval.batch_size=2")
     assert printed["model"]["lstm"]["dim"] == printed["model"]["width"] == 8  # The options', not tiny.py's 16.
     assert printed["model"]["dtype"] == "float32" and printed["eval"]["batch_size"] == 2
+
+
+def test_train_warns_of_an_override_that_the_model_does_not_read(tmp_path):
+    result = run_script("train.py", TINY, "--config.model.contextualizer=gated_cnn", "--config.model.lstm.dim=99",
+                        f"--workdir={tmp_path / 'run'}", "--print_config", compile_cache=str(tmp_path / "cache"))
+    assert result.returncode == 0 and json.loads(result.stdout)["model"]["lstm"]["dim"] == 99
+    assert "--config.model.lstm.dim changes nothing: model.contextualizer='gated_cnn' does not read model.lstm" in (
+        result.stderr), result.stderr

@@ -8,7 +8,7 @@ import pytest
 from elmo_jax.config import schema
 from elmo_jax.config.overrides import apply_overrides
 from elmo_jax.config.recipes import recipe_module, recipe_names
-from elmo_jax.config import ConfigError, check_negative_samples, validate
+from elmo_jax.config import ConfigError, check_negative_samples, validate, warn_unread_overrides
 
 ablations = recipe_module("ablations")
 released = recipe_module("released")
@@ -353,3 +353,21 @@ def test_negative_samples_must_be_fewer_than_the_words_drawn_from():
     check_negative_samples(config, 59, "vocab.txt")
     config.model.softmax.unique_samples, config.model.softmax.sampled = True, False  # The full softmax.
     check_negative_samples(config, 59, "vocab.txt")
+
+
+def test_an_override_of_a_section_the_model_does_not_build_is_warned_about(caplog):
+    """model.lstm.* beside model.contextualizer='transformer' changed nothing, silently."""
+    config = schema.get_config()
+    apply_overrides(config, {"model.contextualizer": "transformer", "model.token_encoder": "word"})
+    overrides = ["model.contextualizer", "model.lstm.dim", "model.transformer.n_layers", "model.char_cnn.n_highway",
+                 "model.gated_cnn.n_layers", "train.num_steps"]
+    with caplog.at_level("WARNING"):
+        ignored = warn_unread_overrides(config, overrides)
+    assert ignored == ["model.char_cnn.n_highway", "model.gated_cnn.n_layers", "model.lstm.dim"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "--config.model.char_cnn.n_highway changes nothing: model.token_encoder='word' does not read model.char_cnn",
+        "--config.model.gated_cnn.n_layers changes nothing: model.contextualizer='transformer' does not read "
+        "model.gated_cnn",
+        "--config.model.lstm.dim changes nothing: model.contextualizer='transformer' does not read model.lstm",
+    ]
+    assert warn_unread_overrides(schema.get_config(), ["model.lstm.dim", "model.char_cnn.n_highway"]) == []

@@ -5,6 +5,7 @@ import gzip
 import itertools
 import json
 import logging
+import os
 
 import pytest
 
@@ -650,3 +651,14 @@ def test_an_unknown_segmenter_is_an_error_before_reading(tmp_path):
     (tmp_path / "a.txt").write_text("x\n")
     with pytest.raises(ValueError, match="unknown segmenter 'mecab'"):
         TextFileSource(str(tmp_path / "a.txt"), segmenter="mecab")
+
+
+def test_a_corpus_pattern_naming_a_pipe_is_one_error_saying_why(tmp_path):
+    """Corpus files are read more than once (vocabulary, epochs, resume): a FIFO is refused up front."""
+    fifo = tmp_path / "corpus.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(DataError, match=r"corpus.fifo is not a regular file \(a pipe\?\): corpus files are read more "
+                                        "than once"):
+        expand_globs(str(fifo))
+    with pytest.raises(DataError, match="no file matches"):
+        expand_globs(str(tmp_path / "*.txt"))
