@@ -37,9 +37,22 @@ def test_embedding_paragraph_says_embeddings_are_stateful_and_how_to_get_statele
     assert "`--stateless`" in paragraph and "`Elmo`" in paragraph
 
 
-def test_readme_stays_under_12500_bytes():
+def test_readme_stays_within_12000_bytes():
     """Detail goes to docs/, linked from the README."""
-    assert os.path.getsize(README) < 12_500
+    assert os.path.getsize(README) <= 12_000
+
+
+def test_the_quick_start_names_the_optional_extras_and_the_line_that_installs_them_all():
+    paragraph = _paragraph("**Optional extras**")
+    for extra, what in (("static", "gensim"), ("zh", "jieba"), ("tfds", ""), ("report", "")):
+        assert f"`[{extra}]`" in paragraph and what in paragraph, extra
+    assert "pip install -r requirements-dev.txt" in paragraph
+
+
+def test_the_override_example_trains_in_its_own_workdir():
+    """Beside the quick start's runs/demo it failed after 9 s: the checkpoint's model.lstm.dim is 256."""
+    overriding = [line for block in code_blocks(README, "bash") for line in block.splitlines() if "--config.model" in line]
+    assert overriding and all("--workdir=runs/demo " not in line + " " for line in overriding)
 
 
 def test_quick_start_is_its_two_commands():
@@ -110,14 +123,13 @@ def _test_perplexity(run: str) -> str:
         return f"{json.load(f)['perplexity']:.2f}"
 
 
-def test_the_two_perplexities_of_ptb_char_small_cpu_are_its_two_runs_and_say_so():
-    """The reproductions table quotes the config's first run; the contextualizers' paragraph its
-    second (beside the other contextualizers, on shared cores), and says so where it stands."""
+def test_ptb_char_small_cpus_perplexity_is_its_first_run_and_the_readme_quotes_no_other():
+    """The reproductions table quotes the config's first run; its second (beside the other
+    contextualizers, on shared cores) is docs/contextualizers.md's, not quoted here."""
     (row,) = [line for line in _text().splitlines() if line.startswith("| `ptb_char_small_cpu.py`")]
     assert f"/ {_test_perplexity('ptb_char_small_cpu_15epochs')} |" in row
     second = _test_perplexity("contextualizers/ptb_char_small_cpu")
-    paragraph = _paragraph("**Contextualizers.**")
-    assert f"LSTMs {second} (`ptb_char_small_cpu` run again, on shared cores: the table's is its first run)" in paragraph
+    assert str(second) not in _text()
 
 
 def test_the_gpu_install_paragraph_names_the_pinned_jax_and_the_measured_one():

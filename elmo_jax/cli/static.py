@@ -1,7 +1,7 @@
 """Static word vectors on a biLM's training text and vocabulary (`elmo-static`, or `python -m elmo_jax.cli.static`).
 
   elmo-static --workdir runs/demo --method glove --out runs/demo/glove.txt
-  elmo-static --config demo --method skipgram --dim 100 --out /tmp/skipgram_ptb.txt
+  elmo-static --config demo --method skipgram --dim 100 --out runs/skipgram_ptb.txt
   elmo-static --config configs/demo.py --method cbow [--window 5] [--epochs 5] [--seed 0] --out cbow.txt
 
 --workdir reads a trained biLM's config.json and vocab.txt, so the vectors see exactly its text and

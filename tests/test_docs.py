@@ -1,0 +1,37 @@
+"""The user documents (README*.md, docs/*.md) speak of the project only: no absolute path outside
+the repository (a development machine's checkout, data folder or scratch files); commands name
+paths relative to the repository (runs/, data/) or placeholders."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCUMENTS = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")) + glob.glob(os.path.join(ROOT, "README*.md")))
+# An absolute path: a slash after a space, quote, backtick, bracket, '=' or ':' (or at a line's
+# start), then a name and another slash. Placeholders a user replaces are allowed.
+ABSOLUTE_PATH = re.compile(r"(?:^|(?<=[\s`'\"(=:\[]))/[A-Za-z_.][\w.\-]*/\S*", re.MULTILINE)
+PLACEHOLDERS = ("/path/to/", "/shared/run")  # An install path; a cluster's shared file system (docs/scaling.md).
+
+
+def _absolute_paths(text: str) -> list[str]:
+    return [m.group(0) for m in ABSOLUTE_PATH.finditer(text) if not m.group(0).startswith(PLACEHOLDERS)
+            and not text[max(0, m.start() - 8):m.start()].endswith(("http:", "https:", "://"))]
+
+
+def test_the_documents_give_no_absolute_path_outside_the_repository():
+    found = {}
+    for path in DOCUMENTS:
+        with open(path, encoding="utf-8") as f:
+            paths = _absolute_paths(f.read())
+        if paths:
+            found[os.path.relpath(path, ROOT)] = paths[:3]
+    assert not found, found
+
+
+def test_the_scan_finds_what_it_is_for():
+    text = ("elmo-probe --workdir /work/main/runs/demo --data=/work/shared/data/coarsewsd20 > '/tmp/x.txt'\n"
+            "see https://github.com/allenai/bilm-tf/blob/master/README.md and runs/demo/x.txt, pip install /path/to/elmo")
+    assert _absolute_paths(text) == ["/work/main/runs/demo", "/work/shared/data/coarsewsd20", "/tmp/x.txt'"]
