@@ -7,14 +7,14 @@
   elmo-embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
   elmo-embed --options options.json --weights weights.hdf5 --token_embeddings vocab.txt --output tokens.hdf5
 
-Input: one whitespace-tokenized sentence per line (UTF-8); `--segmenter jieba` cuts raw Chinese
-lines into words as `data.segmenter='jieba'` cut the training text (docs/chinese.md). Output: one
-float32 dataset per input line, named by its 0-based line number, `(n_layers + 1, n_tokens, 2 *
-width)` (`--layers all`) or `(n_tokens, 2 * width)` (`top`, `average`), and `sentence_to_index`
-(JSON, sentence -> dataset name), as AllenNLP's `allennlp elmo`; stateful over batches of
---batch_size consecutive lines unless --stateless. The formats in full: elmo_jax/inference/hdf5_output.py; what
-is computed and how: elmo_jax/inference/embedder.py.
-"""
+Input: one whitespace-tokenized sentence per line (UTF-8), read once (a pipe works), or a
+`*.conllu` file's sentences (their FORMs); `--segmenter jieba` cuts raw Chinese lines into words as
+`data.segmenter='jieba'` cut the training text (docs/chinese.md), and raw Chinese left uncut is
+warned about. Output: one float32 dataset per input line (CoNLL-U: sentence), named by its 0-based
+number, `(n_layers + 1, n_tokens, 2 * width)` (`--layers all`) or `(n_tokens, 2 * width)` (`top`,
+`average`), and `sentence_to_index` (JSON, sentence -> dataset name), as AllenNLP's `allennlp elmo`;
+stateful over batches of --batch_size consecutive lines unless --stateless. The formats in full:
+elmo_jax/inference/hdf5_output.py; what is computed and how: elmo_jax/inference/embedder.py."""
 
 from __future__ import annotations
 
@@ -23,14 +23,12 @@ from typing import Sequence
 
 from absl import flags
 
-from elmo_jax.data.segmenter import SEGMENTERS
 from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.vocab import read_words
 from elmo_jax.inference.embedder import DEFAULT_BATCH_SIZE, ENGINES, ElmoEmbedder, dump_token_embeddings
 from elmo_jax.inference.hdf5_output import LAYER_MODES
 from elmo_jax.workdir.runs import workdir_inputs
-from elmo_jax.workdir.saved_config import saved_config
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
 tool_flags.define_model_flags(
@@ -77,18 +75,7 @@ flags.DEFINE_enum(
     flag_values=_FLAGS,
 )
 
-flags.DEFINE_enum(
-    "segmenter", None, SEGMENTERS,
-    "what cuts each --input line into words: whitespace (none) or jieba, as the biLM's training text was cut; "
-    "default: --workdir's data.segmenter, else none", flag_values=_FLAGS,
-)
-
-def _segmenter() -> str:
-    """--segmenter, else the workdir's training text's (a workdir trained on jieba's words is embedded
-    on jieba's words unless told otherwise), else none."""
-    if _FLAGS.segmenter is not None:
-        return _FLAGS.segmenter
-    return saved_config(_FLAGS.workdir).data.segmenter if _FLAGS.workdir is not None else "none"
+tool_flags.define_segmenter_flag(_FLAGS, "each --input line")
 
 
 _INPUT_FLAGS = ("input", "token_embeddings", "options", "weights", "vocab_to_cache")  # Files --output must not be.
@@ -127,7 +114,7 @@ def _embed() -> None:
         n = embedder.embed_file(
             _FLAGS.input, _FLAGS.output, layers,
             forget_sentences=_FLAGS.forget_sentences, use_sentence_keys=_FLAGS.use_sentence_keys,
-            segmenter=_segmenter(),
+            segmenter=tool_flags.segmenter(_FLAGS),
         )
         print(f"wrote {n} sentences to {_FLAGS.output}")
     else:

@@ -17,6 +17,7 @@ from typing import Sequence
 from absl import flags
 
 from elmo_jax.cli import tool_flags
+from elmo_jax.data.segmenter import splitter
 from elmo_jax.data.sources import count_lines, expand_globs
 from elmo_jax.inference.embedder import embedder_from_bilm_files, embedder_from_workdir
 from elmo_jax.inference.neighbors import (
@@ -27,8 +28,11 @@ from elmo_jax.static.lookup import StaticVectors
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
 tool_flags.define_model_flags(_FLAGS)
 tool_flags.define_runtime_flags(_FLAGS)
-flags.DEFINE_string("corpus", None, "comma-separated globs of text files, one sentence a line", flag_values=_FLAGS)
-flags.DEFINE_string("query", None, "the query sentence, whitespace-tokenized", flag_values=_FLAGS)
+flags.DEFINE_string(
+    "corpus", None, "comma-separated globs of text files, one sentence a line (*.conllu: CoNLL-U's sentences)",
+    flag_values=_FLAGS,
+)
+flags.DEFINE_string("query", None, "the query sentence, cut as --segmenter cuts the corpus", flag_values=_FLAGS)
 flags.DEFINE_integer("word", None, "0-based index of the query word in --query", flag_values=_FLAGS)
 flags.DEFINE_integer("layer", None, "ELMo layer: 0 = token embeddings (default: top LSTM)", flag_values=_FLAGS)
 flags.DEFINE_integer("k", 5, "neighbours per list", flag_values=_FLAGS)
@@ -38,6 +42,7 @@ flags.DEFINE_multi_string(
     "static", [], "a file of static word vectors (word2vec/GloVe text or word2vec binary): also its k words nearest "
     "to the query word (as written, else in lower case)", flag_values=_FLAGS,
 )
+tool_flags.define_segmenter_flag(_FLAGS, "each --corpus line and --query")
 flags.DEFINE_integer("batch_size", 32, "corpus lines per embedder batch", flag_values=_FLAGS)
 flags.DEFINE_bool("no_progress", False, "no progress bar", flag_values=_FLAGS)
 
@@ -47,7 +52,8 @@ def _neighbors() -> None:
     tool_flags.configure_runtime(_FLAGS)
     tool_flags.check_model_source(_FLAGS)
     tool_flags.check_positive(_FLAGS, "k", "batch_size", "max_words")
-    query = _FLAGS.query.split()
+    segmenter = tool_flags.segmenter(_FLAGS)
+    query = splitter(segmenter)(_FLAGS.query)
     check_query(query, _FLAGS.word)
     paths = expand_globs(_FLAGS.corpus)
     if not paths:
@@ -63,7 +69,7 @@ def _neighbors() -> None:
     totals = [count_lines(path) for path in paths] if progress else [None]
     total = None if None in totals else sum(totals)
     scan = scan_corpus(
-        embedder, read_corpus(paths), query, _FLAGS.word, layer, _FLAGS.k, _FLAGS.same_word, total, progress
+        embedder, read_corpus(paths, segmenter), query, _FLAGS.word, layer, _FLAGS.k, _FLAGS.same_word, total, progress
     )
     words = nearest_words(embedder, query[_FLAGS.word], scan.word_counts, _FLAGS.k, _FLAGS.max_words)
     n_words = min(_FLAGS.max_words, len(scan.word_counts))

@@ -14,8 +14,10 @@ from typing import Callable, Mapping, Sequence
 
 from absl import flags
 
+from elmo_jax.data.segmenter import SEGMENTERS
 from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
 from elmo_jax.runtime.atomic_write import exit_on_sigterm
+from elmo_jax.workdir.saved_config import saved_config
 
 flags.disclaim_key_flags()  # The flags the helpers below define belong to the calling tool (its --help).
 HELP_ARGS = ("-h", "--help", "--helpshort", "--helpfull")  # argparse's and absl's spellings.
@@ -35,6 +37,23 @@ def define_model_flags(
     flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=flag_values)
     flags.DEFINE_string("workdir", None, workdir_help, flag_values=flag_values)
     flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=flag_values)
+
+
+def define_segmenter_flag(flag_values: flags.FlagValues, what: str) -> None:
+    """--segmenter: what cuts `what` (raw text) into words; `segmenter` reads it."""
+    flags.DEFINE_enum(
+        "segmenter", None, SEGMENTERS,
+        f"what cuts {what} into words: whitespace (none) or jieba, as the biLM's training text was cut; "
+        "default: --workdir's data.segmenter, else none", flag_values=flag_values,
+    )
+
+
+def segmenter(flag_values: flags.FlagValues) -> str:
+    """--segmenter, else the workdir's training text's (a workdir trained on jieba's words is read
+    on jieba's words unless told otherwise), else none."""
+    if flag_values.segmenter is not None:
+        return flag_values.segmenter
+    return saved_config(flag_values.workdir).data.segmenter if flag_values.workdir is not None else "none"
 
 
 def define_runtime_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:

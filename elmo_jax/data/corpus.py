@@ -134,6 +134,19 @@ def training_sentences(data: ml_collections.ConfigDict):
     )
 
 
+def warn_if_eval_unsegmented(data: ml_collections.ConfigDict, eval_files: str = "") -> None:
+    """The same warning for the text files an evaluation reads (`eval_files`, else data.eval_files
+    of data.source='text') when data.segmenter leaves them uncut."""
+    patterns = eval_files or (data.eval_files if data.source == "text" else "")
+    if data.segmenter != "none" or not patterns:
+        return
+    try:
+        files = sources.expand_globs(patterns)
+    except sources.DataError:  # Said where the files are read.
+        return
+    unsegmented.warn_if_unsegmented(files)
+
+
 def warn_if_unsegmented(data: ml_collections.ConfigDict) -> None:
     """One warning naming the first training text file that looks like Chinese or Japanese without
     spaces between words (unsegmented.py), when data.source='text' reads it unsegmented; a sample of

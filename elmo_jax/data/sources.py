@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from elmo_jax.data.chars import UNK_TOKEN
-from elmo_jax.data.conllu import is_conllu_file, parse_conllu
+from elmo_jax.data.conllu import is_conllu_file, parse_conllu, read_conllu
 from elmo_jax.data.segmenter import splitter
 
 SPLITS = ("train", "valid", "test")  # Of every corpus: the PTB's, and the TFDS ones the config maps.
@@ -492,6 +492,17 @@ def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES, segmenter: str =
                 logging.warning("%s:%d: invalid UTF-8 replaced by U+FFFD (first such line)", path, line_no)
                 warned = True
             yield split(text)
+
+
+def numbered_sentences(path: str, segmenter: str = "none") -> Iterator[tuple[int, list[str]]]:
+    """(1-based line, tokens) of each sentence of one input file: a `*.conllu` file's sentences (the
+    FORM of each syntactic word, the line its sentence starts at; `segmenter` has nothing to cut),
+    else every line as `read_lines` cuts it ([] for an empty one)."""
+    if is_conllu_file(path):
+        for sentence in read_conllu(path):
+            yield sentence.tokens[0].line, [token.form for token in sentence.tokens]
+    else:
+        yield from enumerate(read_lines(path, segmenter=segmenter), start=1)
 
 
 def count_lines(path: str) -> int | None:

@@ -10,6 +10,7 @@ lines without their spaces 94% and 86%; text without CJK characters (English) ha
 from __future__ import annotations
 
 import gzip
+import itertools
 import logging
 import re
 import zlib
@@ -69,3 +70,29 @@ def warn_if_unsegmented(paths: Sequence[str]) -> str | None:
             )
             return path
     return None
+
+
+class UnsegmentedWatch:
+    """The same rule on the first SAMPLE_LINES sentences (token lists) handed to `see`, as they
+    come (an embedder's input, read once): one warning, naming `what`, once they look unsegmented."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.long = self.cjk = self.seen = 0
+        self.done = False
+
+    def see(self, sentences: Iterable[Sequence[str]]) -> None:
+        if self.done:
+            return
+        for sentence in itertools.islice(sentences, SAMPLE_LINES - self.seen):
+            long, cjk = long_cjk_tokens([" ".join(sentence)])
+            self.long, self.cjk, self.seen = self.long + long, self.cjk + cjk, self.seen + 1
+        if self.long > LONG_SHARE * self.cjk:
+            logging.warning(
+                "%s look like Chinese or Japanese text without spaces between words (%d of their %d CJK tokens hold "
+                "more than %d characters): each such token is one word the biLM never saw; cut them as its training "
+                "text was (elmo-embed --segmenter jieba, embed_file(..., segmenter='jieba'), or jieba.lcut per "
+                "sentence)", self.what, self.long, self.cjk, LONG_CHARS,
+            )
+            self.done = True
+        self.done = self.done or self.seen >= SAMPLE_LINES

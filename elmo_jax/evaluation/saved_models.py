@@ -144,6 +144,7 @@ def evaluate_checkpoint(
     if split is not None:
         corpus.check_split_applies(config.data, split, eval_files)
     split = split or config.data.eval_split
+    corpus.warn_if_eval_unsegmented(config.data, eval_files)
     sentences = corpus.eval_sentences(config.data, split, eval_files)
     if not sentences:
         raise DataError(f"the evaluation set ({eval_files or split}) has no sentences")
@@ -196,6 +197,7 @@ def evaluate_bilm_files(
     outputs = _output_paths(output, [(f"--{f.name}", getattr(files, f.name)) for f in dataclasses.fields(files)])
     vocab = Vocabulary.load(files.vocab)
     params = bilm_params(files, config, vocab)
+    corpus.warn_if_eval_unsegmented(config.data, eval_files)
     sentences = read_sentences(eval_files, config.data.segmenter)
     model = bilm_from_config(config.model, len(vocab))
     mesh = data_parallel.make_mesh()

@@ -21,7 +21,9 @@ from tqdm import tqdm
 
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
 from elmo_jax.data.segmenter import segment
-from elmo_jax.data.sources import count_lines, read_lines
+from elmo_jax.data.conllu import is_conllu_file
+from elmo_jax.data.sources import count_lines, numbered_sentences
+from elmo_jax.data.unsegmented import UnsegmentedWatch
 from elmo_jax.data.vocab import Vocabulary, read_words
 from elmo_jax.runtime.atomic_write import write_atomic
 from elmo_jax.inference.cpu_kernels import CpuCharCnn, CpuLstmStack, KernelUnavailable
@@ -217,6 +219,7 @@ class ElmoEmbedder:
         self.params = jax.device_put(params, jax_device(cuda_device))
         self.batch_size = batch_size
         self.stateful = stateful
+        self._unsegmented = UnsegmentedWatch("the sentences embedded")
         self.kernels = cpu_kernels(model, self.params, engine)
         self.reset_states()
         if not model.token_encoder_class.reads_chars:
@@ -355,6 +358,8 @@ class ElmoEmbedder:
         packed longest first, each `w1 .. wn` from `_sentence_start_state`; else one stream each.
         The backward stream holds each sentence reversed in place."""
         sentences = [sentence for batch in batches for sentence in batch]
+        check_token_lists(sentences)
+        self._unsegmented.see(sentences)
         p = self.model.width
         empty = SentenceLayers(np.zeros((0, self.model.token_dim), np.float32),
                                np.zeros((self.model.n_layers, 0, 2 * p), np.float32))
@@ -442,6 +447,16 @@ class ElmoEmbedder:
         return self.tokens.encode(words)
 
 
+def check_token_lists(sentences: Sequence[Sequence[str]]) -> None:
+    """TypeError for a sentence given as a str: its characters would be embedded as its words."""
+    for index, sentence in enumerate(sentences):
+        if isinstance(sentence, str):
+            raise TypeError(
+                f"sentence {index} is a str ({sentence[:20]!r}), not its list of tokens: give a list of words "
+                "(sentence.split(), or jieba.lcut(sentence) for Chinese)"
+            )
+
+
 def embedder_from_bilm_files(
     options_path: str, weights_path: str, batch_size: int = 1, stateful: bool = True,
     vocab_to_cache: Sequence[str] | None = None, engine: str = "auto",
@@ -463,13 +478,15 @@ def embedder_from_workdir(
 def _input_sentences(
     input_file: str | os.PathLike | IO[str], segmenter: str
 ) -> tuple[Iterator[list[str]], int | None, str]:
-    """The tokens of each line of `input_file` as `segmenter` cuts it, its line count when known and its name."""
+    """The tokens of each line of `input_file` as `segmenter` cuts it (of each sentence of a
+    `*.conllu` file), its line count when known and its name."""
     if hasattr(input_file, "read"):
         return segment(input_file, segmenter), None, getattr(input_file, "name", "the input")
     path = os.fspath(input_file)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: input file not found")
-    return read_lines(path, segmenter=segmenter), count_lines(path), path
+    sentences = (tokens for _, tokens in numbered_sentences(path, segmenter))
+    return sentences, None if is_conllu_file(path) else count_lines(path), path
 
 
 def dump_token_embeddings(embedder: ElmoEmbedder, vocab_path: str, output_path: str) -> int:

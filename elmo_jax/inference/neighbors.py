@@ -13,7 +13,7 @@ from typing import Iterable, Iterator, NamedTuple, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from elmo_jax.data.sources import read_lines
+from elmo_jax.data.sources import numbered_sentences
 from elmo_jax.inference.embedder import ElmoEmbedder
 from elmo_jax.static.lookup import StaticVectors
 
@@ -103,10 +103,11 @@ def cosine(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
-def read_corpus(paths: Sequence[str]) -> Iterator[CorpusLine]:
-    """Every line of the files in order (empty lines included, so line numbers stay right)."""
+def read_corpus(paths: Sequence[str], segmenter: str = "none") -> Iterator[CorpusLine]:
+    """Every line of the files in order, cut by `segmenter` (empty lines included, so line numbers
+    stay right); a `*.conllu` file's sentences, each at the line it starts."""
     for path in paths:
-        for line_no, tokens in enumerate(read_lines(path), start=1):
+        for line_no, tokens in numbered_sentences(path, segmenter):
             yield CorpusLine(tokens, f"{path}:{line_no}")
 
 

@@ -292,3 +292,21 @@ def test_the_character_vocabulary_is_built_from_the_training_text(tmp_path):
     with pytest.raises(DataError, match="no non-ASCII character of the training data is seen "
                                         "data.char_vocab_min_count=4 times: set it to 0"):
         corpus.load_characters(config.data)
+
+
+def test_an_evaluations_unsegmented_text_files_are_warned_about(tmp_path, caplog):
+    """evaluate.py on raw Chinese (OOV 100%) said nothing; data.segmenter='jieba' cuts them, no warning."""
+    import logging
+
+    from elmo_jax.config import schema
+    from elmo_jax.data.corpus import warn_if_eval_unsegmented
+
+    path = tmp_path / "raw.txt"
+    path.write_text("苹果公司发布了新手机。\n我今天在北京大学图书馆看书。\n" * 20, encoding="utf-8")
+    data = schema.get_config().data
+    with caplog.at_level(logging.WARNING):
+        warn_if_eval_unsegmented(data, str(path))
+        data.segmenter = "jieba"
+        warn_if_eval_unsegmented(data, str(path))
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"{path} looks like Chinese or Japanese text without spaces between words")

@@ -662,3 +662,16 @@ def test_a_corpus_pattern_naming_a_pipe_is_one_error_saying_why(tmp_path):
         expand_globs(str(fifo))
     with pytest.raises(DataError, match="no file matches"):
         expand_globs(str(tmp_path / "*.txt"))
+
+
+def test_an_input_conllu_file_gives_its_sentences_words_not_its_lines(tmp_path):
+    """elmo-embed and elmo-neighbors read `*.conllu` as CoNLL-U: comments and ten columns were embedded as words."""
+    from elmo_jax.data.sources import numbered_sentences
+
+    path = tmp_path / "in.conllu"
+    path.write_text("# sent_id = 1\n1\tThe\t_\tDET\t_\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\t_\t_\t0\troot\t_\t_\n\n"
+                    "# sent_id = 2\n1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n1\tdo\t_\tAUX\t_\t_\t0\troot\t_\t_\n"
+                    "2\tn't\t_\tPART\t_\t_\t1\tadvmod\t_\t_\n\n", encoding="utf-8")
+    assert list(numbered_sentences(str(path))) == [(2, ["The", "cat"]), (7, ["do", "n't"])]
+    (tmp_path / "in.txt").write_text("the cat\n\nsat\n", encoding="utf-8")
+    assert list(numbered_sentences(str(tmp_path / "in.txt"))) == [(1, ["the", "cat"]), (2, []), (3, ["sat"])]

@@ -55,3 +55,25 @@ def test_only_the_first_lines_of_a_gzip_file_are_sampled(tmp_path):
     with gzip.open(path, "wt", encoding="utf-8") as f:
         f.write("\n".join(UNSEGMENTED) + "\n")
     assert unsegmented.warn_if_unsegmented([str(path)]) == str(path)
+
+
+def test_the_watch_over_token_lists_warns_once_as_they_come(caplog):
+    """An embedder's input, read once: 我爱吃苹果。/ 苹果公司发布了新手机。 as one token each were embedded
+    without a word of warning."""
+    watch = unsegmented.UnsegmentedWatch("the sentences embedded")
+    with caplog.at_level(logging.WARNING):
+        watch.see([["我爱吃苹果。"], ["苹果公司发布了新手机。"]])
+        watch.see([[line] for line in UNSEGMENTED])
+    (warning,) = _warnings(caplog)
+    assert warning.startswith("the sentences embedded look like Chinese or Japanese text without spaces between "
+                              "words (1 of their 2 CJK tokens hold more than 8 characters)")
+    assert "--segmenter jieba" in warning
+
+
+def test_the_watch_stays_quiet_on_words_and_stops_looking_after_its_sample(caplog):
+    watch = unsegmented.UnsegmentedWatch("the sentences embedded")
+    with caplog.at_level(logging.WARNING):
+        watch.see([line.split() for line in SEGMENTED] * (unsegmented.SAMPLE_LINES // 3 + 1))
+        assert watch.done
+        watch.see([[line] for line in UNSEGMENTED] * 10)  # Past the sample: not looked at.
+    assert _warnings(caplog) == []

@@ -695,6 +695,42 @@ def test_cli_input_from_a_pipe_embeds_every_line(skip_bilm, tmp_path):
         np.testing.assert_array_equal(piped[key], filed[key])
 
 
+def test_a_sentence_given_as_a_str_is_an_error(skip_bilm):
+    """A str is a sequence of characters: each was embedded as a word, silently."""
+    embedder = ElmoEmbedder(skip_bilm[0], skip_bilm[1], batch_size=2)
+    for call in (lambda: embedder.embed_sentence("the cat sat"), lambda: embedder.embed_batch(["a dog", ["ok"]]),
+                 lambda: list(embedder.embed_sentences(["the cat"]))):
+        with pytest.raises(TypeError, match=r"sentence \d is a str \('(the cat sat|a dog|the cat)'\), not its list of "
+                                            r"tokens"):
+            call()
+
+
+def test_raw_chinese_given_as_one_token_a_sentence_is_warned_about_once(skip_bilm, tmp_path, caplog):
+    embedder = ElmoEmbedder(skip_bilm[0], skip_bilm[1], batch_size=2)
+    with caplog.at_level(logging.WARNING):
+        embedder.embed_batch([["我爱吃苹果。"], ["苹果公司发布了新手机。"]])
+        embedder.embed_batch([["苹果公司发布了新手机。"]])
+        ElmoEmbedder(skip_bilm[0], skip_bilm[1]).embed_batch([["苹果", "公司"], ["发布", "了", "新", "手机", "。"]])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].startswith("the sentences embedded look like Chinese or Japanese text")
+
+
+def test_cli_input_conllu_embeds_each_sentences_words(skip_bilm, tmp_path):
+    """Comment lines and ten columns were embedded as words."""
+    (tmp_path / "in.conllu").write_text(
+        "# text = the cat sat\n1\tthe\t_\tDET\t_\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\t_\t_\t3\tnsubj\t_\t_\n"
+        "3\tsat\t_\tVERB\t_\t_\t0\troot\t_\t_\n\n1\ta\t_\tDET\t_\t_\t2\tdet\t_\t_\n2\tdog\t_\tNOUN\t_\t_\t0\t"
+        "root\t_\t_\n\n", encoding="utf-8")
+    (tmp_path / "in.txt").write_text("the cat sat\na dog\n")
+    model = ["--options", skip_bilm[0], "--weights", skip_bilm[1], "--batch_size", "2"]
+    for name in ("in.conllu", "in.txt"):
+        assert main(model + ["--input", str(tmp_path / name), "--output", str(tmp_path / f"{name}.hdf5")]) == 0
+    conllu, text = read_output(tmp_path / "in.conllu.hdf5"), read_output(tmp_path / "in.txt.hdf5")
+    assert sorted(conllu) == sorted(text) == ["0", "1"]
+    for key in text:
+        np.testing.assert_array_equal(conllu[key], text[key])
+
+
 def test_segmenter_jieba_embeds_raw_chinese_lines_as_their_segmented_twins(skip_bilm, tmp_path, capsys):
     pytest.importorskip("jieba", reason="--segmenter jieba needs the jieba package (pip install 'elmo-jax[zh]')")
     options_path, weights_path, reference = skip_bilm

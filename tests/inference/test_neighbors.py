@@ -273,3 +273,14 @@ def test_streaming_keeps_bounded_memory(embedder, monkeypatch):
     assert scan.n_sentences == n and len(lags) == n and len(scan.hits) == k
     assert max(lags) <= group_lines  # The lines between the reader and the scorer: one group at most.
     assert len(sizes) > k and max(size for size, _ in sizes) == k and max(texts for _, texts in sizes) <= k
+
+
+def test_the_corpus_reads_conllu_sentences_at_their_lines_and_cuts_text_by_the_segmenter(tmp_path):
+    pytest.importorskip("jieba", reason="--segmenter jieba needs the jieba package (pip install 'elmo-jax[zh]')")
+    (tmp_path / "a.conllu").write_text("# c\n1\tthe\t_\t_\t_\t_\t0\troot\t_\t_\n2\tcat\t_\t_\t_\t_\t1\tdep\t_\t_\n\n",
+                                       encoding="utf-8")
+    (tmp_path / "b.txt").write_text("我爱北京天安门\n", encoding="utf-8")
+    paths = [str(tmp_path / "a.conllu"), str(tmp_path / "b.txt")]
+    assert list(read_corpus(paths, "jieba")) == [
+        CorpusLine(["the", "cat"], f"{paths[0]}:2"), CorpusLine(["我", "爱", "北京", "天安门"], f"{paths[1]}:1"),
+    ]
