@@ -44,6 +44,9 @@ def main(argv: list[str]) -> None:
         warn_unread_overrides(FLAGS.config, config_origin(FLAGS)[1])
         if FLAGS.print_config:
             print_config(FLAGS.config)
+            if FLAGS.config.train.num_steps > 0:  # Both keys print; say which one ends the run.
+                print(f"note: train.num_steps={FLAGS.config.train.num_steps} ends the run; train.num_epochs="
+                      f"{FLAGS.config.train.num_epochs} is used only when num_steps is 0", file=sys.stderr)
             return
         tool_flags.configure_runtime()
         initialize_distributed(FLAGS.config.distributed)

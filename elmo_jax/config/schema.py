@@ -79,8 +79,9 @@ _RUN = Section("", {
     "train": Section("The training loop.", {
         "batch_size": Key(128, integer(1), "Global number of streams per direction (split over devices)."),
         "unroll_steps": Key(20, integer(1), "Truncated-BPTT window length T."),
-        "num_steps": Key(0, integer(0), "Stop after this many steps (0 = use num_epochs)."),
-        "num_epochs": Key(10, integer(1), "Passes over the training data (used when num_steps = 0)."),
+        "num_steps": Key(0, integer(0),
+                         "Stop after this many steps (> 0: it ends the run, num_epochs unused; 0 = use num_epochs)."),
+        "num_epochs": Key(10, integer(1), "Passes over the training data (used only when num_steps = 0)."),
         "stateful": Key(True, BOOLEAN,
                         "Carry the contextualizer's state across batches (False: the initial state every batch)."),
         "optimizer": Section("The optimizer and its learning-rate schedule.", {

@@ -155,7 +155,9 @@ class _Run:
         """Steps until `num_steps` or the end of the data, logging, checkpointing and evaluating."""
         train = self.config.train
         is_main = jax.process_index() == 0
-        bar = tqdm(total=num_steps, initial=self.step, desc="train", unit="step", disable=not is_main)
+        # The run's average rate: steps are dispatched ahead and wait at each log step, so a rate over
+        # the last few updates (tqdm's default) swung the estimate from minutes to an hour and back.
+        bar = tqdm(total=num_steps, initial=self.step, desc="train", unit="step", disable=not is_main, smoothing=0)
         try:
             while True:
                 if preemption.reached(self.step):

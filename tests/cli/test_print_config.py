@@ -15,9 +15,11 @@ TINY = "--config=configs/tests/tiny.py"
 
 
 def _printed(tmp_path, script: str, *args: str) -> dict:
-    """The config `script` prints with `args` and --print_config (exit 0, nothing on stderr)."""
+    """The config `script` prints with `args` and --print_config (exit 0, on stderr at most the note
+    of which of train.num_steps and train.num_epochs ends the run)."""
     result = run_script(script, *args, "--print_config", compile_cache=str(tmp_path / "cache"))
-    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.returncode == 0 and all(line.startswith("note: train.num_steps=") for line in
+                                          result.stderr.splitlines()), result.stderr
     return json.loads(result.stdout)
 
 
@@ -93,3 +95,15 @@ def test_train_warns_of_an_override_that_the_model_does_not_read(tmp_path):
     assert result.returncode == 0 and json.loads(result.stdout)["model"]["lstm"]["dim"] == 99
     assert "--config.model.lstm.dim changes nothing: model.contextualizer='gated_cnn' does not read model.lstm" in (
         result.stderr), result.stderr
+
+
+def test_train_says_which_of_num_steps_and_num_epochs_ends_the_run(tmp_path):
+    """Both keys print (num_epochs: 10 beside num_steps: 1800): the note says which one is used."""
+    result = run_script("train.py", TINY, "--config.train.num_steps=7", "--print_config",
+                        compile_cache=str(tmp_path / "cache"))
+    assert result.stderr.splitlines() == [
+        "note: train.num_steps=7 ends the run; train.num_epochs=10 is used only when num_steps is 0"
+    ]
+    result = run_script("train.py", TINY, "--config.train.num_steps=0", "--print_config",
+                        compile_cache=str(tmp_path / "cache"))
+    assert result.returncode == 0 and result.stderr == ""
