@@ -207,7 +207,8 @@ def _probe(command: str) -> None:
         if e.code == SIGTERM_EXIT_STATUS:
             print(_stopped_line(written, before), file=sys.stderr)
         raise
-    print(f"wrote {written[0]}", file=sys.stderr)
+    new = [path for path, old in zip(written, before) if _file_id(path) != old]
+    print(f"wrote {', '.join(new)}", file=sys.stderr)  # The JSON, and the figure when matplotlib is there.
 
 
 def _probe_task(command: str, output: str) -> None:

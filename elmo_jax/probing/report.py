@@ -120,8 +120,8 @@ def _oov_cell(entry: Result | None) -> str:
 def wsd_markdown_tables(results: Sequence[Result], per_word: Result) -> str:
     """Word senses: mean accuracy and macro-F1 over the words of each classifier by layer, a group
     of columns per result; then `per_word`'s macro-F1 of each word."""
-    columns = [("1-NN F1", "centroid", "macro_f1"), ("linear F1", "linear", "macro_f1"),
-               ("1-NN acc", "centroid", "accuracy"), ("linear acc", "linear", "accuracy")]
+    columns = [("centroid F1", "centroid", "macro_f1"), ("linear F1", "linear", "macro_f1"),
+               ("centroid acc", "centroid", "accuracy"), ("linear acc", "linear", "accuracy")]
     lines = _by_layer(results, "mean over words", [
         (label, lambda r, method=method, metric=metric: r["mean"][method][metric]) for label, method, metric in columns
     ])
@@ -130,7 +130,7 @@ def wsd_markdown_tables(results: Sequence[Result], per_word: Result) -> str:
     lines.append(f"| most frequent sense | {' | '.join(baseline)} |")
     lines.append(f"| test sentences | {' | '.join(str(r['test_sentences']) for r in results for _ in columns)} |")
     k_range = range(len(per_word["layers"]))
-    header = ["word", "senses", "test", "MFS", *(f"1-NN {k}" for k in k_range), "1-NN mix",
+    header = ["word", "senses", "test", "MFS", *(f"centroid {k}" for k in k_range), "centroid mix",
               *(f"linear {k}" for k in k_range), "linear mix"]
     lines += ["", f"macro-F1 of each word: {result_name(per_word)}", "",
               f"| {' | '.join(header)} |", "| --- |" + " ---: |" * (len(header) - 1)]

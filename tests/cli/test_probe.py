@@ -85,12 +85,15 @@ def test_word_senses_of_a_coarsewsd_directory_then_control(bilm_files, tmp_path,
     result = json.loads((tmp_path / "out" / "probe_wsd.json").read_text())
     assert result["data"] == data and result["command"].startswith("elmo-probe --options")
     assert list(result["words"]) == ["bank", "bass"] and result["train_sentences"] == 40 and len(result["layers"]) == 3
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("| mean over words | weights.hdf5 1-NN F1 | weights.hdf5 linear F1 |")
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
+    out_dir = tmp_path / "out"
+    assert captured.err.splitlines()[-1] == f"wrote {out_dir / 'probe_wsd.json'}, {out_dir / 'probe_wsd.png'}"
+    assert out[0].startswith("| mean over words | weights.hdf5 centroid F1 | weights.hdf5 linear F1 |")
     assert out[6].startswith("| most frequent sense |") and any(line.startswith("| bass | 3 | 16 |") for line in out)
     assert main([*args, "--control", "random_init", "--data", data + "/bank"]) == 0
     assert json.loads((tmp_path / "out" / "probe_wsd_random_init.json").read_text())["words"].keys() == {"bank"}
-    assert "weights.hdf5 (random_init) 1-NN F1" in capsys.readouterr().out.splitlines()[0]
+    assert "weights.hdf5 (random_init) centroid F1" in capsys.readouterr().out.splitlines()[0]
     assert (tmp_path / "out" / "probe_wsd.png").stat().st_size > 0
 
 
