@@ -13,7 +13,8 @@ DOCUMENTS = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")) + glob.glob(os.
 # An absolute path: a slash after a space, quote, backtick, bracket, '=' or ':' (or at a line's
 # start), then a name and another slash. Placeholders a user replaces are allowed.
 ABSOLUTE_PATH = re.compile(r"(?:^|(?<=[\s`'\"(=:\[]))/[A-Za-z_.][\w.\-]*/\S*", re.MULTILINE)
-PLACEHOLDERS = ("/path/to/", "/shared/run")  # An install path; a cluster's shared file system (docs/scaling.md).
+# An install path; a cluster's shared file system (docs/scaling.md); the standard input, a pipe.
+PLACEHOLDERS = ("/path/to/", "/shared/run", "/dev/stdin")
 
 
 def _absolute_paths(text: str) -> list[str]:

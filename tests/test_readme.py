@@ -180,9 +180,14 @@ def test_the_chinese_readmes_commands_name_recipes_keys_and_flags_that_exist():
     }
     for argv in commands:
         flags = _flag_values(argv)
+        if argv[1].startswith("tools/"):  # A script of the repository, its flags argparse's.
+            with open(os.path.join(ROOT, argv[1]), encoding="utf-8") as f:
+                script = f.read()
+            assert all(f'"{flag}"' in script for flag, _ in flags), argv
+            continue
         if argv[:2] == ["python", "train.py"]:
-            path, argument = dict(flags)["--config"].split(":", 1)
-            recipe_module(os.path.basename(path).removesuffix(".py")).get_config(argument)
+            path, *argument = dict(flags)["--config"].split(":", 1)
+            recipe_module(os.path.basename(path).removesuffix(".py")).get_config(*argument)
             for flag, _ in flags:
                 if flag.startswith("--config."):
                     assert flag.removeprefix("--config.") in schema.keys(), flag
