@@ -133,6 +133,15 @@ def _read_probe_result(path: str) -> dict[str, Any]:
 # the order shown (a result's JSON sorts them by name), and their line styles in a figure.
 STATIC_ROWS = ("own vector", "context bag")
 STATIC_LINE_STYLES = ("-.", (0, (6, 2, 1, 2, 1, 2)))  # Dash-dot, dash-dot-dot.
+# A vector file's color, by its place in the results (the runs' lines take C0, C1, ...; these are
+# none of the first four): the rows of four files were one color.
+STATIC_COLORS = ("tab:brown", "tab:olive", "tab:pink", "tab:cyan", "tab:gray", "tab:purple")
+# The gray level of a task's panel: its floor's name (default: the word-type baseline).
+BASELINE_NAMES = {"wsd": "most frequent sense", "wic": "majority class"}
+
+
+def baseline_name(task: str) -> str:
+    return BASELINE_NAMES.get(task, "word-type baseline")
 
 
 def static_rows(results: Sequence[dict[str, Any] | None]) -> dict[str, list[str]]:
@@ -367,7 +376,8 @@ def plot_scores_by_layer(
 ) -> None:
     """Probe scores of `task` by layer on the matplotlib axes `ax`: a line per (result, color, label,
     is a control) of `lines`, a control's dashed, a model's mix a star after the last layer, each row
-    of its static vector files (`static_rows`) a level of its color, and its `word_baseline` a gray
+    of its static vector files (`static_rows`) a level of the file's color (STATIC_COLORS) and the row's
+    line style, and its `word_baseline` a gray
     level (`baseline`: their label and line style)."""
     n_layers = max(len(result["layers"]) for result, *_ in lines)
     levels = set()
@@ -378,10 +388,11 @@ def plot_scores_by_layer(
             continue
         ax.plot(range(len(layers)), layers, color=f"C{color}", marker="o", label=label)
         ax.plot([n_layers], [result["mix"]], color=f"C{color}", marker="*", markersize=12, linestyle="none")
-        for name, rows in static_rows([result]).items():
+        for j, (name, rows) in enumerate(static_rows([result]).items()):
             for row in rows:
-                ax.axhline(result["static"][name]["rows"][row], color=f"C{color}", linewidth=1,
-                           linestyle=STATIC_LINE_STYLES[STATIC_ROWS.index(row)], label=f"{label}: {name} {row}")
+                ax.axhline(result["static"][name]["rows"][row], color=STATIC_COLORS[j % len(STATIC_COLORS)],
+                           linewidth=1.5, linestyle=STATIC_LINE_STYLES[STATIC_ROWS.index(row)],
+                           label=f"{label}: {name} {row}")
         if "word_baseline" in result:
             levels.add(result["word_baseline"])
     for j, level in enumerate(sorted(levels)):
@@ -410,8 +421,9 @@ def figure(runs: Sequence[Run]) -> Any:
             probe = run.probes.get(task, Probe())
             lines += [(probe.result, i, run.name, False)] if probe.result else []
             lines += [(probe.control, i, f"{run.name} (random init)", True)] if probe.control else []
-        plot_scores_by_layer(fig.add_subplot(grid[0, 1 + k]), task, probe_measure(runs, task), lines)
-    splits = "/".join(sorted({run.eval_split for run in runs}))
+        plot_scores_by_layer(fig.add_subplot(grid[0, 1 + k]), task, probe_measure(runs, task), lines,
+                             (baseline_name(task), ":"))
+    splits = "/".join(sorted({"held-out text" if run.eval_split == "files" else run.eval_split for run in runs}))
     perplexities = [r["eval_perplexity"] for run in runs for r in run.evals if r["eval_perplexity"] > 0]
     for i, run in enumerate(runs):
         for col, scale in enumerate((1, run.tokens_per_step)):

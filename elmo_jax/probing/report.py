@@ -12,7 +12,7 @@ import logging
 import os
 from typing import Any, Callable, Sequence
 
-from elmo_jax.evaluation.report import DEFAULT_MEASURE, plot_scores_by_layer, static_rows
+from elmo_jax.evaluation.report import DEFAULT_MEASURE, baseline_name, plot_scores_by_layer, static_rows
 from elmo_jax.runtime.atomic_write import write_atomic, write_json_atomic
 from elmo_jax.runtime import workdir_files
 
@@ -172,10 +172,6 @@ def wic_markdown_table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
-# The dashed level of a task's figure (default: word-type).
-_BASELINE_NAMES = {"wsd": "most frequent sense", "wic": "majority class"}
-
-
 def figure(results: Sequence[Result]) -> Any:
     """A matplotlib Figure of accuracy (the results' `metric`) by layer, one line per result;
     ModuleNotFoundError without matplotlib."""
@@ -186,7 +182,7 @@ def figure(results: Sequence[Result]) -> Any:
     plot_scores_by_layer(
         fig.subplots(), task, results[0].get("metric", DEFAULT_MEASURE),
         [(result, i, result_name(result), False) for i, result in enumerate(results)],
-        (_BASELINE_NAMES.get(task, "word-type baseline"), "--"),
+        (baseline_name(task), "--"),
     )
     return fig
 

@@ -393,3 +393,18 @@ def test_static_rows_that_are_not_numbers_are_an_error_naming_the_file(tmp_path,
     assert report_main([run_dir, "--output", str(tmp_path / "r.png")]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: {run_dir}{os.sep}probe_upos.json: not a probe result ('static'") and err.count("\n") == 1
+
+
+def test_each_static_vector_file_has_its_own_color_and_the_wsd_panel_names_its_floor(tmp_path):
+    """Four vector files' rows shared their run's color; the WSD panel's level said 'word-type baseline'."""
+    files = {f"{name}.txt": {"rows": {"own vector": 0.5 + i / 100, "context bag": 0.6 + i / 100}}
+             for i, name in enumerate(("sg", "cbow", "glove", "sg300"))}
+    run_dir = make_run(tmp_path, "run", [train(10, 5.0, 1.0)])
+    write_probe(run_dir, "probe_upos.json", probe_result([0.8, 0.9], 0.9, static=files))
+    write_probe(run_dir, "probe_wsd.json", {**probe_result([0.3, 0.5], 0.5), "task": "wsd", "word_baseline": 0.33})
+    fig = report.figure([report.load_run(run_dir)])
+    upos, wsd = fig.axes[4], fig.axes[5]
+    colors = {line.get_label(): line.get_color() for line in upos.get_lines() if ".txt" in line.get_label()}
+    by_file = {name: {colors[f"run: {name} own vector"], colors[f"run: {name} context bag"]} for name in files}
+    assert all(len(c) == 1 for c in by_file.values()) and len(set.union(*by_file.values())) == 4
+    assert "most frequent sense" in [line.get_label() for line in wsd.get_lines()]

@@ -54,10 +54,10 @@ def test_word_sense_and_wic_tables_have_each_files_rows_under_the_mix():
         "| glove.txt: own vector | 0.500 | 0.250 |", "| glove.txt: context bag | 0.750 | 1.000 |"]
 
 
-def test_the_figure_draws_each_row_as_a_level_of_the_models_color():
+def test_the_figure_draws_each_row_as_a_level_of_its_files_color():
     axes = figure([MODEL, CONTROL]).axes[0]
     lines = {line.get_label(): line for line in axes.get_lines()}
     own, bag = lines["m: sg.txt own vector"], lines["m: sg.txt context bag"]
     assert list(own.get_ydata()) == [0.625, 0.625] and list(bag.get_ydata()) == [0.6875, 0.6875]
-    assert own.get_color() == bag.get_color() == lines["m"].get_color() and own.get_linestyle() != bag.get_linestyle()
+    assert own.get_color() == bag.get_color() != lines["m"].get_color() and own.get_linestyle() != bag.get_linestyle()
     assert "m (random_init)" in lines and not any(label.startswith("m (random_init):") for label in lines)
