@@ -18,14 +18,16 @@ elmo_jax/inference/hdf5_output.py; what is computed and how: elmo_jax/inference/
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Sequence
 
 from absl import flags
 
+from elmo_jax.runtime import workdir_files
 from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
-from elmo_jax.data.vocab import read_words
+from elmo_jax.data.vocab import Vocabulary, read_words
 from elmo_jax.inference.embedder import DEFAULT_BATCH_SIZE, ENGINES, ElmoEmbedder, dump_token_embeddings
 from elmo_jax.inference.hdf5_output import LAYER_MODES
 from elmo_jax.workdir.runs import workdir_inputs
@@ -111,10 +113,14 @@ def _embed() -> None:
     else:
         embedder = ElmoEmbedder(_FLAGS.options, _FLAGS.weights, **settings)
     if _FLAGS.input is not None:
+        vocabulary = None
+        if _FLAGS.workdir is not None:
+            tool_flags.warn_other_segmenter(_FLAGS)
+            vocabulary = Vocabulary.load(os.path.join(_FLAGS.workdir, workdir_files.VOCAB))
         n = embedder.embed_file(
             _FLAGS.input, _FLAGS.output, layers,
             forget_sentences=_FLAGS.forget_sentences, use_sentence_keys=_FLAGS.use_sentence_keys,
-            segmenter=tool_flags.segmenter(_FLAGS),
+            segmenter=tool_flags.segmenter(_FLAGS), vocabulary=vocabulary,
         )
         print(f"wrote {n} sentences to {_FLAGS.output}")
     else:

@@ -9,6 +9,7 @@ line `error: ...` on stderr for a flag or argument that cannot be used or one of
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Callable, Mapping, Sequence
 
@@ -54,6 +55,17 @@ def segmenter(flag_values: flags.FlagValues) -> str:
     if flag_values.segmenter is not None:
         return flag_values.segmenter
     return saved_config(flag_values.workdir).data.segmenter if flag_values.workdir is not None else "none"
+
+
+def warn_other_segmenter(flag_values: flags.FlagValues) -> None:
+    """One warning when --segmenter cuts the text otherwise than the workdir's training text was
+    cut (its data.segmenter): jieba's 苹果公司 is one word where gold segmentation has 苹果 公司."""
+    trained = saved_config(flag_values.workdir).data.segmenter
+    if flag_values.segmenter is not None and flag_values.segmenter != trained:
+        logging.warning(
+            "--segmenter %s cuts the text otherwise than %s's training text was cut (data.segmenter=%r): its "
+            "words may be outside the biLM's vocabulary", flag_values.segmenter, flag_values.workdir, trained,
+        )
 
 
 def define_runtime_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:

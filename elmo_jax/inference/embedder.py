@@ -325,31 +325,38 @@ class ElmoEmbedder:
     def embed_file(
         self, input_file: str | os.PathLike | IO[str], output_file_path: str, output_format: str = "all",
         batch_size: int | None = None, forget_sentences: bool = False, use_sentence_keys: bool = False,
-        progress: bool = True, segmenter: str = "none",
+        progress: bool = True, segmenter: str = "none", vocabulary: Vocabulary | None = None,
     ) -> int:
         """Writes the ELMo layers of every line of `input_file` (a path or an open text file) to the
         hdf5 file `output_file_path`, whole or not at all, as AllenNLP's (`hdf5_output`); returns
         the line count. `segmenter` cuts the lines into words (data.segmenter's values: the biLM's
-        training text's)."""
+        training text's); with `vocabulary` (the biLM's training words), one line says how many
+        tokens fall outside it (a segmentation unlike the training text's shows there)."""
         if output_format not in LAYER_MODES:
             raise ValueError(f"output_format must be one of {LAYER_MODES}, got {output_format!r}")
         sentences, total, source = _input_sentences(input_file, segmenter)
         count = 0
+        tokens = outside = 0
 
         def write(tmp: str) -> None:
-            nonlocal count
+            nonlocal count, tokens, outside
             with h5py.File(tmp, "w") as out:
                 writer = DatasetWriter(out, source, forget_sentences, use_sentence_keys)
                 texts, inputs = itertools.tee(sentences)  # tee buffers the lines embed_sentences reads ahead.
                 # Counted as written, and closed at the end: a bar wrapping the iterator would stop
                 # one short, zip never asking it for the item after the last.
                 with tqdm(total=total, unit=" sentences", desc="embed", disable=not progress) as bar:
-                    for tokens, layers in zip(texts, self.embed_sentences(inputs, batch_size)):
-                        writer.add(tokens, select_layers(layers, output_format))
+                    for words, layers in zip(texts, self.embed_sentences(inputs, batch_size)):
+                        writer.add(words, select_layers(layers, output_format))
+                        if vocabulary is not None:
+                            tokens, outside = tokens + len(words), outside + sum(w not in vocabulary for w in words)
                         bar.update()
                 count = writer.finish()
 
         write_atomic(output_file_path, write)
+        if vocabulary is not None:
+            logging.info("%d of the %d tokens (%.1f%%) are outside the biLM's vocabulary of %d words", outside,
+                         tokens, 100 * outside / max(tokens, 1), len(vocabulary))
         return count
 
     def _run_batches(self, batches: Sequence[Sequence[Sequence[str]]], rows: int) -> list[SentenceLayers]:

@@ -763,3 +763,26 @@ def test_a_workdir_trained_on_jiebas_words_embeds_raw_lines_cut_by_jieba(tmp_pat
         assert main(["--workdir", workdir, "--input", str(tmp_path / "raw.txt"), "--output", out, *flags]) == 0
         outputs[name] = read_output(out)["0"]
     assert outputs["saved"].shape[1] == 4 and outputs["none"].shape[1] == 1  # 我 爱 北京 天安门 | the whole line.
+
+
+def test_a_workdir_embedding_says_how_many_tokens_are_outside_its_vocabulary_and_warns_of_another_segmenter(
+    tmp_path, caplog
+):
+    """demo_zh learned gold segmentation; jieba's 苹果公司 is outside its vocabulary: say so."""
+    workdir = make_checkpoint_workdir(tmp_path)
+    with open(os.path.join(workdir, "vocab.txt"), encoding="utf-8") as f:
+        known = [line.split("\t")[0].strip() for line in f][5:7]
+    (tmp_path / "in.txt").write_text(f"{known[0]} zzqx {known[1]}\nqqzv\n", encoding="utf-8")
+    with caplog.at_level(logging.INFO):
+        assert main(["--workdir", workdir, "--input", str(tmp_path / "in.txt"), "--output",
+                     str(tmp_path / "out.hdf5"), "--segmenter", "none"]) == 0
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("2 of the 4 tokens (50.0%) are outside the biLM's vocabulary of ") for m in messages), messages
+    assert not any("cuts the text otherwise" in m for m in messages)  # --segmenter none: the run's own.
+    pytest.importorskip("jieba", reason="--segmenter jieba needs the jieba package (pip install 'elmo-jax[zh]')")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert main(["--workdir", workdir, "--input", str(tmp_path / "in.txt"), "--output",
+                     str(tmp_path / "jieba.hdf5"), "--segmenter", "jieba"]) == 0
+    assert any(r.getMessage().startswith(f"--segmenter jieba cuts the text otherwise than {workdir}'s training text")
+               for r in caplog.records)
