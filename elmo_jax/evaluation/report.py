@@ -326,8 +326,9 @@ def _static_tasks(runs: Sequence[Run]) -> set[str]:
 
 def markdown_table(runs: Sequence[Run]) -> str:
     """One row per run: `summary`, TEST_COLUMNS when a run has a test evaluation, PROBE_COLUMNS of
-    each probed task (and `<task> static` when a result has static vector files' rows); below the
-    table, what a task's scores measure when not test accuracy."""
+    each probed task (and `<task> static` when a result has static vector files' rows), or for a
+    single run one row per column (`| metric | <run> |`); below the table, what a task's scores
+    measure when not test accuracy."""
     tasks, with_static = probe_tasks(runs), _static_tasks(runs)
     tested = any(run.test for run in runs)
     header = ["run", "steps", "tokens", "train loss", "eval split", "eval tokens", "forward ppl", "backward ppl",
@@ -335,7 +336,7 @@ def markdown_table(runs: Sequence[Run]) -> str:
               *(f"{task} {column}" for task in tasks
                 for column in (*PROBE_COLUMNS, *(["static"] if task in with_static else [])))]
     aligns = ["---", "---:", "---:", "---:", "---", *["---:"] * (len(header) - 5)]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(aligns) + " |"]
+    rows = []
     for run in runs:
         s = summary(run)
         cells = [
@@ -349,7 +350,13 @@ def markdown_table(runs: Sequence[Run]) -> str:
         for task in tasks:
             probe = run.probes.get(task, Probe())
             cells += [*_probe_cells(probe), *([_static_cell(probe.result)] if task in with_static else [])]
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
+    if len(rows) == 1:  # One run: a row a metric (a single row ran to 25 columns).
+        lines = [f"| metric | {rows[0][0]} |", "| --- | ---: |"]
+        lines += [f"| {name} | {cell} |" for name, cell in zip(header[1:], rows[0][1:])]
+    else:
+        lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(aligns) + " |"]
+        lines += ["| " + " | ".join(cells) + " |" for cells in rows]
     measures = {task: probe_measure(runs, task) for task in tasks}
     notes = [f"{task}: {measure}" for task, measure in measures.items() if measure != DEFAULT_MEASURE]
     if notes:

@@ -33,10 +33,22 @@ def evaluation(step, fwd, bwd, ppl, tokens=None):
 
 
 def table_rows(stdout):
+    """The table's rows as {column: cell}, a single run's table (a row per column) read back so too."""
     lines = stdout.strip().splitlines()
     header = [c.strip() for c in lines[0].strip("|").split("|")]
-    rows = [line for line in lines[2:] if line.startswith("|")]  # Notes may follow the table.
-    return [dict(zip(header, (c.strip() for c in line.strip("|").split("|")))) for line in rows]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:] if line.startswith("|")]
+    if header[0] == "metric":  # Notes may follow the table.
+        return [{"run": header[1], **dict(rows)}]
+    return [dict(zip(header, row)) for row in rows]
+
+
+def test_a_single_runs_table_is_a_row_per_metric(tmp_path, capsys):
+    """25 columns on one line were unreadable: one run prints `| metric | <run> |` rows."""
+    run_dir = make_run(tmp_path, "solo", [train(10, 5.0, 1.0)])
+    assert report_main([run_dir, "--output", str(tmp_path / "r.png")]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[:3] == ["| metric | solo |", "| --- | ---: |", "| steps | 10 |"]
+    assert all(line.count("|") == 3 for line in lines if line.startswith("|"))
 
 
 def assert_png(path, size=(1200, 800)):
@@ -164,7 +176,7 @@ def test_a_resumed_run_keeps_the_records_of_its_latest_attempt(tmp_path):
 
 def test_non_finite_values_as_metrics_jsonl_writes_them(tmp_path):
     run = report.load_run(make_run(tmp_path, "n", [train(1, "nan", 5.0)]))
-    assert report.markdown_table([run]).splitlines()[2].split("|")[4].strip() == "n/a"
+    assert table_rows(report.markdown_table([run]))[0]["train loss"] == "n/a"
 
 
 def test_runs_with_the_same_name_are_named_by_path(tmp_path, capsys):
@@ -299,8 +311,8 @@ def test_elmo_probes_result_is_shown_rather_than_trainings(tmp_path):
     assert sorted(probes) == ["upos", "xpos"]
     assert probes["upos"].result["layers"] == [0.6, 0.7] and probes["upos"].control is None
     assert probes["xpos"].result["mix"] == 0.3
-    header = report.markdown_table([report.load_run(run_dir)]).splitlines()[0]
-    assert header.endswith("| xpos by layer | xpos best layer | xpos mix | xpos word baseline | xpos random init best |")
+    columns = list(table_rows(report.markdown_table([report.load_run(run_dir)]))[0])
+    assert columns[-5:] == ["xpos by layer", "xpos best layer", "xpos mix", "xpos word baseline", "xpos random init best"]
 
 
 def test_a_control_without_a_model_result_is_shown_alone(tmp_path, capsys):
