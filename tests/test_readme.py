@@ -157,12 +157,13 @@ def test_the_chinese_readmes_quick_start_is_the_readmes():
 
 def _tool_flags(argv: list[str]):
     """The FlagValues of an elmo-* command line (`elmo-vocab chars ...`: its command's)."""
-    from elmo_jax.cli import embed, probe, vocab
+    from elmo_jax.cli import embed, export, neighbors, probe, report, vocab
 
     tool = os.path.basename(argv[0])
     if tool == "elmo-vocab":
         return {"build": vocab._BUILD, "stats": vocab._STATS, "chars": vocab._CHARS}[argv[1]]
-    return {"elmo-embed": embed._FLAGS, "elmo-probe": probe._FLAGS}[tool]
+    return {"elmo-embed": embed._FLAGS, "elmo-probe": probe._FLAGS, "elmo-neighbors": neighbors._FLAGS,
+            "elmo-export": export._FLAGS, "elmo-report": report._FLAGS}[tool]
 
 
 def test_the_chinese_readmes_commands_name_recipes_keys_and_flags_that_exist():
