@@ -40,7 +40,7 @@ from elmo_jax.static.cooccurrence import cooccurrence_counts
 from elmo_jax.static.glove import GloveConfig, train_glove
 from elmo_jax.static.vector_files import write_text
 from elmo_jax.workdir.runs import workdir_inputs
-from elmo_jax.workdir.saved_config import saved_config
+from elmo_jax.workdir.saved_config import saved_config, with_paths_from_start
 
 GLOVE = "glove"
 # Per method, the default window and epochs: the GloVe paper's window and GloveConfig's epochs; gensim's.
@@ -127,7 +127,7 @@ def _bytes(n: int) -> str:
 def _config() -> ml_collections.ConfigDict:
     """The config whose data section names the corpus: --workdir's config.json or --config's recipe."""
     if _FLAGS.workdir is not None:
-        return saved_config(_FLAGS.workdir)
+        return with_paths_from_start(saved_config(_FLAGS.workdir), _FLAGS.workdir)
     config = load_config_file(_FLAGS.config)
     validate(config)
     return config

@@ -26,7 +26,7 @@ from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.runtime import data_parallel, workdir_files
 from elmo_jax.runtime.atomic_write import check_not_inputs, write_json_atomic
 from elmo_jax.workdir.runs import load_run, workdir_inputs
-from elmo_jax.workdir.saved_config import saved_config
+from elmo_jax.workdir.saved_config import saved_config, with_paths_from_start
 
 
 # Every key of the schema is in exactly one of three groups (`key_group`).
@@ -88,7 +88,7 @@ def evaluation_config(
     (TRAINING_KEYS) to another value (a recipe's training keys are not used). `recipe` (the --config file
     `given` was loaded from) and `overrides` (the keys set on the command line) let the error say
     which of the two to change; without a recipe every key counts as an override."""
-    config = saved_config(workdir)
+    config = with_paths_from_start(saved_config(workdir), workdir)
     if given is None:
         return config
     saved = leaves(config.to_dict())

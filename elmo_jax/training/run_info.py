@@ -64,6 +64,7 @@ def start_record(step: int) -> dict[str, Any]:
         "step": step,
         "hostname": socket.gethostname(),
         "command": shlex.join(sys.argv),
+        "directory": os.getcwd(),  # What config.json's relative paths are relative to.
         "git": git_info(),
         "versions": library_versions(),
         "devices": {

@@ -3,7 +3,9 @@ its model, and the base of a run's further commands (`--config=workdir:WORKDIR`,
 
 from __future__ import annotations
 
+import glob
 import json
+import logging
 import os
 
 import ml_collections
@@ -31,4 +33,35 @@ def saved_config(workdir: str) -> ml_collections.ConfigDict:
         validate(config)
     except ConfigError as e:
         raise ConfigError(f"{config_path}: {e}") from None
+    return config
+
+
+# The config keys of file patterns (comma-separated globs) that a workdir's later commands read.
+DATA_PATH_KEYS = ("train_files", "eval_files")
+
+
+def start_directory(workdir: str) -> str | None:
+    """The directory the run's latest start ran in (run_info.json), None when it is not recorded."""
+    try:
+        with open(os.path.join(workdir, workdir_files.RUN_INFO), encoding="utf-8") as f:
+            directory = json.load(f)["starts"][-1].get("directory")
+    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return directory if isinstance(directory, str) else None
+
+
+def with_paths_from_start(config: ml_collections.ConfigDict, workdir: str) -> ml_collections.ConfigDict:
+    """`config` (the workdir's) with each relative pattern of DATA_PATH_KEYS that matches no file
+    from here, but does from the directory the run was trained in, read from there (one log line
+    says so): `evaluate.py --workdir=/abs/run` works from any directory."""
+    started = start_directory(workdir)
+    if started is None:
+        return config
+    for key in DATA_PATH_KEYS:
+        patterns = [p.strip() for p in config.data[key].split(",") if p.strip()]
+        moved = [os.path.join(started, p) if not os.path.isabs(p) and not glob.glob(p)
+                 and glob.glob(os.path.join(started, p)) else p for p in patterns]
+        if moved != patterns:
+            logging.info("data.%s of %s: relative paths read from %s, where the run was trained", key, workdir, started)
+            config.data[key] = ",".join(moved)
     return config

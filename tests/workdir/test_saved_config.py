@@ -4,13 +4,14 @@ recipe (`--config=workdir:WORKDIR`) that loads it."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
 
 from elmo_jax.config import ConfigError, schema
 from elmo_jax.config.recipes import load_config
-from elmo_jax.workdir.saved_config import saved_config
+from elmo_jax.workdir.saved_config import saved_config, with_paths_from_start
 
 
 def _workdir_with(tmp_path, saved: dict) -> str:
@@ -69,3 +70,30 @@ def test_a_saved_value_the_schema_does_not_allow_is_an_error_naming_the_file(tmp
     saved["train"]["keep_checkpoints"] = 0
     with pytest.raises(ConfigError, match=r"/config.json: config key train.keep_checkpoints=0 is out of range"):
         saved_config(_workdir_with(tmp_path, saved))
+
+
+def test_relative_data_paths_are_read_from_where_the_run_was_trained(tmp_path, monkeypatch, caplog):
+    """`elmo-evaluate --workdir=/abs/run` from another directory found no file of config.json's
+    relative data.eval_files; run_info.json records the directory each start ran in."""
+    started = tmp_path / "project"
+    (started / "corpus").mkdir(parents=True)
+    (started / "corpus" / "valid.txt").write_text("a b\n")
+    workdir = started / "runs" / "demo"
+    workdir.mkdir(parents=True)
+    config = schema.get_config()
+    config.data.source, config.data.train_files, config.data.eval_files = "text", "corpus/*.txt", "corpus/valid.txt"
+    (workdir / "config.json").write_text(json.dumps(config.to_dict()))
+    (workdir / "run_info.json").write_text(json.dumps({"starts": [{"directory": str(started)}]}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with caplog.at_level(logging.INFO):
+        resolved = with_paths_from_start(saved_config(str(workdir)), str(workdir))
+    assert resolved.data.eval_files == str(started / "corpus" / "valid.txt")
+    assert resolved.data.train_files == str(started / "corpus" / "*.txt")
+    assert any("where the run was trained" in r.getMessage() for r in caplog.records)
+    monkeypatch.chdir(started)  # From the directory it was trained in: the paths as written.
+    assert with_paths_from_start(saved_config("runs/demo"), "runs/demo").data.eval_files == "corpus/valid.txt"
+    (workdir / "run_info.json").unlink()  # A run recorded before the directory: as it was.
+    monkeypatch.chdir(elsewhere)
+    assert with_paths_from_start(saved_config(str(workdir)), str(workdir)).data.eval_files == "corpus/valid.txt"
