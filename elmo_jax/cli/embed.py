@@ -115,7 +115,6 @@ def _embed() -> None:
     if _FLAGS.input is not None:
         vocabulary = None
         if _FLAGS.workdir is not None:
-            tool_flags.warn_other_segmenter(_FLAGS)
             vocabulary = Vocabulary.load(os.path.join(_FLAGS.workdir, workdir_files.VOCAB))
         n = embedder.embed_file(
             _FLAGS.input, _FLAGS.output, layers,

@@ -51,21 +51,18 @@ def define_segmenter_flag(flag_values: flags.FlagValues, what: str) -> None:
 
 def segmenter(flag_values: flags.FlagValues) -> str:
     """--segmenter, else the workdir's training text's (a workdir trained on jieba's words is read
-    on jieba's words unless told otherwise), else none."""
-    if flag_values.segmenter is not None:
-        return flag_values.segmenter
-    return saved_config(flag_values.workdir).data.segmenter if flag_values.workdir is not None else "none"
-
-
-def warn_other_segmenter(flag_values: flags.FlagValues) -> None:
-    """One warning when --segmenter cuts the text otherwise than the workdir's training text was
-    cut (its data.segmenter): jieba's 苹果公司 is one word where gold segmentation has 苹果 公司."""
+    on jieba's words unless told otherwise), else none. One warning when --segmenter cuts the text
+    otherwise than the workdir's training text was cut: jieba's 苹果公司 is one word where gold
+    segmentation has 苹果 公司."""
+    if flag_values.workdir is None:
+        return flag_values.segmenter or "none"
     trained = saved_config(flag_values.workdir).data.segmenter
     if flag_values.segmenter is not None and flag_values.segmenter != trained:
         logging.warning(
             "--segmenter %s cuts the text otherwise than %s's training text was cut (data.segmenter=%r): its "
             "words may be outside the biLM's vocabulary", flag_values.segmenter, flag_values.workdir, trained,
         )
+    return flag_values.segmenter or trained
 
 
 def define_runtime_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:

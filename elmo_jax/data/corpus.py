@@ -134,30 +134,30 @@ def training_sentences(data: ml_collections.ConfigDict):
     )
 
 
+def _warn_if_files_unsegmented(patterns: str) -> None:
+    """unsegmented.py's warning for the text files `patterns` match (none when they match nothing:
+    that is said where the files are read, after the checks of the vocabulary's size)."""
+    try:
+        files = sources.expand_globs(patterns)
+    except sources.DataError:
+        return
+    unsegmented.warn_if_unsegmented(files)
+
+
 def warn_if_eval_unsegmented(data: ml_collections.ConfigDict, eval_files: str = "") -> None:
     """The same warning for the text files an evaluation reads (`eval_files`, else data.eval_files
     of data.source='text') when data.segmenter leaves them uncut."""
     patterns = eval_files or (data.eval_files if data.source == "text" else "")
-    if data.segmenter != "none" or not patterns:
-        return
-    try:
-        files = sources.expand_globs(patterns)
-    except sources.DataError:  # Said where the files are read.
-        return
-    unsegmented.warn_if_unsegmented(files)
+    if data.segmenter == "none" and patterns:
+        _warn_if_files_unsegmented(patterns)
 
 
 def warn_if_unsegmented(data: ml_collections.ConfigDict) -> None:
     """One warning naming the first training text file that looks like Chinese or Japanese without
     spaces between words (unsegmented.py), when data.source='text' reads it unsegmented; a sample of
     each file, read before the passes over the corpus."""
-    if data.source != "text" or data.segmenter != "none":
-        return
-    try:
-        files = _files(data, "train_files")
-    except sources.DataError:  # Said where the files are read, after the checks of the vocabulary's size.
-        return
-    unsegmented.warn_if_unsegmented(files)
+    if data.source == "text" and data.segmenter == "none" and data.train_files:
+        _warn_if_files_unsegmented(data.train_files)
 
 
 def eval_set_name(source: str, split: str, eval_files: str = "") -> str:

@@ -383,9 +383,8 @@ def plot_scores_by_layer(
 ) -> None:
     """Probe scores of `task` by layer on the matplotlib axes `ax`: a line per (result, color, label,
     is a control) of `lines`, a control's dashed, a model's mix a star after the last layer, each row
-    of its static vector files (`static_rows`) a level of the file's color (STATIC_COLORS) and the row's
-    line style, and its `word_baseline` a gray
-    level (`baseline`: their label and line style)."""
+    of its static vector files (`static_rows`) a level of the file's color (STATIC_COLORS) and the
+    row's line style, and its `word_baseline` a gray level (`baseline`: their label and line style)."""
     n_layers = max(len(result["layers"]) for result, *_ in lines)
     levels = set()
     for result, color, label, control in lines:

@@ -39,12 +39,12 @@ def _header(line: str) -> tuple[int, int] | None:
 def _checked_values(fields: Sequence[str], where: str) -> np.ndarray:
     """`fields` as `[dim]` float32; ValueError at `where` for one that is not a finite float32."""
     try:
-        if _NOT_IN_A_VALUE.search("".join(fields)):
-            raise ValueError
         values = np.array(fields, dtype=np.float64)
     except ValueError:
+        values = None
+    if values is None or _NOT_IN_A_VALUE.search("".join(fields)):
         bad = next(f for f in fields if not _is_number(f))
-        raise ValueError(f"{where}: {bad!r} is not a number") from None
+        raise ValueError(f"{where}: {bad!r} is not a number")
     if not np.all(np.isfinite(values) & (np.abs(values) <= _FLOAT32_MAX)):
         bad = fields[int(np.argmin(np.isfinite(values) & (np.abs(values) <= _FLOAT32_MAX)))]
         raise ValueError(f"{where}: {bad!r} is not a finite float32")

@@ -50,6 +50,14 @@ def start_directory(workdir: str) -> str | None:
     return directory if isinstance(directory, str) else None
 
 
+def _from_start(pattern: str, started: str) -> str:
+    """`pattern` joined to `started` when it is relative and matches files there but none here."""
+    if os.path.isabs(pattern) or glob.glob(pattern):
+        return pattern
+    joined = os.path.join(started, pattern)
+    return joined if glob.glob(joined) else pattern
+
+
 def with_paths_from_start(config: ml_collections.ConfigDict, workdir: str) -> ml_collections.ConfigDict:
     """`config` (the workdir's) with each relative pattern of DATA_PATH_KEYS that matches no file
     from here, but does from the directory the run was trained in, read from there (one log line
@@ -59,8 +67,7 @@ def with_paths_from_start(config: ml_collections.ConfigDict, workdir: str) -> ml
         return config
     for key in DATA_PATH_KEYS:
         patterns = [p.strip() for p in config.data[key].split(",") if p.strip()]
-        moved = [os.path.join(started, p) if not os.path.isabs(p) and not glob.glob(p)
-                 and glob.glob(os.path.join(started, p)) else p for p in patterns]
+        moved = [_from_start(pattern, started) for pattern in patterns]
         if moved != patterns:
             logging.info("data.%s of %s: relative paths read from %s, where the run was trained", key, workdir, started)
             config.data[key] = ",".join(moved)
