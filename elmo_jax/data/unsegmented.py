@@ -72,12 +72,22 @@ def warn_if_unsegmented(paths: Sequence[str]) -> str | None:
     return None
 
 
+# What the embedder's warning tells a user to do: its input is cut as they choose.
+EMBEDDING_ADVICE = ("cut them as its training text was (elmo-embed --segmenter jieba, "
+                    "embed_file(..., segmenter='jieba'), or jieba.lcut per sentence)")
+# What the probes' warning says: their files index words, so the files themselves are to be cut.
+INDEXED_ADVICE = ("these files give each target as a word index, so segment the files themselves (and their "
+                  "indices) as the biLM's training text was, e.g. with jieba, before probing")
+
+
 class UnsegmentedWatch:
     """The same rule on the first SAMPLE_LINES sentences (token lists) handed to `see`, as they
-    come (an embedder's input, read once): one warning, naming `what`, once they look unsegmented."""
+    come (an embedder's input, read once): one warning, naming `what` and ending with `advice`,
+    once they look unsegmented."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, advice: str = EMBEDDING_ADVICE) -> None:
         self.what = what
+        self.advice = advice
         self.long = self.cjk = self.seen = 0
         self.done = False
 
@@ -90,9 +100,8 @@ class UnsegmentedWatch:
         if self.long > LONG_SHARE * self.cjk:
             logging.warning(
                 "%s look like Chinese or Japanese text without spaces between words (%d of their %d CJK tokens hold "
-                "more than %d characters): each such token is one word the biLM never saw; cut them as its training "
-                "text was (elmo-embed --segmenter jieba, embed_file(..., segmenter='jieba'), or jieba.lcut per "
-                "sentence)", self.what, self.long, self.cjk, LONG_CHARS,
+                "more than %d characters): each such token is one word the biLM never saw; %s",
+                self.what, self.long, self.cjk, LONG_CHARS, self.advice,
             )
             self.done = True
         self.done = self.done or self.seen >= SAMPLE_LINES

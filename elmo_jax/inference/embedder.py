@@ -203,13 +203,14 @@ class ElmoEmbedder:
     def _load(
         self, pretrained: PretrainedBiLM, *, batch_size: int = DEFAULT_BATCH_SIZE, stateful: bool = True,
         vocab_to_cache: Sequence[str] | None = None, token_cache_size: int = 100_000, engine: str = "auto",
-        cuda_device: int = -1, any_token_width: bool = False,
+        cuda_device: int = -1, any_token_width: bool = False, watch_unsegmented: bool = True,
     ) -> None:
         """Every constructor's body. `batch_size`: `embed_sentences`' default; `token_cache_size`:
         the distinct words whose char-CNN token embeddings are kept, besides the words of
         `vocab_to_cache` (refused for a word-input biLM); `engine`: 'auto' | 'cpu' | 'xla'
         (`cpu_kernels`); `cuda_device`: -1, JAX's default device, k >= 0 the k-th GPU;
-        `any_token_width`: also a biLM without a token projection (`embed_sentence_layers` only)."""
+        `any_token_width`: also a biLM without a token projection (`embed_sentence_layers` only);
+        `watch_unsegmented`: False where the caller checked its sentences itself (the probes)."""
         model, max_chars = pretrained.model, pretrained.max_chars
         check_embeddable(model, any_token_width)
         check_batch_size(batch_size)
@@ -219,7 +220,7 @@ class ElmoEmbedder:
         self.params = jax.device_put(params, jax_device(cuda_device))
         self.batch_size = batch_size
         self.stateful = stateful
-        self._unsegmented = UnsegmentedWatch("the sentences embedded")
+        self._unsegmented = UnsegmentedWatch("the sentences embedded") if watch_unsegmented else None
         self.kernels = cpu_kernels(model, self.params, engine)
         self.reset_states()
         if not model.token_encoder_class.reads_chars:
@@ -330,11 +331,12 @@ class ElmoEmbedder:
         """Writes the ELMo layers of every line of `input_file` (a path or an open text file) to the
         hdf5 file `output_file_path`, whole or not at all, as AllenNLP's (`hdf5_output`); returns
         the line count. `segmenter` cuts the lines into words (data.segmenter's values: the biLM's
-        training text's); with `vocabulary` (the biLM's training words), one line says how many
+        training text's; or 'jieba_vocabulary', into words of `vocabulary`); with `vocabulary` (the
+        biLM's training words), one line says how many
         tokens fall outside it (a segmentation unlike the training text's shows there)."""
         if output_format not in LAYER_MODES:
             raise ValueError(f"output_format must be one of {LAYER_MODES}, got {output_format!r}")
-        sentences, total, source = _input_sentences(input_file, segmenter)
+        sentences, total, source = _input_sentences(input_file, segmenter, vocabulary)
         count = 0
         tokens = outside = 0
 
@@ -366,7 +368,8 @@ class ElmoEmbedder:
         The backward stream holds each sentence reversed in place."""
         sentences = [sentence for batch in batches for sentence in batch]
         check_token_lists(sentences)
-        self._unsegmented.see(sentences)
+        if self._unsegmented is not None:
+            self._unsegmented.see(sentences)
         p = self.model.width
         empty = SentenceLayers(np.zeros((0, self.model.token_dim), np.float32),
                                np.zeros((self.model.n_layers, 0, 2 * p), np.float32))
@@ -483,16 +486,16 @@ def embedder_from_workdir(
 
 
 def _input_sentences(
-    input_file: str | os.PathLike | IO[str], segmenter: str
+    input_file: str | os.PathLike | IO[str], segmenter: str, vocabulary: Vocabulary | None
 ) -> tuple[Iterator[list[str]], int | None, str]:
     """The tokens of each line of `input_file` as `segmenter` cuts it (of each sentence of a
     `*.conllu` file), its line count when known and its name."""
     if hasattr(input_file, "read"):
-        return segment(input_file, segmenter), None, getattr(input_file, "name", "the input")
+        return segment(input_file, segmenter, vocabulary), None, getattr(input_file, "name", "the input")
     path = os.fspath(input_file)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: input file not found")
-    sentences = (tokens for _, tokens in numbered_sentences(path, segmenter))
+    sentences = (tokens for _, tokens in numbered_sentences(path, segmenter, vocabulary))
     return sentences, None if is_conllu_file(path) else count_lines(path), path
 
 

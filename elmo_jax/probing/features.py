@@ -8,11 +8,13 @@ layers are zero-padded to the widest, D. Arrays over `max_bytes` are refused up 
 
 from __future__ import annotations
 
+import itertools
 from typing import Sequence
 
 import numpy as np
 from tqdm import tqdm
 
+from elmo_jax.data.unsegmented import INDEXED_ADVICE, UnsegmentedWatch
 from elmo_jax.inference.embedder import ElmoEmbedder, projects_tokens
 from elmo_jax.pretrained import PretrainedBiLM
 from elmo_jax.model.bilm import BiLM
@@ -52,7 +54,8 @@ def compute_features(
             f"{max_bytes / 2**30:.1f} GiB: probe fewer sentences or raise the bound"
         )
     embedder = ElmoEmbedder.from_pretrained(
-        pretrained, batch_size=batch_size, stateful=False, engine=engine, any_token_width=True
+        pretrained, batch_size=batch_size, stateful=False, engine=engine, any_token_width=True,
+        watch_unsegmented=False,  # CoNLL-U FORMs are words; target_features watches the indexed files itself.
     )
     doubled = projects_tokens(pretrained.model)
     total = sum(len(sentences) for sentences in splits)
@@ -82,5 +85,6 @@ def target_features(
     """For each split, a list of (a sentence's tokens, the index of its target word), the target's
     layers `[n_sentences, n_layers + 1, D]`, the words spelled by `normalize` (tasks.py)."""
     sentences = [[[normalize_word(t, normalize) for t in tokens] for tokens, _ in split] for split in splits]
+    UnsegmentedWatch("the probes' sentences", INDEXED_ADVICE).see(itertools.chain(*sentences))
     targets = [[position for _, position in split] for split in splits]
     return compute_features(pretrained, sentences, batch_size, engine, progress, max_bytes, targets=targets)

@@ -3,13 +3,15 @@ biLM whose token layer is wider than its LSTM layers and for one with ELMo layer
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, words_to_char_ids
 from elmo_jax.inference.embedder import ElmoEmbedder
 from elmo_jax.pretrained import PretrainedBiLM
-from elmo_jax.probing.features import compute_features, feature_shape, layer_dims
+from elmo_jax.probing.features import compute_features, feature_shape, layer_dims, target_features
 from tests.probing.helpers import CHARS, tiny_bilm
 
 SENTENCES = [["the", "cat", "sat"], ["a"], ["naïve", "dogs", "ran", "under", "the", "big", "red", "mat", "."]]
@@ -86,3 +88,20 @@ def test_elmo_methods_still_refuse_a_biLM_without_token_projection():
         next(embedder.embed_sentences([["a"]]))
     with pytest.raises(ValueError, match="need a token projection"):
         ElmoEmbedder.from_pretrained(pretrained, any_token_width=True, engine="cpu")
+
+
+def test_unsegmented_probe_sentences_warn_once_saying_to_cut_the_files(caplog):
+    """The senses and WiC files index their targets' words: an unsegmented Chinese file is one
+    warning saying to segment the files themselves (the embedder's own advice, a segmenter flag,
+    would shift the indices), and the embedder underneath stays quiet."""
+    pretrained = tiny_bilm(projection=True)
+    unsegmented = [(["苹果公司发布了新的手机和电脑"], 0), (["他在街上看见了一个很大的苹果"], 0)]
+    with caplog.at_level(logging.WARNING):
+        target_features(pretrained, [unsegmented], batch_size=2, progress=False)
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith("the probes' sentences look like Chinese or Japanese text without spaces")
+    assert "segment the files themselves" in warning and "--segmenter" not in warning
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        target_features(pretrained, [[(["苹果", "公司", "发布", "了", "新", "手机"], 0)]], progress=False)
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
