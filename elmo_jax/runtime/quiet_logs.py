@@ -13,6 +13,8 @@ import os
 import sys
 from typing import Any, Iterator
 
+from absl import logging as absl_logging
+
 FLAG_NAME = "log_library"  # The entry points' absl flag for `configure`.
 FLAG_HELP = (
     "Also show the INFO and WARNING log lines of libraries (orbax, jax, absl); by default only their "
@@ -34,14 +36,16 @@ class _LibraryThreshold(logging.Filter):
 
 def configure(log_library: bool = False) -> None:
     """Logs to stderr elmo_jax's records at INFO and up, libraries' at ERROR and up (INFO with
-    `log_library`). Call once, after parsing the flags: it filters the root logger's handlers."""
+    `log_library`), in absl's format. Call once, after parsing the flags: it formats and filters the
+    root logger's handlers."""
     root = logging.getLogger()
     root.setLevel(logging.INFO)
     if not root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
-        root.addHandler(handler)
+        root.addHandler(logging.StreamHandler(sys.stderr))
     for handler in root.handlers:
+        # One format for every entry point: absl's, which train.py and evaluate.py (absl apps) print,
+        # also on a handler that an early record made Python install with its own (`WARNING:root:`).
+        handler.setFormatter(absl_logging.PythonFormatter())
         handler.addFilter(_LibraryThreshold(logging.INFO if log_library else logging.ERROR))
 
 

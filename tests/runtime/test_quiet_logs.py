@@ -115,3 +115,17 @@ def test_late_closed_event_loop_errors_stay_dropped_and_other_unraisables_still_
     for args in other:
         sys.unraisablehook(args)
     assert shown == other
+
+
+def test_a_tool_logs_in_absl_format_like_train_py_even_after_an_early_record():
+    """An early record makes Python install a handler of its own format (`WARNING:root:...`);
+    `configure` gives every handler absl's, so the tools' lines look like train.py's."""
+    script = (
+        "import logging; logging.warning('early'); from elmo_jax.runtime import quiet_logs; quiet_logs.configure(); "
+        "from elmo_jax.data.unsegmented import UnsegmentedWatch; UnsegmentedWatch('lines').see([['苹果公司发布了新的手机和电脑']])"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    early, line = done.stderr.splitlines()
+    assert early == "WARNING:root:early"
+    assert ABSL_LINE.match(line).group(1) == "unsegmented.py" and "lines look like Chinese" in line
