@@ -3,14 +3,15 @@
   elmo-embed --options options.json --weights weights.hdf5 \\
       --input sentences.txt --output elmo.hdf5 [--batch_size 64] [--stateless] [--vocab_to_cache vocab.txt] \\
       [--layers all|top|average | --all | --top | --average] [--forget_sentences | --use_sentence_keys] \\
-      [--engine auto|cpu|xla] [--segmenter none|jieba]
+      [--engine auto|cpu|xla] [--segmenter none|jieba|jieba_vocabulary]
   elmo-embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
   elmo-embed --options options.json --weights weights.hdf5 --token_embeddings vocab.txt --output tokens.hdf5
 
 Input: one whitespace-tokenized sentence per line (UTF-8), read once (a pipe works), or a
 `*.conllu` file's sentences (their FORMs); `--segmenter jieba` cuts raw Chinese lines into words as
-`data.segmenter='jieba'` cut the training text (docs/chinese.md), and raw Chinese left uncut is
-warned about. Output: one float32 dataset per input line (CoNLL-U: sentence), named by its 0-based
+`data.segmenter='jieba'` cut the training text (docs/chinese.md), `--segmenter jieba_vocabulary`
+into words of --workdir's vocabulary (a biLM trained on gold segmentation), and raw Chinese left
+uncut is warned about. Output: one float32 dataset per input line (CoNLL-U: sentence), named by its 0-based
 number, `(n_layers + 1, n_tokens, 2 * width)` (`--layers all`) or `(n_tokens, 2 * width)` (`top`,
 `average`), and `sentence_to_index` (JSON, sentence -> dataset name), as AllenNLP's `allennlp elmo`;
 stateful over batches of --batch_size consecutive lines unless --stateless. The formats in full:
@@ -18,16 +19,14 @@ elmo_jax/inference/hdf5_output.py; what is computed and how: elmo_jax/inference/
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Sequence
 
 from absl import flags
 
-from elmo_jax.runtime import workdir_files
 from elmo_jax.runtime.atomic_write import check_not_inputs
 from elmo_jax.cli import tool_flags
-from elmo_jax.data.vocab import Vocabulary, read_words
+from elmo_jax.data.vocab import read_words
 from elmo_jax.inference.embedder import DEFAULT_BATCH_SIZE, ENGINES, ElmoEmbedder, dump_token_embeddings
 from elmo_jax.inference.hdf5_output import LAYER_MODES
 from elmo_jax.workdir.runs import workdir_inputs
@@ -113,13 +112,10 @@ def _embed() -> None:
     else:
         embedder = ElmoEmbedder(_FLAGS.options, _FLAGS.weights, **settings)
     if _FLAGS.input is not None:
-        vocabulary = None
-        if _FLAGS.workdir is not None:
-            vocabulary = Vocabulary.load(os.path.join(_FLAGS.workdir, workdir_files.VOCAB))
         n = embedder.embed_file(
             _FLAGS.input, _FLAGS.output, layers,
             forget_sentences=_FLAGS.forget_sentences, use_sentence_keys=_FLAGS.use_sentence_keys,
-            segmenter=tool_flags.segmenter(_FLAGS), vocabulary=vocabulary,
+            segmenter=tool_flags.segmenter(_FLAGS), vocabulary=tool_flags.workdir_vocabulary(_FLAGS),
         )
         print(f"wrote {n} sentences to {_FLAGS.output}")
     else:

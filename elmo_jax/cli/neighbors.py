@@ -53,7 +53,8 @@ def _neighbors() -> None:
     tool_flags.check_model_source(_FLAGS)
     tool_flags.check_positive(_FLAGS, "k", "batch_size", "max_words")
     segmenter = tool_flags.segmenter(_FLAGS)
-    query = splitter(segmenter)(_FLAGS.query)
+    vocabulary = tool_flags.workdir_vocabulary(_FLAGS)
+    query = splitter(segmenter, vocabulary)(_FLAGS.query)
     check_query(query, _FLAGS.word)
     paths = expand_globs(_FLAGS.corpus)
     if not paths:
@@ -69,7 +70,8 @@ def _neighbors() -> None:
     totals = [count_lines(path) for path in paths] if progress else [None]
     total = None if None in totals else sum(totals)
     scan = scan_corpus(
-        embedder, read_corpus(paths, segmenter), query, _FLAGS.word, layer, _FLAGS.k, _FLAGS.same_word, total, progress
+        embedder, read_corpus(paths, segmenter, vocabulary), query, _FLAGS.word, layer, _FLAGS.k, _FLAGS.same_word,
+        total, progress,
     )
     words = nearest_words(embedder, query[_FLAGS.word], scan.word_counts, _FLAGS.k, _FLAGS.max_words)
     n_words = min(_FLAGS.max_words, len(scan.word_counts))

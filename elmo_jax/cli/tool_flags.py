@@ -10,13 +10,15 @@ line `error: ...` on stderr for a flag or argument that cannot be used or one of
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Callable, Mapping, Sequence
 
 from absl import flags
 
-from elmo_jax.data.segmenter import SEGMENTERS
-from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs
+from elmo_jax.data.segmenter import TOOL_SEGMENTERS, VOCABULARY_SEGMENTER
+from elmo_jax.data.vocab import Vocabulary
+from elmo_jax.runtime import compilation_cache, host_memory, quiet_logs, workdir_files
 from elmo_jax.runtime.atomic_write import exit_on_sigterm
 from elmo_jax.workdir.saved_config import saved_config
 
@@ -43,9 +45,10 @@ def define_model_flags(
 def define_segmenter_flag(flag_values: flags.FlagValues, what: str) -> None:
     """--segmenter: what cuts `what` (raw text) into words; `segmenter` reads it."""
     flags.DEFINE_enum(
-        "segmenter", None, SEGMENTERS,
-        f"what cuts {what} into words: whitespace (none) or jieba, as the biLM's training text was cut; "
-        "default: --workdir's data.segmenter, else none", flag_values=flag_values,
+        "segmenter", None, TOOL_SEGMENTERS,
+        f"what cuts {what} into words: whitespace (none) or jieba, as the biLM's training text was cut, or "
+        "jieba_vocabulary (jieba's words, those outside --workdir's vocabulary cut into words of it: for a biLM "
+        "trained on gold segmentation); default: --workdir's data.segmenter, else none", flag_values=flag_values,
     )
 
 
@@ -53,16 +56,28 @@ def segmenter(flag_values: flags.FlagValues) -> str:
     """--segmenter, else the workdir's training text's (a workdir trained on jieba's words is read
     on jieba's words unless told otherwise), else none. One warning when --segmenter cuts the text
     otherwise than the workdir's training text was cut: jieba's 苹果公司 is one word where gold
-    segmentation has 苹果 公司."""
+    segmentation has 苹果 公司 ('jieba_vocabulary', which cuts jieba's words into the vocabulary's,
+    is for a biLM trained on text segmented before training: no warning then). UsageError for
+    'jieba_vocabulary' without a workdir, whose vocabulary it reads."""
     if flag_values.workdir is None:
+        if flag_values.segmenter == VOCABULARY_SEGMENTER:
+            raise UsageError(f"--segmenter {VOCABULARY_SEGMENTER} reads --workdir's vocabulary: give --workdir")
         return flag_values.segmenter or "none"
     trained = saved_config(flag_values.workdir).data.segmenter
-    if flag_values.segmenter is not None and flag_values.segmenter != trained:
+    expected = (trained, VOCABULARY_SEGMENTER) if trained == "none" else (trained,)
+    if flag_values.segmenter is not None and flag_values.segmenter not in expected:
         logging.warning(
             "--segmenter %s cuts the text otherwise than %s's training text was cut (data.segmenter=%r): its "
             "words may be outside the biLM's vocabulary", flag_values.segmenter, flag_values.workdir, trained,
         )
     return flag_values.segmenter or trained
+
+
+def workdir_vocabulary(flag_values: flags.FlagValues) -> Vocabulary | None:
+    """--workdir's training words (its vocabulary file), None for bilm-tf files (--options, --weights)."""
+    if flag_values.workdir is None:
+        return None
+    return Vocabulary.load(os.path.join(flag_values.workdir, workdir_files.VOCAB))
 
 
 def define_runtime_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:

@@ -11,7 +11,7 @@ import os
 import stat
 import sys
 import zlib
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Container, Iterator, Sequence
 
 import numpy as np
 
@@ -476,13 +476,15 @@ def read_sentences(patterns: str | Sequence[str], segmenter: str = "none") -> li
     return list(TextFileSource(patterns, shuffle=False, num_epochs=1, segmenter=segmenter))
 
 
-def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES, segmenter: str = "none") -> Iterator[list[str]]:
-    """The tokens of every line of one UTF-8 file as `segmenter` cuts it, [] for an empty one (what
-    is embedded, by line number); invalid bytes become U+FFFD with one warning, a line over
-    `max_line_bytes` a DataError."""
+def read_lines(
+    path: str, max_line_bytes: int = MAX_LINE_BYTES, segmenter: str = "none", vocabulary: Container[str] | None = None
+) -> Iterator[list[str]]:
+    """The tokens of every line of one UTF-8 file as `segmenter` cuts it (with the biLM's `vocabulary`
+    for 'jieba_vocabulary'), [] for an empty one (what is embedded, by line number); invalid bytes
+    become U+FFFD with one warning, a line over `max_line_bytes` a DataError."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: input file not found")
-    split = splitter(segmenter)
+    split = splitter(segmenter, vocabulary)
     warned = False
     with open(path, "rb") as f:
         for line_no, raw in enumerate(iter(lambda: f.readline(max_line_bytes + 1), b""), start=1):
@@ -494,7 +496,9 @@ def read_lines(path: str, max_line_bytes: int = MAX_LINE_BYTES, segmenter: str =
             yield split(text)
 
 
-def numbered_sentences(path: str, segmenter: str = "none") -> Iterator[tuple[int, list[str]]]:
+def numbered_sentences(
+    path: str, segmenter: str = "none", vocabulary: Container[str] | None = None
+) -> Iterator[tuple[int, list[str]]]:
     """(1-based line, tokens) of each sentence of one input file: a `*.conllu` file's sentences (the
     FORM of each syntactic word, the line its sentence starts at; `segmenter` has nothing to cut),
     else every line as `read_lines` cuts it ([] for an empty one)."""
@@ -502,7 +506,7 @@ def numbered_sentences(path: str, segmenter: str = "none") -> Iterator[tuple[int
         for sentence in read_conllu(path):
             yield sentence.tokens[0].line, [token.form for token in sentence.tokens]
     else:
-        yield from enumerate(read_lines(path, segmenter=segmenter), start=1)
+        yield from enumerate(read_lines(path, segmenter=segmenter, vocabulary=vocabulary), start=1)
 
 
 def count_lines(path: str) -> int | None:

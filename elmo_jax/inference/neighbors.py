@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import heapq
 import itertools
-from typing import Iterable, Iterator, NamedTuple, Sequence
+from typing import Container, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -103,11 +103,14 @@ def cosine(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
-def read_corpus(paths: Sequence[str], segmenter: str = "none") -> Iterator[CorpusLine]:
-    """Every line of the files in order, cut by `segmenter` (empty lines included, so line numbers
-    stay right); a `*.conllu` file's sentences, each at the line it starts."""
+def read_corpus(
+    paths: Sequence[str], segmenter: str = "none", vocabulary: Container[str] | None = None
+) -> Iterator[CorpusLine]:
+    """Every line of the files in order, cut by `segmenter` (with the biLM's `vocabulary` for
+    'jieba_vocabulary'; empty lines included, so line numbers stay right); a `*.conllu` file's
+    sentences, each at the line it starts."""
     for path in paths:
-        for line_no, tokens in numbered_sentences(path, segmenter):
+        for line_no, tokens in numbered_sentences(path, segmenter, vocabulary):
             yield CorpusLine(tokens, f"{path}:{line_no}")
 
 

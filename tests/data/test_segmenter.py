@@ -57,3 +57,44 @@ def test_a_missing_jieba_is_a_one_line_error_saying_how_to_install_it(monkeypatc
             segmenter.splitter("jieba")
     finally:
         segmenter._jieba_cut.cache_clear()
+
+
+def test_known_pieces_cut_a_word_outside_the_vocabulary_into_its_words():
+    vocabulary = {"苹果", "公司", "新", "手机", "发布", "了", "近", "苹果公"}
+    assert segmenter.known_pieces("苹果", vocabulary) == ["苹果"]
+    assert segmenter.known_pieces("苹果公司", vocabulary) == ["苹果", "公司"]  # Not 苹果公 司: 司 is unknown.
+    assert segmenter.known_pieces("新手机", vocabulary) == ["新", "手机"]
+    assert segmenter.known_pieces("苹果公司X", vocabulary) == ["苹果公司X"]  # No cut of known words: whole.
+    assert segmenter.known_pieces("习近平", vocabulary) == ["习近平"]
+    assert segmenter.known_pieces("手机手机", {"手机", "手", "机"}) == ["手机", "手机"]  # The fewest pieces.
+    assert segmenter.known_pieces("abc", {"a", "bc", "ab", "c"}) == ["ab", "c"]  # A tie: the longer first word.
+
+
+def test_known_pieces_against_every_cut(seed=0):
+    """Of all 2^(n-1) cuts of a word, the fewest pieces among those of vocabulary words only, else the word."""
+    import itertools
+    import random
+    rng = random.Random(seed)
+    for _ in range(300):
+        word = "".join(rng.choice("abc") for _ in range(rng.randint(1, 7)))
+        vocabulary = {"".join(rng.choice("abc") for _ in range(rng.randint(1, 3))) for _ in range(5)}
+        known_cuts = []
+        for cuts in itertools.product([False, True], repeat=len(word) - 1):
+            bounds = [0] + [i + 1 for i, cut in enumerate(cuts) if cut] + [len(word)]
+            pieces = [word[a:b] for a, b in zip(bounds, bounds[1:])]
+            if all(p in vocabulary for p in pieces):
+                known_cuts.append(pieces)
+        got = segmenter.known_pieces(word, vocabulary)
+        assert "".join(got) == word
+        if word in vocabulary or not known_cuts:
+            assert got == [word]
+        else:
+            assert all(p in vocabulary for p in got) and len(got) == min(map(len, known_cuts)), (word, vocabulary)
+
+
+def test_jieba_vocabulary_cuts_jiebas_words_and_needs_a_vocabulary():
+    split = segmenter.splitter("jieba_vocabulary", {"苹果", "公司", "发布", "了", "新", "手机"})
+    assert split("苹果公司发布了新手机") == ["苹果", "公司", "发布", "了", "新", "手机"]
+    with pytest.raises(segmenter.SegmenterError, match="needs the biLM's vocabulary"):
+        segmenter.splitter("jieba_vocabulary")
+    assert schema.keys()["data.segmenter"].check.problem("jieba_vocabulary") is not None  # Not to train with.

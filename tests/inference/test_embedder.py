@@ -15,7 +15,8 @@ import pytest
 from flax.core import FrozenDict
 
 from elmo_jax.config.recipes import recipe_module
-from elmo_jax.data.vocab import VocabularyError, fingerprint_mismatch
+from elmo_jax.data import segmenter
+from elmo_jax.data.vocab import SPECIAL_TOKENS, Vocabulary, VocabularyError, fingerprint_mismatch
 from elmo_jax.elmo import Elmo
 from elmo_jax.inference import embedder as embed
 from elmo_jax.inference import ragged_lstm
@@ -752,6 +753,23 @@ def test_segmenter_jieba_embeds_raw_chinese_lines_as_their_segmented_twins(skip_
     assert "--segmenter cuts the lines of --input" in capsys.readouterr().err
 
 
+def test_segmenter_jieba_vocabulary_embeds_jiebas_words_cut_into_the_vocabularys(skip_bilm, tmp_path, capsys):
+    """jieba's 苹果公司 and 新手机 are outside a gold-segmented vocabulary that has 苹果, 公司, 新 and 手机:
+    they are embedded as those words; bilm-tf files have no vocabulary, so the CLI needs --workdir."""
+    pytest.importorskip("jieba", reason="--segmenter jieba needs the jieba package (pip install 'elmo-jax[zh]')")
+    options_path, weights_path, reference = skip_bilm
+    (tmp_path / "raw.txt").write_text("苹果公司发布了新手机\n", encoding="utf-8")
+    assert segmenter.splitter("jieba")("苹果公司发布了新手机") == ["苹果公司", "发布", "了", "新手机"]
+    vocabulary = Vocabulary([*SPECIAL_TOKENS, "苹果", "公司", "发布", "了", "新", "手机"])
+    embedder = ElmoEmbedder(options_path, weights_path, batch_size=BATCH)
+    assert embedder.embed_file(str(tmp_path / "raw.txt"), str(tmp_path / "out.hdf5"), progress=False,
+                               segmenter="jieba_vocabulary", vocabulary=vocabulary) == 1
+    words = [["苹果", "公司", "发布", "了", "新", "手机"]]
+    assert_matches([read_output(tmp_path / "out.hdf5")["0"]], reference.embed_batches(words, BATCH))
+    assert main(["--options", options_path, "--weights", weights_path, "--input", str(tmp_path / "raw.txt"),
+                 "--output", str(tmp_path / "cli.hdf5"), "--segmenter", "jieba_vocabulary"]) == 1
+    assert "--segmenter jieba_vocabulary reads --workdir's vocabulary: give --workdir" in capsys.readouterr().err
+
 def test_a_workdir_trained_on_jiebas_words_embeds_raw_lines_cut_by_jieba(tmp_path, capsys):
     """`elmo-embed --workdir` cuts --input as the run's data.segmenter cut its training text, unless told."""
     pytest.importorskip("jieba", reason="data.segmenter='jieba' needs the jieba package (pip install 'elmo-jax[zh]')")
@@ -786,3 +804,8 @@ def test_a_workdir_embedding_says_how_many_tokens_are_outside_its_vocabulary_and
                      str(tmp_path / "jieba.hdf5"), "--segmenter", "jieba"]) == 0
     assert any(r.getMessage().startswith(f"--segmenter jieba cuts the text otherwise than {workdir}'s training text")
                for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):  # The segmenter for a biLM trained on text segmented before training.
+        assert main(["--workdir", workdir, "--input", str(tmp_path / "in.txt"), "--output",
+                     str(tmp_path / "pieces.hdf5"), "--segmenter", "jieba_vocabulary"]) == 0
+    assert not any("cuts the text otherwise" in r.getMessage() for r in caplog.records)
