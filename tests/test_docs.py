@@ -36,3 +36,19 @@ def test_the_scan_finds_what_it_is_for():
     text = ("elmo-probe --workdir /work/main/runs/demo --data=/work/shared/data/coarsewsd20 > '/tmp/x.txt'\n"
             "see https://github.com/allenai/bilm-tf/blob/master/README.md and runs/demo/x.txt, pip install /path/to/elmo")
     assert _absolute_paths(text) == ["/work/main/runs/demo", "/work/shared/data/coarsewsd20", "/tmp/x.txt'"]
+
+
+def test_each_translated_page_has_its_english_pages_commands_and_tables():
+    """docs/X.zh-CN.md is docs/X.md in Chinese: the same code blocks and the same tables' numbers,
+    so a translation cannot drift from the commands and results it translates."""
+    pairs = [(path.replace(".zh-CN.md", ".md"), path) for path in DOCUMENTS if path.endswith(".zh-CN.md")
+             and os.path.dirname(path).endswith("docs")]
+    assert pairs
+    for english, chinese in pairs:
+        with open(english, encoding="utf-8") as f, open(chinese, encoding="utf-8") as g:
+            texts = f.read(), g.read()
+        blocks = [re.findall(r"^```.*?^```$", text, re.DOTALL | re.MULTILINE) for text in texts]
+        assert blocks[0] == blocks[1], chinese
+        numbers = [re.findall(r"\d+(?:[.,]\d+)*", "\n".join(re.findall(r"^\|.*\|$", text, re.MULTILINE)))
+                   for text in texts]
+        assert numbers[0] == numbers[1], chinese
