@@ -44,7 +44,7 @@ def _requirements(name: str) -> list[str]:
 def test_requirements_install_the_package_with_its_extras_at_the_locked_versions() -> None:
     """requirements*.txt install this package (editable) rather than repeating its dependencies,
     constrained to constraints.txt's exact versions."""
-    assert _requirements("requirements.txt") == ["-c constraints.txt", "-e .[tfds,report]"]
+    assert _requirements("requirements.txt") == ["-c constraints.txt", "-e .[tfds,report,tasks]"]
     assert _requirements("requirements-dev.txt") == ["-c constraints.txt", "-e .[dev]"]
 
 
