@@ -1,0 +1,263 @@
+"""Training a task model (`elmo-task train`): the config's files read and their inputs computed once,
+Adam over epochs of shuffled batches, the dev score after each epoch, early stopping, and the best
+epoch's dev and test scores in `WORKDIR/results.json`.
+
+The workdir holds `config.json`, `labels.json` (the labels and tables the model reads), `metrics.jsonl`
+(+ TensorBoard), `checkpoints/last` (the train state after the latest epoch) and `checkpoints/best`
+(the params of the best dev score). A run killed at any point resumes from its last epoch with the
+same batches and dropout (both functions of the seed and the step), so it ends as an uninterrupted
+run does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import orbax.checkpoint as ocp
+from tqdm import tqdm
+
+from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
+from elmo_jax.runtime.atomic_write import write_json_atomic
+from elmo_jax.static.lookup import StaticVectors
+from elmo_jax.tasks import crf, features, metrics
+from elmo_jax.tasks.datasets import Examples, label_names, read_examples, training_subset
+from elmo_jax.tasks.model import TaskModel, TaskModelConfig
+from elmo_jax.tasks.schema import uses_elmo, validate
+from elmo_jax.tasks.tree_decoding import decode_trees
+from elmo_jax.training.metrics_writer import MetricsWriter
+
+SPLITS = ("train", "dev", "test")
+RESULTS, LABELS, CONFIG = "results.json", "labels.json", "config.json"
+
+
+class TaskData:
+    """A task's splits as read (`examples`) and as the model reads them (`inputs`), with its labels."""
+
+    def __init__(self, config: Mapping[str, Any], progress: bool = True):
+        kind, data = config["task"]["kind"], config["data"]
+        read = {split: read_examples(kind, data[f"{split}_file"], config["task"]["column"], config["task"]["scheme"])
+                for split in SPLITS if data[f"{split}_file"]}
+        train = read["train"]
+        read["train"] = train.take(training_subset(len(train.words), data["train_fraction"], config["seed"]))
+        self.kind, self.examples = kind, read
+        self.labels = label_names(kind, read["train"])
+        inputs = config["inputs"]
+        words = [read[split].words for split in read]
+        self.words = features.word_table(read["train"].words, inputs["word"]["min_count"]) if inputs["word"]["dim"] \
+            else None
+        self.static_table, static_index, self.static_oov = None, None, None
+        if inputs["static"]["file"]:
+            vectors = StaticVectors.read(inputs["static"]["file"])
+            self.static_table, static_index, self.static_oov = features.static_rows(vectors, words)
+        self.bilm = load_bilm(config) if uses_elmo(config) else None
+        layers = [None] * len(read)
+        if self.bilm is not None:
+            layers = features.elmo_layers(self.bilm, words, int(config["train"]["max_feature_gib"] * 2**30), progress)
+        word_index = {w: i for i, w in enumerate(self.words)} if self.words else None
+        self.inputs = {
+            split: features.split_inputs(read[split].words, word_index=word_index, static_index=static_index,
+                                         max_chars=inputs["char_cnn"]["max_chars"] if inputs["char_cnn"]["dim"] else 0,
+                                         elmo=layer)
+            for split, layer in zip(read, layers)
+        }
+
+    def label_ids(self, split: str) -> list[np.ndarray]:
+        """Each sentence's gold label ids (-1 for a label training never saw)."""
+        index = {label: i for i, label in enumerate(self.labels)}
+        return [np.array([index.get(label, -1) for label in labels], np.int32)
+                for labels in self.examples[split].labels]
+
+    def heads(self, split: str) -> list[np.ndarray] | None:
+        examples = self.examples[split]
+        return None if examples.heads is None else [np.array(h, np.int32) for h in examples.heads]
+
+
+def load_bilm(config: Mapping[str, Any]) -> PretrainedBiLM:
+    elmo = config["inputs"]["elmo"]
+    if elmo["workdir"]:
+        return bilm_from_workdir(elmo["workdir"])
+    return bilm_from_files(elmo["options"], elmo["weights"])
+
+
+def model_config(config: Mapping[str, Any], data: TaskData) -> TaskModelConfig:
+    """The model of `config` over `data`'s inputs and labels."""
+    inputs, encoder, head = config["inputs"], config["encoder"], config["head"]
+    elmo = data.inputs["train"].elmo
+    constraints = None
+    if data.kind == "ner" and head["kind"] == "crf" and head["constrained"]:
+        constraints = crf.as_constraints(*crf.allowed_transitions(data.labels))
+    return TaskModelConfig(
+        head="biaffine" if data.kind == "parse" else head["kind"], num_labels=len(data.labels),
+        elmo_layers=0 if elmo is None else elmo.shape[1], elmo_dim=0 if elmo is None else elmo.shape[2],
+        mix=inputs["elmo"]["mix"], gamma=inputs["elmo"]["gamma"], do_layer_norm=inputs["elmo"]["do_layer_norm"],
+        elmo_dropout=inputs["elmo"]["dropout"],
+        static_rows=0 if data.static_table is None else len(data.static_table),
+        static_dim=0 if data.static_table is None else data.static_table.shape[1],
+        static_trainable=inputs["static"]["trainable"],
+        word_rows=len(data.words) if data.words else 0, word_dim=inputs["word"]["dim"],
+        char_rows=262 if inputs["char_cnn"]["dim"] else 0, char_filters=_char_filters(inputs["char_cnn"]["dim"]),
+        input_dropout=inputs["dropout"], lstm_layers=encoder["n_layers"], lstm_dim=encoder["dim"],
+        lstm_dropout=encoder["dropout"], arc_dim=head["arc_dim"], label_dim=head["label_dim"],
+        constraints=constraints,
+    )
+
+
+def _char_filters(dim: int) -> tuple[tuple[int, int], ...]:
+    """Filters of widths 1..4 whose channels sum to `dim` (the char CNN's output width)."""
+    return tuple((width, dim // 4 + (width <= dim % 4)) for width in (1, 2, 3, 4)) if dim else ((1, 1),)
+
+
+class Predictor:
+    """A trained model's predictions on a split's inputs, as label strings (and heads for the parser)."""
+
+    def __init__(self, model: TaskModel, labels: list[str], batch_size: int):
+        self.model, self.labels, self.batch_size = model, labels, batch_size
+        method = model.arc_scores if model.config.head == "biaffine" else model.predict
+        self._first = jax.jit(lambda params, batch: model.apply(params, batch, method=method))
+        self._relations = jax.jit(lambda params, batch, heads: model.apply(params, batch, heads,
+                                                                           method=model.relations_for))
+
+    def __call__(self, params: Any, inputs: features.SplitInputs) -> tuple[list[list[str]], list[list[int]] | None]:
+        lengths = np.diff(inputs.offsets)
+        labels, heads = [None] * len(lengths), [None] * len(lengths)
+        order = np.argsort(lengths, kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            indices = order[start : start + self.batch_size]
+            batch = features.make_batch(inputs, indices, rows=self.batch_size)
+            if self.model.config.head == "biaffine":
+                scores = np.asarray(self._first(params, batch), np.float64)
+                predicted = decode_trees(scores, np.pad(lengths[indices], (0, len(scores) - len(indices))))
+                ids = np.asarray(self._relations(params, batch, jnp.asarray(predicted, jnp.int32)))
+            else:
+                predicted, ids = None, np.asarray(self._first(params, batch))
+            for row, i in enumerate(indices):
+                labels[i] = [self.labels[k] for k in ids[row, : lengths[i]]]
+                if predicted is not None:
+                    heads[i] = [int(h) for h in predicted[row, : lengths[i]]]
+        return labels, (heads if self.model.config.head == "biaffine" else None)
+
+
+def scores(kind: str, gold: Examples, labels: list[list[str]], heads: list[list[int]] | None) -> dict[str, Any]:
+    """The metrics of predictions against `gold`, with the headline `score`: accuracy (taggers), span
+    F1 (NER), LAS (parser)."""
+    if kind == "ner":
+        result = metrics.span_f1(gold.labels, labels)
+        return {"score": result["f1"], **result}
+    if kind == "parse":
+        result = metrics.attachment_scores(gold.heads, gold.labels, heads, labels)
+        return {"score": result["las"], **result}
+    return {"score": metrics.accuracy(gold.labels, labels)}
+
+
+def _train_step(model: TaskModel, optimizer: optax.GradientTransformation, l2: float) -> Callable:
+    def loss_fn(params: Any, batch: dict, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        loss, aux = model.apply(params, batch, deterministic=False, rngs={"dropout": key})
+        return loss + l2 * aux["mix_l2"], loss
+
+    @jax.jit
+    def step(params: Any, opt_state: Any, batch: dict, key: jax.Array) -> tuple[Any, Any, jax.Array]:
+        (_, loss), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, batch, key)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return step
+
+
+def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -> dict[str, Any]:
+    """Trains (or resumes) the task model of `config` in `workdir`; returns what results.json holds."""
+    validate(config)
+    os.makedirs(workdir, exist_ok=True)
+    _check_same_config(config, workdir)
+    data = TaskData(config, progress)
+    model = TaskModel(model_config(config, data))
+    train_inputs = data.inputs["train"]
+    train_labels, train_heads = data.label_ids("train"), data.heads("train")
+    first = features.make_batch(train_inputs, np.arange(min(2, len(train_labels))), train_labels, train_heads)
+    seed = config["seed"]
+    params = model.init({"params": jax.random.PRNGKey(seed), "dropout": jax.random.PRNGKey(seed)}, first,
+                        deterministic=True)
+    if data.static_table is not None:
+        params = jax.tree_util.tree_map(lambda x: x, params)
+        params["params"]["static_embed"]["embedding"] = jnp.asarray(data.static_table)
+    train = config["train"]
+    optimizer = optax.chain(optax.clip_by_global_norm(train["clip_norm"]), optax.adam(train["learning_rate"]))
+    opt_state = optimizer.init(params)
+    checkpoints = ocp.StandardCheckpointer()
+    directory = os.path.abspath(os.path.join(workdir, "checkpoints"))
+    progress_path = os.path.join(workdir, "progress.json")
+    state = {"epoch": 0, "step": 0, "best_score": -1.0, "best_epoch": 0, "since_best": 0}
+    if os.path.exists(progress_path):
+        with open(progress_path, encoding="utf-8") as f:
+            state = json.load(f)
+        restored = checkpoints.restore(os.path.join(directory, "last"), {"params": params, "opt_state": opt_state})
+        params, opt_state = restored["params"], restored["opt_state"]
+    write_json_atomic(os.path.join(workdir, LABELS), {"labels": data.labels, "words": data.words})
+    writer = MetricsWriter(workdir, start_step=state["step"])
+    step_fn = _train_step(model, optimizer, config["inputs"]["elmo"]["l2"])
+    predict = Predictor(model, data.labels, train["eval_batch_size"])
+    lengths = np.diff(train_inputs.offsets)
+    while state["epoch"] < train["epochs"] and state["since_best"] < train["patience"]:
+        start = time.perf_counter()
+        batches = features.epoch_batches(lengths, train["batch_size"], seed, state["epoch"])
+        losses = []
+        for indices in tqdm(batches, desc=f"epoch {state['epoch'] + 1}", disable=not progress, leave=False):
+            batch = features.make_batch(train_inputs, indices, train_labels, train_heads, train["batch_size"])
+            key = jax.random.fold_in(jax.random.PRNGKey(seed), state["step"])
+            params, opt_state, loss = step_fn(params, opt_state, batch, key)
+            losses.append(float(loss))
+            state["step"] += 1
+        dev = scores(data.kind, data.examples["dev"], *predict(params, data.inputs["dev"]))
+        state["epoch"] += 1
+        better = dev["score"] > state["best_score"]
+        if better:
+            state.update(best_score=dev["score"], best_epoch=state["epoch"], since_best=0)
+            checkpoints.save(os.path.join(directory, "best"), params, force=True)
+        else:
+            state["since_best"] += 1
+        checkpoints.save(os.path.join(directory, "last"), {"params": params, "opt_state": opt_state}, force=True)
+        checkpoints.wait_until_finished()
+        write_json_atomic(progress_path, state)
+        writer.write({"step": state["step"], "epoch": state["epoch"], "loss": float(np.mean(losses)),
+                      "dev_score": dev["score"], "seconds": time.perf_counter() - start})
+    best = checkpoints.restore(os.path.join(directory, "best"), params)
+    results = {"task": data.kind, "best_epoch": state["best_epoch"], "epochs": state["epoch"],
+               "train_sentences": len(data.examples["train"].words), "labels": len(data.labels)}
+    for split in ("dev", "test"):
+        if split in data.examples:
+            results[split] = scores(data.kind, data.examples[split], *predict(best, data.inputs[split]))
+    if data.static_oov is not None:
+        results["static_oov"] = data.static_oov
+    write_json_atomic(os.path.join(workdir, RESULTS), results)
+    return results
+
+
+def _check_same_config(config: Mapping[str, Any], workdir: str) -> None:
+    """Saves the config at a run's start; a resumed run must have the same one (ValueError naming the
+    first key that differs)."""
+    path = os.path.join(workdir, CONFIG)
+    as_dict = json.loads(json.dumps(dict(config.to_dict() if hasattr(config, "to_dict") else config)))
+    if not os.path.exists(path):
+        write_json_atomic(path, as_dict)
+        return
+    with open(path, encoding="utf-8") as f:
+        saved = json.load(f)
+    if saved != as_dict:
+        differing = _first_difference(saved, as_dict)
+        raise ValueError(f"{workdir} was trained with another config ({differing}): use another --workdir")
+
+
+def _first_difference(saved: Any, now: Any, prefix: str = "") -> str:
+    if isinstance(saved, dict) and isinstance(now, dict):
+        for key in sorted(set(saved) | set(now)):
+            if saved.get(key) != now.get(key):
+                return _first_difference(saved.get(key), now.get(key), f"{prefix}{key}.")
+    return f"{prefix.rstrip('.')}: {saved!r} then, {now!r} now"
+
+

@@ -1,0 +1,125 @@
+"""The config of a task model (`elmo-task train`), every key declared once: default, allowed values,
+meaning. The recipes of configs/tasks/ override these; `--config.KEY=VALUE` overrides any of them.
+
+Inputs are concatenated per token (Peters et al. 2018 concatenated ELMo with GloVe); each is on when
+its key names a source (`inputs.elmo.workdir`, `inputs.static.file`) or a width (`inputs.word.dim`,
+`inputs.char_cnn.dim`), and at least one is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import ml_collections
+
+from elmo_jax.config.overrides import get_key
+from elmo_jax.sections import ConfigError, Key, Section
+from elmo_jax.sections.checks import BOOLEAN, STRING, dropout_rate, integer, number, one_of
+from elmo_jax.tasks.datasets import COLUMNS, KINDS
+
+HEADS = ("softmax", "crf")  # The taggers' outputs; the parser's is the biaffine scorers.
+MIXES = ("mix", "top")
+GAMMAS = ("learned", "fixed")
+
+SCHEMA = Section("a task model", {
+    "seed": Key(0, integer(0), "initial parameters, dropout, the batches' order and the training subset"),
+    "task": Section("what is learned", {
+        "kind": Key("tag", one_of(*KINDS), "tag: a CoNLL-U column; ner: IOB2/IOB1 entity files; parse: "
+                    "CoNLL-U trees (biaffine parser, UAS/LAS)"),
+        "column": Key("upos", one_of(*COLUMNS), "the CoNLL-U column a tagger predicts"),
+        "scheme": Key("iob2", one_of("iob2", "iob1"), "the entity files' tags (iob1: CoNLL-2003's)"),
+    }),
+    "data": Section("the labelled files", {
+        "train_file": Key("", STRING, "training sentences"),
+        "dev_file": Key("", STRING, "early stopping and model choice"),
+        "test_file": Key("", STRING, "the final score ('' for none)"),
+        "train_fraction": Key(1.0, number(0.0, 1.0, low_open=True),
+                              "the share of the training sentences used (a learning curve's point; nested subsets)"),
+    }),
+    "inputs": Section("what each token is read as", {
+        "elmo": Section("a frozen biLM's layers, computed once", {
+            "workdir": Key("", STRING, "an elmo-jax training workdir ('' for no ELMo, or options/weights)"),
+            "options": Key("", STRING, "bilm-tf/AllenNLP options.json (with weights)"),
+            "weights": Key("", STRING, "bilm-tf/AllenNLP weights hdf5 (with options)"),
+            "mix": Key("mix", one_of(*MIXES), "mix: a learned scalar mix of every layer; top: the top layer"),
+            "gamma": Key("learned", one_of(*GAMMAS), "the mix's scale: learned, or fixed at 1"),
+            "do_layer_norm": Key(False, BOOLEAN, "normalise each layer before mixing"),
+            "l2": Key(0.001, number(0.0), "lambda: the L2 weight on the mix's scalars (Peters et al.: 1 or 0.001)"),
+            "dropout": Key(0.5, dropout_rate(), "dropout on the mix"),
+        }),
+        "static": Section("a static vector file (word2vec text/binary, GloVe)", {
+            "file": Key("", STRING, "the vector file ('' for none)"),
+            "trainable": Key(False, BOOLEAN, "fine-tune the vectors"),
+        }),
+        "word": Section("word embeddings trained from scratch (the no-pretraining baseline)", {
+            "dim": Key(0, integer(0), "their width (0: none)"),
+            "min_count": Key(2, integer(1), "training words seen fewer times are <unk>"),
+        }),
+        "char_cnn": Section("a char CNN trained from scratch", {
+            "dim": Key(0, integer(0), "its output width (0: none)"),
+            "max_chars": Key(20, integer(3), "UTF-8 bytes read per word, begin/end of word included"),
+        }),
+        "dropout": Key(0.0, dropout_rate(), "dropout on the concatenated inputs"),
+    }),
+    "encoder": Section("a BiLSTM over the inputs", {
+        "dim": Key(200, integer(1), "hidden units per direction"),
+        "n_layers": Key(1, integer(0), "layers (0: the inputs go straight to the output, a linear probe)"),
+        "dropout": Key(0.3, dropout_rate(), "dropout between and after the layers"),
+    }),
+    "head": Section("the output", {
+        "kind": Key("crf", one_of(*HEADS), "taggers: softmax per token, or a linear-chain CRF (Viterbi)"),
+        "constrained": Key(True, BOOLEAN, "NER with a CRF: only IOB2-valid transitions"),
+        "arc_dim": Key(200, integer(1), "parser: the arc MLPs' width (Dozat & Manning: 500)"),
+        "label_dim": Key(100, integer(1), "parser: the label MLPs' width"),
+    }),
+    "train": Section("the optimisation", {
+        "batch_size": Key(32, integer(1), "sentences a step"),
+        "epochs": Key(30, integer(1), "at most this many passes over the training sentences"),
+        "patience": Key(5, integer(1), "stop after this many epochs without a better dev score"),
+        "learning_rate": Key(0.001, number(0.0, low_open=True), "Adam's"),
+        "clip_norm": Key(5.0, number(0.0, low_open=True), "gradients clipped to this global norm"),
+        "eval_batch_size": Key(64, integer(1), "sentences a batch when scoring and predicting"),
+        "max_feature_gib": Key(8.0, number(0.0, low_open=True), "the stored ELMo layers' bound in memory"),
+    }),
+})
+
+
+def get_config() -> ml_collections.ConfigDict:
+    """Every key at its default."""
+    return SCHEMA.defaults()
+
+
+def validate(config: Mapping[str, Any]) -> None:
+    """ConfigError naming the first key whose value its declaration does not allow, or the first
+    combination of keys that does not fit."""
+    for name, declared in SCHEMA.walk():
+        if isinstance(declared, Section):
+            continue
+        try:
+            value = get_key(config, name)
+        except (KeyError, TypeError, AttributeError):
+            raise ConfigError(f"config key {name} is missing") from None
+        problem = declared.check.problem(value)
+        if problem:
+            raise ConfigError(f"config key {name}={value!r} {problem}")
+    _check_combinations(config)
+
+
+def _check_combinations(config: Mapping[str, Any]) -> None:
+    data, inputs, elmo = config["data"], config["inputs"], config["inputs"]["elmo"]
+    for key in ("train_file", "dev_file"):
+        if not data[key]:
+            raise ConfigError(f"config key data.{key} is empty: a task model needs its {key.split('_')[0]} file")
+    if elmo["workdir"] and (elmo["options"] or elmo["weights"]):
+        raise ConfigError("config keys inputs.elmo.workdir and inputs.elmo.options/weights both name a biLM: set one")
+    if bool(elmo["options"]) != bool(elmo["weights"]):
+        raise ConfigError("config keys inputs.elmo.options and inputs.elmo.weights go together")
+    if not (uses_elmo(config) or inputs["static"]["file"] or inputs["word"]["dim"] or inputs["char_cnn"]["dim"]):
+        raise ConfigError("no input: set inputs.elmo.workdir (or options/weights), inputs.static.file, "
+                          "inputs.word.dim or inputs.char_cnn.dim")
+
+
+def uses_elmo(config: Mapping[str, Any]) -> bool:
+    """Whether the config reads a biLM's layers."""
+    elmo = config["inputs"]["elmo"]
+    return bool(elmo["workdir"] or elmo["options"])

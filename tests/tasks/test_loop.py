@@ -1,0 +1,148 @@
+"""The task trainer on tiny files the tests write: it learns a toy tagging task, resumes a killed run
+exactly, refuses a workdir trained with another config, and its command line prints its config and
+its one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from elmo_jax.cli import task as task_cli
+from elmo_jax.sections import ConfigError
+from elmo_jax.tasks import loop, schema
+from elmo_jax.training.metrics_writer import MetricsWriter
+
+WORDS = ["the", "a", "cat", "dog", "sat", "ran", "on", "mat", "big", "red"]
+UPOS = {"the": "DET", "a": "DET", "cat": "NOUN", "dog": "NOUN", "sat": "VERB", "ran": "VERB", "on": "ADP",
+        "mat": "NOUN", "big": "ADJ", "red": "ADJ"}
+
+
+def write_conllu(path, sentences: int, seed: int) -> str:
+    """Random sentences whose UPOS follow from their words, each word headed by the one before."""
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for s in range(sentences):
+            f.write(f"# sent_id = {s}\n")
+            for i in range(1, rng.randint(2, 9) + 1):
+                word = rng.choice(WORDS)
+                f.write(f"{i}\t{word}\t{word}\t{UPOS[word]}\t_\t_\t{i - 1}\t{'root' if i == 1 else 'dep'}\t_\t_\n")
+            f.write("\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("task_files")
+    return {split: write_conllu(root / f"{split}.conllu", n, seed)
+            for split, n, seed in (("train", 40, 0), ("dev", 12, 1), ("test", 12, 2))}
+
+
+def tiny_config(files, **overrides):
+    config = schema.get_config()
+    config.data.train_file, config.data.dev_file, config.data.test_file = files["train"], files["dev"], files["test"]
+    config.inputs.word.dim = 16
+    config.encoder.dim = 16
+    config.head.kind = "softmax"
+    config.train.batch_size = 8
+    config.train.epochs = 6
+    config.train.learning_rate = 0.02
+    for key, value in overrides.items():
+        section, name = key.rsplit(".", 1)
+        node = config
+        for part in section.split("."):
+            node = node[part]
+        node[name] = value
+    return config
+
+
+@pytest.fixture(scope="module")
+def trained(files, tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("upos"))
+    return workdir, loop.train_task(tiny_config(files), workdir, progress=False)
+
+
+def test_a_tagger_learns_the_toy_tags_and_writes_its_results(trained):
+    workdir, results = trained
+    assert results["dev"]["score"] > 0.9 and results["test"]["score"] > 0.9, results
+    with open(os.path.join(workdir, loop.RESULTS), encoding="utf-8") as f:
+        assert json.load(f) == json.loads(json.dumps(results))
+    with open(os.path.join(workdir, "metrics.jsonl"), encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    assert [r["epoch"] for r in records] == list(range(1, results["epochs"] + 1))
+    assert results["best_epoch"] == 1 + int(np.argmax([r["dev_score"] for r in records]))
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_to_the_same_results(files, trained, tmp_path, monkeypatch):
+    """Killed after its second epoch's checkpoint: rerun, it ends with the uninterrupted run's numbers."""
+    _, uninterrupted = trained
+    workdir = str(tmp_path / "killed")
+    write = MetricsWriter.write
+    calls = []
+
+    def killed_after_two(self, record):
+        write(self, record)
+        calls.append(record)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(MetricsWriter, "write", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        loop.train_task(tiny_config(files), workdir, progress=False)
+    monkeypatch.setattr(MetricsWriter, "write", write)
+    resumed = loop.train_task(tiny_config(files), workdir, progress=False)
+    assert resumed == uninterrupted
+    with open(os.path.join(workdir, "metrics.jsonl"), encoding="utf-8") as f:
+        assert [json.loads(line)["epoch"] for line in f] == list(range(1, uninterrupted["epochs"] + 1))
+
+
+def test_a_workdir_trained_with_another_config_is_refused(files, trained):
+    workdir, _ = trained
+    with pytest.raises(ValueError, match=r"trained with another config \(encoder\.dim: 16 then, 32 now\)"):
+        loop.train_task(tiny_config(files, **{"encoder.dim": 32}), workdir, progress=False)
+
+
+def test_a_config_without_inputs_or_files_is_one_error(files):
+    with pytest.raises(ConfigError, match="no input: set inputs.elmo.workdir"):
+        schema.validate(tiny_config(files, **{"inputs.word.dim": 0}))
+    with pytest.raises(ConfigError, match="data.dev_file is empty"):
+        schema.validate(tiny_config(files, **{"data.dev_file": ""}))
+    with pytest.raises(ConfigError, match=r"config key head.kind='hmm' is not one of 'softmax', 'crf'"):
+        schema.validate(tiny_config(files, **{"head.kind": "hmm"}))
+
+
+@pytest.mark.slow
+def test_the_parser_and_the_crf_tagger_train_on_the_same_files(files, tmp_path):
+    parser = {"task.kind": "parse", "train.epochs": 25, "train.patience": 25, "train.learning_rate": 0.005}
+    parsed = loop.train_task(tiny_config(files, **parser), str(tmp_path / "p"), progress=False)
+    assert parsed["test"]["uas"] > 0.9, parsed  # Each word's head is the word before.
+    tagged = loop.train_task(tiny_config(files, **{"head.kind": "crf", "train.epochs": 3}), str(tmp_path / "c"),
+                             progress=False)
+    assert tagged["dev"]["score"] > 0.5, tagged
+
+
+def test_the_command_prints_its_config_and_its_errors(files, tmp_path):
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text(
+        "from elmo_jax.tasks.schema import get_config as defaults\n\n\ndef get_config():\n    config = defaults()\n"
+        f"    config.data.train_file = {files['train']!r}\n    config.data.dev_file = {files['dev']!r}\n"
+        "    return config\n"
+    )
+    done = _run_cli("train", f"--config={recipe}", "--config.inputs.word.dim=8", "--print_config")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["inputs"]["word"]["dim"] == 8
+    done = _run_cli("train", f"--config={recipe}", f"--workdir={tmp_path / 'w'}")
+    assert done.returncode == 1 and done.stderr.strip().splitlines()[-1].startswith("error: no input: set")
+    done = _run_cli("train", f"--config={recipe}", "--config.inputs.word.dims=8")
+    assert done.returncode == 1 and "unknown config key 'inputs.word.dims'" in done.stderr
+
+
+def _run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "elmo_jax.task", *args], capture_output=True, text=True, timeout=300,
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(task_cli.__file__)))))
