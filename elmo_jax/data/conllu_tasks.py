@@ -114,20 +114,20 @@ def _cycle(heads: list[int]) -> list[int]:
 
 def write_conllu(document: ConlluDocument, out: TextIO, upos: Sequence[Sequence[str]] | None = None,
                  heads: Sequence[Sequence[int]] | None = None,
-                 relations: Sequence[Sequence[str]] | None = None) -> None:
+                 relations: Sequence[Sequence[str]] | None = None, xpos: Sequence[Sequence[str]] | None = None) -> None:
     """Write `document`'s lines to `out`, each followed by "\\n" (so a CRLF file's line ends are out's, a
     missing final line end is added, a byte order mark is not written), unchanged but for the given
-    columns of its word lines: `upos` (UPOS), `heads` (HEAD: 0 for the root, else a word ID of the sentence)
-    and `relations` (DEPREL), each a list (one per sentence) of lists (one value per word). Predicted heads
-    need not make a tree (a greedy parser's may not). Comments, multiword-token lines, empty nodes and
-    blank lines are kept as they are.
+    columns of its word lines: `upos` (UPOS), `xpos` (XPOS), `heads` (HEAD: 0 for the root, else a word
+    ID of the sentence) and `relations` (DEPREL), each a list (one per sentence) of lists (one value per
+    word). Predicted heads need not make a tree (a greedy parser's may not). Comments, multiword-token
+    lines, empty nodes and blank lines are kept as they are.
 
     Replacing `heads` or `relations` sets the DEPS column (the enhanced graph, which the basic tree's heads
     and relations are part of) of every word to `_`, since it no longer matches; empty-node lines keep
     theirs. ValueError, before anything is written, for a value that is not a CoNLL-U value or a list whose
     length disagrees with the document, naming the sentence's or the word's `file:line`."""
     replaced: dict[int, list[list[str]]] = {}  # Column index -> the new text of each word of each sentence.
-    for argument, column, values in (("upos", "upos", upos), ("heads", "head", heads),
+    for argument, column, values in (("upos", "upos", upos), ("xpos", "xpos", xpos), ("heads", "head", heads),
                                      ("relations", "deprel", relations)):
         if values is not None:
             replaced[COLUMNS.index(column)] = _column_texts(document, argument, values)

@@ -39,24 +39,26 @@ def word_table(train_words: Sequence[Sequence[str]], min_count: int) -> list[str
     return [PAD, UNK, *(word for word, n in counts.most_common() if n >= min_count)]
 
 
-def static_rows(vectors: StaticVectors, words: Sequence[Sequence[Sequence[str]]]) -> tuple[np.ndarray, dict, dict]:
-    """The static table of the words of every split `[rows, dim]` (row 0: zeros, for padding and the
-    words without a vector), each word's row (`{word: row}`) and the out-of-vocabulary record of each
-    split (tokens, tokens without a vector, their share). A word is looked up as written, then in
+def static_rows(vectors: StaticVectors, words: Sequence[Sequence[Sequence[str]]],
+                known: Sequence[str] = ()) -> tuple[list[str], np.ndarray]:
+    """The words of the sentences of `words` (splits of sentences) that have a vector, after the table's
+    `known` words, and their rows `[new words, dim]`: a task's static table is row 0 (zeros, for padding
+    and the words without a vector), then its words in order. A word is looked up as written, then in
     lower case."""
-    distinct = sorted({word for split in words for sentence in split for word in sentence})
+    known_set = set(known)
+    distinct = sorted({word for split in words for sentence in split for word in sentence} - known_set)
     lookup = vectors.lookup([(word, word.lower()) for word in distinct])
-    found = {word: int(row) for word, row in zip(distinct, lookup.rows) if row >= 0}
-    table_words = sorted(found, key=found.get)
-    table = np.zeros((len(table_words) + 1, vectors.dim), np.float32)
-    table[1:] = vectors.vectors[[found[w] for w in table_words]]
-    row_of = {word: i + 1 for i, word in enumerate(table_words)}
-    oov = {}
-    for name, split in zip(("train", "dev", "test"), words):
-        tokens = sum(map(len, split))
-        missing = sum(word not in row_of for sentence in split for word in sentence)
-        oov[name] = {"tokens": tokens, "oov": missing, "oov_rate": missing / tokens if tokens else 0.0}
-    return table, row_of, oov
+    new = [(word, int(row)) for word, row in zip(distinct, lookup.rows) if row >= 0]
+    rows = vectors.vectors[[row for _, row in new]] if new else np.zeros((0, vectors.dim), np.float32)
+    return [word for word, _ in new], rows.astype(np.float32)
+
+
+def oov_record(words: Sequence[Sequence[str]], table_words: Sequence[str]) -> dict[str, Any]:
+    """Tokens of the sentences `words`, those without a vector in the static table, and their share."""
+    known = set(table_words)
+    tokens = sum(map(len, words))
+    missing = sum(word not in known for sentence in words for word in sentence)
+    return {"tokens": tokens, "oov": missing, "oov_rate": missing / tokens if tokens else 0.0}
 
 
 def split_inputs(words: Sequence[Sequence[str]], *, word_index: dict | None = None, static_index: dict | None = None,

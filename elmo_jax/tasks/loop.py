@@ -52,10 +52,12 @@ class TaskData:
         words = [read[split].words for split in read]
         self.words = features.word_table(read["train"].words, inputs["word"]["min_count"]) if inputs["word"]["dim"] \
             else None
-        self.static_table, static_index, self.static_oov = None, None, None
+        self.static_words, self.static_table, self.static_oov, static_index = None, None, None, None
         if inputs["static"]["file"]:
-            vectors = StaticVectors.read(inputs["static"]["file"])
-            self.static_table, static_index, self.static_oov = features.static_rows(vectors, words)
+            self.static_words, rows = features.static_rows(StaticVectors.read(inputs["static"]["file"]), words)
+            self.static_table = np.concatenate([np.zeros((1, rows.shape[1]), np.float32), rows])
+            self.static_oov = {split: features.oov_record(read[split].words, self.static_words) for split in read}
+            static_index = {word: i + 1 for i, word in enumerate(self.static_words)}
         self.bilm = load_bilm(config) if uses_elmo(config) else None
         layers = [None] * len(read)
         if self.bilm is not None:
@@ -86,22 +88,22 @@ def load_bilm(config: Mapping[str, Any]) -> PretrainedBiLM:
     return bilm_from_files(elmo["options"], elmo["weights"])
 
 
-def model_config(config: Mapping[str, Any], data: TaskData) -> TaskModelConfig:
-    """The model of `config` over `data`'s inputs and labels."""
+def model_config(config: Mapping[str, Any], kind: str, labels: list[str], elmo_shape: tuple[int, int] | None,
+                 static_shape: tuple[int, int] | None, word_rows: int) -> TaskModelConfig:
+    """The model of `config` for task `kind` predicting `labels`, over its inputs' sizes: the biLM's
+    (layers, dim), the static table's (rows, dim) (None: the input is absent) and the word table's rows."""
     inputs, encoder, head = config["inputs"], config["encoder"], config["head"]
-    elmo = data.inputs["train"].elmo
     constraints = None
-    if data.kind == "ner" and head["kind"] == "crf" and head["constrained"]:
-        constraints = crf.as_constraints(*crf.allowed_transitions(data.labels))
+    if kind == "ner" and head["kind"] == "crf" and head["constrained"]:
+        constraints = crf.as_constraints(*crf.allowed_transitions(labels))
+    elmo_layers, elmo_dim = elmo_shape or (0, 0)
+    static_rows, static_dim = static_shape or (0, 0)
     return TaskModelConfig(
-        head="biaffine" if data.kind == "parse" else head["kind"], num_labels=len(data.labels),
-        elmo_layers=0 if elmo is None else elmo.shape[1], elmo_dim=0 if elmo is None else elmo.shape[2],
+        head="biaffine" if kind == "parse" else head["kind"], num_labels=len(labels),
+        elmo_layers=elmo_layers, elmo_dim=elmo_dim,
         mix=inputs["elmo"]["mix"], gamma=inputs["elmo"]["gamma"], do_layer_norm=inputs["elmo"]["do_layer_norm"],
-        elmo_dropout=inputs["elmo"]["dropout"],
-        static_rows=0 if data.static_table is None else len(data.static_table),
-        static_dim=0 if data.static_table is None else data.static_table.shape[1],
-        static_trainable=inputs["static"]["trainable"],
-        word_rows=len(data.words) if data.words else 0, word_dim=inputs["word"]["dim"],
+        elmo_dropout=inputs["elmo"]["dropout"], static_rows=static_rows, static_dim=static_dim,
+        static_trainable=inputs["static"]["trainable"], word_rows=word_rows, word_dim=inputs["word"]["dim"],
         char_rows=262 if inputs["char_cnn"]["dim"] else 0, char_filters=_char_filters(inputs["char_cnn"]["dim"]),
         input_dropout=inputs["dropout"], lstm_layers=encoder["n_layers"], lstm_dim=encoder["dim"],
         lstm_dropout=encoder["dropout"], arc_dim=head["arc_dim"], label_dim=head["label_dim"],
@@ -176,7 +178,10 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
     os.makedirs(workdir, exist_ok=True)
     _check_same_config(config, workdir)
     data = TaskData(config, progress)
-    model = TaskModel(model_config(config, data))
+    elmo = data.inputs["train"].elmo
+    model = TaskModel(model_config(config, data.kind, data.labels, None if elmo is None else elmo.shape[1:],
+                                   None if data.static_table is None else data.static_table.shape,
+                                   len(data.words) if data.words else 0))
     train_inputs = data.inputs["train"]
     train_labels, train_heads = data.label_ids("train"), data.heads("train")
     first = features.make_batch(train_inputs, np.arange(min(2, len(train_labels))), train_labels, train_heads)
@@ -198,7 +203,8 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
             state = json.load(f)
         restored = checkpoints.restore(os.path.join(directory, "last"), {"params": params, "opt_state": opt_state})
         params, opt_state = restored["params"], restored["opt_state"]
-    write_json_atomic(os.path.join(workdir, LABELS), {"labels": data.labels, "words": data.words})
+    write_json_atomic(os.path.join(workdir, LABELS),
+                      {"labels": data.labels, "words": data.words, "static_words": data.static_words})
     writer = MetricsWriter(workdir, start_step=state["step"])
     step_fn = _train_step(model, optimizer, config["inputs"]["elmo"]["l2"])
     predict = Predictor(model, data.labels, train["eval_batch_size"])

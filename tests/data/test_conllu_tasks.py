@@ -119,6 +119,14 @@ def test_replaced_columns_and_nothing_else_change(tmp_path):
     assert lines[3] == row("1", "I", "X", "2", "a").replace("xX", "xPRON")
 
 
+def test_xpos_is_replaced_in_its_own_column(tmp_path):
+    document = read_conllu_document(write(tmp_path, TEXT))
+    xpos = [["T"] * len(s) for s in UPOS]
+    lines = written(document, xpos=xpos).split("\n")[:-1]
+    assert column_labels(read_conllu_document(write(tmp_path, "\n".join(lines) + "\n", "y.conllu")), "xpos") == xpos
+    assert column_labels(read_conllu_document(write(tmp_path, "\n".join(lines) + "\n", "z.conllu")), "upos") == UPOS
+
+
 @pytest.mark.parametrize("given, deps_kept", [("upos", True), ("heads", False), ("relations", False)])
 def test_deps_are_cleared_only_when_the_tree_changes(tmp_path, given, deps_kept):
     document = read_conllu_document(write(tmp_path, document_text(first_deps="4:nsubj")))

@@ -13,9 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-from elmo_jax.cli import task as task_cli
 from elmo_jax.sections import ConfigError
 from elmo_jax.tasks import loop, schema
+from elmo_jax.tasks.trained import TrainedTask
 from elmo_jax.training.metrics_writer import MetricsWriter
 
 WORDS = ["the", "a", "cat", "dog", "sat", "ran", "on", "mat", "big", "red"]
@@ -145,4 +145,27 @@ def test_the_command_prints_its_config_and_its_errors(files, tmp_path):
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "elmo_jax.task", *args], capture_output=True, text=True, timeout=300,
-                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(task_cli.__file__)))))
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def test_a_trained_workdir_scores_other_files_and_writes_its_predictions_back(files, trained, tmp_path):
+    """evaluate gives results.json's test score on the test file; predict fills the UPOS column of an
+    unlabelled copy, which then scores the same, and nothing else of the file changes."""
+    workdir, results = trained
+    task = TrainedTask(workdir)
+    assert task.evaluate(files["test"]) == results["test"]
+    with open(files["test"], encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    unlabelled = tmp_path / "unlabelled.conllu"
+    unlabelled.write_text("\n".join("\t".join(c if i != 3 else "_" for i, c in enumerate(line.split("\t")))
+                                    if "\t" in line else line for line in lines), encoding="utf-8")
+    done = _run_cli("predict", f"--workdir={workdir}", f"--input={unlabelled}", f"--output={tmp_path / 'out.conllu'}")
+    assert done.returncode == 0 and done.stdout.strip() == f"wrote 12 sentences to {tmp_path / 'out.conllu'}", done
+    predicted = (tmp_path / "out.conllu").read_text(encoding="utf-8").split("\n")
+    assert [line.split("\t")[:3] for line in predicted] == [line.split("\t")[:3] for line in lines]
+    assert task.evaluate(str(tmp_path / "out.conllu"))["score"] == 1.0  # Its own predictions as gold.
+    gold = [line.split("\t")[3] for line in lines if "\t" in line]
+    agree = np.mean([p.split("\t")[3] == g for p, g in zip([p for p in predicted if "\t" in p], gold)])
+    assert agree == pytest.approx(results["test"]["score"])
+    done = _run_cli("evaluate", f"--workdir={tmp_path}", f"--file={files['test']}")
+    assert done.returncode == 1 and "no trained task model" in done.stderr.strip().splitlines()[-1]
