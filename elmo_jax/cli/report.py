@@ -4,6 +4,7 @@ Markdown table of each run's final metrics; for runs whose layers were probed (`
 panel of the figure.
 
   elmo-report runs/a runs/b --output report.png
+  elmo-report runs/tasks/* --output runs/tasks.png    # task models (elmo-task): table and learning curves
 
 What the figure and the table show: elmo_jax/evaluation/report.py. Needs matplotlib:
 `pip install 'elmo-jax[report]'`.
@@ -19,6 +20,7 @@ from absl import flags
 
 from elmo_jax.cli import tool_flags
 from elmo_jax.evaluation.report import ReportError, figure, load_run, markdown_table, run_names
+from elmo_jax.evaluation.task_report import is_task_workdir, learning_curves, load_task_run, task_table
 from elmo_jax.runtime.atomic_write import write_atomic
 
 _FLAGS = flags.FlagValues()  # The CLI's own flags (see elmo_jax.cli.tool_flags).
@@ -39,11 +41,26 @@ def _figure_format(fig: Any, path: str) -> str:
 
 
 def _report(*run_dirs: str) -> None:
-    """The CLI: the table of the runs on stdout, their figure in --output."""
-    runs = [load_run(d, name) for d, name in zip(run_dirs, run_names(run_dirs))]
-    fig = figure(runs)  # Before any output: without matplotlib, only the error line.
+    """The CLI: the table of the runs on stdout, their figure in --output (task workdirs: their table
+    and learning curves; biLM and task workdirs are not mixed)."""
+    names = dict(zip(run_dirs, run_names(run_dirs)))
+    tasks = [d for d in run_dirs if is_task_workdir(d)]
+    if tasks and len(tasks) != len(run_dirs):
+        raise ReportError(f"{tasks[0]} is a task model's workdir, {next(d for d in run_dirs if d not in tasks)} a "
+                          "biLM's: report them apart")
+    if tasks:
+        task_runs = [load_task_run(d, names[d]) for d in tasks]
+        _write_figure(learning_curves(task_runs), task_table(task_runs))
+        return
+    runs = [load_run(d, names[d]) for d in run_dirs]
+    _write_figure(figure(runs), markdown_table(runs))
+
+
+def _write_figure(fig: Any, table: str) -> None:
+    """`table` on stdout, `fig` in --output (built before any output: without matplotlib, only the
+    error line)."""
     figure_format = _figure_format(fig, _FLAGS.output)
-    print(markdown_table(runs))
+    print(table)
     write_atomic(_FLAGS.output, lambda tmp: fig.savefig(tmp, dpi=100, format=figure_format))
     print(f"wrote {_FLAGS.output}", file=sys.stderr)
 

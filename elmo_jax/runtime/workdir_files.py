@@ -12,6 +12,10 @@
     WORKDIR/probe_<task>_<step>.json            a probe during training (config.eval.probe)
     WORKDIR/probe_<task>[_<control>].json       elmo-probe's result (of a control: random_init)
     WORKDIR/probe_<task>.png                    elmo-probe's figure
+
+A task model's workdir (`elmo-task train`) has config.json and metrics.jsonl too, and
+    WORKDIR/results.json                        its best epoch's dev and test scores (TASK_RESULTS)
+    WORKDIR/labels.json                         the labels and tables the model reads (TASK_LABELS)
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ METRICS = "metrics.jsonl"
 RUN_INFO = "run_info.json"
 LOCK = "train.lock"
 CHECKPOINTS = "checkpoints"
+TASK_RESULTS = "results.json"
+TASK_LABELS = "labels.json"
 
 _EVALUATION = re.compile(r"eval_(?P<split>.+?)(?P<stateless>_stateless)?_(?P<step>[0-9]+)\.json")
 _PROBE = re.compile(r"probe_(?P<task>[^_]+)(?:_(?P<step>[0-9]+)|_(?P<control>[a-z_]+))?\.json")

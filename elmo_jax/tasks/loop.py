@@ -24,6 +24,7 @@ import orbax.checkpoint as ocp
 from tqdm import tqdm
 
 from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
+from elmo_jax.runtime import workdir_files
 from elmo_jax.runtime.atomic_write import write_json_atomic
 from elmo_jax.static.lookup import StaticVectors
 from elmo_jax.tasks import crf, features, metrics
@@ -34,7 +35,7 @@ from elmo_jax.tasks.tree_decoding import decode_trees
 from elmo_jax.training.metrics_writer import MetricsWriter
 
 SPLITS = ("train", "dev", "test")
-RESULTS, LABELS, CONFIG = "results.json", "labels.json", "config.json"
+RESULTS, LABELS, CONFIG = workdir_files.TASK_RESULTS, workdir_files.TASK_LABELS, workdir_files.CONFIG
 
 
 class TaskData:
