@@ -52,3 +52,39 @@ def test_each_translated_page_has_its_english_pages_commands_and_tables():
         numbers = [re.findall(r"\d+(?:[.,]\d+)*", "\n".join(re.findall(r"^\|.*\|$", text, re.MULTILINE)))
                    for text in texts]
         assert numbers[0] == numbers[1], chinese
+
+
+# Tables of keys and behaviour, whose numbers (defaults, limits) are not measurements.
+REFERENCE_TABLES = ("| key | default | allowed | meaning |", "| keys | input |", "| fault | what happens | tests |")
+MEASURED = re.compile(r"\b\d+\.\d{2,}\b")  # A number of two or more decimals: a result.
+PROVENANCE = ("```", "benchmarks/", "configs/")  # A command, the committed result files, a recipe.
+
+
+def _tables(text: str):
+    """(the text of its section before it, the table) of each Markdown table of `text`."""
+    for section in re.split(r"^#{1,4} ", text, flags=re.MULTILINE):
+        lines = section.split("\n")
+        i = 0
+        while i < len(lines):
+            if not lines[i].startswith("|"):
+                i += 1
+                continue
+            j = i
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            yield "\n".join(lines[:i]), "\n".join(lines[i:j])
+            i = j
+
+
+def test_every_table_of_results_names_the_run_that_made_it():
+    """A table of measured numbers has, in its section before it or in itself, the command, recipe or
+    committed result files that made it, so a reader can rerun it and check the numbers."""
+    unnamed = []
+    for path in DOCUMENTS:
+        with open(path, encoding="utf-8") as f:
+            for before, table in _tables(f.read()):
+                if table.startswith(REFERENCE_TABLES) or not MEASURED.search(table):
+                    continue
+                if not any(mark in before or mark in table for mark in PROVENANCE):
+                    unnamed.append((os.path.relpath(path, ROOT), table.splitlines()[0]))
+    assert unnamed == []
