@@ -17,6 +17,9 @@ from elmo_jax.probing.features import compute_features
 from elmo_jax.static.lookup import StaticVectors
 
 PAD, UNK = "<pad>", "<unk>"  # Rows 0 and 1 of the word table.
+# The static table: row 0 zeros (padding), row 1 the vector file's unknown-word entry (zeros without
+# one) for the words it lacks, then its words.
+STATIC_UNKNOWN_ROW, STATIC_FIRST_ROW = 1, 2
 TIME_STEP = 8  # The shortest batch length (`padded_length`).
 
 
@@ -41,16 +44,29 @@ def word_table(train_words: Sequence[Sequence[str]], min_count: int) -> list[str
 
 def static_rows(vectors: StaticVectors, words: Sequence[Sequence[Sequence[str]]],
                 known: Sequence[str] = ()) -> tuple[list[str], np.ndarray]:
-    """The words of the sentences of `words` (splits of sentences) that have a vector, after the table's
-    `known` words, and their rows `[new words, dim]`: a task's static table is row 0 (zeros, for padding
-    and the words without a vector), then its words in order. A word is looked up as written, then in
-    lower case."""
+    """The words of the sentences of `words` (splits of sentences) that the vector file has, after the
+    table's `known` words, and their rows `[new words, dim]` (the table's rows from STATIC_FIRST_ROW on).
+    A word is looked up as written, then in lower case."""
     known_set = set(known)
     distinct = sorted({word for split in words for sentence in split for word in sentence} - known_set)
     lookup = vectors.lookup([(word, word.lower()) for word in distinct])
-    new = [(word, int(row)) for word, row in zip(distinct, lookup.rows) if row >= 0]
+    new = [(word, int(row)) for word, row, oov in zip(distinct, lookup.rows, lookup.oov) if not oov]
     rows = vectors.vectors[[row for _, row in new]] if new else np.zeros((0, vectors.dim), np.float32)
     return [word for word, _ in new], rows.astype(np.float32)
+
+
+def static_table(vectors: StaticVectors, rows: np.ndarray) -> np.ndarray:
+    """The static table `[STATIC_FIRST_ROW + words, dim]` of a task: padding, the file's unknown word, `rows`."""
+    unknown = vectors.unknown_word
+    head = np.zeros((STATIC_FIRST_ROW, vectors.dim), np.float32)
+    if unknown is not None:
+        head[STATIC_UNKNOWN_ROW] = vectors.vectors[vectors.index[unknown]]
+    return np.concatenate([head, rows])
+
+
+def static_index(table_words: Sequence[str]) -> dict[str, int]:
+    """Each word of the static table's row."""
+    return {word: STATIC_FIRST_ROW + i for i, word in enumerate(table_words)}
 
 
 def oov_record(words: Sequence[Sequence[str]], table_words: Sequence[str]) -> dict[str, Any]:
@@ -64,14 +80,14 @@ def oov_record(words: Sequence[Sequence[str]], table_words: Sequence[str]) -> di
 def split_inputs(words: Sequence[Sequence[str]], *, word_index: dict | None = None, static_index: dict | None = None,
                  max_chars: int = 0, elmo: np.ndarray | None = None) -> SplitInputs:
     """The inputs of one split's sentences `words` that the model reads: word ids through `word_index`
-    (UNK for others), static rows through `static_index` (0 for others), char ids of `max_chars` (0:
+    (UNK for others), static rows through `static_index` (the unknown word's for others), char ids of `max_chars` (0:
     none) and the biLM's layers `elmo` `[n_tokens, layers, dim]` (from `elmo_layers`)."""
     def ids(index: dict, default: int) -> list[np.ndarray]:
         return [np.array([index.get(w, default) for w in sentence], np.int32) for sentence in words]
 
     return SplitInputs(
         ids(word_index, 1) if word_index is not None else None,
-        ids(static_index, 0) if static_index is not None else None,
+        ids(static_index, STATIC_UNKNOWN_ROW) if static_index is not None else None,
         [words_to_char_ids(sentence, max_chars) for sentence in words] if max_chars else None,
         elmo, np.concatenate([[0], np.cumsum([len(sentence) for sentence in words])]),
     )

@@ -55,10 +55,11 @@ class TaskData:
             else None
         self.static_words, self.static_table, self.static_oov, static_index = None, None, None, None
         if inputs["static"]["file"]:
-            self.static_words, rows = features.static_rows(StaticVectors.read(inputs["static"]["file"]), words)
-            self.static_table = np.concatenate([np.zeros((1, rows.shape[1]), np.float32), rows])
+            vectors = StaticVectors.read(inputs["static"]["file"])
+            self.static_words, rows = features.static_rows(vectors, words)
+            self.static_table = features.static_table(vectors, rows)
             self.static_oov = {split: features.oov_record(read[split].words, self.static_words) for split in read}
-            static_index = {word: i + 1 for i, word in enumerate(self.static_words)}
+            static_index = features.static_index(self.static_words)
         self.bilm = load_bilm(config) if uses_elmo(config) else None
         layers = [None] * len(read)
         if self.bilm is not None:

@@ -55,11 +55,10 @@ class TrainedTask:
 
     def predict(self, examples: Examples, progress: bool = False) -> tuple[list[list[str]], list[list[int]] | None]:
         """The labels (and the parser's heads) the model predicts for `examples`' sentences."""
-        static_words, static_rows, static_index = self.static_words, None, None
+        static_rows, static_index = None, None
         if self.vectors is not None:
             new_words, static_rows = features.static_rows(self.vectors, [examples.words], known=self.static_words)
-            static_words = [*self.static_words, *new_words]
-            static_index = {word: i + 1 for i, word in enumerate(static_words)}
+            static_index = features.static_index([*self.static_words, *new_words])
         elmo = None
         if self.bilm is not None:
             (elmo,) = features.elmo_layers(self.bilm, [examples.words],
@@ -76,7 +75,7 @@ class TrainedTask:
         """The model and its best params, the static table extended by `static_rows`."""
         elmo_shape = feature_shape(self.bilm, 0)[1:] if self.bilm is not None else None
         dim = self.vectors.dim if self.vectors is not None else 0
-        trained_rows = len(self.static_words) + 1 if self.vectors is not None else 0
+        trained_rows = features.STATIC_FIRST_ROW + len(self.static_words) if self.vectors is not None else 0
         config = model_config(self.config, self.kind, self.labels, elmo_shape,
                               (trained_rows, dim) if self.vectors is not None else None,
                               len(self.words) if self.words else 0)

@@ -59,10 +59,13 @@ def test_an_epochs_batches_are_a_function_of_seed_and_epoch_and_cover_every_sent
 
 def test_the_static_table_keeps_its_rows_and_grows_by_new_words(tmp_path):
     path = tmp_path / "v.txt"
-    path.write_text("3 2\nthe 1 2\ncat 3 4\nDog 5 6\n", encoding="utf-8")
+    path.write_text("4 2\nthe 1 2\ncat 3 4\nDog 5 6\n<UNK> 7 8\n", encoding="utf-8")
     vectors = StaticVectors.read(str(path))
     words, rows = features.static_rows(vectors, [[["The", "cat"], ["emu"]]])
-    assert words == ["The", "cat"] and rows.tolist() == [[1, 2], [3, 4]]  # The: found in lower case.
+    assert words == ["The", "cat"] and rows.tolist() == [[1, 2], [3, 4]]  # The: found in lower case; emu: OOV.
+    assert features.static_table(vectors, rows).tolist() == [[0, 0], [7, 8], [1, 2], [3, 4]]  # Padding, <UNK>.
+    inputs = features.split_inputs([["emu", "cat"]], static_index=features.static_index(words))
+    assert inputs.static_ids[0].tolist() == [features.STATIC_UNKNOWN_ROW, 3]
     new, more = features.static_rows(vectors, [[["Dog", "cat"]]], known=words)
     assert new == ["Dog"] and more.tolist() == [[5, 6]]
     assert features.oov_record([["The", "cat", "emu"]], words) == {"tokens": 3, "oov": 1, "oov_rate": pytest.approx(1 / 3)}

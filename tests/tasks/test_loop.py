@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from elmo_jax.sections import ConfigError
-from elmo_jax.tasks import loop, schema
+from elmo_jax.tasks import features, loop, schema
 from elmo_jax.tasks.trained import TrainedTask
 from elmo_jax.training.metrics_writer import MetricsWriter
 
@@ -169,3 +169,23 @@ def test_a_trained_workdir_scores_other_files_and_writes_its_predictions_back(fi
     assert agree == pytest.approx(results["test"]["score"])
     done = _run_cli("evaluate", f"--workdir={tmp_path}", f"--file={files['test']}")
     assert done.returncode == 1 and "no trained task model" in done.stderr.strip().splitlines()[-1]
+
+
+def test_static_vectors_count_their_oov_and_new_words_get_their_vectors_at_prediction(files, tmp_path):
+    """'red' has no vector (the file's <UNK> stands for it, counted as OOV); 'zebra', in no training
+    file, gets its own row from the vector file when a trained model predicts on it."""
+    rng = np.random.default_rng(0)
+    vocabulary = [w for w in WORDS if w != "red"] + ["zebra", "<UNK>"]
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text(f"{len(vocabulary)} 4\n" + "".join(
+        f"{w} {' '.join(f'{x:.3f}' for x in rng.normal(size=4))}\n" for w in vocabulary), encoding="utf-8")
+    config = tiny_config(files, **{"inputs.word.dim": 0, "inputs.static.file": str(vectors), "train.epochs": 2})
+    results = loop.train_task(config, str(tmp_path / "w"), progress=False)
+    with open(files["train"], encoding="utf-8") as f:
+        reds = sum(line.split("\t")[1] == "red" for line in f if "\t" in line)
+    assert results["static_oov"]["train"]["oov"] == reds > 0
+    (tmp_path / "new.conllu").write_text("1\tzebra\tzebra\t_\t_\t_\t0\troot\t_\t_\n2\tred\tred\t_\t_\t_\t1\tdep\t_\t_\n\n")
+    task = TrainedTask(str(tmp_path / "w"))
+    assert features.static_rows(task.vectors, [[["zebra", "red"]]], known=task.static_words)[0] == ["zebra"]
+    labels, _ = task.predict(task.read(str(tmp_path / "new.conllu"), unlabelled=True))
+    assert len(labels) == 1 and len(labels[0]) == 2 and set(labels[0]) <= set(UPOS.values())
