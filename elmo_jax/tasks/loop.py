@@ -191,7 +191,6 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
     params = model.init({"params": jax.random.PRNGKey(seed), "dropout": jax.random.PRNGKey(seed)}, first,
                         deterministic=True)
     if data.static_table is not None:
-        params = jax.tree_util.tree_map(lambda x: x, params)
         params["params"]["static_embed"]["embedding"] = jnp.asarray(data.static_table)
     train = config["train"]
     optimizer = optax.chain(optax.clip_by_global_norm(train["clip_norm"]), optax.adam(train["learning_rate"]))
