@@ -5,9 +5,10 @@
 #   bash benchmarks/tasks_grid.sh                       # OUT=benchmarks/results/tasks
 #   TASKS="upos_ewt ner_ewt" INPUTS="words glove elmo" FRACTIONS="0.1 1" SEEDS="0 1 2" bash benchmarks/tasks_grid.sh
 #
-# Needs the task files (data/ud_english_ewt, data/uner_english_ewt: docs/tasks.md) and the README's
-# demo biLM (runs/demo); GloVe and skip-gram vectors on the demo's own text and vocabulary are made
-# with elmo-static when missing (runs/static/). Each cell's workdir is runs/tasks/<cell>; its
+# Needs the task files (data/ud_english_ewt, data/uner_english_ewt, data/chinese: docs/tasks.md) and
+# the READMEs' demo biLMs (BILM=runs/demo for the English tasks, BILM_ZH=runs/demo_zh for the *_zh
+# ones); GloVe and skip-gram vectors on a biLM's own text and vocabulary are made with elmo-static
+# when missing (runs/static/). Each cell's workdir is runs/tasks/<cell>; its
 # results.json, metrics.jsonl and config.json are copied to OUT/<cell>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,26 +19,29 @@ INPUTS=${INPUTS:-"words glove elmo"}
 FRACTIONS=${FRACTIONS:-"0.1"}
 SEEDS=${SEEDS:-"0 1 2"}
 BILM=${BILM:-runs/demo}
+BILM_ZH=${BILM_ZH:-runs/demo_zh}
 
-vectors() {  # $1: glove | skipgram -> the vector file, trained once on the biLM's text.
-  local file="runs/static/$1_$(basename "$BILM").txt"
+vectors() {  # $1: glove | skipgram, $2: the biLM -> the vector file, trained once on the biLM's text.
+  local file="runs/static/$1_$(basename "$2").txt"
   if [[ ! -f "$file" ]]; then
-    "$PYTHON" -m elmo_jax.cli.static --workdir "$BILM" --method "$1" --dim 100 --out "$file" >&2
+    "$PYTHON" -m elmo_jax.cli.static --workdir "$2" --method "$1" --dim 100 --out "$file" >&2
   fi
   echo "$file"
 }
 
-input_flags() {
+input_flags() {  # $1: the input, $2: the biLM.
   case "$1" in
     words) echo "--config.inputs.word.dim=100" ;;
-    glove|skipgram) echo "--config.inputs.static.file=$(vectors "$1")" ;;
-    elmo) echo "--config.inputs.elmo.workdir=$BILM" ;;
-    elmo_glove) echo "--config.inputs.elmo.workdir=$BILM --config.inputs.static.file=$(vectors glove)" ;;
+    glove|skipgram) echo "--config.inputs.static.file=$(vectors "$1" "$2")" ;;
+    elmo) echo "--config.inputs.elmo.workdir=$2" ;;
+    elmo_glove) echo "--config.inputs.elmo.workdir=$2 --config.inputs.static.file=$(vectors glove "$2")" ;;
     *) echo "unknown input $1" >&2; exit 1 ;;
   esac
 }
 
 for task in $TASKS; do
+  bilm=$BILM
+  [[ "$task" == *_zh ]] && bilm=$BILM_ZH
   for fraction in $FRACTIONS; do
     for seed in $SEEDS; do
       for input in $INPUTS; do
@@ -46,7 +50,7 @@ for task in $TASKS; do
         echo "== $cell" >&2
         # shellcheck disable=SC2046  # input_flags gives several flags.
         "$PYTHON" -m elmo_jax.task train --config="configs/tasks/$task.py" --workdir="runs/tasks/$cell" \
-          --config.seed="$seed" --config.data.train_fraction="$fraction" $(input_flags "$input") --no_progress
+          --config.seed="$seed" --config.data.train_fraction="$fraction" $(input_flags "$input" "$bilm") --no_progress
         mkdir -p "$OUT/$cell"
         cp "runs/tasks/$cell/"{results.json,metrics.jsonl,config.json} "$OUT/$cell/"
       done

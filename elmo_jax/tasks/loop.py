@@ -36,6 +36,7 @@ from elmo_jax.training.metrics_writer import MetricsWriter
 
 SPLITS = ("train", "dev", "test")
 RESULTS, LABELS, CONFIG = workdir_files.TASK_RESULTS, workdir_files.TASK_LABELS, workdir_files.CONFIG
+STOPPING = ("epochs", "patience")  # The train keys a resumed run may change: neither moves an earlier step.
 
 
 class TaskData:
@@ -247,17 +248,21 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
 
 def _check_same_config(config: Mapping[str, Any], workdir: str) -> None:
     """Saves the config at a run's start; a resumed run must have the same one (ValueError naming the
-    first key that differs)."""
+    first key that differs), but for the keys that only say when to stop (`STOPPING`): a capped run
+    continues with a higher `train.epochs` exactly as one begun with it, and config.json then says so."""
     path = os.path.join(workdir, CONFIG)
     as_dict = json.loads(json.dumps(dict(config.to_dict() if hasattr(config, "to_dict") else config)))
-    if not os.path.exists(path):
-        write_json_atomic(path, as_dict)
-        return
-    with open(path, encoding="utf-8") as f:
-        saved = json.load(f)
-    if saved != as_dict:
-        differing = _first_difference(saved, as_dict)
-        raise ValueError(f"{workdir} was trained with another config ({differing}): use another --workdir")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        saved_train = saved.get("train", {})
+        comparable = {**saved, "train": {**saved_train, **{key: as_dict["train"][key] for key in STOPPING}}}
+        if comparable != as_dict:
+            differing = _first_difference(comparable, as_dict)
+            raise ValueError(f"{workdir} was trained with another config ({differing}): use another --workdir")
+        if comparable == saved:
+            return
+    write_json_atomic(path, as_dict)
 
 
 def _first_difference(saved: Any, now: Any, prefix: str = "") -> str:

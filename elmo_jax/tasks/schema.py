@@ -74,7 +74,7 @@ SCHEMA = Section("a task model", {
     }),
     "train": Section("the optimisation", {
         "batch_size": Key(32, integer(1), "sentences a step"),
-        "epochs": Key(30, integer(1), "at most this many passes over the training sentences"),
+        "epochs": Key(100, integer(1), "at most this many passes over the data (a resumed run may raise it)"),
         "patience": Key(5, integer(1), "stop after this many epochs without a better dev score"),
         "learning_rate": Key(0.001, number(0.0, low_open=True), "Adam's"),
         "clip_norm": Key(5.0, number(0.0, low_open=True), "gradients clipped to this global norm"),

@@ -102,6 +102,16 @@ def test_a_killed_run_resumes_to_the_same_results(files, trained, tmp_path, monk
         assert [json.loads(line)["epoch"] for line in f] == list(range(1, uninterrupted["epochs"] + 1))
 
 
+def test_a_capped_run_continues_with_more_epochs_as_one_begun_with_them(files, trained, tmp_path):
+    _, uncapped = trained
+    workdir = str(tmp_path / "capped")
+    capped = loop.train_task(tiny_config(files, **{"train.epochs": 2}), workdir, progress=False)
+    assert capped["epochs"] == 2 and uncapped["epochs"] > 2
+    assert loop.train_task(tiny_config(files), workdir, progress=False) == uncapped
+    with open(os.path.join(workdir, loop.CONFIG), encoding="utf-8") as f:
+        assert json.load(f)["train"]["epochs"] == tiny_config(files).train.epochs
+
+
 def test_a_workdir_trained_with_another_config_is_refused(files, trained):
     workdir, _ = trained
     with pytest.raises(ValueError, match=r"trained with another config \(encoder\.dim: 16 then, 32 now\)"):
