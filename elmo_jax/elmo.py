@@ -399,6 +399,16 @@ class Elmo(nn.Module):
         return tuple(layers)
 
 
+def word_layers(bilm: BiLM, max_chars: int, params: Any, char_ids: jax.Array) -> jax.Array:
+    """ELMo's layers at the words of char ids `[B, T, C]` (`batch_to_ids`), each sentence from zero
+    states, the boundaries dropped: `[B, T, L + 1, 2P]`, zero past each sentence's end. The layout
+    the task models store (`probing.features.compute_features` of a biLM that projects its tokens),
+    here differentiable in `params`, for a task step that runs or fine-tunes the biLM."""
+    layers = _elmo_layers(bilm, max_chars, params, None, char_ids, None, None)[0]
+    words = jnp.any(char_ids > 0, axis=-1)
+    return jnp.moveaxis(layers[:, :, 1:-1], 0, 2) * words[..., None, None]
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def _elmo_layers(
     bilm: BiLM, max_chars: int, params: Any, table: jax.Array | None, char_ids: jax.Array | None,

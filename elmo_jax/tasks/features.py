@@ -26,13 +26,15 @@ TIME_STEP = 8  # The shortest batch length (`padded_length`).
 class SplitInputs(NamedTuple):
     """One split's inputs, each per sentence (None when the model does not read it): `word_ids`,
     `static_ids` (`[n]` int32 each), `char_ids` (`[n, max_chars]`), and the biLM's layers of all its
-    tokens `elmo` `[n_tokens, layers, dim]` with each sentence's first row `offsets` `[sentences + 1]`."""
+    tokens `elmo` `[n_tokens, layers, dim]` with each sentence's first row `offsets` `[sentences + 1]`;
+    or, for a biLM run in the step, its char ids `bilm_char_ids` (`[n, its max_chars]`)."""
 
     word_ids: list[np.ndarray] | None
     static_ids: list[np.ndarray] | None
     char_ids: list[np.ndarray] | None
     elmo: np.ndarray | None
     offsets: np.ndarray
+    bilm_char_ids: list[np.ndarray] | None = None
 
 
 def word_table(train_words: Sequence[Sequence[str]], min_count: int) -> list[str]:
@@ -78,10 +80,11 @@ def oov_record(words: Sequence[Sequence[str]], table_words: Sequence[str]) -> di
 
 
 def split_inputs(words: Sequence[Sequence[str]], *, word_index: dict | None = None, static_index: dict | None = None,
-                 max_chars: int = 0, elmo: np.ndarray | None = None) -> SplitInputs:
+                 max_chars: int = 0, elmo: np.ndarray | None = None, bilm: PretrainedBiLM | None = None) -> SplitInputs:
     """The inputs of one split's sentences `words` that the model reads: word ids through `word_index`
     (UNK for others), static rows through `static_index` (the unknown word's for others), char ids of `max_chars` (0:
-    none) and the biLM's layers `elmo` `[n_tokens, layers, dim]` (from `elmo_layers`)."""
+    none), the biLM's layers `elmo` `[n_tokens, layers, dim]` (from `elmo_layers`) or the char ids of `bilm`, a
+    biLM run in the step."""
     def ids(index: dict, default: int) -> list[np.ndarray]:
         return [np.array([index.get(w, default) for w in sentence], np.int32) for sentence in words]
 
@@ -90,6 +93,8 @@ def split_inputs(words: Sequence[Sequence[str]], *, word_index: dict | None = No
         ids(static_index, STATIC_UNKNOWN_ROW) if static_index is not None else None,
         [words_to_char_ids(sentence, max_chars) for sentence in words] if max_chars else None,
         elmo, np.concatenate([[0], np.cumsum([len(sentence) for sentence in words])]),
+        [words_to_char_ids(sentence, bilm.max_chars, bilm.characters) for sentence in words]
+        if bilm is not None else None,
     )
 
 
@@ -112,7 +117,7 @@ def make_batch(inputs: SplitInputs, indices: Sequence[int], labels: Sequence[np.
                heads: Sequence[np.ndarray] | None = None, rows: int = 0) -> dict[str, Any]:
     """The padded batch of sentences `indices` (and empty rows up to `rows`, so that every batch of a
     run has one shape but for its length): `mask` `[batch, time]` and the inputs present
-    (`word_ids`, `static_ids` `[batch, time]`, `char_ids` `[batch, time, chars]`, `elmo`
+    (`word_ids`, `static_ids` `[batch, time]`, `char_ids`, `bilm_char_ids` `[batch, time, chars]`, `elmo`
     `[batch, time, layers, dim]`), with `labels` (`tags` for taggers, `relations` with `heads` for the
     parser; per sentence of the split) when given."""
     lengths = np.diff(inputs.offsets)[list(indices)]
@@ -126,7 +131,7 @@ def make_batch(inputs: SplitInputs, indices: Sequence[int], labels: Sequence[np.
             array[row, : len(per_sentence[i])] = per_sentence[i]
         out[name] = array
 
-    for name in ("word_ids", "static_ids", "char_ids"):
+    for name in ("word_ids", "static_ids", "char_ids", "bilm_char_ids"):
         per_sentence = getattr(inputs, name)
         if per_sentence is not None:
             stack(per_sentence, name, per_sentence[0].shape[1:])

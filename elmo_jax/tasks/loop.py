@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -24,13 +24,14 @@ import orbax.checkpoint as ocp
 from tqdm import tqdm
 
 from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
+from elmo_jax.probing.features import feature_shape
 from elmo_jax.runtime import workdir_files
 from elmo_jax.runtime.atomic_write import write_json_atomic
 from elmo_jax.static.lookup import StaticVectors
 from elmo_jax.tasks import crf, features, metrics
 from elmo_jax.tasks.datasets import Examples, label_names, read_examples, training_subset
 from elmo_jax.tasks.model import TaskModel, TaskModelConfig
-from elmo_jax.tasks.schema import uses_elmo, validate
+from elmo_jax.tasks.schema import completed, uses_elmo, validate
 from elmo_jax.tasks.tree_decoding import decode_trees
 from elmo_jax.training.metrics_writer import MetricsWriter
 
@@ -62,16 +63,8 @@ class TaskData:
             self.static_oov = {split: features.oov_record(read[split].words, self.static_words) for split in read}
             static_index = features.static_index(self.static_words)
         self.bilm = load_bilm(config) if uses_elmo(config) else None
-        layers = [None] * len(read)
-        if self.bilm is not None:
-            layers = features.elmo_layers(self.bilm, words, int(config["train"]["max_feature_gib"] * 2**30), progress)
         word_index = {w: i for i, w in enumerate(self.words)} if self.words else None
-        self.inputs = {
-            split: features.split_inputs(read[split].words, word_index=word_index, static_index=static_index,
-                                         max_chars=inputs["char_cnn"]["max_chars"] if inputs["char_cnn"]["dim"] else 0,
-                                         elmo=layer)
-            for split, layer in zip(read, layers)
-        }
+        self.inputs = dict(zip(read, split_inputs(config, words, self.bilm, word_index, static_index, progress)))
 
     def label_ids(self, split: str) -> list[np.ndarray]:
         """Each sentence's gold label ids (-1 for a label training never saw)."""
@@ -91,19 +84,41 @@ def load_bilm(config: Mapping[str, Any]) -> PretrainedBiLM:
     return bilm_from_files(elmo["options"], elmo["weights"])
 
 
-def model_config(config: Mapping[str, Any], kind: str, labels: list[str], elmo_shape: tuple[int, int] | None,
+def in_step(config: Mapping[str, Any], bilm: PretrainedBiLM | None) -> PretrainedBiLM | None:
+    """`bilm` when `config` runs it in each step (frozen or fine-tuned), None when its layers are stored."""
+    return bilm if config["inputs"]["elmo"]["run"] != "once" else None
+
+
+def split_inputs(config: Mapping[str, Any], splits: Sequence[Sequence[Sequence[str]]], bilm: PretrainedBiLM | None,
+                 word_index: dict | None, static_index: dict | None, progress: bool) -> list[features.SplitInputs]:
+    """Each split's (its sentences' words) inputs as the model of `config` reads them: ids through the word
+    and static tables' indices, char ids, and the biLM's layers computed once for all splits (or its char
+    ids when it runs in the step)."""
+    inputs = config["inputs"]
+    layers = [None] * len(splits)
+    if bilm is not None and in_step(config, bilm) is None:
+        layers = features.elmo_layers(bilm, splits, int(config["train"]["max_feature_gib"] * 2**30), progress)
+    max_chars = inputs["char_cnn"]["max_chars"] if inputs["char_cnn"]["dim"] else 0
+    return [features.split_inputs(words, word_index=word_index, static_index=static_index, max_chars=max_chars,
+                                  elmo=layer, bilm=in_step(config, bilm)) for words, layer in zip(splits, layers)]
+
+
+def model_config(config: Mapping[str, Any], kind: str, labels: list[str], bilm: PretrainedBiLM | None,
                  static_shape: tuple[int, int] | None, word_rows: int) -> TaskModelConfig:
-    """The model of `config` for task `kind` predicting `labels`, over its inputs' sizes: the biLM's
-    (layers, dim), the static table's (rows, dim) (None: the input is absent) and the word table's rows."""
+    """The model of `config` for task `kind` predicting `labels`, over its inputs: the biLM (None: absent),
+    the static table's (rows, dim) (None: absent) and the word table's rows."""
     inputs, encoder, head = config["inputs"], config["encoder"], config["head"]
     constraints = None
     if kind == "ner" and head["kind"] == "crf" and head["constrained"]:
         constraints = crf.as_constraints(*crf.allowed_transitions(labels))
-    elmo_layers, elmo_dim = elmo_shape or (0, 0)
+    elmo_layers, elmo_dim = feature_shape(bilm, 0)[1:] if bilm is not None else (0, 0)
     static_rows, static_dim = static_shape or (0, 0)
+    running = in_step(config, bilm)
     return TaskModelConfig(
         head="biaffine" if kind == "parse" else head["kind"], num_labels=len(labels),
         elmo_layers=elmo_layers, elmo_dim=elmo_dim,
+        bilm=None if running is None else running.model, bilm_max_chars=0 if running is None else running.max_chars,
+        fine_tune=inputs["elmo"]["run"] == "fine_tune" and running is not None,
         mix=inputs["elmo"]["mix"], gamma=inputs["elmo"]["gamma"], do_layer_norm=inputs["elmo"]["do_layer_norm"],
         elmo_dropout=inputs["elmo"]["dropout"], static_rows=static_rows, static_dim=static_dim,
         static_trainable=inputs["static"]["trainable"], word_rows=word_rows, word_dim=inputs["word"]["dim"],
@@ -149,6 +164,33 @@ class Predictor:
         return labels, (heads if self.model.config.head == "biaffine" else None)
 
 
+class MeanLoss:
+    """A model's loss per real token over a split, without dropout: early stopping's tie-breaker. Labels
+    training never saw (-1) are read as label 0, the same in every epoch."""
+
+    def __init__(self, model: TaskModel, batch_size: int):
+        self.batch_size = batch_size
+        self._loss = jax.jit(lambda params, batch: model.apply(params, batch, deterministic=True))
+
+    def __call__(self, params: Any, inputs: features.SplitInputs, labels: list[np.ndarray],
+                 heads: list[np.ndarray] | None) -> float:
+        labels = [np.maximum(ids, 0) for ids in labels]
+        order = np.argsort(np.diff(inputs.offsets), kind="stable")
+        total, tokens = 0.0, 0
+        for start in range(0, len(order), self.batch_size):
+            batch = features.make_batch(inputs, order[start : start + self.batch_size], labels, heads, self.batch_size)
+            loss, aux = self._loss(params, batch)
+            total, tokens = total + float(loss) * int(aux["tokens"]), tokens + int(aux["tokens"])
+        return total / max(tokens, 1)
+
+
+def better_epoch(score: float, loss: float, state: Mapping[str, Any]) -> bool:
+    """Whether an epoch's dev score and loss beat the best epoch's (`state`): a higher score, or the same
+    with a lower loss, so that a run whose score stays flat (an NER model of a few sentences, at F1 0 for
+    its first epochs) is not stopped while its loss still falls."""
+    return score > state["best_score"] or (score == state["best_score"] and loss < state["best_loss"])
+
+
 def scores(kind: str, gold: Examples, labels: list[list[str]], heads: list[list[int]] | None) -> dict[str, Any]:
     """The metrics of predictions against `gold`, with the headline `score`: accuracy (taggers), span
     F1 (NER), LAS (parser)."""
@@ -159,6 +201,22 @@ def scores(kind: str, gold: Examples, labels: list[list[str]], heads: list[list[
         result = metrics.attachment_scores(gold.heads, gold.labels, heads, labels)
         return {"score": result["las"], **result}
     return {"score": metrics.accuracy(gold.labels, labels)}
+
+
+def _optimizer(config: Mapping[str, Any], with_bilm: bool) -> optax.GradientTransformation:
+    """Adam on the gradients clipped to `train.clip_norm`; with the biLM's weights among the params (`with_bilm`),
+    those at `inputs.elmo.learning_rate` when fine-tuned, else never moved."""
+    train, elmo = config["train"], config["inputs"]["elmo"]
+    adam = optax.adam(train["learning_rate"])
+    if with_bilm:
+        bilm = optax.adam(elmo["learning_rate"]) if elmo["run"] == "fine_tune" else optax.set_to_zero()
+        adam = optax.multi_transform({"task": adam, "bilm": bilm}, _bilm_or_task)
+    return optax.chain(optax.clip_by_global_norm(train["clip_norm"]), adam)
+
+
+def _bilm_or_task(params: Any) -> Any:
+    """The labels of `_optimizer`'s transforms: "bilm" for the leaves of the param "bilm", else "task"."""
+    return jax.tree_util.tree_map_with_path(lambda path, _: "bilm" if path[1].key == "bilm" else "task", params)
 
 
 def _train_step(model: TaskModel, optimizer: optax.GradientTransformation, l2: float) -> Callable:
@@ -181,8 +239,7 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
     os.makedirs(workdir, exist_ok=True)
     _check_same_config(config, workdir)
     data = TaskData(config, progress)
-    elmo = data.inputs["train"].elmo
-    model = TaskModel(model_config(config, data.kind, data.labels, None if elmo is None else elmo.shape[1:],
+    model = TaskModel(model_config(config, data.kind, data.labels, data.bilm,
                                    None if data.static_table is None else data.static_table.shape,
                                    len(data.words) if data.words else 0))
     train_inputs = data.inputs["train"]
@@ -193,16 +250,18 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
                         deterministic=True)
     if data.static_table is not None:
         params["params"]["static_embed"]["embedding"] = jnp.asarray(data.static_table)
+    if model.config.bilm is not None:
+        params["params"]["bilm"] = jax.tree.map(jnp.asarray, dict(data.bilm.params))
+    optimizer = _optimizer(config, with_bilm=model.config.bilm is not None)
     train = config["train"]
-    optimizer = optax.chain(optax.clip_by_global_norm(train["clip_norm"]), optax.adam(train["learning_rate"]))
     opt_state = optimizer.init(params)
     checkpoints = ocp.StandardCheckpointer()
     directory = os.path.abspath(os.path.join(workdir, "checkpoints"))
     progress_path = os.path.join(workdir, "progress.json")
-    state = {"epoch": 0, "step": 0, "best_score": -1.0, "best_epoch": 0, "since_best": 0}
+    state = {"epoch": 0, "step": 0, "best_score": -1.0, "best_loss": float("inf"), "best_epoch": 0, "since_best": 0}
     if os.path.exists(progress_path):
         with open(progress_path, encoding="utf-8") as f:
-            state = json.load(f)
+            state = {**state, **json.load(f)}  # A run saved before best_loss was kept has none.
         restored = checkpoints.restore(os.path.join(directory, "last"), {"params": params, "opt_state": opt_state})
         params, opt_state = restored["params"], restored["opt_state"]
     write_json_atomic(os.path.join(workdir, LABELS),
@@ -210,6 +269,7 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
     writer = MetricsWriter(workdir, start_step=state["step"])
     step_fn = _train_step(model, optimizer, config["inputs"]["elmo"]["l2"])
     predict = Predictor(model, data.labels, train["eval_batch_size"])
+    mean_loss = MeanLoss(model, train["eval_batch_size"])
     lengths = np.diff(train_inputs.offsets)
     while state["epoch"] < train["epochs"] and state["since_best"] < train["patience"]:
         start = time.perf_counter()
@@ -222,10 +282,10 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
             losses.append(float(loss))
             state["step"] += 1
         dev = scores(data.kind, data.examples["dev"], *predict(params, data.inputs["dev"]))
+        dev_loss = mean_loss(params, data.inputs["dev"], data.label_ids("dev"), data.heads("dev"))
         state["epoch"] += 1
-        better = dev["score"] > state["best_score"]
-        if better:
-            state.update(best_score=dev["score"], best_epoch=state["epoch"], since_best=0)
+        if better_epoch(dev["score"], dev_loss, state):
+            state.update(best_score=dev["score"], best_loss=dev_loss, best_epoch=state["epoch"], since_best=0)
             checkpoints.save(os.path.join(directory, "best"), params, force=True)
         else:
             state["since_best"] += 1
@@ -233,7 +293,7 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
         checkpoints.wait_until_finished()
         write_json_atomic(progress_path, state)
         writer.write({"step": state["step"], "epoch": state["epoch"], "loss": float(np.mean(losses)),
-                      "dev_score": dev["score"], "seconds": time.perf_counter() - start})
+                      "dev_score": dev["score"], "dev_loss": dev_loss, "seconds": time.perf_counter() - start})
     best = checkpoints.restore(os.path.join(directory, "best"), params)
     results = {"task": data.kind, "best_epoch": state["best_epoch"], "epochs": state["epoch"],
                "train_sentences": len(data.examples["train"].words), "labels": len(data.labels)}
@@ -249,14 +309,15 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
 def _check_same_config(config: Mapping[str, Any], workdir: str) -> None:
     """Saves the config at a run's start; a resumed run must have the same one (ValueError naming the
     first key that differs), but for the keys that only say when to stop (`STOPPING`): a capped run
-    continues with a higher `train.epochs` exactly as one begun with it, and config.json then says so."""
+    continues with a higher `train.epochs` exactly as one begun with it, and config.json then says so (and
+    names the keys declared since it was saved, at their defaults)."""
     path = os.path.join(workdir, CONFIG)
     as_dict = json.loads(json.dumps(dict(config.to_dict() if hasattr(config, "to_dict") else config)))
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
-        saved_train = saved.get("train", {})
-        comparable = {**saved, "train": {**saved_train, **{key: as_dict["train"][key] for key in STOPPING}}}
+        comparable = completed(saved).to_dict()
+        comparable["train"].update({key: as_dict["train"][key] for key in STOPPING})
         if comparable != as_dict:
             differing = _first_difference(comparable, as_dict)
             raise ValueError(f"{workdir} was trained with another config ({differing}): use another --workdir")

@@ -17,7 +17,11 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from elmo_jax.elmo import word_layers
+from elmo_jax.inference.embedder import projects_tokens
 from elmo_jax.model import scalar_mix
+from elmo_jax.model.bilm import BiLM
+from elmo_jax.model.initial_params import param_shapes
 from elmo_jax.model.char_cnn import CharCNNEncoder
 from elmo_jax.tasks import biaffine
 from elmo_jax.tasks.crf import Constraints, LinearChainCRF
@@ -41,6 +45,11 @@ class TaskModelConfig:
     gamma: str = "learned"  # The mix's scale: "learned" (a param from 1) or "fixed" at 1 (no param).
     do_layer_norm: bool = False  # Each layer normalised over its real tokens before the mix.
     elmo_dropout: float = 0.5  # After the mix (Peters et al.'s taggers).
+    # Or the layers computed in the step by `bilm` (its token embeddings P wide) from batch key "bilm_char_ids"
+    # `[batch, time, bilm_max_chars]`: its weights the param "bilm", trained when `fine_tune`, else frozen.
+    bilm: BiLM | None = None
+    bilm_max_chars: int = 0
+    fine_tune: bool = False
     # Static vectors, batch key "static_ids" `[batch, time]`: `static_embed`'s table, the trainer's vector file.
     static_rows: int = 0
     static_dim: int = 0
@@ -78,6 +87,13 @@ class TaskModelConfig:
             raise ValueError("TaskModelConfig: the char CNN needs char_filters")
         if self.input_dim == 0:
             raise ValueError("TaskModelConfig: no input (elmo, static, word or char sizes all 0)")
+        if self.bilm is not None:
+            layers = (self.bilm.n_layers + 1, 2 * self.bilm.width)
+            if not projects_tokens(self.bilm) or (self.elmo_layers, self.elmo_dim) != layers:
+                raise ValueError(f"TaskModelConfig: a biLM run in the step needs token embeddings as wide as its LSTM "
+                                 f"and elmo sizes {layers}, got {(self.elmo_layers, self.elmo_dim)}")
+        elif self.fine_tune:
+            raise ValueError("TaskModelConfig: fine_tune needs the biLM (bilm)")
         if self.lstm_layers < 0 or (self.lstm_layers > 0 and self.lstm_dim <= 0):
             raise ValueError(f"TaskModelConfig: lstm_layers={self.lstm_layers} with lstm_dim={self.lstm_dim}")
         if self.num_labels <= 0:
@@ -104,6 +120,11 @@ class TaskModelConfig:
         return 2 * self.lstm_dim if self.lstm_layers > 0 else self.input_dim
 
 
+def bilm_param_shapes(bilm: BiLM, max_chars: int) -> dict:
+    """The shapes of a pretrained biLM's weights as `PretrainedBiLM.params` holds them (no softmax)."""
+    return {name: shapes for name, shapes in param_shapes(bilm, max_chars).items() if name != "softmax"}
+
+
 class TaskModel(nn.Module):
     """Inputs -> BiLSTM -> head, as `config` says. Params: `scalar_parameters` `[elmo_layers]` and `gamma` `[]`
     (the mix's, when present and learned), `static_embed`, `word_embed`, `char_cnn`, `lstm_0`.. (each an
@@ -118,6 +139,9 @@ class TaskModel(nn.Module):
             self.scalar_parameters = self.param("scalar_parameters", nn.initializers.zeros, (c.elmo_layers,))
             if c.gamma == "learned":
                 self.gamma = self.param("gamma", nn.initializers.ones, ())
+        if c.bilm is not None:  # Zeros here; the trainer writes the pretrained weights in.
+            self.bilm_params = self.param("bilm", lambda key: jax.tree.map(
+                lambda shape: jnp.zeros(shape.shape, shape.dtype), bilm_param_shapes(c.bilm, c.bilm_max_chars)))
         self.elmo_dropout = nn.Dropout(c.elmo_dropout)
         if c.static_dim:
             self.static_embed = nn.Embed(c.static_rows, c.static_dim)
@@ -148,10 +172,15 @@ class TaskModel(nn.Module):
     # The inputs, one method per kind: `[batch, time, ...]` -> `[batch, time, dim]` float32.
 
     def _elmo(self, batch: dict, deterministic: bool) -> tuple[jax.Array, jax.Array]:
-        """batch["elmo"] `[batch, time, layers, dim]` -> (the mix or the top layer `[batch, time, elmo_dim]`, after
-        dropout; the mix's L2 term `sum(scalar_parameters ** 2)` `[]`, 0 for "top")."""
+        """batch["elmo"] `[batch, time, layers, dim]` (or the biLM's layers of batch["bilm_char_ids"]) -> (the mix
+        or the top layer `[batch, time, elmo_dim]`, after dropout; the mix's L2 term `sum(scalar_parameters ** 2)`
+        `[]`, 0 for "top")."""
         c = self.config
-        elmo = jnp.asarray(batch["elmo"], jnp.float32)
+        if c.bilm is not None:
+            weights = self.bilm_params if c.fine_tune else jax.lax.stop_gradient(self.bilm_params)
+            elmo = word_layers(c.bilm, c.bilm_max_chars, weights, jnp.asarray(batch["bilm_char_ids"]))
+        else:
+            elmo = jnp.asarray(batch["elmo"], jnp.float32)
         if elmo.shape[2:] != (c.elmo_layers, c.elmo_dim):
             raise ValueError(f"batch['elmo'] has shape {elmo.shape}, expected [batch, time, {c.elmo_layers}, "
                              f"{c.elmo_dim}]")

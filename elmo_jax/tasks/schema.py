@@ -20,6 +20,7 @@ from elmo_jax.tasks.datasets import COLUMNS, KINDS
 HEADS = ("softmax", "crf")  # The taggers' outputs; the parser's is the biaffine scorers.
 MIXES = ("mix", "top")
 GAMMAS = ("learned", "fixed")
+RUNS = ("once", "every_step", "fine_tune")  # How the biLM takes part: stored layers, frozen in the step, trained.
 
 SCHEMA = Section("a task model", {
     "seed": Key(0, integer(0), "initial parameters, dropout, the batches' order and the training subset"),
@@ -37,7 +38,7 @@ SCHEMA = Section("a task model", {
                               "the share of the training sentences used (a learning curve's point; nested subsets)"),
     }),
     "inputs": Section("what each token is read as", {
-        "elmo": Section("a frozen biLM's layers, computed once", {
+        "elmo": Section("a biLM's layers: frozen and computed once, or fine-tuned", {
             "workdir": Key("", STRING, "an elmo-jax training workdir ('' for no ELMo, or options/weights)"),
             "options": Key("", STRING, "bilm-tf/AllenNLP options.json (with weights)"),
             "weights": Key("", STRING, "bilm-tf/AllenNLP weights hdf5 (with options)"),
@@ -46,6 +47,10 @@ SCHEMA = Section("a task model", {
             "do_layer_norm": Key(False, BOOLEAN, "normalise each layer before mixing"),
             "l2": Key(0.001, number(0.0), "lambda: the L2 weight on the mix's scalars (Peters et al.: 1 or 0.001)"),
             "dropout": Key(0.5, dropout_rate(), "dropout on the mix"),
+            "run": Key("once", one_of(*RUNS), "once: the frozen biLM's layers computed before training and stored; "
+                       "every_step: the frozen biLM run in each step (the same numbers, slower); fine_tune: its "
+                       "weights trained with the task (run in each step)"),
+            "learning_rate": Key(0.0001, number(0.0, low_open=True), "Adam's on the biLM's weights (run=fine_tune)"),
         }),
         "static": Section("a static vector file (word2vec text/binary, GloVe)", {
             "file": Key("", STRING, "the vector file ('' for none)"),
@@ -87,6 +92,20 @@ SCHEMA = Section("a task model", {
 def get_config() -> ml_collections.ConfigDict:
     """Every key at its default."""
     return SCHEMA.defaults()
+
+
+def completed(saved: Mapping[str, Any]) -> ml_collections.ConfigDict:
+    """A config saved in a task workdir (config.json), with the keys declared since at their defaults: each
+    added key keeps what the model did before it existed."""
+    def merged(defaults: ml_collections.ConfigDict, values: Mapping[str, Any]) -> ml_collections.ConfigDict:
+        for name, value in values.items():
+            if isinstance(value, Mapping) and isinstance(defaults.get(name), ml_collections.ConfigDict):
+                merged(defaults[name], value)
+            else:
+                defaults[name] = value
+        return defaults
+
+    return merged(get_config(), saved)
 
 
 def validate(config: Mapping[str, Any]) -> None:

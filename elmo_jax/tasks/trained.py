@@ -4,7 +4,8 @@ back in the input's format (CoNLL-U with the column or HEAD/DEPREL filled, entit
 for users' own scorers.
 
 Words of a new file that the static table lacks get their vectors from the run's vector file (rows
-added after the trained ones); the biLM's layers and char ids are computed for the file as in training.
+added after the trained ones); the biLM's layers (a fine-tuned one's from its trained weights) and char
+ids are computed for the file as in training.
 """
 
 from __future__ import annotations
@@ -15,20 +16,18 @@ from typing import Any, TextIO
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import orbax.checkpoint as ocp
 
 from elmo_jax.data.conllu_tasks import write_conllu
 from elmo_jax.data.entities import write_entity_file
-from elmo_jax.probing.features import feature_shape
 from elmo_jax.runtime.quiet_logs import library_errors_silenced
 from elmo_jax.static.lookup import StaticVectors
 from elmo_jax.tasks import features
 from elmo_jax.tasks.datasets import Examples, read_examples
-from elmo_jax.tasks.loop import CONFIG, LABELS, Predictor, load_bilm, model_config, scores
+from elmo_jax.tasks.loop import CONFIG, LABELS, Predictor, load_bilm, model_config, scores, split_inputs
 from elmo_jax.tasks.model import TaskModel
-from elmo_jax.tasks.schema import uses_elmo
+from elmo_jax.tasks.schema import completed, uses_elmo
 
 
 class TrainedTask:
@@ -39,7 +38,7 @@ class TrainedTask:
         if not os.path.exists(os.path.join(workdir, "checkpoints", "best")):
             raise ValueError(f"{workdir}: no trained task model (checkpoints/best); train it with elmo-task train")
         with open(path, encoding="utf-8") as f:
-            self.config = ml_collections.ConfigDict(json.load(f))
+            self.config = completed(json.load(f))
         with open(os.path.join(workdir, LABELS), encoding="utf-8") as f:
             tables = json.load(f)
         self.workdir, self.kind = workdir, self.config.task.kind
@@ -59,24 +58,16 @@ class TrainedTask:
         if self.vectors is not None:
             new_words, static_rows = features.static_rows(self.vectors, [examples.words], known=self.static_words)
             static_index = features.static_index([*self.static_words, *new_words])
-        elmo = None
-        if self.bilm is not None:
-            (elmo,) = features.elmo_layers(self.bilm, [examples.words],
-                                           int(self.config.train.max_feature_gib * 2**30), progress)
-        inputs = features.split_inputs(
-            examples.words, word_index={w: i for i, w in enumerate(self.words)} if self.words else None,
-            static_index=static_index, max_chars=self.config.inputs.char_cnn.max_chars
-            if self.config.inputs.char_cnn.dim else 0, elmo=elmo,
-        )
+        word_index = {w: i for i, w in enumerate(self.words)} if self.words else None
+        (inputs,) = split_inputs(self.config, [examples.words], self.bilm, word_index, static_index, progress)
         model, params = self._model(inputs, static_rows)
         return Predictor(model, self.labels, self.config.train.eval_batch_size)(params, inputs)
 
     def _model(self, inputs: features.SplitInputs, static_rows: np.ndarray | None) -> tuple[TaskModel, Any]:
         """The model and its best params, the static table extended by `static_rows`."""
-        elmo_shape = feature_shape(self.bilm, 0)[1:] if self.bilm is not None else None
         dim = self.vectors.dim if self.vectors is not None else 0
         trained_rows = features.STATIC_FIRST_ROW + len(self.static_words) if self.vectors is not None else 0
-        config = model_config(self.config, self.kind, self.labels, elmo_shape,
+        config = model_config(self.config, self.kind, self.labels, self.bilm,
                               (trained_rows, dim) if self.vectors is not None else None,
                               len(self.words) if self.words else 0)
         model = TaskModel(config)
@@ -90,7 +81,7 @@ class TrainedTask:
             params["params"]["static_embed"]["embedding"] = jnp.concatenate(
                 [params["params"]["static_embed"]["embedding"], jnp.asarray(static_rows)])
             grown = (trained_rows + len(static_rows), dim)
-            model = TaskModel(model_config(self.config, self.kind, self.labels, elmo_shape, grown,
+            model = TaskModel(model_config(self.config, self.kind, self.labels, self.bilm, grown,
                                            len(self.words) if self.words else 0))
         return model, params
 

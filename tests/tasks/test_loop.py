@@ -10,13 +10,16 @@ import random
 import subprocess
 import sys
 
+import jax
 import numpy as np
 import pytest
 
 from elmo_jax.sections import ConfigError
 from elmo_jax.tasks import features, loop, schema
+from elmo_jax.tasks import trained as trained_module
 from elmo_jax.tasks.trained import TrainedTask
 from elmo_jax.training.metrics_writer import MetricsWriter
+from tests.probing.helpers import tiny_bilm
 
 WORDS = ["the", "a", "cat", "dog", "sat", "ran", "on", "mat", "big", "red"]
 UPOS = {"the": "DET", "a": "DET", "cat": "NOUN", "dog": "NOUN", "sat": "VERB", "ran": "VERB", "on": "ADP",
@@ -75,7 +78,8 @@ def test_a_tagger_learns_the_toy_tags_and_writes_its_results(trained):
     with open(os.path.join(workdir, "metrics.jsonl"), encoding="utf-8") as f:
         records = [json.loads(line) for line in f]
     assert [r["epoch"] for r in records] == list(range(1, results["epochs"] + 1))
-    assert results["best_epoch"] == 1 + int(np.argmax([r["dev_score"] for r in records]))
+    best = max(range(len(records)), key=lambda i: (records[i]["dev_score"], -records[i]["dev_loss"]))
+    assert results["best_epoch"] == 1 + best  # The best dev score, ties to the lowest dev loss.
 
 
 @pytest.mark.slow
@@ -100,6 +104,17 @@ def test_a_killed_run_resumes_to_the_same_results(files, trained, tmp_path, monk
     assert resumed == uninterrupted
     with open(os.path.join(workdir, "metrics.jsonl"), encoding="utf-8") as f:
         assert [json.loads(line)["epoch"] for line in f] == list(range(1, uninterrupted["epochs"] + 1))
+
+
+def test_a_flat_dev_score_leaves_early_stopping_to_the_dev_loss(files, tmp_path, monkeypatch):
+    """Every epoch scores the same (as an NER model of a few sentences scores F1 0 at first): the best
+    epoch is the one of the lowest dev loss, and the run goes on while it falls."""
+    monkeypatch.setattr(loop, "scores", lambda *args: {"score": 0.0})
+    config = tiny_config(files, **{"train.patience": 2, "train.learning_rate": 0.005})
+    results = loop.train_task(config, str(tmp_path / "flat"), progress=False)
+    with open(tmp_path / "flat" / "metrics.jsonl", encoding="utf-8") as f:
+        losses = [json.loads(line)["dev_loss"] for line in f]
+    assert results["best_epoch"] == 1 + int(np.argmin(losses)) > 2, losses
 
 
 def test_a_capped_run_continues_with_more_epochs_as_one_begun_with_them(files, trained, tmp_path):
@@ -199,3 +214,49 @@ def test_static_vectors_count_their_oov_and_new_words_get_their_vectors_at_predi
     assert features.static_rows(task.vectors, [[["zebra", "red"]]], known=task.static_words)[0] == ["zebra"]
     labels, _ = task.predict(task.read(str(tmp_path / "new.conllu"), unlabelled=True))
     assert len(labels) == 1 and len(labels[0]) == 2 and set(labels[0]) <= set(UPOS.values())
+
+
+@pytest.fixture(scope="module")
+def bilm_runs(files, tmp_path_factory):
+    """The tiny biLM's layers stored, computed in each step, and fine-tuned: 3 epochs of each."""
+    pretrained = tiny_bilm(projection=True)
+    patch = pytest.MonkeyPatch()
+    patch.setattr(loop, "load_bilm", lambda config: pretrained)
+    patch.setattr(trained_module, "load_bilm", lambda config: pretrained)
+    runs = {}
+    for run in schema.RUNS:
+        config = tiny_config(files, **{"inputs.word.dim": 0, "inputs.elmo.workdir": "tiny", "inputs.elmo.run": run,
+                                       "inputs.elmo.learning_rate": 0.01, "train.epochs": 3, "train.patience": 3})
+        workdir = str(tmp_path_factory.mktemp(run))
+        runs[run] = workdir, loop.train_task(config, workdir, progress=False)
+    yield pretrained, runs
+    patch.undo()
+
+
+def _epoch_losses(workdir: str) -> list[float]:
+    with open(os.path.join(workdir, "metrics.jsonl"), encoding="utf-8") as f:
+        return [json.loads(line)["loss"] for line in f]
+
+
+@pytest.mark.slow
+def test_the_biLM_run_in_each_step_gives_the_stored_layers_losses_and_fine_tuning_moves_its_weights(bilm_runs):
+    pretrained, runs = bilm_runs
+    (stored_dir, stored), (step_dir, in_step) = runs["once"], runs["every_step"]
+    np.testing.assert_allclose(_epoch_losses(step_dir), _epoch_losses(stored_dir), rtol=1e-4)
+    assert in_step["dev"]["score"] == pytest.approx(stored["dev"]["score"])
+    fine_dir, _ = runs["fine_tune"]
+    assert not np.allclose(_epoch_losses(fine_dir), _epoch_losses(stored_dir), rtol=1e-4)
+    for workdir, moved in ((step_dir, False), (fine_dir, True)):
+        task = TrainedTask(workdir)
+        inputs = loop.split_inputs(task.config, [[["the", "cat"]]], pretrained, None, None, False)[0]
+        _, params = task._model(inputs, None)
+        changed = jax.tree.map(lambda a, b: bool(np.any(np.asarray(a) != np.asarray(b))),
+                               dict(params["params"]["bilm"]), dict(pretrained.params))
+        assert any(jax.tree.leaves(changed)) == moved, workdir
+
+
+@pytest.mark.slow
+def test_a_fine_tuned_workdir_predicts_with_its_trained_biLM(files, bilm_runs):
+    _, runs = bilm_runs
+    workdir, results = runs["fine_tune"]
+    assert TrainedTask(workdir).evaluate(files["test"]) == results["test"]
