@@ -1,1 +1,2 @@
-"""Interoperability with other ELMo implementations (bilm-tf / AllenNLP weight files)."""
+"""Interoperability with other ELMo implementations: bilm-tf / AllenNLP weight files, ELMoForManyLangs' PyTorch
+pickles."""
