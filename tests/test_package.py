@@ -30,7 +30,7 @@ def test_console_script_names_a_callable(script: str) -> None:
 def test_console_scripts_cover_every_tool() -> None:
     assert set(_project()["scripts"]) == {
         "elmo-train", "elmo-evaluate", "elmo-embed", "elmo-export", "elmo-vocab", "elmo-report", "elmo-neighbors",
-        "elmo-probe", "elmo-static", "elmo-task",
+        "elmo-probe", "elmo-static", "elmo-vectors", "elmo-task",
     }
 
 

@@ -1,5 +1,5 @@
 """absl flags of the tools whose `main(argv)` returns an exit status (elmo-embed, elmo-export,
-elmo-vocab, elmo-report, elmo-neighbors, elmo-probe, elmo-static), and the flags they share with train
+elmo-vocab, elmo-report, elmo-neighbors, elmo-probe, elmo-static, elmo-vectors), and the flags they share with train
 and evaluate.
 
 `main(argv)` may run many times in one process (tests, notebooks): each tool has a `flags.FlagValues`

@@ -10,7 +10,7 @@ import sys
 import pytest
 from absl import flags
 
-from elmo_jax.cli import embed, export, neighbors, report, static, tool_flags, vocab
+from elmo_jax.cli import embed, export, neighbors, report, static, tool_flags, vectors, vocab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = "A toy tool.\n\n  toy --name N [--count C] [--flag]\n"
@@ -126,6 +126,7 @@ TOOLS = {
     "report": (report.main, [], "--output"),
     "neighbors": (neighbors.main, [], "--[no]same_word"),
     "static": (static.main, [], "--method"),
+    "vectors": (vectors.main, [], "--restrict"),
 }
 
 
