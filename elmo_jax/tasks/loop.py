@@ -219,7 +219,9 @@ def _bilm_or_task(params: Any) -> Any:
     return jax.tree_util.tree_map_with_path(lambda path, _: "bilm" if path[1].key == "bilm" else "task", params)
 
 
-def _train_step(model: TaskModel, optimizer: optax.GradientTransformation, l2: float) -> Callable:
+def train_step(model: TaskModel, optimizer: optax.GradientTransformation, l2: float) -> Callable:
+    """The compiled step `(params, opt_state, batch, dropout key) -> (params, opt_state, loss)`, the mix's L2
+    weighted by `l2`."""
     def loss_fn(params: Any, batch: dict, key: jax.Array) -> tuple[jax.Array, jax.Array]:
         loss, aux = model.apply(params, batch, deterministic=False, rngs={"dropout": key})
         return loss + l2 * aux["mix_l2"], loss
@@ -233,18 +235,14 @@ def _train_step(model: TaskModel, optimizer: optax.GradientTransformation, l2: f
     return step
 
 
-def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -> dict[str, Any]:
-    """Trains (or resumes) the task model of `config` in `workdir`; returns what results.json holds."""
-    validate(config)
-    os.makedirs(workdir, exist_ok=True)
-    _check_same_config(config, workdir)
-    data = TaskData(config, progress)
+def initial_model(config: Mapping[str, Any], data: TaskData) -> tuple[TaskModel, Any, optax.GradientTransformation]:
+    """The task model of `config` over `data`'s inputs, its initial params from `config.seed` (the static
+    table and a biLM run in the step written in) and its optimizer."""
     model = TaskModel(model_config(config, data.kind, data.labels, data.bilm,
                                    None if data.static_table is None else data.static_table.shape,
                                    len(data.words) if data.words else 0))
-    train_inputs = data.inputs["train"]
-    train_labels, train_heads = data.label_ids("train"), data.heads("train")
-    first = features.make_batch(train_inputs, np.arange(min(2, len(train_labels))), train_labels, train_heads)
+    labels, heads = data.label_ids("train"), data.heads("train")
+    first = features.make_batch(data.inputs["train"], np.arange(min(2, len(labels))), labels, heads)
     seed = config["seed"]
     params = model.init({"params": jax.random.PRNGKey(seed), "dropout": jax.random.PRNGKey(seed)}, first,
                         deterministic=True)
@@ -252,8 +250,20 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
         params["params"]["static_embed"]["embedding"] = jnp.asarray(data.static_table)
     if model.config.bilm is not None:
         params["params"]["bilm"] = jax.tree.map(jnp.asarray, dict(data.bilm.params))
-    optimizer = _optimizer(config, with_bilm=model.config.bilm is not None)
+    return model, params, _optimizer(config, with_bilm=model.config.bilm is not None)
+
+
+def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -> dict[str, Any]:
+    """Trains (or resumes) the task model of `config` in `workdir`; returns what results.json holds."""
+    validate(config)
+    os.makedirs(workdir, exist_ok=True)
+    _check_same_config(config, workdir)
+    data = TaskData(config, progress)
+    model, params, optimizer = initial_model(config, data)
     train = config["train"]
+    train_inputs = data.inputs["train"]
+    train_labels, train_heads = data.label_ids("train"), data.heads("train")
+    seed = config["seed"]
     opt_state = optimizer.init(params)
     checkpoints = ocp.StandardCheckpointer()
     directory = os.path.abspath(os.path.join(workdir, "checkpoints"))
@@ -267,7 +277,7 @@ def train_task(config: Mapping[str, Any], workdir: str, progress: bool = True) -
     write_json_atomic(os.path.join(workdir, LABELS),
                       {"labels": data.labels, "words": data.words, "static_words": data.static_words})
     writer = MetricsWriter(workdir, start_step=state["step"])
-    step_fn = _train_step(model, optimizer, config["inputs"]["elmo"]["l2"])
+    step_fn = train_step(model, optimizer, config["inputs"]["elmo"]["l2"])
     predict = Predictor(model, data.labels, train["eval_batch_size"])
     mean_loss = MeanLoss(model, train["eval_batch_size"])
     lengths = np.diff(train_inputs.offsets)
