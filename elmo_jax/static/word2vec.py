@@ -1,5 +1,5 @@
-"""word2vec (Mikolov et al. 2013): skip-gram or CBOW with negative sampling, trained by gensim on
-the text a biLM trains on, as the biLM sees it.
+"""word2vec (Mikolov et al. 2013): skip-gram or CBOW with negative sampling or hierarchical softmax,
+trained by gensim on the text a biLM trains on, as the biLM sees it.
 
 The vocabulary is the biLM's `Vocabulary`, given: a word outside it is `<UNK>`, as in the biLM and
 in GloVe's counts (static/cooccurrence.py), so `<UNK>` gets a vector of its own learned from every
@@ -8,10 +8,12 @@ that the corpus never holds (`<S>` and `</S>` always) keep an initial vector, dr
 them (uniform in [-1, 1) / dim).
 
 gensim is an optional extra (`pip install -e .[static]`), imported when training starts. Its
-defaults (gensim 4's `Word2Vec`) are kept: window 5, 5 negative samples drawn by count^0.75, words
-downsampled above a frequency of 1e-3, 5 epochs, learning rate 0.025 decaying linearly to 0.0001
-(CBOW too: word2vec.c's CBOW starts at 0.05), the context window of each word drawn from [1,
-window], CBOW averaging its context. One worker thread and a seed make the vectors deterministic:
+defaults (gensim 4's `Word2Vec`) are kept: window 5, 5 negative samples drawn by count^0.75 (or,
+objective 'hierarchical', gensim's `hs=1, negative=0`: a Huffman tree over the words' counts, each
+word's probability a product of sigmoids along its path, no negatives), words downsampled above a
+frequency of 1e-3, 5 epochs, learning rate 0.025 decaying linearly to 0.0001 (CBOW too:
+word2vec.c's CBOW starts at 0.05), the context window of each word drawn from [1, window], CBOW
+averaging its context. One worker thread and a seed make the vectors deterministic:
 gensim 4 draws the initial vectors from NumPy's generator seeded with `seed` and the windows and
 samples from its own seeded generators, so the same seed gives the same vectors in every process on
 one machine and installation, whatever PYTHONHASHSEED (gensim's docstring asks for it: its
@@ -30,6 +32,10 @@ import numpy as np
 from elmo_jax.data.vocab import Vocabulary
 
 METHODS = ("skipgram", "cbow")
+# What each (word, context) pair's output is trained by: gensim's `negative=k, hs=0` or `hs=1, negative=0`.
+NEGATIVE, HIERARCHICAL = "negative", "hierarchical"
+OBJECTIVES = (NEGATIVE, HIERARCHICAL)
+OBJECTIVE_NAMES = {NEGATIVE: "negative sampling", HIERARCHICAL: "hierarchical softmax"}
 MAX_SENTENCE_WORDS = 10_000  # gensim's compiled loop reads no further into a sentence: longer ones are cut.
 INSTALL_HINT = "pip install -e .[static]"
 
@@ -42,9 +48,11 @@ class GensimMissing(ImportError):
 
 @dataclasses.dataclass(frozen=True)
 class Word2VecConfig:
-    """gensim's defaults (its `Word2Vec` signature) but the seed, 0 as GloVe's."""
+    """gensim's defaults (its `Word2Vec` signature) but the seed, 0 as GloVe's. `objective`: NEGATIVE
+    (`negative` samples per pair) or HIERARCHICAL (the Huffman tree's softmax; `negative` unused)."""
 
     method: str = "skipgram"
+    objective: str = NEGATIVE
     dim: int = 100
     window: int = 5
     negative: int = 5
@@ -57,6 +65,8 @@ class Word2VecConfig:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"word2vec method {self.method!r} is not one of {', '.join(METHODS)}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"word2vec objective {self.objective!r} is not one of {', '.join(OBJECTIVES)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +131,19 @@ def gensim_word2vec() -> type:
     return Word2Vec
 
 
+def gensim_parameters(config: Word2VecConfig) -> dict:
+    """The keyword arguments of gensim's `Word2Vec` for `config`: the vocabulary is given (min_count
+    1), one worker thread (deterministic); the objective is `hs` and `negative` (hierarchical: hs=1,
+    negative=0, so gensim builds the Huffman tree and no negative-sampling table)."""
+    hierarchical = config.objective == HIERARCHICAL
+    return dict(
+        vector_size=config.dim, window=config.window, min_count=1, sample=config.sample,
+        negative=0 if hierarchical else config.negative, hs=int(hierarchical), alpha=config.alpha,
+        min_alpha=config.min_alpha, sg=int(config.method == "skipgram"), epochs=config.epochs, seed=config.seed,
+        workers=1,
+    )
+
+
 def word_counts(sentences: Iterable[Sequence[str]], vocab: Vocabulary) -> np.ndarray:
     """`[n_words]` int64: each vocabulary word's tokens in `sentences`, `<UNK>` counting every word
     outside the vocabulary."""
@@ -144,11 +167,7 @@ def train_word2vec(
     tokens = int(counts.sum())
     if tokens == 0:
         raise ValueError("no words to train on: the corpus is empty")
-    model = word2vec(
-        vector_size=config.dim, window=config.window, min_count=1, sample=config.sample, negative=config.negative,
-        hs=0, alpha=config.alpha, min_alpha=config.min_alpha, sg=int(config.method == "skipgram"),
-        epochs=config.epochs, seed=config.seed, workers=1,
-    )
+    model = word2vec(**gensim_parameters(config))
     model.build_vocab_from_freq({word: int(count) for word, count in zip(vocab.words, counts) if count})
     epochs = _EpochLog(config.epochs, tokens, log)
     model.train(

@@ -1,5 +1,6 @@
 """`elmo-static` end to end on a tiny text corpus: each method's file read back (and by gensim), the
-vocabulary of a workdir, the defaults, the same file for the same seed, one-line errors."""
+vocabulary of a workdir, the defaults, word2vec's objective, the same file for the same seed,
+one-line errors. `--method elmo_layers`: tests/cli/test_static_elmo_layers.py."""
 
 from __future__ import annotations
 
@@ -62,8 +63,9 @@ def test_each_method_writes_a_vector_per_vocabulary_word_that_reads_back(method,
     lines = stdout.splitlines()
     assert "epoch 1/2" in stdout and "epoch 2/2" in stdout
     tokens = sum(len(sentence.split()) for sentence in SENTENCES)
+    name = method if method == "glove" else f"{method}, negative sampling"
     assert re.fullmatch(
-        rf"{method}: {len(vocab)} words x 6 dims, window \d+, 2 epochs over {tokens} tokens in [\d.]+ s; wrote {out}",
+        rf"{name}: {len(vocab)} words x 6 dims, window \d+, 2 epochs over {tokens} tokens in [\d.]+ s; wrote {out}",
         lines[-1],
     )
     assert os.listdir(tmp_path / "vectors") == [f"{method}.txt"]  # No temporary left.
@@ -79,6 +81,31 @@ def test_the_window_and_epochs_default_to_the_methods_own(method, window, epochs
     assert status == 0, stderr
     assert f", window {window}, {epochs} epochs over " in stdout.splitlines()[-1]
     assert f"epoch {epochs}/{epochs}" in stdout
+
+
+@pytest.mark.parametrize("method", ["skipgram", "cbow"])
+def test_the_objective_hierarchical_trains_with_gensims_hs_1_negative_0(method, recipe, tmp_path, capsys,
+                                                                         monkeypatch) -> None:
+    models = []
+    gensim_class = static_cli.word2vec.gensim_word2vec()
+
+    class Recorded(gensim_class):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            models.append(self)
+
+    monkeypatch.setattr(static_cli.word2vec, "gensim_word2vec", lambda: Recorded)
+    outs = {objective: str(tmp_path / f"{objective}.txt") for objective in ("hierarchical", "negative")}
+    for objective, out in outs.items():
+        status, stdout, stderr = _run(capsys, "--config", recipe, "--method", method, "--objective", objective,
+                                      "--dim", "6", "--epochs", "2", "--out", out)
+        assert status == 0, stderr
+        name = {"hierarchical": "hierarchical softmax", "negative": "negative sampling"}[objective]
+        assert stdout.splitlines()[-1].startswith(f"{method}, {name}: ")
+    assert [(m.hs, m.negative) for m in models] == [(1, 0), (0, 5)]
+    (words, hierarchical), (_, negative) = read_text(outs["hierarchical"]), read_text(outs["negative"])
+    assert words == Vocabulary.build(sentence.split() for sentence in SENTENCES).words
+    assert not np.allclose(hierarchical, negative)
 
 
 def test_a_workdir_gives_its_own_vocabulary_and_a_seed_the_same_file(recipe, tmp_path, capsys) -> None:
@@ -102,7 +129,12 @@ def test_a_workdir_gives_its_own_vocabulary_and_a_seed_the_same_file(recipe, tmp
     ([], "the following arguments are required: --method, --out"),
     (["--method", "cbow"], "give either --workdir or --config (not both, not neither)"),
     (["--method", "cbow", "--config", "RECIPE", "--workdir", "RUN"], "give either --workdir or --config"),
-    (["--method", "word2vec", "--config", "RECIPE"], "value should be one of <glove|skipgram|cbow>"),
+    (["--method", "word2vec", "--config", "RECIPE"], "value should be one of <glove|skipgram|cbow|elmo_layers>"),
+    (["--method", "skipgram", "--config", "RECIPE", "--objective", "softmax"],
+     "value should be one of <negative|hierarchical>"),
+    (["--method", "glove", "--config", "RECIPE", "--objective", "negative"],
+     "--objective is for --method skipgram or cbow, not glove"),
+    (["--method", "cbow", "--config", "RECIPE", "--contexts", "5"], "--contexts is for --method elmo_layers, not cbow"),
     (["--method", "glove", "--config", "RECIPE", "--dim", "0"], "--dim must be >= 1, got 0"),
     (["--method", "skipgram", "--config", "RECIPE", "--window", "0"], "--window must be >= 1, got 0"),
     (["--method", "cbow", "--config", "RECIPE", "--epochs", "-1"], "--epochs must be >= 1, got -1"),

@@ -1,6 +1,6 @@
 """word2vec through gensim on toy corpora: the vocabulary's rows and `<UNK>`, counts, the method
-passed through, determinism across processes, words of one topic nearer than words of two, and the
-one-line error without gensim."""
+and the objective passed through, determinism across processes, words of one topic nearer than
+words of two, and the one-line error without gensim."""
 
 from __future__ import annotations
 
@@ -89,17 +89,50 @@ def test_the_same_vectors_in_another_process_with_another_pythonhashseed(tmp_pat
     assert np.array_equal(here, np.load(tmp_path / "there.npy"))
 
 
+@pytest.mark.parametrize("objective", word2vec.OBJECTIVES)
 @pytest.mark.parametrize("method", word2vec.METHODS)
-def test_words_of_one_topic_are_nearer_than_words_of_two(method: str) -> None:
-    """Every pair within a topic has a higher cosine than every pair across (seeds 0-19 of both
-    methods pass with a margin of 0.5 or more: within >= 0.66, across <= 0.14)."""
+def test_words_of_one_topic_are_nearer_than_words_of_two(method: str, objective: str) -> None:
+    """Every pair within a topic has a higher cosine than every pair across (negative sampling:
+    seeds 0-19 of both methods pass with a margin of 0.5 or more, within >= 0.66, across <= 0.14;
+    hierarchical softmax: seeds 0-9 with 0.6 or more, within >= 0.78, across <= 0.19)."""
     sentences = _topics()
     vocab = Vocabulary.build(sentences)
-    config = Word2VecConfig(method=method, dim=10, epochs=20, sample=0)
+    config = Word2VecConfig(method=method, objective=objective, dim=10, epochs=20, sample=0)
     vectors = train_word2vec(lambda: sentences, vocab, config).vectors
     within = min(_cosine(vectors, vocab, x, y) for topic in (TOPIC_A, TOPIC_B) for x in topic for y in topic if x != y)
     across = max(_cosine(vectors, vocab, x, y) for x in TOPIC_A for y in TOPIC_B)
     assert within > across + 0.3, (within, across)
+
+
+def test_the_objective_is_gensims_hs_and_negative() -> None:
+    assert {k: word2vec.gensim_parameters(SMALL)[k] for k in ("hs", "negative")} == {"hs": 0, "negative": 5}
+    hierarchical = Word2VecConfig(objective="hierarchical", dim=8, epochs=3)
+    assert {k: word2vec.gensim_parameters(hierarchical)[k] for k in ("hs", "negative")} == {"hs": 1, "negative": 0}
+
+
+@pytest.mark.parametrize("method", word2vec.METHODS)
+def test_hierarchical_softmax_trains_the_huffman_trees_rows_not_negatives(method: str, monkeypatch) -> None:
+    """The model gensim trains has hs=1 and negative=0: the tree's inner-node vectors (syn1), no
+    negative-sampling table (syn1neg); the vectors differ from negative sampling's."""
+    models = []
+    gensim_class = word2vec.gensim_word2vec()
+
+    class Recorded(gensim_class):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            models.append(self)
+
+    monkeypatch.setattr(word2vec, "gensim_word2vec", lambda: Recorded)
+    sentences = _topics(60)  # 360 words.
+    vocab = Vocabulary.build(sentences)
+    config = Word2VecConfig(method=method, objective="hierarchical", dim=8, epochs=3)
+    vectors = train_word2vec(lambda: sentences, vocab, config).vectors
+    (model,) = models
+    assert model.hs == 1 and model.negative == 0
+    assert model.syn1.shape == (len(model.wv), 8) and not hasattr(model, "syn1neg")
+    assert np.all(np.isfinite(vectors)) and vectors.shape == (len(vocab), 8)
+    negative = train_word2vec(lambda: sentences, vocab, dataclasses.replace(config, objective="negative")).vectors
+    assert not np.allclose(vectors, negative)
 
 
 def test_an_empty_corpus_and_an_unknown_method_are_one_line_errors() -> None:
@@ -108,6 +141,8 @@ def test_an_empty_corpus_and_an_unknown_method_are_one_line_errors() -> None:
         train_word2vec(lambda: [[], []], vocab, SMALL)
     with pytest.raises(ValueError, match="'glove' is not one of skipgram, cbow"):
         Word2VecConfig(method="glove")
+    with pytest.raises(ValueError, match="'softmax' is not one of negative, hierarchical"):
+        Word2VecConfig(objective="softmax")
 
 
 def test_without_gensim_the_error_says_how_to_install_it(monkeypatch) -> None:
