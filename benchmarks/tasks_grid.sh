@@ -35,6 +35,10 @@ input_flags() {  # $1: the input, $2: the biLM.
     glove|skipgram) echo "--config.inputs.static.file=$(vectors "$1" "$2")" ;;
     elmo) echo "--config.inputs.elmo.workdir=$2" ;;
     elmo_glove) echo "--config.inputs.elmo.workdir=$2 --config.inputs.static.file=$(vectors glove "$2")" ;;
+    # Peters et al.'s Table 2: the top layer alone, the mix with lambda 1 (near an average), gamma fixed at 1.
+    elmo_top) echo "--config.inputs.elmo.workdir=$2 --config.inputs.elmo.mix=top" ;;
+    elmo_l2_1) echo "--config.inputs.elmo.workdir=$2 --config.inputs.elmo.l2=1" ;;
+    elmo_gamma_fixed) echo "--config.inputs.elmo.workdir=$2 --config.inputs.elmo.gamma=fixed" ;;
     *) echo "unknown input $1" >&2; exit 1 ;;
   esac
 }
