@@ -196,17 +196,7 @@ def with_defaults(partial: Mapping[str, Any]) -> ml_collections.ConfigDict:
     """`partial` (nested dicts or a ConfigDict: a saved config.json, an options.json's model) with
     every key it lacks, at any depth, taken from `get_config()`: so readers index keys instead of
     guessing defaults of their own."""
-    return ml_collections.ConfigDict(_merged(dict(partial), get_config().to_dict()))
-
-
-def _merged(partial: dict, defaults: dict) -> dict:
-    merged = dict(partial)
-    for key, value in defaults.items():
-        if key not in merged:
-            merged[key] = value
-        elif isinstance(value, dict) and isinstance(merged[key], (Mapping, ml_collections.ConfigDict)):
-            merged[key] = _merged(dict(merged[key]), value)
-    return merged
+    return tree().completed(partial)
 
 
 def schema_table() -> str:

@@ -94,13 +94,7 @@ def validate(config: Mapping[str, Any]) -> None:
     allow (`config key train.keep_checkpoints=0 is out of range (allowed: an integer >= 1)`), or
     the first combination of keys that does not fit."""
     config = schema.with_defaults(config)
-    for key, declared in schema.keys().items():
-        try:
-            value = get_key(config, key)
-        except (KeyError, TypeError, AttributeError):  # With the defaults in: a value where a section belongs.
-            raise ConfigError(f"config key {key} is missing: a value stands where its section belongs") from None
-        problem = declared.check.problem(value)
-        if problem:
-            raise ConfigError(f"config key {key}={value!r} {problem}")
+    # With the defaults in, a key is missing only where a value stands in place of its section.
+    schema.tree().check_values(config, missing=": a value stands where its section belongs")
     for check in (_check_parts, _check_char_vocab_is_read, _check_probe_files_given):
         check(config)

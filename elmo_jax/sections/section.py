@@ -12,7 +12,7 @@ from typing import Any, Iterator, Mapping, NamedTuple
 
 import ml_collections
 
-from elmo_jax.sections.checks import Check
+from elmo_jax.sections.checks import Check, ConfigError
 
 
 class Key(NamedTuple):
@@ -53,6 +53,28 @@ class Section(NamedTuple):
             config[name] = item.defaults() if isinstance(item, Section) else item.default
         return config
 
+    def completed(self, partial: Mapping[str, Any]) -> ml_collections.ConfigDict:
+        """`partial` (nested dicts or a ConfigDict: a saved config.json, an options.json's model) with
+        every key it lacks, at any depth, at its default: readers index keys instead of guessing defaults
+        of their own, and a key declared after a config was saved reads as what came before it."""
+        return ml_collections.ConfigDict(_merged(dict(partial), self.defaults().to_dict()))
+
+    def check_values(self, config: Mapping[str, Any], missing: str = "") -> None:
+        """ConfigError naming the first key whose value in `config` its declaration does not allow, or that
+        `config` lacks (`missing`: what the message adds then)."""
+        for name, declared in self.walk():
+            if isinstance(declared, Section):
+                continue
+            node: Any = config
+            try:
+                for part in name.split("."):
+                    node = node[part]
+            except (KeyError, TypeError, AttributeError):
+                raise ConfigError(f"config key {name} is missing{missing}") from None
+            problem = declared.check.problem(node)
+            if problem:
+                raise ConfigError(f"config key {name}={node!r} {problem}")
+
     def default(self, name: str) -> Any:
         """The default of its key `name`: what a module's field of that key defaults to."""
         return self.keys[name].default
@@ -62,6 +84,16 @@ class Section(NamedTuple):
         configures: their `values` (this section of a complete config), an `off` value as None,
         lists as tuples (a module's fields are hashed)."""
         return {name: _frozen(key.value(values[name])) for name, key in self.keys.items() if isinstance(key, Key)}
+
+
+def _merged(partial: dict, defaults: dict) -> dict:
+    merged = dict(partial)
+    for key, value in defaults.items():
+        if key not in merged:
+            merged[key] = value
+        elif isinstance(value, dict) and isinstance(merged[key], (Mapping, ml_collections.ConfigDict)):
+            merged[key] = _merged(dict(merged[key]), value)
+    return merged
 
 
 def _frozen(value: Any) -> Any:

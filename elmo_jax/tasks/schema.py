@@ -12,7 +12,6 @@ from typing import Any, Mapping
 
 import ml_collections
 
-from elmo_jax.config.overrides import get_key
 from elmo_jax.sections import ConfigError, Key, Section
 from elmo_jax.sections.checks import BOOLEAN, STRING, dropout_rate, integer, number, one_of
 from elmo_jax.tasks.datasets import COLUMNS, KINDS
@@ -97,30 +96,13 @@ def get_config() -> ml_collections.ConfigDict:
 def completed(saved: Mapping[str, Any]) -> ml_collections.ConfigDict:
     """A config saved in a task workdir (config.json), with the keys declared since at their defaults: each
     added key keeps what the model did before it existed."""
-    def merged(defaults: ml_collections.ConfigDict, values: Mapping[str, Any]) -> ml_collections.ConfigDict:
-        for name, value in values.items():
-            if isinstance(value, Mapping) and isinstance(defaults.get(name), ml_collections.ConfigDict):
-                merged(defaults[name], value)
-            else:
-                defaults[name] = value
-        return defaults
-
-    return merged(get_config(), saved)
+    return SCHEMA.completed(saved)
 
 
 def validate(config: Mapping[str, Any]) -> None:
     """ConfigError naming the first key whose value its declaration does not allow, or the first
     combination of keys that does not fit."""
-    for name, declared in SCHEMA.walk():
-        if isinstance(declared, Section):
-            continue
-        try:
-            value = get_key(config, name)
-        except (KeyError, TypeError, AttributeError):
-            raise ConfigError(f"config key {name} is missing") from None
-        problem = declared.check.problem(value)
-        if problem:
-            raise ConfigError(f"config key {name}={value!r} {problem}")
+    SCHEMA.check_values(config)
     _check_combinations(config)
 
 
