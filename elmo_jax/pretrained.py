@@ -1,24 +1,32 @@
 """A pretrained biLM read for inference (embedding, `Elmo`, the probes) from bilm-tf/AllenNLP files,
-an elmo-jax training checkpoint, or params in memory (a run probing itself while it trains)."""
+an elmo-jax training checkpoint, params in memory (a run probing itself while it trains), or an
+ELMoForManyLangs model directory."""
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+import functools
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 import ml_collections
+import numpy as np
+from flax.core import FrozenDict
 
 from elmo_jax.data.char_vocab import CharVocabulary, n_char_ids
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.export_sets import check_one_export
+from elmo_jax.interop.manylangs import read_model
+from elmo_jax.interop.manylangs_params import bilm_fields, manylangs_params, token_ids
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.token_encoder_registry import token_encoder_class
 
 
 class PretrainedBiLM(NamedTuple):
     """A biLM read for inference: the module (float32, no dropout), its params (no softmax), its char
-    ids' characters per token, a word-input biLM's vocabulary, a training checkpoint's step, and the
-    character vocabulary its char ids spell with (None: bytes)."""
+    ids' characters per token, a word-input biLM's vocabulary, a training checkpoint's step, the
+    character vocabulary its char ids spell with (None: bytes), and, for a biLM of its own inputs
+    (ELMoForManyLangs'), the function giving words' rows of input ids `[len(words), C']` (the
+    embedder's `<S>`/`</S>` among the words) in place of `words_to_char_ids`."""
 
     model: BiLM
     params: dict
@@ -26,6 +34,7 @@ class PretrainedBiLM(NamedTuple):
     vocab: Vocabulary | None = None
     step: int | None = None
     characters: CharVocabulary | None = None
+    token_inputs: Callable[[Sequence[str]], np.ndarray] | None = None
 
 
 def bilm_from_files(options_path: str, weights_path: str) -> PretrainedBiLM:
@@ -62,4 +71,17 @@ def bilm_from_params(
     params = {k: v for k, v in params.items() if k != "softmax"}
     return PretrainedBiLM(
         model, params, config.data.max_chars_per_token, vocab if word_input else None, step, characters
+    )
+
+
+def bilm_from_manylangs(directory: str) -> PretrainedBiLM:
+    """The biLM of an ELMoForManyLangs model directory (interop/manylangs.py reads it, ManyLangsError
+    naming the file at fault): ELMoForManyLangs' `sents2elmo` of a fresh Embedder (each sentence from a
+    zero state) is `ElmoEmbedder.from_pretrained(it, stateful=False)`'s layers."""
+    manylangs = read_model(directory)
+    fields = bilm_fields(manylangs)
+    frozen = {k: FrozenDict(v) if isinstance(v, dict) else v for k, v in fields.items()}
+    return PretrainedBiLM(
+        BiLM(**frozen), manylangs_params(manylangs), manylangs.config.max_chars,
+        token_inputs=functools.partial(token_ids, manylangs),
     )

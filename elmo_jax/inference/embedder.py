@@ -159,8 +159,9 @@ def cpu_kernels(model: BiLM, params: Mapping, engine: str) -> CpuKernels:
     float32_on_cpu = jax.default_backend() == "cpu" and model.dtype == jnp.float32
     if engine == "xla" or not projects_tokens(model) or (engine == "auto" and not float32_on_cpu):
         return CpuKernels(None, None)
-    try:
-        char_cnn = CpuCharCnn(model, params) if model.token_encoder_class.reads_chars else None
+    encoder = model.token_encoder_class
+    try:  # The C++ char CNN is bilm-tf's (`bilm_tf_format`); XLA computes the others.
+        char_cnn = CpuCharCnn(model, params) if encoder.reads_chars and encoder.bilm_tf_format else None
         return CpuKernels(char_cnn, CpuLstmStack(model, params) if model.has_lstm_gates else None)
     except KernelUnavailable as e:
         if engine == "cpu":
@@ -234,7 +235,7 @@ class ElmoEmbedder:
             encode, by_length = functools.partial(encode_chars, encoder, self.params), True
         self.tokens = TokenEmbeddingCache(
             encode, model.token_dim, max_chars, widest_filter, token_cache_size, by_length=by_length,
-            characters=pretrained.characters,
+            characters=pretrained.characters, token_inputs=pretrained.token_inputs,
         )
         self.tokens.add(vocab_to_cache or [])
 

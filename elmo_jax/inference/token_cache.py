@@ -36,17 +36,21 @@ class TokenEmbeddingCache:
     `capacity` words (later ones are encoded each time) and the words given to `add`. by_length:
     `encode` per group of one trimmed length, in calls of TOKEN_CHUNK words (few shapes to compile); False:
     once, untrimmed (an encoder that skips padding itself: the CPU kernel). `characters`: the
-    character vocabulary the words are spelled with (None: bytes).
+    character vocabulary the words are spelled with (None: bytes). `token_inputs`: a biLM's own
+    words -> input id rows `[N, C']` instead (`PretrainedBiLM.token_inputs`), never trimmed (their
+    padding is not bilm-tf's).
     """
 
     def __init__(
         self, encode: Callable[[np.ndarray], np.ndarray], dim: int, max_chars: int, widest_filter: int,
         capacity: int = 100_000, by_length: bool = True, characters: CharVocabulary | None = None,
+        token_inputs: Callable[[Sequence[str]], np.ndarray] | None = None,
     ):
         if capacity < 0:
             raise ValueError(f"token cache capacity must be >= 0, got {capacity}")
         self._encode = encode
         self._chars = CharIdCache(max_chars, characters=characters)
+        self._token_inputs = token_inputs
         self._widest_filter = widest_filter
         self._by_length = by_length
         self._limit = capacity  # Words held at most: capacity + the vocabulary given to `add`.
@@ -58,11 +62,15 @@ class TokenEmbeddingCache:
 
     def encode(self, words: Sequence[str]) -> np.ndarray:
         """Token embeddings `[len(words), P]` of `words` through the char CNN (no cache)."""
-        char_ids = self._chars.encode(list(words))
+        if self._token_inputs is None:
+            char_ids = self._chars.encode(list(words))
+            needed = needed_chars(char_ids, self._widest_filter)
+        else:
+            char_ids = np.asarray(self._token_inputs(list(words)), np.int32)
+            needed = np.full(len(char_ids), char_ids.shape[1])
         if not self._by_length:
             return np.asarray(self._encode(char_ids), np.float32)
         out = np.zeros((len(words), self._table.shape[1]), np.float32)
-        needed = needed_chars(char_ids, self._widest_filter)
         for n_chars in np.unique(needed):
             group = np.flatnonzero(needed == n_chars)
             for start in range(0, len(group), TOKEN_CHUNK):

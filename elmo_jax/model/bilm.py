@@ -51,6 +51,8 @@ class BiLM(nn.Module):
     contextualizer: str = model_section.DEFAULT_CONTEXTUALIZER  # A name of model/contextualizer_registry.py.
     contextualizer_fields: Mapping[str, Any] = FrozenDict()  # The section model.<contextualizer>, as fields.
     n_characters: int = N_CHARACTERS  # Char ids: bilm-tf's 262, or a character vocabulary's `n_ids`.
+    # An imported token encoder's own fields beyond `char_cnn` (model/manylangs_encoder.py's); none by config.
+    token_encoder_fields: Mapping[str, Any] = FrozenDict()
 
     def setup(self) -> None:
         self.encoder = self.token_encoder_class.module(self)
