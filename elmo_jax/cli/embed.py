@@ -5,6 +5,7 @@
       [--layers all|top|average | --all | --top | --average] [--forget_sentences | --use_sentence_keys] \\
       [--engine auto|cpu|xla] [--segmenter none|jieba|jieba_vocabulary]
   elmo-embed --workdir runs/demo [--step N] --input sentences.txt --output elmo.hdf5
+  elmo-embed --manylangs zhs.model --input sentences.txt --output elmo.hdf5  # docs/elmoformanylangs.md
   elmo-embed --options options.json --weights weights.hdf5 --token_embeddings vocab.txt --output tokens.hdf5
 
 Input: one whitespace-tokenized sentence per line (UTF-8), read once (a pipe works), or a
@@ -94,7 +95,7 @@ def _layers() -> str:
 
 def _embed() -> None:
     """The CLI: checks the flags' combinations, then writes --output."""
-    tool_flags.check_model_source(_FLAGS, "give either --options and --weights, or --workdir")
+    tool_flags.check_model_source(_FLAGS)
     if (_FLAGS.input is None) == (_FLAGS.token_embeddings is None):
         raise tool_flags.UsageError("give exactly one of --input and --token_embeddings")
     if _FLAGS.segmenter not in (None, "none") and _FLAGS.input is None:
@@ -109,6 +110,8 @@ def _embed() -> None:
                 "engine": _FLAGS.engine}
     if _FLAGS.workdir is not None:
         embedder = ElmoEmbedder.from_workdir(_FLAGS.workdir, _FLAGS.step, **settings)
+    elif _FLAGS.manylangs is not None:  # As ELMoForManyLangs' fresh Embedder: no state carried between lines.
+        embedder = ElmoEmbedder.from_manylangs(_FLAGS.manylangs, **{**settings, "stateful": False})
     else:
         embedder = ElmoEmbedder(_FLAGS.options, _FLAGS.weights, **settings)
     if _FLAGS.input is not None:

@@ -19,7 +19,7 @@ from absl import flags
 from elmo_jax.cli import tool_flags
 from elmo_jax.data.segmenter import splitter
 from elmo_jax.data.sources import count_lines, expand_globs
-from elmo_jax.inference.embedder import embedder_from_bilm_files, embedder_from_workdir
+from elmo_jax.inference.embedder import ElmoEmbedder, embedder_from_bilm_files, embedder_from_workdir
 from elmo_jax.inference.neighbors import (
     check_layer, check_query, format_report, nearest_static_words, nearest_words, read_corpus, scan_corpus,
 )
@@ -62,6 +62,8 @@ def _neighbors() -> None:
     static = [StaticVectors.read(path, path) for path in _FLAGS.static]  # Before the model: bad files fail at once.
     if _FLAGS.workdir is not None:
         embedder = embedder_from_workdir(_FLAGS.workdir, _FLAGS.step, _FLAGS.batch_size, stateful=False)
+    elif _FLAGS.manylangs is not None:
+        embedder = ElmoEmbedder.from_manylangs(_FLAGS.manylangs, batch_size=_FLAGS.batch_size)
     else:
         embedder = embedder_from_bilm_files(_FLAGS.options, _FLAGS.weights, _FLAGS.batch_size, stateful=False)
     layer = embedder.n_outputs - 1 if _FLAGS.layer is None else _FLAGS.layer

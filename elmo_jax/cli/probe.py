@@ -37,7 +37,7 @@ from elmo_jax.data.coarsewsd import read_coarsewsd
 from elmo_jax.data.conllu import read_conllu
 from elmo_jax.data.wic import read_wic
 from elmo_jax.inference.embedder import ENGINES
-from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
+from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_manylangs, bilm_from_workdir
 from elmo_jax.workdir.runs import workdir_inputs
 from elmo_jax.probing import wic, wsd
 from elmo_jax.probing.report import (
@@ -162,6 +162,9 @@ def _model() -> tuple[PretrainedBiLM, dict[str, Any]]:
         described = {"model": name if _FLAGS.step is None else f"{name} step {_FLAGS.step}",
                      "workdir": _FLAGS.workdir, "step": pretrained.step}
         return pretrained, described
+    if _FLAGS.manylangs is not None:
+        directory = os.path.normpath(_FLAGS.manylangs)
+        return bilm_from_manylangs(directory), {"model": os.path.basename(directory), "manylangs": directory}
     described = {"model": os.path.basename(_FLAGS.weights), "options": _FLAGS.options, "weights": _FLAGS.weights}
     return bilm_from_files(_FLAGS.options, _FLAGS.weights), described
 

@@ -25,7 +25,7 @@ from elmo_jax.workdir.saved_config import saved_config
 flags.disclaim_key_flags()  # The flags the helpers below define belong to the calling tool (its --help).
 HELP_ARGS = ("-h", "--help", "--helpshort", "--helpfull")  # argparse's and absl's spellings.
 ERRORS = (ValueError, RuntimeError, OSError)  # What the model tools report as `error: ...`.
-ONE_MODEL = "give either --workdir, or --options and --weights (not both, not neither)"
+ONE_MODEL = "give one model: --workdir, --options with --weights, or --manylangs"
 
 
 class UsageError(Exception):
@@ -35,11 +35,14 @@ class UsageError(Exception):
 def define_model_flags(
     flag_values: flags.FlagValues, workdir_help: str = "elmo-jax training workdir (instead of --options/--weights)"
 ) -> None:
-    """--options and --weights (a bilm-tf/AllenNLP model), or --workdir and --step (a checkpoint)."""
+    """--options and --weights (a bilm-tf/AllenNLP model), --workdir and --step (a checkpoint), or --manylangs
+    (an ELMoForManyLangs model directory)."""
     flags.DEFINE_string("options", None, "bilm-tf/AllenNLP options.json (with --weights)", flag_values=flag_values)
     flags.DEFINE_string("weights", None, "bilm-tf/AllenNLP hdf5 weight file (with --options)", flag_values=flag_values)
     flags.DEFINE_string("workdir", None, workdir_help, flag_values=flag_values)
     flags.DEFINE_integer("step", None, "with --workdir: checkpoint step (default: latest)", flag_values=flag_values)
+    flags.DEFINE_string("manylangs", None, "an ELMoForManyLangs model directory as unzipped (config.json, char.dic, "
+                        "*.pkl), each sentence from zero LSTM states", flag_values=flag_values)
 
 
 def define_segmenter_flag(flag_values: flags.FlagValues, what: str) -> None:
@@ -104,11 +107,14 @@ def check_positive(flag_values: flags.FlagValues, *names: str) -> None:
 
 
 def check_model_source(flag_values: flags.FlagValues, either: str = ONE_MODEL) -> None:
-    """Raises UsageError (`either`) unless the flags name one model: --workdir, or --options with --weights."""
-    workdir, options, weights = (flag_values[name].value for name in ("workdir", "options", "weights"))
-    if (workdir is None) == (options is None and weights is None):
+    """Raises UsageError (`either`) unless the flags name one model: --workdir, --options with --weights,
+    or --manylangs."""
+    workdir, options, weights, manylangs = (flag_values[name].value
+                                            for name in ("workdir", "options", "weights", "manylangs"))
+    files = options is not None or weights is not None
+    if (workdir is not None) + files + (manylangs is not None) != 1:
         raise UsageError(either)
-    if workdir is None and (options is None or weights is None):
+    if files and (options is None or weights is None):
         raise UsageError("--options and --weights go together")
 
 

@@ -28,7 +28,7 @@ from elmo_jax.data.vocab import Vocabulary, read_words
 from elmo_jax.runtime.atomic_write import write_atomic
 from elmo_jax.inference.cpu_kernels import CpuCharCnn, CpuLstmStack, KernelUnavailable
 from elmo_jax.model.bilm import BiLM
-from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
+from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_manylangs, bilm_from_workdir
 from elmo_jax.model.lstm import LSTMState
 from elmo_jax.inference.hdf5_output import LAYER_MODES, DatasetWriter, select_layers, write_token_embeddings
 from elmo_jax.inference.ragged_lstm import check_stream_lengths, put_rows, run_lstms, take_rows
@@ -193,6 +193,13 @@ class ElmoEmbedder:
     def from_workdir(cls, workdir: str, step: int | None = None, **options: Any) -> ElmoEmbedder:
         """The embedder of an elmo-jax training checkpoint (latest step by default; `bilm_from_workdir`)."""
         return cls.from_pretrained(bilm_from_workdir(workdir, step), **options)
+
+    @classmethod
+    def from_manylangs(cls, directory: str, **options: Any) -> ElmoEmbedder:
+        """The embedder of an ELMoForManyLangs model directory (`pretrained.bilm_from_manylangs`). Stateless
+        by default: each sentence from zero states, what ELMoForManyLangs' `sents2elmo` gives for the first
+        batch of a freshly loaded `Embedder`, whatever the batch (`stateful=True`: carried as bilm-tf does)."""
+        return cls.from_pretrained(bilm_from_manylangs(directory), **{"stateful": False, **options})
 
     @classmethod
     def from_pretrained(cls, pretrained: PretrainedBiLM, **options: Any) -> ElmoEmbedder:

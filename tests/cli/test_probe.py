@@ -278,7 +278,7 @@ def test_a_malformed_vector_file_is_one_error_line_before_the_model_loads(conllu
     [
         (["--static", "V", "--control", "random_init"], True, "--static is probed beside the model, not its control"),
         (["--static", "V", "--static", "V"], True, "--static names a file twice"),
-        (["--static", "V"], False, "give either --workdir, or --options and --weights"),  # No static-only probe.
+        (["--static", "V"], False, "give one model: --workdir, --options with --weights, or --manylangs"),  # No static-only probe.
         (["--static", "missing.txt"], True, "No such file or directory"),
     ],
     ids=["control", "twice", "no-biLM", "missing"],

@@ -285,7 +285,7 @@ def test_cli_errors(skip_bilm, tmp_path, capsys):
     assert "vocab.txt:2: empty token" in capsys.readouterr().err
     for argv, message in (
         (["--workdir", str(tmp_path), "--options", options_path, "--input", "x", "--output", out],
-         "give either --options and --weights, or --workdir"),
+         "give one model: --workdir, --options with --weights, or --manylangs"),
         (["--options", options_path, "--input", "x", "--output", out], "--options and --weights go together"),
         (["--workdir", str(tmp_path), "--input", "x", "--token_embeddings", "v", "--output", out],
          "give exactly one of --input and --token_embeddings"),

@@ -220,8 +220,8 @@ def test_errors_are_one_line(bilm, tmp_path, capsys):
         (model + ["--corpus", corpus] + query + ["--word", "0", "--layer", "4"], "--layer 4 is out of range"),
         (model + ["--corpus", corpus] + query + ["--word", "0", "--layer", "-1"], "--layer -1 is out of range"),
         (model + ["--corpus", str(tmp_path / "no*.txt")] + query + ["--word", "0"], "no file matches"),
-        (["--corpus", corpus] + query + ["--word", "0"], "give either --workdir"),
-        (model + ["--workdir", str(tmp_path), "--corpus", corpus] + query + ["--word", "0"], "give either --workdir"),
+        (["--corpus", corpus] + query + ["--word", "0"], "give one model: --workdir"),
+        (model + ["--workdir", str(tmp_path), "--corpus", corpus] + query + ["--word", "0"], "give one model: --workdir"),
         (model + ["--corpus", corpus, "--static", str(bad)] + query + ["--word", "0"],
          f"{bad}:3: 1 values, expected the header's 2"),
     ]
@@ -239,7 +239,7 @@ def test_module_entry_point_error(bilm):
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr == "error: give either --workdir, or --options and --weights (not both, not neither)\n"
+    assert result.stderr == "error: give one model: --workdir, --options with --weights, or --manylangs\n"
 
 
 def test_streaming_keeps_bounded_memory(embedder, monkeypatch):
