@@ -33,6 +33,7 @@ from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 
+from elmo_jax.data.line_files import numbered_lines
 from elmo_jax.static.lookup import NO_ROW, StaticVectors
 from elmo_jax.static.word2vec import INSTALL_HINT
 
@@ -46,7 +47,6 @@ BUNDLED = {"google": "questions-words.txt", "wordsim353": "wordsim353.tsv", "sim
 # block of scores (1 MiB: the passes over it run in a core's cache, several times faster than in memory).
 _COSINE_ELEMENTS = 1 << 26
 _BLOCK_ELEMENTS = 1 << 18
-_BYTE_ORDER_MARK = "\ufeff"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -73,16 +73,10 @@ def bundled_file(name: str) -> str:
 
 
 def _lines(path: str) -> Iterator[tuple[str, str]]:
-    """(`file:line`, the line without its end and surrounding whitespace) for each line of `path`;
-    ValueError at `file:line` for bytes that are not UTF-8. A leading byte order mark is dropped."""
-    with open(path, "rb") as f:
-        for line_no, raw in enumerate(f, start=1):
-            where = f"{path}:{line_no}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise ValueError(f"{where}: not valid UTF-8") from None
-            yield where, (line.removeprefix(_BYTE_ORDER_MARK) if line_no == 1 else line).strip()
+    """(`file:line`, the line without surrounding whitespace) for each line of `path`
+    (`data.line_files.numbered_lines`: no byte order mark, ValueError at `file:line` for invalid UTF-8)."""
+    for number, line in numbered_lines(path):
+        yield f"{path}:{number}", line.strip()
 
 
 class AnalogySet(NamedTuple):

@@ -279,7 +279,7 @@ def test_an_analogy_file_reads_as_sections_of_questions(tmp_path):
     ("a b c d\n: s\n", 1, "a question before any `: section` line"),
     (": s\na b c d\n:  \n", 3, "without a section name"),
     (": s\na b c d\n: s\n", 3, "section 's' again"),
-    (b": s\na b \xff d\n", 2, "not valid UTF-8"),
+    (b": s\na b \xff d\n", 2, "invalid UTF-8"),
 ])
 def test_a_malformed_analogy_file_is_one_error_at_its_line(tmp_path, text, line, message):
     path = _write(tmp_path, "q.txt", text)
@@ -312,7 +312,7 @@ def test_similarity_files_read_tabs_spaces_comments_and_simlexs_header(tmp_path)
     ("# header\na b\n", 2, "expected `word1 word2 score`"),
     ("a\tb\t1\nc\td\n", 2, "2 columns, expected line 1's 3"),
     ("word1 word2 POS SimLex999\nold new A\n", 2, "3 columns, expected line 1's 4"),
-    (b"a b 1\n\xc3( b 2\n", 2, "not valid UTF-8"),
+    (b"a b 1\n\xc3( b 2\n", 2, "invalid UTF-8"),
 ])
 def test_a_malformed_similarity_file_is_one_error_at_its_line(tmp_path, text, line, message):
     path = _write(tmp_path, "s.txt", text)
