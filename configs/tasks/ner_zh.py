@@ -10,14 +10,8 @@ DIR (default data/chinese/uner_gsdsimp) holds the files docs/tasks.md names. No 
 
 import os
 
-from elmo_jax.tasks.schema import get_config as task_defaults
+from elmo_jax.tasks.schema import recipe
 
 
 def get_config(data_dir: str = "data/chinese/uner_gsdsimp"):
-    config = task_defaults()
-    config.task.kind = "ner"
-    config.head.kind = "crf"
-    config.data.train_file = os.path.join(data_dir, "zh_gsdsimp-ud-train.iob2")
-    config.data.dev_file = os.path.join(data_dir, "zh_gsdsimp-ud-dev.iob2")
-    config.data.test_file = os.path.join(data_dir, "zh_gsdsimp-ud-test.iob2")
-    return config
+    return recipe("ner", os.path.join(data_dir, "zh_gsdsimp-ud-{split}.iob2"), head="crf")

@@ -10,13 +10,8 @@ DIR (default data/ud_english_ewt) holds the files docs/tasks.md names. No input 
 
 import os
 
-from elmo_jax.tasks.schema import get_config as task_defaults
+from elmo_jax.tasks.schema import recipe
 
 
 def get_config(data_dir: str = "data/ud_english_ewt"):
-    config = task_defaults()
-    config.task.kind = "parse"
-    config.data.train_file = os.path.join(data_dir, "en_ewt-ud-train.conllu")
-    config.data.dev_file = os.path.join(data_dir, "en_ewt-ud-dev.conllu")
-    config.data.test_file = os.path.join(data_dir, "en_ewt-ud-test.conllu")
-    return config
+    return recipe("parse", os.path.join(data_dir, "en_ewt-ud-{split}.conllu"))

@@ -10,14 +10,8 @@ DIR (default data/chinese) holds the files docs/tasks.md names. No input is set 
 
 import os
 
-from elmo_jax.tasks.schema import get_config as task_defaults
+from elmo_jax.tasks.schema import recipe
 
 
 def get_config(data_dir: str = "data/chinese"):
-    config = task_defaults()
-    config.task.kind = "tag"
-    config.head.kind = "softmax"
-    config.data.train_file = os.path.join(data_dir, "zh_gsd2017simp-ud-train.conllu")
-    config.data.dev_file = os.path.join(data_dir, "zh_gsd2017simp-ud-dev.conllu")
-    config.data.test_file = os.path.join(data_dir, "zh_gsd2017simp-ud-test.conllu")
-    return config
+    return recipe("tag", os.path.join(data_dir, "zh_gsd2017simp-ud-{split}.conllu"), head="softmax")

@@ -93,6 +93,18 @@ def get_config() -> ml_collections.ConfigDict:
     return SCHEMA.defaults()
 
 
+def recipe(task: str, files: str, head: str | None = None) -> ml_collections.ConfigDict:
+    """A task recipe (configs/tasks/*.py): the defaults with its task kind, its head kind when the task has a
+    choice, and its files, `files` naming them with '{split}' for train, dev and test."""
+    config = get_config()
+    config.task.kind = task
+    if head is not None:
+        config.head.kind = head
+    for split in ("train", "dev", "test"):
+        config.data[f"{split}_file"] = files.replace("{split}", split)
+    return config
+
+
 def completed(saved: Mapping[str, Any]) -> ml_collections.ConfigDict:
     """A config saved in a task workdir (config.json), with the keys declared since at their defaults: each
     added key keeps what the model did before it existed."""
