@@ -9,6 +9,11 @@
 #   bash benchmarks/static_intrinsic.sh [WORKDIR] [RESULTS_DIR]
 #   bash benchmarks/static_intrinsic.sh                              # runs/demo
 #   CONTEXTS=20 bash benchmarks/static_intrinsic.sh                  # fewer contexts pooled a word
+#   ANALOGIES=ca8.txt SIMILARITY=COS960_all.txt,wordsim-240.txt EXAMPLE="男人 女人 国王" \
+#     bash benchmarks/static_intrinsic.sh runs/demo_zh benchmarks/results/static_intrinsic_zh   # Chinese
+#
+# ANALOGIES, SIMILARITY and EXAMPLE are elmo-vectors' --analogies, --similarity and --example (its
+# defaults when unset: Google's analogies, WordSim-353 and SimLex-999, man woman king).
 #
 # A cell is one vector file, runs/static_intrinsic/<name>.txt (VECTORS_DIR); its elmo-vectors JSON
 # is RESULTS_DIR/<name>.json (default benchmarks/results/static_intrinsic) and a cell whose JSON
@@ -23,6 +28,7 @@ python=${PYTHON:-.venv/bin/python}
 vectors_dir=${VECTORS_DIR:-runs/static_intrinsic}
 dim=${DIM:-100}
 contexts=${CONTEXTS:-}
+sets=(${ANALOGIES:+--analogies="$ANALOGIES"} ${SIMILARITY:+--similarity="$SIMILARITY"} ${EXAMPLE:+--example="$EXAMPLE"})
 mkdir -p "$vectors_dir" "$results"
 
 # train NAME ARGS...: runs elmo-static ARGS, logging to VECTORS_DIR/NAME.log, and writes
@@ -47,7 +53,7 @@ EOF
 
 # measure NAME: elmo-vectors on VECTORS_DIR/NAME.txt, writing RESULTS_DIR/NAME.json.
 measure() {
-  "$python" -m elmo_jax.cli.vectors --vectors="$vectors_dir/$1.txt" --output="$results/$1.json"
+  "$python" -m elmo_jax.cli.vectors --vectors="$vectors_dir/$1.txt" "${sets[@]}" --output="$results/$1.json"
 }
 
 files=()
@@ -82,4 +88,4 @@ for layer_file in "$vectors_dir"/elmo.layer*.txt; do
 done
 
 list=$(IFS=,; echo "${files[*]}")
-"$python" -m elmo_jax.cli.vectors --vectors="$list" --output="$results/all.json" | tee "$results/all.md"
+"$python" -m elmo_jax.cli.vectors --vectors="$list" "${sets[@]}" --output="$results/all.json" | tee "$results/all.md"

@@ -1,7 +1,8 @@
 """The Markdown table of benchmarks/static_intrinsic.sh's results (docs/static_vectors.md,
 "Analogies and similarity on PTB, measured"): a row per vector file of RESULTS_DIR/all.json, its
 training seconds from RESULTS_DIR/<name>.train.json, Google's analogies by 3CosAdd and 3CosMul
-(also split into the semantic sections and the syntactic `gram*` ones) with their coverage, each
+(also split into the semantic sections and those of form: Google's syntactic `gram*` ones, CA8's
+morphological ones) with their coverage, each
 similarity set's rho with its coverage; then the `a : b :: c : ?` example's 5 best answers.
 
     python benchmarks/static_intrinsic_table.py [RESULTS_DIR]   # default benchmarks/results/static_intrinsic
@@ -24,15 +25,23 @@ CELLS = {
 }
 
 
+# CA8's morphological sections (reduplication A and AB, semi-affixes prefix and suffix): form, as Google's gram*.
+CA8_MORPHOLOGICAL = ("A", "AB", "prefix", "suffix")
+
+
+def _of_form(section):
+    return section.startswith("gram") or section in CA8_MORPHOLOGICAL
+
+
 def _share(correct, answered):
     return f"{correct / answered:.3f}" if answered else "n/a"
 
 
 def _split(sections, method):
-    """Accuracy over the semantic sections and over the syntactic (gram*) ones."""
+    """Accuracy over the semantic sections and over those of form (syntactic, morphological)."""
     parts = {True: [0, 0], False: [0, 0]}
     for section in sections:
-        part = parts[section["section"].startswith("gram")]
+        part = parts[_of_form(section["section"])]
         part[0] += section["correct"][method]
         part[1] += section["answered"]
     return _share(*parts[False]), _share(*parts[True])
@@ -69,7 +78,9 @@ def main(results):
             rho = "n/a" if s["spearman"] is None else f"{s['spearman']:.3f}"
             row.append(f"{rho} ({s['coverage']:.3f}, {s['found']}/{s['pairs']})")
         print("| " + " | ".join(row) + " |")
-        answers = ", ".join(f"{e['word']} {e['cosine']:.2f}" for e in entry.get("example") or [])
+        found = entry.get("example") or []
+        answers = found["error"] if isinstance(found, dict) else ", ".join(
+            f"{e['word']} {e['cosine']:.2f}" for e in found)
         examples.append((f"{method}, {objective}", answers))
     a, b, c = everything["example"]
     print(f"\n| method | {a} : {b} :: {c} : ? (3CosAdd, top 5) |\n| --- | --- |")
