@@ -22,7 +22,7 @@ from elmo_jax.data.chars import (
     BOS_CHAR, BOS_TOKEN, EOS_TOKEN, ID_SHIFT, N_CHARACTERS, narrow_char_ids, words_to_char_ids,
 )
 from elmo_jax.inference.embedder import check_embeddable, encode_chars
-from elmo_jax.pretrained import bilm_from_files, bilm_from_workdir
+from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_manylangs, bilm_from_workdir
 from elmo_jax.model.bilm import BiLM
 from elmo_jax.model.scalar_mix import ScalarMix
 
@@ -37,8 +37,8 @@ _WORD_ID_MESSAGE = (  # `_check_ids`' message: {0} the word id, {1} the table's 
 )
 _CHAR_ID_MESSAGE = (  # {0}: the char id, {1}: the biLM's char ids.
     f"char id {{0}} is outside this biLM's {{1}} char ids (0 = padding, 1..256 = a UTF-8 byte + 1, "
-    f"{BOS_CHAR + ID_SHIFT}..{N_CHARACTERS - 1} = special, more: a character vocabulary's): make char ids with "
-    "batch_to_ids"
+    f"{BOS_CHAR + ID_SHIFT}..{N_CHARACTERS - 1} = special, more: a character vocabulary's or the biLM's own): make "
+    "char ids with elmo.batch_to_ids(sentences)"
 )
 
 
@@ -47,11 +47,20 @@ def batch_to_ids(
 ) -> np.ndarray:
     """AllenNLP's `batch_to_ids`: char ids `[batch, max_len, max_chars]` int32, all zeros after a
     sentence's end (how `Elmo` finds the mask). `max_chars`: `elmo.max_chars` for a narrower biLM;
-    `characters`: `elmo.characters` for a biLM with a character vocabulary."""
-    ids = np.zeros((len(sentences), max((len(s) for s in sentences), default=0), max_chars), np.int32)
+    `characters`: `elmo.characters` for a biLM with a character vocabulary. Any biLM's own inputs,
+    an ELMoForManyLangs model's too: the module's method, `elmo.batch_to_ids(sentences)`."""
+    return _padded_ids(sentences, functools.partial(words_to_char_ids, max_chars=max_chars, characters=characters),
+                       max_chars)
+
+
+def _padded_ids(sentences: Sequence[Sequence[str]], encode: Callable[[Sequence[str]], np.ndarray],
+                width: int) -> np.ndarray:
+    """The rows `encode(tokens)` `[len(tokens), width]` of each sentence in `[batch, max_len, width]` int32,
+    zeros after a sentence's end."""
+    ids = np.zeros((len(sentences), max((len(s) for s in sentences), default=0), width), np.int32)
     for row, tokens in enumerate(sentences):
         if tokens:
-            ids[row, : len(tokens)] = words_to_char_ids(tokens, max_chars, characters)
+            ids[row, : len(tokens)] = encode(tokens)
     return ids
 
 
@@ -70,19 +79,32 @@ def batch_to_word_ids(sentences: Sequence[Sequence[str]], vocab_to_cache: Sequen
     return ids
 
 
-def _source(options_file: str | None, weight_file: str | None, workdir: str | None, step: int | None) -> tuple:
-    """('files', options path, weights path) or ('workdir', path, step), paths absolute; ValueError
-    unless the arguments name files or a workdir, not both."""
+def _source(
+    options_file: str | None, weight_file: str | None, workdir: str | None, step: int | None, manylangs: str | None
+) -> tuple:
+    """('files', options path, weights path), ('workdir', path, step) or ('manylangs', directory), paths
+    absolute (`_read` reads it); ValueError unless the arguments name one of files, a workdir or an
+    ELMoForManyLangs model directory."""
     files = (options_file, weight_file)
-    if workdir is not None and files == (None, None):
+    if workdir is not None and files == (None, None) and manylangs is None:
         return "workdir", os.path.abspath(workdir), step
-    if workdir is None and step is None and None not in files:
+    if manylangs is not None and files == (None, None) and (workdir, step) == (None, None):
+        return "manylangs", os.path.abspath(manylangs)
+    if (workdir, step, manylangs) == (None, None, None) and None not in files:
         return "files", os.path.abspath(options_file), os.path.abspath(weight_file)
     raise ValueError(
-        "Elmo reads options_file and weight_file, or a training workdir (step: its checkpoint) with "
-        f"options_file=weight_file=None; got options_file={options_file!r}, weight_file={weight_file!r}, "
-        f"workdir={workdir!r}, step={step!r}"
+        "Elmo reads options_file and weight_file, or a training workdir (step: its checkpoint), or an "
+        "ELMoForManyLangs model directory (manylangs), with None for the others; got "
+        f"options_file={options_file!r}, weight_file={weight_file!r}, workdir={workdir!r}, step={step!r}, "
+        f"manylangs={manylangs!r}"
     )
+
+
+def _read(source: tuple) -> PretrainedBiLM:
+    """The biLM of a `_source`: its kind's reader given the rest."""
+    kind, *arguments = source
+    reader = {"files": bilm_from_files, "workdir": bilm_from_workdir, "manylangs": bilm_from_manylangs}[kind]
+    return reader(*arguments)
 
 
 def _check_bilm(bilm: BiLM) -> None:
@@ -96,52 +118,57 @@ def _check_bilm(bilm: BiLM) -> None:
 
 
 class ElmoBiLM:
-    """The pretrained biLM of an `Elmo`, read once when built (from files, or `None, None, workdir=...,
-    step=...`), shared by the Elmos given it (`bilm=`): `model` (unbound), `params` (no softmax),
-    `max_chars`, `source` and the `vocab_to_cache` tables so far. Compared and hashed by identity."""
+    """The pretrained biLM of an `Elmo`, read once when built (from files, `None, None, workdir=...,
+    step=...` or `None, None, manylangs=directory`), shared by the Elmos given it (`bilm=`): `model`
+    (unbound), `params` (no softmax), `max_chars` (ids per token of its input rows), `boundaries` (the
+    rows of `<S>` and `</S>`), `source` and the `vocab_to_cache` tables so far. Compared and hashed by
+    identity."""
 
     def __init__(
-        self, options_file: str | None, weight_file: str | None, *, workdir: str | None = None, step: int | None = None
+        self, options_file: str | None, weight_file: str | None, *, workdir: str | None = None,
+        step: int | None = None, manylangs: str | None = None,
     ) -> None:
-        self.source = _source(options_file, weight_file, workdir, step)
-        if self.source[0] == "files":
-            pretrained = bilm_from_files(options_file, weight_file)
-        else:
-            pretrained = bilm_from_workdir(workdir, step)
+        self.source = _source(options_file, weight_file, workdir, step, manylangs)
+        pretrained = _read(self.source)
         _check_bilm(pretrained.model)
         # Built unbound: read while a parent module runs (an Elmo made in its compact `__call__`),
         # the BiLM would be made that parent's submodule.
         self.model: BiLM = pretrained.model.clone(parent=None, name=None)
         self.params: dict = pretrained.params
-        self.max_chars: int = pretrained.max_chars
         self.characters: CharVocabulary | None = pretrained.characters
+        self.input_ids: Callable[[Sequence[str]], np.ndarray] = pretrained.input_ids
+        self.boundaries: np.ndarray = self.input_ids([BOS_TOKEN, EOS_TOKEN])  # [2, max_chars]
+        self.max_chars: int = self.boundaries.shape[1]
+        # What its rows spell (None: bilm-tf's bytes, the only char ids narrowed when wider).
+        self.spelling: str | None = "its own inputs" if pretrained.token_inputs is not None else (
+            "its character vocabulary" if pretrained.characters is not None else None)
         self._tables: dict[tuple[str, ...], np.ndarray] = {}
 
     def __repr__(self) -> str:
-        if self.source[0] == "files":
-            return f"ElmoBiLM({self.source[1]!r}, {self.source[2]!r})"
-        return f"ElmoBiLM(None, None, workdir={self.source[1]!r}, step={self.source[2]!r})"
+        kind, *args = self.source
+        if kind == "files":
+            return f"ElmoBiLM({args[0]!r}, {args[1]!r})"
+        if kind == "manylangs":
+            return f"ElmoBiLM(None, None, manylangs={args[0]!r})"
+        return f"ElmoBiLM(None, None, workdir={args[0]!r}, step={args[1]!r})"
 
     def token_table(self, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
         """The char CNN's token embeddings `[V, P]` float32 of `vocab_to_cache` (row 0, padding:
         zeros), once per vocabulary, by a compiled executable (so also while `init` is traced)."""
         if vocab_to_cache not in self._tables:
-            self._tables[vocab_to_cache] = _token_table(
-                self.model, self.params, self.max_chars, self.characters, vocab_to_cache
-            )
+            self._tables[vocab_to_cache] = _token_table(self, vocab_to_cache)
         return self._tables[vocab_to_cache]
 
 
-def _token_table(
-    model: BiLM, params: Any, max_chars: int, characters: CharVocabulary | None, vocab_to_cache: tuple[str, ...]
-) -> np.ndarray:
+def _token_table(bilm: ElmoBiLM, vocab_to_cache: tuple[str, ...]) -> np.ndarray:
     """`ElmoBiLM.token_table`, `_TABLE_CHUNK` words per call."""
+    model, params = bilm.model, bilm.params
     table = np.zeros((len(vocab_to_cache), model.width), np.float32)
-    ids = np.zeros((_TABLE_CHUNK, max_chars), np.int32)  # One shape: one compilation.
+    ids = np.zeros((_TABLE_CHUNK, bilm.max_chars), np.int32)  # One shape: one compilation.
     embed = encode_chars.lower(model, params, ids).compile()
     for start in range(1, len(vocab_to_cache), _TABLE_CHUNK):
         words = vocab_to_cache[start : start + _TABLE_CHUNK]
-        ids[: len(words)] = words_to_char_ids(words, max_chars, characters)
+        ids[: len(words)] = bilm.input_ids(words)
         table[start : start + len(words)] = np.asarray(embed(params, ids))[: len(words)]
     return table
 
@@ -237,14 +264,16 @@ class Elmo(nn.Module):
     """AllenNLP's `Elmo`: K task-specific mixes of a pretrained biLM's layers (docs/elmo_in_flax.md).
 
     `__call__(inputs, word_inputs=None, *, deterministic=True)`: char ids `[..., T, C]`
-    (`batch_to_ids`) and/or, with `vocab_to_cache`, word ids `[..., T]` (`batch_to_word_ids`; 0 =
-    padding). Returns `{'elmo_representations': K arrays [..., T, 2P], 'mask': [..., T] bool}`; with
+    (`elmo.batch_to_ids(sentences)`, for bilm-tf biLMs AllenNLP's `batch_to_ids`) and/or, with
+    `vocab_to_cache`, word ids `[..., T]` (`batch_to_word_ids`; 0 = padding). Returns
+    `{'elmo_representations': K arrays [..., T, 2P], 'mask': [..., T] bool}`; with
     `keep_sentence_boundaries`, `<S>`/`</S>` stay in both (`T + 2` positions). Each representation is
     a `ScalarMix` of the layers, zero at masked positions, then dropout when `deterministic=False`.
 
-    The biLM: `options_file` and `weight_file`, or a training `workdir` (`step`: its checkpoint)
-    with None for both files; or `bilm`, an `ElmoBiLM` read before. Char ids wider than `max_chars`
-    are narrowed to it, narrower ones refused.
+    The biLM: `options_file` and `weight_file`, or with None for both files a training `workdir`
+    (`step`: its checkpoint) or an ELMoForManyLangs model directory `manylangs` (its char ids are its
+    own: `[word id + 1, char.dic ids + 1]` rows, from `elmo.batch_to_ids`); or `bilm`, an `ElmoBiLM`
+    read before. Byte char ids wider than `max_chars` are narrowed to it, narrower ones refused.
     """
 
     options_file: str | None
@@ -260,14 +289,16 @@ class Elmo(nn.Module):
     workdir: str | None = None
     step: int | None = None
     bilm: ElmoBiLM | None = None
+    manylangs: str | None = None
 
     def __post_init__(self) -> None:
         """Reads the biLM unless `bilm` holds it (Flax's clones get this one's `bilm`)."""
+        sources = (self.options_file, self.weight_file, self.workdir, self.step, self.manylangs)
         if self.bilm is None:
-            bilm = ElmoBiLM(self.options_file, self.weight_file, workdir=self.workdir, step=self.step)
+            bilm = ElmoBiLM(*sources[:2], workdir=self.workdir, step=self.step, manylangs=self.manylangs)
             object.__setattr__(self, "bilm", bilm)  # Flax's __setattr__ allows fields in `setup` only.
-        elif (self.options_file, self.weight_file, self.workdir, self.step) != (None, None, None, None):
-            source = _source(self.options_file, self.weight_file, self.workdir, self.step)
+        elif sources != (None,) * len(sources):
+            source = _source(*sources)
             if source != self.bilm.source:
                 raise ValueError(
                     f"Elmo's bilm={self.bilm!r} was not read from {source[1:]}: pass bilm with the files and "
@@ -277,8 +308,15 @@ class Elmo(nn.Module):
 
     @property
     def max_chars(self) -> int:
-        """Characters per token of the biLM's char ids (50 for bilm-tf/AllenNLP models)."""
+        """Ids per token of the biLM's char ids (50 for bilm-tf/AllenNLP models; an ELMoForManyLangs
+        model's: the word id and its max_characters_per_token char ids)."""
         return self.bilm.max_chars
+
+    def batch_to_ids(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
+        """The biLM's char ids `[batch, max_len, max_chars]` int32 of tokenized sentences, all zeros after
+        a sentence's end: `batch_to_ids(sentences, elmo.max_chars, elmo.characters)` for a bilm-tf or
+        elmo-jax biLM, an ELMoForManyLangs model's own rows (`PretrainedBiLM.input_ids`) for one of those."""
+        return _padded_ids(sentences, self.bilm.input_ids, self.bilm.max_chars)
 
     @property
     def characters(self) -> CharVocabulary | None:
@@ -341,10 +379,10 @@ class Elmo(nn.Module):
                     f"this biLM reads {max_chars} chars per token, got char ids of {char_ids.shape[-1]}: "
                     f"use batch_to_ids(sentences, max_chars={max_chars})"
                 )
-            if self.bilm.characters is not None and char_ids.shape[-1] != max_chars:
-                raise ValueError(  # Narrowing could cut an unlisted character's bytes apart.
-                    f"this biLM reads {max_chars} chars per token of its character vocabulary, got char ids of "
-                    f"{char_ids.shape[-1]}: use batch_to_ids(sentences, {max_chars}, characters=elmo.characters)"
+            if self.bilm.spelling is not None and char_ids.shape[-1] != max_chars:
+                raise ValueError(  # Narrowing could cut an unlisted character's bytes apart, or mean nothing.
+                    f"this biLM reads {max_chars} ids per token of {self.bilm.spelling}, got char ids of "
+                    f"{char_ids.shape[-1]}: use batch_to_ids as the module's method, elmo.batch_to_ids(sentences)"
                 )
             _check_ids(char_ids, self.bilm.model.n_characters, _CHAR_ID_MESSAGE)
         if word_ids is None or not self.vocab_to_cache:
@@ -386,46 +424,49 @@ class Elmo(nn.Module):
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """`_elmo_layers` (layers `[L + 1, B, T + 2, 2P]`, mask `[B, T]`, mask with boundaries `[B, T + 2]`)
         of the `[B, ...]` ids, from and to the carried state when stateful."""
-        bilm, max_chars = self.bilm.model, self.bilm.max_chars
+        bilm, boundaries = self.bilm.model, self.bilm.boundaries
         if not self.stateful:
-            return _elmo_layers(bilm, max_chars, params, table, char_ids, word_ids, None)[:3]
+            return _elmo_layers(bilm, params, boundaries, table, char_ids, word_ids, None)[:3]
         if not (self.is_initializing() or self.is_mutable_collection(STATE_COLLECTION)):
             raise ValueError(f"a stateful Elmo updates its carried state: apply it with mutable=[{STATE_COLLECTION!r}]")
         batch = (char_ids if word_ids is None else word_ids).shape[0]
         carried = self.variable(STATE_COLLECTION, "carried", bilm.initial_state, batch)
-        *layers, state = _elmo_layers(bilm, max_chars, params, table, char_ids, word_ids, carried.value)
+        *layers, state = _elmo_layers(bilm, params, boundaries, table, char_ids, word_ids, carried.value)
         if not self.is_initializing():
             carried.value = state
         return tuple(layers)
 
 
-def word_layers(bilm: BiLM, max_chars: int, params: Any, char_ids: jax.Array) -> jax.Array:
-    """ELMo's layers at the words of char ids `[B, T, C]` (`batch_to_ids`), each sentence from zero
-    states, the boundaries dropped: `[B, T, L + 1, 2P]`, zero past each sentence's end. The layout
+def word_layers(bilm: BiLM, boundaries: jax.Array, params: Any, char_ids: jax.Array) -> jax.Array:
+    """ELMo's layers at the words of char ids `[B, T, C]` (the biLM's input rows,
+    `PretrainedBiLM.input_ids`; `boundaries` `[2, C]` those of `<S>` and `</S>`), each sentence from
+    zero states, the boundaries dropped: `[B, T, L + 1, 2P]`, zero past each sentence's end. The layout
     the task models store (`probing.features.compute_features` of a biLM that projects its tokens),
     here differentiable in `params`, for a task step that runs or fine-tunes the biLM."""
-    layers = _elmo_layers(bilm, max_chars, params, None, char_ids, None, None)[0]
+    layers = _elmo_layers(bilm, params, boundaries, None, char_ids, None, None)[0]
     words = jnp.any(char_ids > 0, axis=-1)
     return jnp.moveaxis(layers[:, :, 1:-1], 0, 2) * words[..., None, None]
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
+@functools.partial(jax.jit, static_argnums=0)
 def _elmo_layers(
-    bilm: BiLM, max_chars: int, params: Any, table: jax.Array | None, char_ids: jax.Array | None,
+    bilm: BiLM, params: Any, boundaries: jax.Array, table: jax.Array | None, char_ids: jax.Array | None,
     word_ids: jax.Array | None, state: Any,
 ) -> tuple[jax.Array, jax.Array, jax.Array, Any]:
     """`Elmo`'s biLM part, one compiled program per shape (op by op, each call would compile its
-    scans anew): char ids `[B, T, C >= max_chars]` and/or word ids `[B, T]` -> (the ELMo layers
+    scans anew): char ids `[B, T, C >= max_chars]` (wider: bilm-tf bytes, narrowed; `boundaries`
+    `[2, max_chars]`, the rows of `<S>` and `</S>`) and/or word ids `[B, T]` -> (the ELMo layers
     `[L + 1, B, T + 2, 2P]` of `<S> w1 .. wn </S>`, zero at masked positions; the mask `[B, T]`;
     the mask with boundaries `[B, T + 2]`; the carried state after them). `state`: None, the
     sentences start from zeros; else the carried state of R rows, whose first B the batch
     continues (rows beyond R start from zeros), returned with them updated (max(R, B) rows)."""
-    if char_ids is not None:
+    max_chars = boundaries.shape[-1]
+    if char_ids is not None and char_ids.shape[-1] != max_chars:
         char_ids = narrow_char_ids(char_ids, max_chars)  # AllenNLP's 50-wide ids for a narrower biLM.
     mask = word_ids > 0 if char_ids is None else jnp.any(char_ids > 0, axis=-1)
     lengths = mask.sum(axis=1)
     with_boundaries = _boundary_mask(lengths, mask.shape[1])
-    x = _token_embeddings(bilm, max_chars, params, table, char_ids, word_ids, lengths)
+    x = _token_embeddings(bilm, params, boundaries, table, char_ids, word_ids, lengths)
     if state is None:
         layers, _ = _bilm_layers(bilm, params, x, with_boundaries, bilm.initial_state(mask.shape[0]))
         return layers, mask, with_boundaries, None
@@ -439,13 +480,12 @@ def _elmo_layers(
 
 
 def _token_embeddings(
-    bilm: BiLM, max_chars: int, params: Any, table: jax.Array | None, char_ids: jax.Array | None,
+    bilm: BiLM, params: Any, boundaries: jax.Array, table: jax.Array | None, char_ids: jax.Array | None,
     word_ids: jax.Array | None, lengths: jax.Array,
 ) -> jax.Array:
     """The token embeddings `[B, T + 2, P]` of `<S> w1 .. wn </S>` (rows of `lengths` `[B]` tokens):
     from the char ids, from the cached table, or, with both, from the table unless a word id is
-    outside it; `<S>` and `</S>` always through the char CNN."""
-    boundaries = jnp.asarray(words_to_char_ids([BOS_TOKEN, EOS_TOKEN], max_chars))
+    outside it; `<S>` and `</S>` (their rows `boundaries` `[2, C]`) always through the char CNN."""
 
     def from_chars() -> jax.Array:
         ids = _with_boundaries(char_ids, lengths, *boundaries)

@@ -12,6 +12,8 @@ import numpy as np
 from flax.core import FrozenDict
 
 from elmo_jax.data.char_vocab import CharVocabulary, n_char_ids
+from elmo_jax.data.chars import words_to_char_ids
+from elmo_jax.data.manylangs_inputs import ManyLangsInputs
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.export_sets import check_one_export
@@ -36,6 +38,14 @@ class PretrainedBiLM(NamedTuple):
     characters: CharVocabulary | None = None
     token_inputs: Callable[[Sequence[str]], np.ndarray] | None = None
 
+    def input_ids(self, words: Sequence[str]) -> np.ndarray:
+        """The biLM's input rows `[len(words), C']` int32 of `words` (`<S>`/`</S>` among them): its own
+        (`token_inputs`), else its char ids (`words_to_char_ids`, C' = max_chars). No token's row is all
+        zeros, which is padding."""
+        if self.token_inputs is not None:
+            return np.asarray(self.token_inputs(list(words)), np.int32)
+        return words_to_char_ids(words, self.max_chars, self.characters)
+
 
 def bilm_from_files(options_path: str, weights_path: str) -> PretrainedBiLM:
     """The biLM of bilm-tf/AllenNLP files (`options.json` + hdf5 weights), of one export when
@@ -58,19 +68,21 @@ def bilm_from_workdir(workdir: str, step: int | None = None) -> PretrainedBiLM:
 
 def bilm_from_params(
     config: ml_collections.ConfigDict, params: Mapping, vocab: Vocabulary | None = None, step: int | None = None,
-    characters: CharVocabulary | None = None,
+    characters: CharVocabulary | ManyLangsInputs | None = None,
 ) -> PretrainedBiLM:
     """The biLM of a run's `config` with `params` (a checkpoint's, or a training run's in memory),
     for inference: float32 whatever model.dtype it trains in, no dropout, the softmax dropped; a
     word-input biLM keeps `vocab` (its token embeddings are table rows by vocabulary id), a
-    char-CNN one `characters` (its character vocabulary; None: bytes)."""
+    char-CNN one `characters` (its character vocabulary; None: bytes), a run continuing an
+    ELMoForManyLangs model its inputs (`characters`, giving `token_inputs`)."""
     model_config = ml_collections.ConfigDict(config.model.to_dict())
     model_config.dtype, model_config.dropout = "float32", 0.0
     word_input = not token_encoder_class(model_config.token_encoder).reads_chars
     model = bilm_from_config(model_config, len(vocab) if word_input else 1, n_char_ids(characters))
     params = {k: v for k, v in params.items() if k != "softmax"}
+    own_inputs = characters.token_ids if isinstance(characters, ManyLangsInputs) else None
     return PretrainedBiLM(
-        model, params, config.data.max_chars_per_token, vocab if word_input else None, step, characters
+        model, params, config.data.max_chars_per_token, vocab if word_input else None, step, characters, own_inputs
     )
 
 

@@ -167,19 +167,33 @@ def write_dictionary(path: str, lexicon: dict) -> None:
 
 def write_model(efml: types.ModuleType, name: str, config: dict, seed: int) -> str:
     """A model directory as released, of ELMoForManyLangs' own Model with random parameters."""
-    from elmoformanylangs.frontend import Model
-    from elmoformanylangs.modules.embedding_layer import EmbeddingLayer
     zip_format, config_path, config_file = LAYOUTS[name]
     directory = os.path.join(OUT, name)
-    os.makedirs(directory, exist_ok=True)
     words, chars = lexicons(config)
+    save_model(efml, directory, config, words, chars, seed=seed, zip_format=zip_format, config_path=config_path,
+               config_file=config_file)
+    return directory
+
+
+def save_model(efml: types.ModuleType, directory: str, config: dict, words: dict | None, chars: dict | None, *,
+               seed: int | None, zip_format: bool, config_path: str, config_file: str) -> None:
+    """`directory` made a model directory as released (biLM.py:597-605 and 277-278), of ELMoForManyLangs' own
+    Model built from `config` and the dictionaries `words` (word.dic) and `chars` (char.dic; None: none); every
+    parameter drawn again (`randomize(model, seed)`) unless `seed` is None (ELMoForManyLangs' initialisation).
+    `config_file`: the configuration json's name in `directory`; `config_path`: what config.json says of it;
+    `zip_format`: zip pickles, else legacy ones. Also used by benchmarks/manylangs_speed.py."""
+    from elmoformanylangs.frontend import Model
+    from elmoformanylangs.modules.embedding_layer import EmbeddingLayer
+    os.makedirs(directory, exist_ok=True)
     embedder = config["token_embedder"]
     word_layer = EmbeddingLayer(embedder["word_dim"], words, fix_emb=False, embs=None) if words else None
     char_layer = EmbeddingLayer(embedder["char_dim"], chars, fix_emb=False, embs=None) if chars else None
     model = Model(config, word_layer, char_layer, use_cuda=False)
-    randomize(model, seed)
+    if seed is not None:
+        randomize(model, seed)
     with open(os.path.join(directory, config_file), "w") as f:
         json.dump(config, f, indent=1)
+    name = os.path.basename(os.path.normpath(directory))
     opt = {"seed": 1, "gpu": -1, "train_path": "/users4/hit-scir/elmo/data/train.txt", "valid_path": None,
            "test_path": None, "config_path": config_path, "word_embedding": None, "optimizer": "adam", "lr": 0.001,
            "lr_decay": 0, "model": f"/users4/hit-scir/elmo/{name}", "batch_size": 32, "max_epoch": 10,
@@ -193,7 +207,6 @@ def write_model(efml: types.ModuleType, name: str, config: dict, seed: int) -> s
     for part in ("token_embedder", "encoder"):
         torch.save(getattr(model, part).state_dict(), os.path.join(directory, f"{part}.pkl"),
                    _use_new_zipfile_serialization=zip_format)
-    return directory
 
 
 def fresh_embedder(efml: types.ModuleType, directory: str, config: dict):

@@ -2,6 +2,11 @@
 
   elmo-export --workdir runs/demo --options out/options.json --weights out/weights.hdf5 [--step N] \\
       [--softmax_weights out/softmax.hdf5 --vocab out/vocab.txt]
+  elmo-export --manylangs en.model --options out/options.json --weights out/weights.hdf5
+
+An ELMoForManyLangs model (`--manylangs`, or a workdir continuing one) is written where bilm-tf's files
+hold it exactly (no word embedding, char.dic single-byte characters: elmo_jax/interop/manylangs_export.py);
+otherwise one error naming the model and the reason.
 
 With the softmax and the vocabulary, `elmo-evaluate --options ... --weights ... --softmax_weights ...
 --vocab ... --eval_files GLOB` gives the checkpoint's perplexity from these files. The files are
@@ -19,10 +24,11 @@ from absl import flags
 
 from elmo_jax.runtime import quiet_logs
 from elmo_jax.cli import tool_flags
-from elmo_jax.interop.bilm_hdf5 import export_checkpoint
+from elmo_jax.interop.bilm_hdf5 import export_checkpoint, export_manylangs
 
 _FLAGS = flags.FlagValues()  # The export CLI's own flags (see elmo_jax.cli.tool_flags).
 flags.DEFINE_string("workdir", None, "elmo-jax training workdir", flag_values=_FLAGS)
+flags.DEFINE_string("manylangs", None, "an ELMoForManyLangs model directory instead of --workdir", flag_values=_FLAGS)
 flags.DEFINE_string("options", None, "options.json to write", flag_values=_FLAGS)
 flags.DEFINE_string("weights", None, "hdf5 weight file to write", flag_values=_FLAGS)
 flags.DEFINE_integer("step", None, "checkpoint step (default: the latest)", flag_values=_FLAGS)
@@ -38,7 +44,15 @@ flags.DEFINE_bool(quiet_logs.FLAG_NAME, False, quiet_logs.FLAG_HELP, flag_values
 def _export() -> None:
     """The CLI: `export_checkpoint` with the flags."""
     quiet_logs.configure(_FLAGS.log_library)
-    export_checkpoint(_FLAGS.workdir, _FLAGS.options, _FLAGS.weights, _FLAGS.step, _FLAGS.softmax_weights, _FLAGS.vocab)
+    if bool(_FLAGS.workdir) == bool(_FLAGS.manylangs):
+        raise tool_flags.UsageError("give one model: --workdir or --manylangs")
+    if _FLAGS.manylangs:
+        if _FLAGS.step is not None or _FLAGS.softmax_weights or _FLAGS.vocab:
+            raise tool_flags.UsageError("--manylangs has no checkpoint steps and no softmax (none is released)")
+        export_manylangs(_FLAGS.manylangs, _FLAGS.options, _FLAGS.weights)
+    else:
+        export_checkpoint(_FLAGS.workdir, _FLAGS.options, _FLAGS.weights, _FLAGS.step, _FLAGS.softmax_weights,
+                          _FLAGS.vocab)
     written = [path for path in (_FLAGS.options, _FLAGS.weights, _FLAGS.softmax_weights, _FLAGS.vocab) if path]
     print(f"wrote {', '.join(written)}")
     with open(_FLAGS.options) as f:
@@ -59,7 +73,7 @@ def allennlp_width_note(max_chars: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`elmo-export` / `python -m elmo_jax.cli.export`: the exit status (elmo_jax.cli.tool_flags)."""
-    required = ["workdir", "options", "weights"]
+    required = ["options", "weights"]
     return tool_flags.run(_FLAGS, argv, _export, doc=__doc__, required=required, errors=tool_flags.ERRORS)
 
 

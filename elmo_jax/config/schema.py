@@ -143,12 +143,17 @@ _RUN = Section("", {
     "init": Section(
         "Continued training of a bilm-tf/AllenNLP model (elmo_jax/training/init_from.py): its shape comes from "
         "options.json, a new run starts from its weights (and its softmax rows for the words the two vocabularies "
-        "share), the optimizer starts fresh. Ignored when the workdir has a checkpoint.", {
+        "share), the optimizer starts fresh; or of an ELMoForManyLangs model (init.manylangs). Ignored when the "
+        "workdir has a checkpoint.", {
             "options": Key("", STRING, "options.json of the model to start from ('' = a fresh model)."),
             "weights": Key("", STRING, "Its hdf5 weights."),
             "softmax_weights": Key("", STRING,
                                    "Its softmax hdf5 (softmax/W [V, P], softmax/b [V]); '' = a fresh softmax."),
             "vocab_file": Key("", STRING, "Its vocabulary, line i = softmax row i (with init.softmax_weights)."),
+            "manylangs": Key("", STRING,
+                             "An ELMoForManyLangs model directory to start from instead (docs/elmoformanylangs.md): "
+                             "its shape and token encoder, its char.dic/word.dic spelling the words, a fresh "
+                             "softmax ('' = none)."),
         }),
 })
 

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 from elmo_jax.config import schema
 from elmo_jax.config.overrides import get_key, under
 from elmo_jax.model.contextualizer_registry import CONTEXTUALIZERS, contextualizer_class
-from elmo_jax.model.token_encoder_registry import TOKEN_ENCODERS, token_encoder_class
+from elmo_jax.model.token_encoder_registry import IMPORTED_ENCODERS, TOKEN_ENCODERS, token_encoder_class
 from elmo_jax.sections import ConfigError
 
 
@@ -36,10 +36,21 @@ def _check_char_vocab_is_read(config: Mapping[str, Any]) -> None:
             f"config key {given[0]} spells characters, which model.token_encoder={token_encoder!r} does not "
             "read: leave it unset or use the char CNN"
         )
-    if given and config["init"]["options"]:
+    for key, source in (("options", "bilm-tf's files, bytes only"), ("manylangs", "its char.dic spells them")):
+        if given and config["init"][key]:
+            raise ConfigError(
+                f"config key {given[0]} gives the char table rows that init.{key}={config['init'][key]!r} "
+                f"({source}) does not have"
+            )
+
+
+def _check_one_init_model(config: Mapping[str, Any]) -> None:
+    """Continued training starts from one model: bilm-tf's files or an ELMoForManyLangs directory."""
+    init = config["init"]
+    if init["options"] and init["manylangs"]:
         raise ConfigError(
-            f"config key {given[0]} gives the char table rows that init.options={config['init']['options']!r} "
-            "(bilm-tf's files, bytes only) does not have"
+            f"config keys init.options={init['options']!r} and init.manylangs={init['manylangs']!r} both give the "
+            "model to start from: set one"
         )
 
 
@@ -72,7 +83,7 @@ def unread_sections(config: Mapping[str, Any]) -> list[str]:
     change nothing."""
     model = config["model"]
     unread = [f"model.{name}" for name in CONTEXTUALIZERS if name != model["contextualizer"]]
-    return unread + [f"model.{name}" for name, cls in TOKEN_ENCODERS.items()
+    return unread + [f"model.{name}" for name, cls in {**TOKEN_ENCODERS, **IMPORTED_ENCODERS}.items()
                      if cls.section is not None and name != model["token_encoder"]]
 
 
@@ -96,5 +107,5 @@ def validate(config: Mapping[str, Any]) -> None:
     config = schema.with_defaults(config)
     # With the defaults in, a key is missing only where a value stands in place of its section.
     schema.tree().check_values(config, missing=": a value stands where its section belongs")
-    for check in (_check_parts, _check_char_vocab_is_read, _check_probe_files_given):
+    for check in (_check_parts, _check_char_vocab_is_read, _check_one_init_model, _check_probe_files_given):
         check(config)

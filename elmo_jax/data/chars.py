@@ -9,7 +9,7 @@ character.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, TypeVar
+from typing import Protocol, Sequence, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -34,6 +34,17 @@ class Spelling(Protocol):
         """(the unshifted ids of `word`'s first units, whether it was cut)."""
 
 
+@runtime_checkable
+class OwnInputs(Protocol):
+    """A model's own token inputs in place of a spelling (data/manylangs_inputs.py's ELMoForManyLangs
+    dictionaries): words -> their id rows, `n_ids` bounding every id."""
+
+    n_ids: int
+
+    def token_ids(self, words: Sequence[str]) -> np.ndarray:
+        """`[len(words), width]` int32 id rows, `<S>`/`</S>` among the words."""
+
+
 BOS_TOKEN = "<S>"
 EOS_TOKEN = "</S>"
 UNK_TOKEN = "<UNK>"
@@ -49,7 +60,10 @@ def word_to_char_ids(word: str, max_chars: int = 50, characters: Spelling | None
 def words_to_char_ids(
     words: Sequence[str], max_chars: int = 50, characters: Spelling | None = None
 ) -> np.ndarray:
-    """`word_to_char_ids` of many words at once (vectorised), `[len(words), max_chars]` int32."""
+    """`word_to_char_ids` of many words at once (vectorised), `[len(words), max_chars]` int32; with
+    `characters` a model's own inputs (`OwnInputs`), their rows (`max_chars` wide)."""
+    if isinstance(characters, OwnInputs):
+        return characters.token_ids(words)
     if max_chars < 3:
         raise ValueError(f"max_chars must be >= 3, got {max_chars}")
     if characters is None:
@@ -135,11 +149,13 @@ class CharIdTable:
         self._vocab_words = vocab_words
         self._unk_id = unk_id
         self._unk_word = vocab_words[unk_id]
-        self._vocab = np.zeros((len(vocab_words) + 1, max_chars), np.uint16)
+        # uint16 holds every char id (data/char_vocab.py's MAX_IDS), not every model's own input ids.
+        dtype = np.int32 if isinstance(characters, OwnInputs) and characters.n_ids > 2**16 else np.uint16
+        self._vocab = np.zeros((len(vocab_words) + 1, max_chars), dtype)
         self._encoded = np.zeros(len(vocab_words) + 1, bool)
         self._encoded[0] = True
         self._other_index: dict[str, int] = {}
-        self._other = np.zeros((1024, max_chars), np.uint16)
+        self._other = np.zeros((1024, max_chars), dtype)
 
     @property
     def other_words_full(self) -> bool:

@@ -21,13 +21,16 @@ import numpy as np
 
 from elmo_jax.config import schema
 from elmo_jax.config.validation import validate
-from elmo_jax.config.overrides import get_key
+from elmo_jax.config.overrides import apply_overrides, get_key
 from elmo_jax.workdir.saved_config import saved_config
 from elmo_jax.runtime.atomic_write import check_not_inputs, json_writer, write_atomic, write_files_atomic
 from elmo_jax.data.chars import N_CHARACTERS
 from elmo_jax.interop.export_sets import (
-    EXPORT_ID, WeightFileError, checkpoint_export_id, open_hdf5, read_finite, write_hdf5,
+    EXPORT_ID, WeightFileError, checkpoint_export_id, open_hdf5, params_digest, read_finite, write_hdf5,
 )
+from elmo_jax.interop.manylangs import read_model
+from elmo_jax.interop.manylangs_export import bilm_tf_model
+from elmo_jax.interop.manylangs_params import config_keys, manylangs_inputs, manylangs_params
 from elmo_jax.interop.softmax_hdf5 import softmax_writer
 from elmo_jax.model.char_cnn import CharCNNTokens
 from elmo_jax.model.contextualizer_registry import contextualizer_class
@@ -403,10 +406,14 @@ def export_checkpoint(
     outputs = {"--options": options_path, "--weights": weights_path, "--softmax_weights": softmax_path,
                "--vocab": vocab_path}
     check_not_inputs(outputs.items(), workdir_inputs(workdir))
-    options_dict(saved_config(workdir))  # Fail before reading the checkpoint for a model bilm-tf cannot hold.
+    manylangs = saved_config(workdir).init.manylangs
+    if not manylangs:
+        options_dict(saved_config(workdir))  # Fail before reading the checkpoint for a model bilm-tf cannot hold.
     run = load_run(workdir, step, with_vocab=bool(vocab_path))
     config, params, step, vocab = run.config, run.params, run.step, run.vocab
     this_export = checkpoint_export_id(workdir, step, params)
+    if manylangs:
+        config, params = bilm_tf_model(config, params, run.characters, f"{workdir} (continuing {manylangs})")
     writers = {
         options_path: options_writer(config, options_path, this_export),
         weights_path: weights_writer(params, config, this_export),
@@ -417,3 +424,19 @@ def export_checkpoint(
     if vocab_path:
         writers[vocab_path] = lambda path: vocab.write(path, with_counts=False)
     write_files_atomic(writers)
+
+
+def export_manylangs(directory: str, options_path: str, weights_path: str) -> None:
+    """Writes an ELMoForManyLangs model directory as bilm-tf's `options.json` and weights, one export,
+    where they hold it exactly (`bilm_tf_model`; ManyLangsError naming the directory and why not)."""
+    check_not_inputs([("--options", options_path), ("--weights", weights_path)], [("--manylangs", directory)])
+    model = read_model(directory)
+    config = schema.with_defaults(ml_collections.ConfigDict())
+    apply_overrides(config, config_keys(model), source=directory)
+    params = manylangs_params(model)
+    config, params = bilm_tf_model(config, params, manylangs_inputs(model), directory)
+    this_export = f"{os.path.realpath(directory)} (params {params_digest(params)})"
+    write_files_atomic({
+        options_path: options_writer(config, options_path, this_export),
+        weights_path: weights_writer(params, config, this_export),
+    })

@@ -24,9 +24,14 @@ class WeightFileError(ValueError):
 
 def checkpoint_export_id(workdir: str, step: int, params: Mapping) -> str:
     """The id of an export of checkpoint `step` of `workdir`, e.g. 'step 10 of /runs/demo (params 3f2a9c01b7d4)'."""
+    return f"step {step} of {os.path.realpath(workdir)} (params {params_digest(params)})"
+
+
+def params_digest(params: Mapping) -> str:
+    """The first 12 hex digits of the sha256 of a nested dict of arrays (names and bytes)."""
     digest = hashlib.sha256()
     _hash_tree(digest, params)
-    return f"step {step} of {os.path.realpath(workdir)} (params {digest.hexdigest()[:12]})"
+    return digest.hexdigest()[:12]
 
 
 def _hash_tree(digest: Any, node: Any) -> None:

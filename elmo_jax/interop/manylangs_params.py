@@ -7,7 +7,8 @@ project's (`BiLSTMLayer`), so the conversion maps ELMoForManyLangs' conventions 
 - highway Linear(F, 2F), rows [transform A; gate B]: `y = g x + (1 - g) relu(A x + a)`, g = sigmoid(B x + b),
   is bilm-tf's `t relu(x W_transform + b_transform) + (1 - t) x`, t = sigmoid(x W_carry + b_carry), with
   t = 1 - g: W_carry = -B^T, b_carry = -b, W_transform = A^T, b_transform = a;
-- char.dic id k -> char table row k + 1 (row 0: no token); the projection `[P, word_dim + F]` transposed;
+- char.dic id k -> char table row k + 1 (row 0: no token), a token's word.dic id k -> k + 1 in its
+  input row (the word table as it is: the encoder subtracts the 1); the projection `[P, word_dim + F]` transposed;
 - LSTM gates i, f, g, o (rows of input_linearity / state_linearity) -> the project's i, j, f, o, and the
   forget gate's bias less `FORGET_BIAS` (the project's cell adds it; ELMoForManyLangs' adds none);
   input_linearity^T -> W_input, state_linearity^T -> W_hidden (its bias -> B), state_projection^T -> W_P.
@@ -19,15 +20,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
-from elmo_jax.interop.manylangs import ManyLangsError, ManyLangsModel, char_ids, word_ids
+from elmo_jax.data.manylangs_inputs import ManyLangsInputs
+from elmo_jax.interop.manylangs import ManyLangsError, ManyLangsModel
 from elmo_jax.model.lstm import has_projection
 from elmo_jax.model.lstm_recurrence import FORGET_BIAS
 
 # ELMoForManyLangs' gate blocks in the project's order i, j (= its g), f, o.
 _GATE_ORDER = (0, 2, 1, 3)
-# The embedder's sentence boundaries -> ELMoForManyLangs' (elmo.py:32,39).
-_BOUNDARIES = {BOS_TOKEN: "<bos>", EOS_TOKEN: "<eos>"}
 
 
 def check_convertible(model: ManyLangsModel) -> None:
@@ -65,8 +64,28 @@ def bilm_fields(model: ManyLangsModel) -> dict[str, Any]:
         "token_encoder_fields": {
             "n_words": n_words, "word_dim": c.word_dim, "chars": c.char_dim > 0, "n_characters": n_chars,
         },
-        "n_characters": max(n_chars, n_words),  # Every id of a token's row is below it (distinct_rows).
+        "n_characters": max(n_chars, n_words + 1),  # Every id of a token's row is below it (distinct_rows).
     }
+
+
+def config_keys(model: ManyLangsModel) -> dict[str, Any]:
+    """The dotted config keys of the model's shape and token encoder (`config.init.manylangs`,
+    training/init_from.py): the config of a run continuing it builds `bilm_fields`' biLM."""
+    fields = bilm_fields(model)
+    cnn, lstm = fields["char_cnn"], fields["contextualizer_fields"]
+    return {
+        "model.token_encoder": fields["token_encoder"], "model.width": fields["width"],
+        **{f"model.char_cnn.{k}": [list(f) for f in v] if k == "filters" else v for k, v in cnn.items()},
+        "model.contextualizer": fields["contextualizer"],
+        **{f"model.lstm.{k}": 0.0 if k.endswith("clip") and v is None else v for k, v in lstm.items()},
+        **{f"model.manylangs.{k}": v for k, v in fields["token_encoder_fields"].items()},
+        "data.max_chars_per_token": model.config.max_chars,
+    }
+
+
+def manylangs_inputs(model: ManyLangsModel) -> ManyLangsInputs:
+    """The model's char.dic, word.dic and max_characters_per_token as a run's token inputs."""
+    return ManyLangsInputs(model.chars, model.words, model.config.max_chars)
 
 
 def _gates(x: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -116,14 +135,8 @@ def manylangs_params(model: ManyLangsModel) -> dict:
 
 
 def token_ids(model: ManyLangsModel, words: Sequence[str]) -> np.ndarray:
-    """`[len(words), 1 + max_chars]` int32 rows `[word id, char id + 1, ...]` (manylangs_encoder.py) of the
-    embedder's tokens: `<S>`/`</S>` are ELMoForManyLangs' `<bos>`/`<eos>`, any other word spelled and looked
-    up as it does (cut to max_chars - 2 characters, `sentence_tokens`; the word id 0 without word.dic)."""
-    c = model.config
-    tokens = [_BOUNDARIES.get(w) or (w[:c.max_chars - 2] if len(w) + 2 > c.max_chars else w) for w in words]
-    out = np.zeros((len(tokens), 1 + (c.max_chars if model.chars is not None else 0)), np.int32)
-    if model.words is not None:
-        out[:, 0] = word_ids(model.words, tokens)
-    if model.chars is not None:
-        out[:, 1:] = char_ids(model.chars, tokens, c.max_chars) + 1
-    return out
+    """`[len(words), 1 + max_chars]` int32 rows `[word id + 1, char id + 1, ...]` (manylangs_encoder.py) of the
+    embedder's tokens, `ManyLangsInputs.token_ids`: `<S>`/`</S>` are ELMoForManyLangs' `<bos>`/`<eos>`, any
+    other word spelled and looked up as it does (cut to max_chars - 2 characters, `sentence_tokens`; the
+    word id 0 without word.dic, the char ids 0 without char.dic)."""
+    return manylangs_inputs(model).token_ids(words)

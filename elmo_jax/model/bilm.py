@@ -51,7 +51,7 @@ class BiLM(nn.Module):
     contextualizer: str = model_section.DEFAULT_CONTEXTUALIZER  # A name of model/contextualizer_registry.py.
     contextualizer_fields: Mapping[str, Any] = FrozenDict()  # The section model.<contextualizer>, as fields.
     n_characters: int = N_CHARACTERS  # Char ids: bilm-tf's 262, or a character vocabulary's `n_ids`.
-    # An imported token encoder's own fields beyond `char_cnn` (model/manylangs_encoder.py's); none by config.
+    # An imported token encoder's own fields beyond `char_cnn` (model/manylangs_encoder.py's: model.manylangs).
     token_encoder_fields: Mapping[str, Any] = FrozenDict()
 
     def setup(self) -> None:
@@ -159,6 +159,7 @@ def bilm_from_config(model: Mapping[str, Any], vocab_size: int, n_characters: in
         vocab_size=vocab_size, n_characters=n_characters, **{**fields, "dtype": DTYPES[model["dtype"]]},
         char_cnn=FrozenDict(CHAR_CNN_SECTION.options(model["char_cnn"])),
         contextualizer_fields=FrozenDict(contextualizer_options(model)),
+        token_encoder_fields=FrozenDict(token_encoder_class(model["token_encoder"]).fields(model)),
     )
 
 

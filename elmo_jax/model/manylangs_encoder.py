@@ -2,10 +2,15 @@
 side by side, projected together, `[word embedding; highway(char CNN)] W_proj + b_proj`.
 
 It reads biLMs converted from ELMoForManyLangs model directories (interop/manylangs_params.py,
-`pretrained.bilm_from_manylangs`); no config trains one. A token's inputs are one row of ids,
-`[word id, char id + 1, ...]` (`[..., 1 + C]`): its word.dic id (0 without a word embedding), then
-its char.dic ids +1 shifted (row 0 of the char table is "no token", as `CharCNNEncoder`'s), so the
-biLM's char-id path (`BiLM.embed_tokens`, the embedder's token cache) carries both. Its char CNN is
+`pretrained.bilm_from_manylangs`); a config trains one only continuing such a model (`init.manylangs`
+sets `model.token_encoder='manylangs'` and its section `model.manylangs`, training/init_from.py).
+A token's inputs are one row of ids,
+`[word id + 1, char id + 1, ...]` (`[..., 1 + C]`): its word.dic id +1 shifted (0 without a word
+embedding), then its char.dic ids +1 shifted (row 0 of the char table is "no token", as
+`CharCNNEncoder`'s). Every token's row thus holds an id > 0 and all zeros is no token, as for char
+ids (how `Elmo` and the task models find a sentence's end, even for a model without a char CNN whose
+<oov> is word 0), and the biLM's char-id path (`BiLM.embed_tokens`, the embedder's token cache)
+carries both. Its char CNN is
 `CharCNNEncoder` without its projection: ELMoForManyLangs' highway `g x + (1 - g) relu(A x + a)`,
 g = sigmoid(B x + b), is bilm-tf's with W_carry = -B, b_carry = -b (the conversion's).
 """
@@ -24,11 +29,19 @@ from elmo_jax.model.conv_pool import resolve_block
 from elmo_jax.model.initializers import uniform_symmetric, weight_init
 from elmo_jax.model.precision import matmul
 from elmo_jax.model.token_encoder import TokenEncoder
-from elmo_jax.sections import ConfigError
+from elmo_jax.sections import ConfigError, Key, Section
+from elmo_jax.sections.checks import BOOLEAN, integer
+
+SECTION = Section("ELMoForManyLangs' token encoder: set by init.manylangs from its model directory.", {
+    "word_dim": Key(0, integer(0), "Its word embedding's width (0 = none)."),
+    "n_words": Key(1, integer(1), "Its word embedding's rows: word.dic's entries."),
+    "chars": Key(True, BOOLEAN, "Whether it has a char CNN (model.char_cnn)."),
+    "n_characters": Key(1, integer(1), "Its char table's rows: char.dic's entries + the \"no token\" row 0."),
+})
 
 
 class ManyLangsEncoder(nn.Module):
-    """Ids `[..., 1 + C]` (word id, then +1 shifted char ids) -> token embeddings `[..., output_dim]`.
+    """Ids `[..., 1 + C]` (+1 shifted word id and char ids) -> token embeddings `[..., output_dim]`.
 
     `word_dim` 0: no word embedding; `chars` False: no char CNN (`char_cnn` unread); at least one.
     `char_cnn`: `CharCNNEncoder`'s fields up to `projection` (its projection is this encoder's)."""
@@ -50,7 +63,8 @@ class ManyLangsEncoder(nn.Module):
         if self.word_dim > 0:
             table = self.param("word_embed", weight_init(self.init_range, uniform_symmetric(1.0)),
                                (self.n_words, self.word_dim))
-            parts.append(jnp.take(table, ids[..., 0], axis=0))
+            # Word id + 1; a "no token" row (0) reads word 0, its output masked by the caller.
+            parts.append(jnp.take(table, jnp.maximum(ids[..., 0] - 1, 0), axis=0))
         if self.chars:
             cnn = {**self.char_cnn, "projection": False}
             parts.append(CharCNNEncoder(
@@ -70,8 +84,9 @@ class ManyLangsTokens(TokenEncoder):
     biLM's `token_encoder_fields` (n_words, word_dim, chars, n_characters)."""
 
     config_name = "manylangs"
-    summary = "ELMoForManyLangs' word embedding + char CNN, read from its model directories"
-    reads_chars = True  # Its id rows travel as char ids: `[word id, char ids...]`.
+    summary = "ELMoForManyLangs' word embedding + char CNN, set by init.manylangs"
+    section = SECTION
+    reads_chars = True  # Its id rows travel as char ids: `[word id + 1, char ids + 1...]`.
     bilm_tf_format = False
 
     @classmethod
@@ -80,11 +95,17 @@ class ManyLangsTokens(TokenEncoder):
         return 1 + max_chars_per_token
 
     @classmethod
+    def fields(cls, model: Mapping[str, Any]) -> dict[str, Any]:
+        """`ManyLangsEncoder`'s fields beyond `char_cnn`: the section `model.manylangs`."""
+        return SECTION.options(model["manylangs"])
+
+    @classmethod
     def check_config(cls, config: Mapping[str, Any]) -> None:
-        raise ConfigError(
-            "config key model.token_encoder='manylangs' is ELMoForManyLangs' token encoder, read from its model "
-            "directories (pretrained.bilm_from_manylangs); no config trains one"
-        )
+        if not config["init"]["manylangs"]:
+            raise ConfigError(
+                "config key model.token_encoder='manylangs' is ELMoForManyLangs' token encoder: only "
+                "init.manylangs (its model directory) sets it"
+            )
 
     @classmethod
     def flops_per_token(cls, model: Mapping[str, Any], max_chars: int) -> dict[str, int]:

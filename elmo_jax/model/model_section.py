@@ -13,7 +13,7 @@ from elmo_jax.model import softmax
 from elmo_jax.model.conv_pool import CONV_KERNELS
 from elmo_jax.model.contextualizer_registry import CONTEXTUALIZERS
 from elmo_jax.model.precision import DTYPES
-from elmo_jax.model.token_encoder_registry import TOKEN_ENCODERS
+from elmo_jax.model.token_encoder_registry import IMPORTED_ENCODERS, TOKEN_ENCODERS
 from elmo_jax.sections import Key, Section
 from elmo_jax.sections.checks import BOOLEAN, dropout_rate, integer, number, one_of
 
@@ -64,11 +64,13 @@ def section() -> Section:
     """`model`: token_encoder, width, the token encoders' sections, contextualizer, the
     contextualizers' sections, the shared keys, softmax; from the registries as they are now."""
     keys: dict[str, Key | Section] = {
-        "token_encoder": Key(DEFAULT_TOKEN_ENCODER, one_of(*TOKEN_ENCODERS),
-                             f"What each token's embedding is made from: {_named(TOKEN_ENCODERS)}."),
+        "token_encoder": Key(DEFAULT_TOKEN_ENCODER, one_of(*TOKEN_ENCODERS, *IMPORTED_ENCODERS),
+                             f"What each token's embedding is made from: {_named(TOKEN_ENCODERS)}; "
+                             f"imported: {_named(IMPORTED_ENCODERS)}."),
         "width": _WIDTH,
     }
-    keys |= {name: cls.section for name, cls in TOKEN_ENCODERS.items() if cls.section is not None}
+    encoders = {**TOKEN_ENCODERS, **IMPORTED_ENCODERS}
+    keys |= {name: cls.section for name, cls in encoders.items() if cls.section is not None}
     keys["contextualizer"] = Key(
         DEFAULT_CONTEXTUALIZER, one_of(*CONTEXTUALIZERS),
         "What reads the token embeddings in context, one stack per direction, each seeing only its side "

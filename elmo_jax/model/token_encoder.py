@@ -37,6 +37,11 @@ class TokenEncoder:
         return width
 
     @classmethod
+    def fields(cls, model: Mapping[str, Any]) -> dict[str, Any]:
+        """The biLM's `token_encoder_fields` from `config.model` (an imported encoder's own); none by default."""
+        return {}
+
+    @classmethod
     def check_config(cls, config: Mapping[str, Any]) -> None:
         """ConfigError for values of the (complete) config that it cannot read; none by default."""
 

@@ -1,7 +1,7 @@
 """The registry of token encoders: `model.token_encoder`'s values, each the class that declares it
 (model/token_encoder.py). config/schema.py reads it for the allowed values and the sections.
-`IMPORTED_ENCODERS`: those of biLMs converted from other projects' files, which the biLM builds but
-no config offers (ELMoForManyLangs', model/manylangs_encoder.py)."""
+`IMPORTED_ENCODERS`: those of biLMs converted from other projects' files, which the biLM builds and a
+config names only continuing such a model (ELMoForManyLangs', model/manylangs_encoder.py: init.manylangs)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
     WORKDIR/config.json                         the run's config (CONFIG)
     WORKDIR/vocab.txt                           its vocabulary (VOCAB)
     WORKDIR/chars.txt                           its character vocabulary, if it has one (CHARS)
+    WORKDIR/manylangs_inputs.json               an ELMoForManyLangs model's char.dic/word.dic (MANYLANGS_INPUTS)
     WORKDIR/metrics.jsonl                       training and evaluation records (METRICS)
     WORKDIR/run_info.json                       every start's command, git and versions (RUN_INFO)
     WORKDIR/checkpoints/<step>/                 orbax checkpoints (CHECKPOINTS)
@@ -26,6 +27,7 @@ import re
 CONFIG = "config.json"
 VOCAB = "vocab.txt"
 CHARS = "chars.txt"
+MANYLANGS_INPUTS = "manylangs_inputs.json"
 METRICS = "metrics.jsonl"
 RUN_INFO = "run_info.json"
 LOCK = "train.lock"

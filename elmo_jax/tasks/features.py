@@ -27,7 +27,7 @@ class SplitInputs(NamedTuple):
     """One split's inputs, each per sentence (None when the model does not read it): `word_ids`,
     `static_ids` (`[n]` int32 each), `char_ids` (`[n, max_chars]`), and the biLM's layers of all its
     tokens `elmo` `[n_tokens, layers, dim]` with each sentence's first row `offsets` `[sentences + 1]`;
-    or, for a biLM run in the step, its char ids `bilm_char_ids` (`[n, its max_chars]`)."""
+    or, for a biLM run in the step, its input rows `bilm_char_ids` (`[n, C]`, `PretrainedBiLM.input_ids`)."""
 
     word_ids: list[np.ndarray] | None
     static_ids: list[np.ndarray] | None
@@ -83,8 +83,8 @@ def split_inputs(words: Sequence[Sequence[str]], *, word_index: dict | None = No
                  max_chars: int = 0, elmo: np.ndarray | None = None, bilm: PretrainedBiLM | None = None) -> SplitInputs:
     """The inputs of one split's sentences `words` that the model reads: word ids through `word_index`
     (UNK for others), static rows through `static_index` (the unknown word's for others), char ids of `max_chars` (0:
-    none), the biLM's layers `elmo` `[n_tokens, layers, dim]` (from `elmo_layers`) or the char ids of `bilm`, a
-    biLM run in the step."""
+    none), the biLM's layers `elmo` `[n_tokens, layers, dim]` (from `elmo_layers`) or the input rows of `bilm`, a
+    biLM run in the step (its char ids, or an ELMoForManyLangs model's own rows)."""
     def ids(index: dict, default: int) -> list[np.ndarray]:
         return [np.array([index.get(w, default) for w in sentence], np.int32) for sentence in words]
 
@@ -93,8 +93,7 @@ def split_inputs(words: Sequence[Sequence[str]], *, word_index: dict | None = No
         ids(static_index, STATIC_UNKNOWN_ROW) if static_index is not None else None,
         [words_to_char_ids(sentence, max_chars) for sentence in words] if max_chars else None,
         elmo, np.concatenate([[0], np.cumsum([len(sentence) for sentence in words])]),
-        [words_to_char_ids(sentence, bilm.max_chars, bilm.characters) for sentence in words]
-        if bilm is not None else None,
+        [bilm.input_ids(sentence) for sentence in words] if bilm is not None else None,
     )
 
 

@@ -23,7 +23,8 @@ import optax
 import orbax.checkpoint as ocp
 from tqdm import tqdm
 
-from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_workdir
+from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN
+from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_manylangs, bilm_from_workdir
 from elmo_jax.probing.features import feature_shape
 from elmo_jax.runtime import workdir_files
 from elmo_jax.runtime.atomic_write import write_json_atomic
@@ -78,9 +79,12 @@ class TaskData:
 
 
 def load_bilm(config: Mapping[str, Any]) -> PretrainedBiLM:
+    """The biLM inputs.elmo names: a training workdir, an ELMoForManyLangs model directory, or options/weights."""
     elmo = config["inputs"]["elmo"]
     if elmo["workdir"]:
         return bilm_from_workdir(elmo["workdir"])
+    if elmo["manylangs"]:
+        return bilm_from_manylangs(elmo["manylangs"])
     return bilm_from_files(elmo["options"], elmo["weights"])
 
 
@@ -117,7 +121,8 @@ def model_config(config: Mapping[str, Any], kind: str, labels: list[str], bilm: 
     return TaskModelConfig(
         head="biaffine" if kind == "parse" else head["kind"], num_labels=len(labels),
         elmo_layers=elmo_layers, elmo_dim=elmo_dim,
-        bilm=None if running is None else running.model, bilm_max_chars=0 if running is None else running.max_chars,
+        bilm=None if running is None else running.model,
+        bilm_boundaries=_boundary_rows(running),
         fine_tune=inputs["elmo"]["run"] == "fine_tune" and running is not None,
         mix=inputs["elmo"]["mix"], gamma=inputs["elmo"]["gamma"], do_layer_norm=inputs["elmo"]["do_layer_norm"],
         elmo_dropout=inputs["elmo"]["dropout"], static_rows=static_rows, static_dim=static_dim,
@@ -127,6 +132,11 @@ def model_config(config: Mapping[str, Any], kind: str, labels: list[str], bilm: 
         lstm_dropout=encoder["dropout"], arc_dim=head["arc_dim"], label_dim=head["label_dim"],
         constraints=constraints,
     )
+
+
+def _boundary_rows(bilm: PretrainedBiLM | None) -> tuple[tuple[int, ...], ...]:
+    """The input rows of `<S>` and `</S>` of a biLM run in the step (`TaskModelConfig.bilm_boundaries`), () for none."""
+    return () if bilm is None else tuple(map(tuple, bilm.input_ids([BOS_TOKEN, EOS_TOKEN]).tolist()))
 
 
 def _char_filters(dim: int) -> tuple[tuple[int, int], ...]:

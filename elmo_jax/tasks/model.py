@@ -46,9 +46,10 @@ class TaskModelConfig:
     do_layer_norm: bool = False  # Each layer normalised over its real tokens before the mix.
     elmo_dropout: float = 0.5  # After the mix (Peters et al.'s taggers).
     # Or the layers computed in the step by `bilm` (its token embeddings P wide) from batch key "bilm_char_ids"
-    # `[batch, time, bilm_max_chars]`: its weights the param "bilm", trained when `fine_tune`, else frozen.
+    # `[batch, time, C]` (its input rows, `PretrainedBiLM.input_ids`), `bilm_boundaries` its rows of <S> and </S>
+    # (`[2][C]`): its weights the param "bilm", trained when `fine_tune`, else frozen.
     bilm: BiLM | None = None
-    bilm_max_chars: int = 0
+    bilm_boundaries: tuple[tuple[int, ...], ...] = ()
     fine_tune: bool = False
     # Static vectors, batch key "static_ids" `[batch, time]`: `static_embed`'s table, the trainer's vector file.
     static_rows: int = 0
@@ -92,6 +93,9 @@ class TaskModelConfig:
             if not projects_tokens(self.bilm) or (self.elmo_layers, self.elmo_dim) != layers:
                 raise ValueError(f"TaskModelConfig: a biLM run in the step needs token embeddings as wide as its LSTM "
                                  f"and elmo sizes {layers}, got {(self.elmo_layers, self.elmo_dim)}")
+            if len(self.bilm_boundaries) != 2 or len(set(map(len, self.bilm_boundaries))) != 1:
+                raise ValueError(f"TaskModelConfig: a biLM run in the step needs bilm_boundaries, its rows of <S> and "
+                                 f"</S> (one length), got {self.bilm_boundaries!r}")
         elif self.fine_tune:
             raise ValueError("TaskModelConfig: fine_tune needs the biLM (bilm)")
         if self.lstm_layers < 0 or (self.lstm_layers > 0 and self.lstm_dim <= 0):
@@ -140,8 +144,9 @@ class TaskModel(nn.Module):
             if c.gamma == "learned":
                 self.gamma = self.param("gamma", nn.initializers.ones, ())
         if c.bilm is not None:  # Zeros here; the trainer writes the pretrained weights in.
+            shapes = bilm_param_shapes(c.bilm, len(c.bilm_boundaries[0]))  # Ids per token: a row's length.
             self.bilm_params = self.param("bilm", lambda key: jax.tree.map(
-                lambda shape: jnp.zeros(shape.shape, shape.dtype), bilm_param_shapes(c.bilm, c.bilm_max_chars)))
+                lambda shape: jnp.zeros(shape.shape, shape.dtype), shapes))
         self.elmo_dropout = nn.Dropout(c.elmo_dropout)
         if c.static_dim:
             self.static_embed = nn.Embed(c.static_rows, c.static_dim)
@@ -178,7 +183,8 @@ class TaskModel(nn.Module):
         c = self.config
         if c.bilm is not None:
             weights = self.bilm_params if c.fine_tune else jax.lax.stop_gradient(self.bilm_params)
-            elmo = word_layers(c.bilm, c.bilm_max_chars, weights, jnp.asarray(batch["bilm_char_ids"]))
+            boundaries = jnp.asarray(c.bilm_boundaries, jnp.int32)
+            elmo = word_layers(c.bilm, boundaries, weights, jnp.asarray(batch["bilm_char_ids"]))
         else:
             elmo = jnp.asarray(batch["elmo"], jnp.float32)
         if elmo.shape[2:] != (c.elmo_layers, c.elmo_dim):

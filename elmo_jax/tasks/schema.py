@@ -41,6 +41,7 @@ SCHEMA = Section("a task model", {
             "workdir": Key("", STRING, "an elmo-jax training workdir ('' for no ELMo, or options/weights)"),
             "options": Key("", STRING, "bilm-tf/AllenNLP options.json (with weights)"),
             "weights": Key("", STRING, "bilm-tf/AllenNLP weights hdf5 (with options)"),
+            "manylangs": Key("", STRING, "an ELMoForManyLangs model directory (docs/elmoformanylangs.md)"),
             "mix": Key("mix", one_of(*MIXES), "mix: a learned scalar mix of every layer; top: the top layer"),
             "gamma": Key("learned", one_of(*GAMMAS), "the mix's scale: learned, or fixed at 1"),
             "do_layer_norm": Key(False, BOOLEAN, "normalise each layer before mixing"),
@@ -123,16 +124,24 @@ def _check_combinations(config: Mapping[str, Any]) -> None:
     for key in ("train_file", "dev_file"):
         if not data[key]:
             raise ConfigError(f"config key data.{key} is empty: a task model needs its {key.split('_')[0]} file")
-    if elmo["workdir"] and (elmo["options"] or elmo["weights"]):
-        raise ConfigError("config keys inputs.elmo.workdir and inputs.elmo.options/weights both name a biLM: set one")
+    named = _bilm_sources(elmo)
+    if len(named) > 1:
+        raise ConfigError(f"config keys inputs.elmo.{named[0]} and inputs.elmo.{named[1]} both name a biLM: set one")
     if bool(elmo["options"]) != bool(elmo["weights"]):
         raise ConfigError("config keys inputs.elmo.options and inputs.elmo.weights go together")
     if not (uses_elmo(config) or inputs["static"]["file"] or inputs["word"]["dim"] or inputs["char_cnn"]["dim"]):
-        raise ConfigError("no input: set inputs.elmo.workdir (or options/weights), inputs.static.file, "
+        raise ConfigError("no input: set inputs.elmo.workdir (or options/weights, or manylangs), inputs.static.file, "
                           "inputs.word.dim or inputs.char_cnn.dim")
+
+
+def _bilm_sources(elmo: Mapping[str, Any]) -> list[str]:
+    """The keys of the section inputs.elmo that name a biLM (at most one may): workdir, options/weights, manylangs."""
+    given = {"workdir": elmo["workdir"], "options/weights": elmo["options"] or elmo["weights"],
+             "manylangs": elmo["manylangs"]}
+    return [key for key, value in given.items() if value]
 
 
 def uses_elmo(config: Mapping[str, Any]) -> bool:
     """Whether the config reads a biLM's layers."""
     elmo = config["inputs"]["elmo"]
-    return bool(elmo["workdir"] or elmo["options"])
+    return bool(elmo["workdir"] or elmo["options"] or elmo["manylangs"])

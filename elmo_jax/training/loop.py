@@ -23,6 +23,7 @@ from tqdm import tqdm
 from elmo_jax.data import corpus
 from elmo_jax.data.batching import Batch, Prefetcher
 from elmo_jax.data.char_vocab import CharVocabulary, n_char_ids
+from elmo_jax.data.manylangs_inputs import ManyLangsInputs
 from elmo_jax.data.resumable import ResumableIterator
 from elmo_jax.data.sources import DataError
 from elmo_jax.evaluation.perplexity import Evaluator, format_table
@@ -63,15 +64,19 @@ def _workdir_error(workdir: str, error: OSError) -> WorkdirError:
     return WorkdirError(f"{workdir}: cannot write to the workdir ({error})")
 
 
-def _write_config(config: ml_collections.ConfigDict, characters: CharVocabulary | None, workdir: str) -> None:
-    """Writes `config.json` and the character vocabulary `chars.txt` (process 0), what the model is
-    rebuilt from; only once the run fits the workdir's checkpoint, so that a refused rerun leaves the
-    files the checkpoints were trained with."""
+def _write_config(
+    config: ml_collections.ConfigDict, characters: CharVocabulary | ManyLangsInputs | None, workdir: str
+) -> None:
+    """Writes `config.json` and the character vocabulary `chars.txt` (or an ELMoForManyLangs model's
+    inputs, `manylangs_inputs.json`) (process 0), what the model is rebuilt from; only once the run fits
+    the workdir's checkpoint, so that a refused rerun leaves the files the checkpoints were trained with."""
     try:
         if jax.process_index() == 0:
             write_json_atomic(os.path.join(workdir, workdir_files.CONFIG), config.to_dict())
             if characters is not None:
-                characters.save(os.path.join(workdir, workdir_files.CHARS))
+                own = isinstance(characters, ManyLangsInputs)
+                name = workdir_files.MANYLANGS_INPUTS if own else workdir_files.CHARS
+                characters.save(os.path.join(workdir, name))
     except OSError as e:
         raise _workdir_error(workdir, e) from e
 
@@ -289,6 +294,9 @@ def _train_and_evaluate(
     """The run, in a created and locked `workdir`."""
     if config.init.options:
         config = init_from.config_with_init_model(config)
+    manylangs = None
+    if config.init.manylangs:
+        config, manylangs = init_from.config_with_manylangs_model(config)
     mesh = data_parallel.make_mesh()
     data_parallel.check_batch_size(config.train.batch_size, mesh, "train.batch_size")
     if config.train.batch_size % jax.process_count():
@@ -297,7 +305,7 @@ def _train_and_evaluate(
     with PreemptionWatcher() as preemption:
         corpus.warn_if_unsegmented(config.data)  # Before the passes over the corpus (the vocabulary, epochs).
         vocab = corpus.load_or_build_vocab(config.data, workdir)
-        characters = corpus.load_characters(config.data, workdir)
+        characters = manylangs or corpus.load_characters(config.data, workdir)
         check_negative_samples(config, len(vocab), corpus.vocab_origin(config.data))
         eval_sentences = corpus.eval_sentences(config.data, config.data.eval_split)  # Read once per run.
         eval_set = corpus.eval_set_name(config.data.source, config.data.eval_split)
@@ -311,7 +319,7 @@ def _train_and_evaluate(
         model = bilm_from_config(config.model, len(vocab), n_char_ids(characters))
         num_steps, num_epochs = planned_steps(config)
         max_chars = model.token_encoder_class.max_chars(config.data.max_chars_per_token)
-        if max_chars:
+        if max_chars and manylangs is None:  # ELMoForManyLangs cuts words to max_chars - 2 characters, as it did.
             corpus.warn_cut_words(vocab, max_chars, characters)
         checkpoints = os.path.join(workdir, workdir_files.CHECKPOINTS)
         record = model_record(config, vocab.fingerprint(), characters.fingerprint() if characters else BYTES)
@@ -324,10 +332,14 @@ def _train_and_evaluate(
             if resuming:
                 _check_resumed_source(config, workdir)
             params = None
-            if config.init.options and not resuming:
+            if (config.init.options or config.init.manylangs) and not resuming:
                 fresh = init_params(model, jax.random.key(config.seed), config.data.max_chars_per_token)
-                params = init_from.init_params(config, vocab, fresh)
-                logging.info("starting from %s (the optimizer starts fresh)", config.init.weights)
+                if config.init.options:
+                    params = init_from.init_params(config, vocab, fresh)
+                else:
+                    params = init_from.manylangs_init_params(config, fresh)
+                logging.info("starting from %s (the optimizer starts fresh)",
+                             config.init.weights or config.init.manylangs)
             state, train_step, schedule = build_trainer(model, config, mesh, num_steps, params)
             n_params = sum(x.size for x in jax.tree.leaves(state.params))
             logging.info(  # The platform too: jax's warning that it fell back to the CPU is a library line.

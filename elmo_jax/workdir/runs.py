@@ -12,6 +12,7 @@ import ml_collections
 from elmo_jax.config.model_record import BYTES, CHARACTERS, VOCABULARY, model_record, record_difference
 from elmo_jax.data.char_vocab import CharVocabulary, CharVocabularyError, checkpoint_characters
 from elmo_jax.data.chars import N_CHARACTERS
+from elmo_jax.data.manylangs_inputs import FINGERPRINT_PREFIX, ManyLangsInputs, checkpoint_inputs
 from elmo_jax.data.vocab import Vocabulary, checkpoint_vocabulary
 from elmo_jax.model.bilm import bilm_from_config
 from elmo_jax.model.initial_params import param_shapes
@@ -57,11 +58,15 @@ def _char_table_rows(checkpoint: Checkpoint) -> int:
     return N_CHARACTERS if table is None else table.shape[0]
 
 
-def workdir_characters(workdir: str, checkpoint: Checkpoint) -> CharVocabulary | None:
+def workdir_characters(workdir: str, checkpoint: Checkpoint) -> CharVocabulary | ManyLangsInputs | None:
     """WORKDIR/chars.txt, checked against the char table and the recorded characters of `checkpoint`
-    (`checkpoint_characters`); None for a run that spells bytes."""
+    (`checkpoint_characters`); None for a run that spells bytes. A run continuing an ELMoForManyLangs
+    model: WORKDIR/manylangs_inputs.json, its dictionaries (`checkpoint_inputs`)."""
     path = os.path.join(workdir, workdir_files.CHARS)
     recorded = None if checkpoint.record is None else checkpoint.record.get(CHARACTERS)
+    manylangs = os.path.join(workdir, workdir_files.MANYLANGS_INPUTS)
+    if os.path.exists(manylangs) or str(recorded).startswith(FINGERPRINT_PREFIX):
+        return checkpoint_inputs(manylangs, recorded)
     if os.path.exists(path):
         return checkpoint_characters(path, _char_table_rows(checkpoint), None if recorded == BYTES else recorded)
     if (recorded is not None and recorded != BYTES) or _char_table_rows(checkpoint) != N_CHARACTERS:
@@ -80,7 +85,7 @@ class Run(NamedTuple):
     params: Any
     step: int
     vocab: Vocabulary | None
-    characters: CharVocabulary | None = None
+    characters: CharVocabulary | ManyLangsInputs | None = None
 
 
 def load_run(
@@ -106,5 +111,6 @@ def load_params(workdir: str, step: int | None = None) -> tuple[ml_collections.C
 
 def workdir_inputs(workdir: str | None) -> list[tuple[str, str]]:
     """The files reading a workdir's model reads, as `check_not_inputs` takes inputs."""
-    names = (workdir_files.CONFIG, workdir_files.VOCAB, workdir_files.CHARS, workdir_files.CHECKPOINTS)
+    names = (workdir_files.CONFIG, workdir_files.VOCAB, workdir_files.CHARS, workdir_files.MANYLANGS_INPUTS,
+             workdir_files.CHECKPOINTS)
     return [("--workdir", os.path.join(workdir, name)) for name in names] if workdir else []

@@ -1,5 +1,5 @@
-"""ELMoForManyLangs model directories read without PyTorch, and the NumPy biLM equal to ELMoForManyLangs'
-`Embedder.sents2elmo` (first batch, zero LSTM state) to 1e-5 for every output_layer.
+"""ELMoForManyLangs model directories read without PyTorch, and the NumPy biLM of tests/reference/manylangs_numpy.py
+equal to ELMoForManyLangs' `Embedder.sents2elmo` (first batch, zero LSTM state) to 1e-5 for every output_layer.
 
 manylangs/ was written by tools/make_manylangs_fixtures.py with ELMoForManyLangs itself under PyTorch
 (versions.json: its commit, torch's version); these tests need no PyTorch.
@@ -18,14 +18,11 @@ from elmo_jax.interop.manylangs import (
     BUNDLED_CONFIGS,
     BUNDLED_PREFIX,
     WHITESPACE_ENTRY,
-    char_ids,
     find_config,
-    manylangs_layers,
     read_dictionary,
     read_model,
-    select_output_layer,
-    sentence_tokens,
 )
+from tests.reference.manylangs_numpy import char_ids, manylangs_layers, select_output_layer, sentence_tokens
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "manylangs")
 MODELS = ["cnn_words", "cnn_chars", "words_only"]  # legacy pickles; zip; zip (versions.json)

@@ -11,13 +11,15 @@ import os
 import numpy as np
 import pytest
 
-from elmo_jax.config import schema
+from elmo_jax.config import schema, validate
 from elmo_jax.inference.embedder import ElmoEmbedder
-from elmo_jax.interop.manylangs import ManyLangsError, read_model, select_output_layer
+from elmo_jax.interop.manylangs import ManyLangsError, read_model
 from elmo_jax.interop.manylangs_params import manylangs_params, token_ids
 from elmo_jax.model.manylangs_encoder import ManyLangsTokens
 from elmo_jax.model.token_encoder_registry import TOKEN_ENCODERS, token_encoder_class
 from elmo_jax.pretrained import bilm_from_manylangs
+from tests.reference.manylangs_numpy import select_output_layer
+from elmo_jax.sections import ConfigError
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "manylangs")
 MODELS = ("cnn_chars", "cnn_words", "words_only")
@@ -57,9 +59,12 @@ def test_the_boundaries_are_elmoformanylangs_and_a_word_is_cut_as_it_cuts_it():
     assert ids[0, 1] == model.chars["<eow>"] + 1  # The marks swapped, as ELMoForManyLangs spells words.
 
 
-def test_the_token_encoder_is_registered_for_the_bilm_but_offered_by_no_config():
+def test_the_token_encoder_is_imported_and_only_init_manylangs_sets_it():
     assert token_encoder_class("manylangs") is ManyLangsTokens and "manylangs" not in TOKEN_ENCODERS
-    assert "manylangs" not in schema.keys()["model.token_encoder"].check.choices
+    config = schema.get_config()
+    config.model.token_encoder = "manylangs"
+    with pytest.raises(ConfigError, match=r"model.token_encoder='manylangs' .* only init.manylangs"):
+        validate(config)
 
 
 def test_a_model_without_an_lstm_projection_in_elmo_jax_is_one_error():
