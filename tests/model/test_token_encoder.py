@@ -10,7 +10,7 @@ from elmo_jax.sections import ConfigError
 from elmo_jax.model.bilm import CHAR_CNN_DEFAULTS, BiLM
 from elmo_jax.model.char_cnn import CharCNNEncoder, CharCNNTokens
 from elmo_jax.model.initial_params import dummy_inputs, param_shapes
-from elmo_jax.model.token_encoder_registry import TOKEN_ENCODERS, token_encoder_class
+from elmo_jax.model.token_encoder_registry import IMPORTED_ENCODERS, TOKEN_ENCODERS, token_encoder_class
 from elmo_jax.model.word_encoder import WordEncoder, WordTokens
 
 FILTERS = ((1, 4), (2, 8), (3, 8))  # 20 channels.
@@ -18,7 +18,9 @@ CHAR_CNN = FrozenDict({**CHAR_CNN_DEFAULTS, "filters": FILTERS, "embed_dim": 4, 
 
 
 def test_the_registry_names_the_schemas_token_encoders():
-    assert list(TOKEN_ENCODERS) == list(schema.keys()["model.token_encoder"].check.choices) == ["char_cnn", "word"]
+    assert list(TOKEN_ENCODERS) == ["char_cnn", "word"] and list(IMPORTED_ENCODERS) == ["manylangs"]
+    # The imported one is a value too: only init.manylangs sets it (its check_config refuses it otherwise).
+    assert list(schema.keys()["model.token_encoder"].check.choices) == ["char_cnn", "word", "manylangs"]
     assert token_encoder_class("word") is WordTokens
     with pytest.raises(ConfigError, match=r"^config key model.token_encoder='bytes' is not one of 'char_cnn', 'word'$"):
         token_encoder_class("bytes")
