@@ -30,7 +30,7 @@ def _assert_same_training(actual: dict, desired: dict) -> None:
     gradient but rounding).
     """
     assert actual.keys() == desired.keys()
-    np.testing.assert_allclose(actual["losses"], desired["losses"], rtol=1e-5)
+    np.testing.assert_allclose(actual["losses"], desired["losses"], rtol=1e-3)  # The Transformer run: 2e-4 apart on some AMD EPYCs (summation order).
     for key in (k for k in desired if k.startswith("[")):
         np.testing.assert_array_equal(actual[INITIAL + key], desired[INITIAL + key], err_msg=key)
         change = np.linalg.norm(desired[key] - desired[INITIAL + key])
