@@ -5,7 +5,8 @@ character vocabulary (data/char_vocab.py), and what its workdir keeps (`save`, `
 A token is one row `[word id + 1, char id + 1, ...]` (`[1 + max_chars]`, model/manylangs_encoder.py's
 input): its word.dic id (`<oov>`'s for a word it lacks) +1 shifted (0 without a word.dic), then its
 char.dic ids +1 shifted (0 without a char.dic); all zeros is no token. It is spelled as ELMoForManyLangs
-spells it (frontend.py:39-75, interop/manylangs.py): `<S>`/`</S>` are its `<bos>`/`<eos>`, a word longer
+spells it (its frontend.py:39-75;
+tests/reference/manylangs_numpy.py spells it apart, for the tests): `<S>`/`</S>` are its `<bos>`/`<eos>`, a word longer
 than max_chars - 2 characters (code points) is cut to them, for its word id too, and is `<eow>`'s id, its
 characters' (`<oov>`'s for unknown ones), `<bow>`'s, then `<pad>`'s (the marks swapped, as its models were
 trained).

@@ -406,9 +406,10 @@ def export_checkpoint(
     outputs = {"--options": options_path, "--weights": weights_path, "--softmax_weights": softmax_path,
                "--vocab": vocab_path}
     check_not_inputs(outputs.items(), workdir_inputs(workdir))
-    manylangs = saved_config(workdir).init.manylangs
+    saved = saved_config(workdir)
+    manylangs = saved.init.manylangs
     if not manylangs:
-        options_dict(saved_config(workdir))  # Fail before reading the checkpoint for a model bilm-tf cannot hold.
+        options_dict(saved)  # Fail before reading the checkpoint for a model bilm-tf cannot hold.
     run = load_run(workdir, step, with_vocab=bool(vocab_path))
     config, params, step, vocab = run.config, run.params, run.step, run.vocab
     this_export = checkpoint_export_id(workdir, step, params)
