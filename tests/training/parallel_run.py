@@ -1,4 +1,4 @@
-"""Trains the tiny config for a few steps and saves losses and params (before and after).
+"""Trains the tiny config for a few steps and saves losses and params (before, after the first step and at the end).
 
 Run as a subprocess (the device count must be fixed before JAX starts):
   XLA_FLAGS=--xla_force_host_platform_device_count=8 python tests/training/parallel_run.py N[,N...] OUT_DIR
@@ -24,6 +24,7 @@ from tests.training.helpers import random_batch, tiny_config
 
 VOCAB, STEPS = 50, 20
 INITIAL = "initial"  # Prefix of the saved parameters before the first step.
+FIRST = "first"  # Prefix of the saved parameters after the first step.
 
 
 def run(n_devices: int | None) -> dict[str, np.ndarray]:
@@ -37,14 +38,16 @@ def run(n_devices: int | None) -> dict[str, np.ndarray]:
     state, step, _ = build_trainer(model, config, mesh, STEPS)
     initial = _flat_params(state.params)
     rng = np.random.default_rng(0)
-    losses = []
+    losses, first = [], {}
     for i in range(STEPS):
         batch = random_batch(rng, VOCAB, 8, config.train.unroll_steps, config.data.max_chars_per_token, mask_tail=i % 3)
         batch = jax.tree.map(lambda x: x[:, local], batch)  # This process's rows of the global batch [2, B, ...].
         state, metrics = step(state, data_parallel.shard_batch(batch, mesh))
         losses.append(float(metrics["train_loss"]))
+        first = first or _flat_params(state.params)
     trained = _flat_params(state.params)
-    return {"losses": np.array(losses), **trained, **{INITIAL + key: value for key, value in initial.items()}}
+    prefixed = {prefix + key: value for prefix, params in ((INITIAL, initial), (FIRST, first)) for key, value in params.items()}
+    return {"losses": np.array(losses), **trained, **prefixed}
 
 
 def _flat_params(params) -> dict[str, np.ndarray]:

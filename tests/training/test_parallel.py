@@ -10,32 +10,34 @@ import pytest
 
 from elmo_jax.runtime import data_parallel
 from tests.entry_points import xla_flags
-from tests.training.parallel_run import INITIAL
+from tests.training.parallel_run import FIRST, INITIAL
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "parallel_run.py")
 
 
 def _assert_same_training(actual: dict, desired: dict) -> None:
-    """Same losses, and each parameter's change over the run the same up to floating-point
-    reassociation.
+    """Same losses, and each parameter's change the same up to floating-point reassociation: after
+    the first step within 1e-3 of that step's change, at the end within 5e-2 of the run's change.
 
     A sum split over devices adds in another order, and that can move a ReLU pre-activation or a
     max-pool's winner across its kink for one token: the rows that token touches then take another
-    gradient: the Transformer's feed-forward weights end up to 4e-5 of their change apart on an
-    AMD EPYC, and its char embeddings 2.8e-3 on an Intel Xeon with AVX-512 (another summation
-    order, a max-pool winner moved for a token's characters). So each parameter is compared by the
-    norm of its difference against the norm of its change, within 1e-2 (a wrong split, such as one
-    device's gradient or a missing mean, is tens of percent off, and fails at the losses first),
-    plus a floor of 1e-7 per element for parameters that barely move (attention's key bias has no
-    gradient but rounding).
+    gradient, and the steps after it train on slightly other parameters. One step stays within 2e-5
+    of its change on an AMD EPYC; after 20 steps a moved winner has left a Transformer's char CNN
+    1.2e-2 of its change apart on another AMD EPYC (its losses 2e-4 apart), and its char embeddings
+    2.8e-3 on an Intel Xeon with AVX-512. So each parameter is compared by the norm of its
+    difference against the norm of its change (a wrong split, such as one device's gradient or a
+    missing mean, is tens of percent off, and fails at the losses first), plus a floor of 1e-7 per
+    element for parameters that barely move (attention's key bias has no gradient but rounding).
     """
     assert actual.keys() == desired.keys()
-    np.testing.assert_allclose(actual["losses"], desired["losses"], rtol=1e-3)  # The Transformer run: 2e-4 apart on some AMD EPYCs (summation order).
+    np.testing.assert_allclose(actual["losses"], desired["losses"], rtol=1e-3)
     for key in (k for k in desired if k.startswith("[")):
         np.testing.assert_array_equal(actual[INITIAL + key], desired[INITIAL + key], err_msg=key)
-        change = np.linalg.norm(desired[key] - desired[INITIAL + key])
-        error = np.linalg.norm(actual[key] - desired[key])
-        assert error <= 1e-2 * change + 1e-7 * np.sqrt(desired[key].size), f"{key}: |difference| {error:.3g}, |change| {change:.3g}"
+        for prefix, tolerance in ((FIRST, 1e-3), ("", 5e-2)):
+            change = np.linalg.norm(desired[prefix + key] - desired[INITIAL + key])
+            error = np.linalg.norm(actual[prefix + key] - desired[prefix + key])
+            floor = 1e-7 * np.sqrt(desired[key].size)
+            assert error <= tolerance * change + floor, f"{prefix or 'end'}{key}: |difference| {error:.3g}, |change| {change:.3g}"
 
 
 def _run(device_counts: tuple[int, ...], out: str, contextualizer: str = "lstm") -> dict[int, dict]:
