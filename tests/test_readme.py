@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import os
@@ -86,6 +87,7 @@ WRITTEN_BY = {
     "elmo-export": ("--options", "--weights", "--softmax_weights", "--vocab"),
     "elmo-report": ("--output",),
     "elmo-probe": ("--output",),
+    "elmo-task": ("--workdir", "--output"),
 }
 
 
@@ -169,15 +171,15 @@ def _tool_flags(argv: list[str]):
 def test_the_chinese_readmes_commands_name_recipes_keys_and_flags_that_exist():
     """Each command as a user copies it: its recipe loads with its argument, its config keys exist,
     its flags are the tool's; what it writes goes under runs/."""
-    from elmo_jax.cli import evaluate
+    from elmo_jax.cli import evaluate, task
     from elmo_jax.config import schema
-    from elmo_jax.config.recipes import recipe_module
+    from elmo_jax.config.recipes import load_config, recipe_module
 
     blocks = code_blocks(README_ZH, "bash")[2:]
     commands = [shlex.split(line, comments=True) for block in blocks for line in block.replace("\\\n", " ").splitlines()]
     commands = [argv for argv in commands if argv]
     assert {os.path.basename(argv[0]) if argv[0] != "python" else argv[1] for argv in commands} >= {
-        "train.py", "evaluate.py", "elmo-probe", "elmo-embed",
+        "train.py", "evaluate.py", "elmo-probe", "elmo-embed", "elmo-task",
     }
     for argv in commands:
         flags = _flag_values(argv)
@@ -194,6 +196,15 @@ def test_the_chinese_readmes_commands_name_recipes_keys_and_flags_that_exist():
                     assert flag.removeprefix("--config.") in schema.keys(), flag
         elif argv[:2] == ["python", "evaluate.py"]:
             assert all(flag.removeprefix("--") in evaluate.FLAGS for flag, _ in flags), argv
+        elif os.path.basename(argv[0]) == "elmo-task":
+            assert argv[1] in task.COMMANDS, argv
+            config = load_config(os.path.join(ROOT, dict(flags)["--config"]))
+            for flag, _ in flags:
+                if flag.startswith("--config."):
+                    *sections, key = flag.removeprefix("--config.").split(".")
+                    assert key in functools.reduce(lambda section, name: section[name], sections, config), flag
+                else:
+                    assert flag.removeprefix("--") in task.FLAGS, (flag, argv)
         else:
             tool_flags = _tool_flags(argv)
             for flag, _ in flags:
