@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from elmo_jax.data.char_vocab import CharVocabulary
-from elmo_jax.data.chars import ID_SHIFT, PAD_CHAR, CharIdCache
+from elmo_jax.data.chars import CharIdCache
 from elmo_jax.data.vocab import Vocabulary
 
 TOKEN_CHUNK = 256  # Words of every char-CNN call (the last of a trimmed length padded): one shape per length.
@@ -24,11 +24,19 @@ def bucket(n: int, smallest: int) -> int:
 
 
 def needed_chars(char_ids: np.ndarray, widest_filter: int) -> np.ndarray:
-    """char_ids `[N, C]` -> `[N]`: min(C, `bucket(length + widest filter, CHAR_STEP)`)."""
-    n_chars = char_ids.shape[1]
-    lengths = (char_ids != PAD_CHAR + ID_SHIFT).sum(axis=1)
+    """Id rows `[N, C]` -> `[N]`: min(C, `bucket(length + widest filter, CHAR_STEP)`), a row's length
+    being where its trailing run of one id (its padding) starts.
+
+    Exact for a max over the char CNN's windows: every window inside the trailing run reads the same
+    ids, so the first one, kept, stands for the rest. Rows of bilm-tf's char ids (`[<bow> chars <eow>
+    pad...]`) and of ELMoForManyLangs' (`[word id, <bow> chars <eow> pad...]`, the word id read apart)
+    both end in such a run.
+    """
+    n_ids = char_ids.shape[1]
+    differs = char_ids != char_ids[:, -1:]
+    lengths = np.where(differs.any(axis=1), n_ids - np.argmax(differs[:, ::-1], axis=1), 0)
     buckets = np.fromiter((bucket(int(n), CHAR_STEP) for n in lengths + widest_filter), np.int64, len(lengths))
-    return np.minimum(n_chars, buckets)
+    return np.minimum(n_ids, buckets)
 
 
 class TokenEmbeddingCache:
@@ -37,8 +45,7 @@ class TokenEmbeddingCache:
     `encode` per group of one trimmed length, in calls of TOKEN_CHUNK words (few shapes to compile); False:
     once, untrimmed (an encoder that skips padding itself: the CPU kernel). `characters`: the
     character vocabulary the words are spelled with (None: bytes). `token_inputs`: a biLM's own
-    words -> input id rows `[N, C']` instead (`PretrainedBiLM.token_inputs`), never trimmed (their
-    padding is not bilm-tf's).
+    words -> input id rows `[N, C']` instead (`PretrainedBiLM.token_inputs`), trimmed alike.
     """
 
     def __init__(
@@ -64,10 +71,9 @@ class TokenEmbeddingCache:
         """Token embeddings `[len(words), P]` of `words` through the char CNN (no cache)."""
         if self._token_inputs is None:
             char_ids = self._chars.encode(list(words))
-            needed = needed_chars(char_ids, self._widest_filter)
         else:
             char_ids = np.asarray(self._token_inputs(list(words)), np.int32)
-            needed = np.full(len(char_ids), char_ids.shape[1])
+        needed = needed_chars(char_ids, self._widest_filter)
         if not self._by_length:
             return np.asarray(self._encode(char_ids), np.float32)
         out = np.zeros((len(words), self._table.shape[1]), np.float32)

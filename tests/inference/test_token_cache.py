@@ -72,6 +72,33 @@ def test_trimmed_char_ids_keep_every_max_over_positions(widths):
     assert trimmed_char_ids(words_to_char_ids(["y" * 60], 50), 7).shape[1] == 50
 
 
+@pytest.mark.parametrize("widths", [(1, 2, 3), (1, 7), (4,)])
+def test_trimmed_rows_of_a_word_id_and_char_ids_keep_every_max_over_positions(widths):
+    """ELMoForManyLangs' rows `[word id, <bow> chars <eow> pad...]`, its pad any id: the word id is
+    kept, and the NumPy char CNN of the columns after it agrees on the full and the trimmed rows."""
+    rng = np.random.default_rng(1)
+    table = rng.normal(size=(40, 3))
+    kernels = [rng.normal(size=(w, 3, 4)) for w in widths]
+
+    def pooled(chars: np.ndarray) -> np.ndarray:
+        x = table[chars]
+        return np.concatenate(
+            [np.stack([np.einsum("nkd,kdo->no", x[:, p : p + k.shape[0]], k) for p in range(chars.shape[1] - k.shape[0] + 1)]).max(0)
+             for k in kernels], axis=1,
+        )
+
+    pad, bow, eow = 5, 1, 2
+    rows = np.full((4, 51), pad)
+    for row, (word_id, n_chars) in enumerate([(7, 1), (pad, 4), (30, 12), (9, 48)]):  # A word id equal to pad, too.
+        rows[row, 0], rows[row, 1], rows[row, 2 + n_chars] = word_id, bow, eow
+        rows[row, 2 : 2 + n_chars] = rng.integers(10, 40, n_chars)
+    needed = needed_chars(rows, max(widths))
+    assert needed.tolist() == [min(51, bucket(4 + max(widths), 16)), min(51, bucket(7 + max(widths), 16)),
+                               min(51, bucket(15 + max(widths), 16)), 51]
+    for row, n in enumerate(needed):
+        np.testing.assert_allclose(pooled(rows[row : row + 1, 1:n]), pooled(rows[row : row + 1, 1:]), rtol=1e-12)
+
+
 def test_each_word_is_encoded_once():
     cache, encoder = make_cache()
     words = ["the", "cat", "the", "<S>"]
