@@ -3,6 +3,8 @@ table lookup of word-input biLMs."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -45,6 +47,16 @@ def test_bucket_doubles_so_a_range_of_sizes_meets_few_shapes():
     assert [bucket(n, 16) for n in (1, 16, 17, 32, 33)] == [16, 16, 32, 32, 64]
 
 
+def _pooled(table: np.ndarray, kernels: list[np.ndarray], ids: np.ndarray) -> np.ndarray:
+    """A NumPy char CNN: ids `[N, C]` -> the embedding `table`'s rows, valid convolutions by `kernels`
+    (`[width, dim, channels]` each), the max over positions, concatenated `[N, sum(channels)]`."""
+    x = table[ids]
+    return np.concatenate(
+        [np.stack([np.einsum("nkd,kdo->no", x[:, p : p + k.shape[0]], k) for p in range(ids.shape[1] - k.shape[0] + 1)]).max(0)
+         for k in kernels], axis=1,
+    )
+
+
 @pytest.mark.parametrize("widths", [(1, 2, 3), (1, 7), (4,)])
 def test_trimmed_char_ids_keep_every_max_over_positions(widths):
     """A NumPy char CNN (embedding, valid convolutions, max over positions) on the full and the
@@ -52,13 +64,7 @@ def test_trimmed_char_ids_keep_every_max_over_positions(widths):
     rng = np.random.default_rng(0)
     table = rng.normal(size=(262, 3))
     kernels = [rng.normal(size=(w, 3, 4)) for w in widths]
-
-    def pooled(ids: np.ndarray) -> np.ndarray:
-        x = table[ids]
-        return np.concatenate(
-            [np.stack([np.einsum("nkd,kdo->no", x[:, p : p + k.shape[0]], k) for p in range(ids.shape[1] - k.shape[0] + 1)]).max(0)
-             for k in kernels], axis=1,
-        )
+    pooled = functools.partial(_pooled, table, kernels)
 
     def trimmed_char_ids(ids: np.ndarray, widest_filter: int) -> np.ndarray:  # Cut to the most any word needs.
         return ids[:, : int(needed_chars(ids, widest_filter).max())]
@@ -79,13 +85,7 @@ def test_trimmed_rows_of_a_word_id_and_char_ids_keep_every_max_over_positions(wi
     rng = np.random.default_rng(1)
     table = rng.normal(size=(40, 3))
     kernels = [rng.normal(size=(w, 3, 4)) for w in widths]
-
-    def pooled(chars: np.ndarray) -> np.ndarray:
-        x = table[chars]
-        return np.concatenate(
-            [np.stack([np.einsum("nkd,kdo->no", x[:, p : p + k.shape[0]], k) for p in range(chars.shape[1] - k.shape[0] + 1)]).max(0)
-             for k in kernels], axis=1,
-        )
+    pooled = functools.partial(_pooled, table, kernels)
 
     pad, bow, eow = 5, 1, 2
     rows = np.full((4, 51), pad)
