@@ -73,9 +73,9 @@ class TokenEmbeddingCache:
             char_ids = self._chars.encode(list(words))
         else:
             char_ids = np.asarray(self._token_inputs(list(words)), np.int32)
-        needed = needed_chars(char_ids, self._widest_filter)
         if not self._by_length:
             return np.asarray(self._encode(char_ids), np.float32)
+        needed = needed_chars(char_ids, self._widest_filter)
         out = np.zeros((len(words), self._table.shape[1]), np.float32)
         for n_chars in np.unique(needed):
             group = np.flatnonzero(needed == n_chars)
