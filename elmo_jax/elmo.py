@@ -19,7 +19,7 @@ import numpy as np
 
 from elmo_jax.data.char_vocab import CharVocabulary
 from elmo_jax.data.chars import (
-    BOS_CHAR, BOS_TOKEN, EOS_TOKEN, ID_SHIFT, N_CHARACTERS, narrow_char_ids, words_to_char_ids,
+    BOS_CHAR, BOS_TOKEN, EOS_TOKEN, ID_SHIFT, N_CHARACTERS, OwnInputs, narrow_char_ids, words_to_char_ids,
 )
 from elmo_jax.inference.embedder import check_embeddable, encode_chars
 from elmo_jax.pretrained import PretrainedBiLM, bilm_from_files, bilm_from_manylangs, bilm_from_workdir
@@ -43,24 +43,17 @@ _CHAR_ID_MESSAGE = (  # {0}: the char id, {1}: the biLM's char ids.
 
 
 def batch_to_ids(
-    sentences: Sequence[Sequence[str]], max_chars: int = 50, characters: CharVocabulary | None = None
+    sentences: Sequence[Sequence[str]], max_chars: int = 50, characters: CharVocabulary | OwnInputs | None = None
 ) -> np.ndarray:
     """AllenNLP's `batch_to_ids`: char ids `[batch, max_len, max_chars]` int32, all zeros after a
     sentence's end (how `Elmo` finds the mask). `max_chars`: `elmo.max_chars` for a narrower biLM;
-    `characters`: `elmo.characters` for a biLM with a character vocabulary. Any biLM's own inputs,
-    an ELMoForManyLangs model's too: the module's method, `elmo.batch_to_ids(sentences)`."""
-    return _padded_ids(sentences, functools.partial(words_to_char_ids, max_chars=max_chars, characters=characters),
-                       max_chars)
-
-
-def _padded_ids(sentences: Sequence[Sequence[str]], encode: Callable[[Sequence[str]], np.ndarray],
-                width: int) -> np.ndarray:
-    """The rows `encode(tokens)` `[len(tokens), width]` of each sentence in `[batch, max_len, width]` int32,
-    zeros after a sentence's end."""
-    ids = np.zeros((len(sentences), max((len(s) for s in sentences), default=0), width), np.int32)
-    for row, tokens in enumerate(sentences):
-        if tokens:
-            ids[row, : len(tokens)] = encode(tokens)
+    `characters`: `elmo.characters` for a biLM with a character vocabulary or its own inputs (an
+    ELMoForManyLangs model's: their rows, `[batch, max_len, 1 + its max_characters_per_token]`)."""
+    tokens = [token for sentence in sentences for token in sentence]
+    rows = words_to_char_ids(tokens, max_chars, characters)  # [sum of lengths, width]
+    lengths = np.array([len(sentence) for sentence in sentences], np.int64)
+    ids = np.zeros((len(sentences), int(lengths.max(initial=0)), rows.shape[1]), np.int32)
+    ids[np.arange(ids.shape[1]) < lengths[:, None]] = rows
     return ids
 
 
@@ -135,13 +128,13 @@ class ElmoBiLM:
         # the BiLM would be made that parent's submodule.
         self.model: BiLM = pretrained.model.clone(parent=None, name=None)
         self.params: dict = pretrained.params
-        self.characters: CharVocabulary | None = pretrained.characters
+        self.characters: CharVocabulary | OwnInputs | None = pretrained.characters
         self.input_ids: Callable[[Sequence[str]], np.ndarray] = pretrained.input_ids
         self.boundaries: np.ndarray = self.input_ids([BOS_TOKEN, EOS_TOKEN])  # [2, max_chars]
         self.max_chars: int = self.boundaries.shape[1]
         # What its rows spell (None: bilm-tf's bytes, the only char ids narrowed when wider).
-        self.spelling: str | None = "its own inputs" if pretrained.token_inputs is not None else (
-            "its character vocabulary" if pretrained.characters is not None else None)
+        self.spelling: str | None = "its own inputs" if isinstance(self.characters, OwnInputs) else (
+            "its character vocabulary" if self.characters is not None else None)
         self._tables: dict[tuple[str, ...], np.ndarray] = {}
 
     def __repr__(self) -> str:
@@ -314,13 +307,13 @@ class Elmo(nn.Module):
 
     def batch_to_ids(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
         """The biLM's char ids `[batch, max_len, max_chars]` int32 of tokenized sentences, all zeros after
-        a sentence's end: `batch_to_ids(sentences, elmo.max_chars, elmo.characters)` for a bilm-tf or
-        elmo-jax biLM, an ELMoForManyLangs model's own rows (`PretrainedBiLM.input_ids`) for one of those."""
-        return _padded_ids(sentences, self.bilm.input_ids, self.bilm.max_chars)
+        a sentence's end: `batch_to_ids(sentences, elmo.max_chars, elmo.characters)`."""
+        return batch_to_ids(sentences, self.max_chars, self.characters)
 
     @property
-    def characters(self) -> CharVocabulary | None:
-        """The biLM's character vocabulary (None: it spells bytes, as bilm-tf): `batch_to_ids` takes it."""
+    def characters(self) -> CharVocabulary | OwnInputs | None:
+        """What the biLM's rows spell with (`batch_to_ids` takes it): its character vocabulary, its own
+        inputs (an ELMoForManyLangs model's dictionaries), or None (bytes, as bilm-tf)."""
         return self.bilm.characters
 
     @property

@@ -4,46 +4,41 @@ ELMoForManyLangs model directory."""
 
 from __future__ import annotations
 
-import functools
-from typing import Callable, Mapping, NamedTuple, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 import ml_collections
 import numpy as np
 from flax.core import FrozenDict
 
 from elmo_jax.data.char_vocab import CharVocabulary, n_char_ids
-from elmo_jax.data.chars import words_to_char_ids
+from elmo_jax.data.chars import OwnInputs, words_to_char_ids
 from elmo_jax.data.manylangs_inputs import ManyLangsInputs
 from elmo_jax.data.vocab import Vocabulary
 from elmo_jax.interop.bilm_hdf5 import load_options, load_weights
 from elmo_jax.interop.export_sets import check_one_export
 from elmo_jax.interop.manylangs import read_model
-from elmo_jax.interop.manylangs_params import bilm_fields, manylangs_params, token_ids
+from elmo_jax.interop.manylangs_params import bilm_fields, manylangs_inputs, manylangs_params
 from elmo_jax.model.bilm import BiLM, bilm_from_config
 from elmo_jax.model.token_encoder_registry import token_encoder_class
 
 
 class PretrainedBiLM(NamedTuple):
     """A biLM read for inference: the module (float32, no dropout), its params (no softmax), its char
-    ids' characters per token, a word-input biLM's vocabulary, a training checkpoint's step, the
-    character vocabulary its char ids spell with (None: bytes), and, for a biLM of its own inputs
-    (ELMoForManyLangs'), the function giving words' rows of input ids `[len(words), C']` (the
-    embedder's `<S>`/`</S>` among the words) in place of `words_to_char_ids`."""
+    ids' characters per token, a word-input biLM's vocabulary, a training checkpoint's step, and what
+    its input rows spell with: a character vocabulary, a biLM's own inputs (ELMoForManyLangs'
+    dictionaries, `OwnInputs`), or None (bytes, as bilm-tf)."""
 
     model: BiLM
     params: dict
     max_chars: int
     vocab: Vocabulary | None = None
     step: int | None = None
-    characters: CharVocabulary | None = None
-    token_inputs: Callable[[Sequence[str]], np.ndarray] | None = None
+    characters: CharVocabulary | OwnInputs | None = None
 
     def input_ids(self, words: Sequence[str]) -> np.ndarray:
-        """The biLM's input rows `[len(words), C']` int32 of `words` (`<S>`/`</S>` among them): its own
-        (`token_inputs`), else its char ids (`words_to_char_ids`, C' = max_chars). No token's row is all
-        zeros, which is padding."""
-        if self.token_inputs is not None:
-            return np.asarray(self.token_inputs(list(words)), np.int32)
+        """The biLM's input rows `[len(words), C']` int32 of `words` (`<S>`/`</S>` among them,
+        `words_to_char_ids`): its char ids (C' = max_chars) or its own inputs' rows. No token's row is
+        all zeros, which is padding."""
         return words_to_char_ids(words, self.max_chars, self.characters)
 
 
@@ -73,17 +68,15 @@ def bilm_from_params(
     """The biLM of a run's `config` with `params` (a checkpoint's, or a training run's in memory),
     for inference: float32 whatever model.dtype it trains in, no dropout, the softmax dropped; a
     word-input biLM keeps `vocab` (its token embeddings are table rows by vocabulary id), a
-    char-CNN one `characters` (its character vocabulary; None: bytes), a run continuing an
-    ELMoForManyLangs model its inputs (`characters`, giving `token_inputs`)."""
+    char-CNN one `characters` (its character vocabulary; None: bytes; a run continuing an
+    ELMoForManyLangs model: its inputs)."""
     model_config = ml_collections.ConfigDict(config.model.to_dict())
     model_config.dtype, model_config.dropout = "float32", 0.0
     word_input = not token_encoder_class(model_config.token_encoder).reads_chars
     model = bilm_from_config(model_config, len(vocab) if word_input else 1, n_char_ids(characters))
     params = {k: v for k, v in params.items() if k != "softmax"}
-    own_inputs = characters.token_ids if isinstance(characters, ManyLangsInputs) else None
-    return PretrainedBiLM(
-        model, params, config.data.max_chars_per_token, vocab if word_input else None, step, characters, own_inputs
-    )
+    kept_vocab = vocab if word_input else None
+    return PretrainedBiLM(model, params, config.data.max_chars_per_token, kept_vocab, step, characters)
 
 
 def bilm_from_manylangs(directory: str) -> PretrainedBiLM:
@@ -94,6 +87,5 @@ def bilm_from_manylangs(directory: str) -> PretrainedBiLM:
     fields = bilm_fields(manylangs)
     frozen = {k: FrozenDict(v) if isinstance(v, dict) else v for k, v in fields.items()}
     return PretrainedBiLM(
-        BiLM(**frozen), manylangs_params(manylangs), manylangs.config.max_chars,
-        token_inputs=functools.partial(token_ids, manylangs),
+        BiLM(**frozen), manylangs_params(manylangs), manylangs.config.max_chars, characters=manylangs_inputs(manylangs)
     )

@@ -90,6 +90,8 @@ def test_a_manylangs_model_is_one_source_and_reads_its_own_inputs(tmp_path):
     with pytest.raises(ValueError, match=r"reads 9 ids per token of its own inputs, got char ids of 50: use "
                                          r"batch_to_ids as the module's method, elmo.batch_to_ids\(sentences\)"):
         jax.eval_shape(elmo.init, jax.random.key(0), batch_to_ids(SENTENCES))
+    # The module's function, given the model's inputs as elmo.characters, gives the method's rows.
+    np.testing.assert_array_equal(batch_to_ids(SENTENCES, elmo.max_chars, elmo.characters), elmo.batch_to_ids(SENTENCES))
 
 
 def test_the_docs_example_runs_on_a_fixture_model():

@@ -50,7 +50,7 @@ EOS_TOKEN = "</S>"
 UNK_TOKEN = "<UNK>"
 
 
-def word_to_char_ids(word: str, max_chars: int = 50, characters: Spelling | None = None) -> np.ndarray:
+def word_to_char_ids(word: str, max_chars: int = 50, characters: Spelling | OwnInputs | None = None) -> np.ndarray:
     """The +1-shifted character ids of one word, `[max_chars]` int32: UTF-8 bytes past
     `max_chars - 2` cut, lone surrogates dropped (as bilm-tf and AllenNLP); with `characters`,
     `CharVocabulary.spell`'s units."""
@@ -58,7 +58,7 @@ def word_to_char_ids(word: str, max_chars: int = 50, characters: Spelling | None
 
 
 def words_to_char_ids(
-    words: Sequence[str], max_chars: int = 50, characters: Spelling | None = None
+    words: Sequence[str], max_chars: int = 50, characters: Spelling | OwnInputs | None = None
 ) -> np.ndarray:
     """`word_to_char_ids` of many words at once (vectorised), `[len(words), max_chars]` int32; with
     `characters` a model's own inputs (`OwnInputs`), their rows (`max_chars` wide)."""
@@ -104,7 +104,7 @@ class CharIdCache:
     """Memoised `word_to_char_ids` (corpora repeat words; encoding each occurrence is slow)."""
 
     def __init__(
-        self, max_chars: int = 50, max_entries: int = 2_000_000, characters: Spelling | None = None
+        self, max_chars: int = 50, max_entries: int = 2_000_000, characters: Spelling | OwnInputs | None = None
     ):
         self.max_chars = max_chars
         self.max_entries = max_entries
@@ -122,7 +122,7 @@ class CharIdCache:
     def encode(self, words: list[str]) -> np.ndarray:
         """Character ids of a word sequence, `[len(words), max_chars]` int32."""
         if not words:
-            return np.zeros((0, self.max_chars), dtype=np.int32)
+            return words_to_char_ids([], self.max_chars, self.characters)
         new = [w for w in dict.fromkeys(words) if w not in self._cache]
         # One vectorised call.
         encoded = dict(zip(new, words_to_char_ids(new, self.max_chars, self.characters))) if new else {}
@@ -141,7 +141,7 @@ class CharIdTable:
 
     def __init__(
         self, vocab_words: Sequence[str], unk_id: int, max_chars: int = 50, max_other_words: int = 200_000,
-        characters: Spelling | None = None,
+        characters: Spelling | OwnInputs | None = None,
     ):
         self.max_chars = max_chars
         self.max_other_words = max_other_words

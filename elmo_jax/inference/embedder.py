@@ -242,7 +242,7 @@ class ElmoEmbedder:
             encode, by_length = functools.partial(encode_chars, encoder, self.params), True
         self.tokens = TokenEmbeddingCache(
             encode, model.token_dim, max_chars, widest_filter, token_cache_size, by_length=by_length,
-            characters=pretrained.characters, token_inputs=pretrained.token_inputs,
+            characters=pretrained.characters,
         )
         self.tokens.add(vocab_to_cache or [])
 

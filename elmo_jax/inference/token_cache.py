@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from elmo_jax.data.char_vocab import CharVocabulary
-from elmo_jax.data.chars import CharIdCache
+from elmo_jax.data.chars import CharIdCache, OwnInputs
 from elmo_jax.data.vocab import Vocabulary
 
 TOKEN_CHUNK = 256  # Words of every char-CNN call (the last of a trimmed length padded): one shape per length.
@@ -43,21 +43,19 @@ class TokenEmbeddingCache:
     """Word -> token embedding `[P]` float32 from `encode(char_ids [N, C']) -> [N, P]`, for up to
     `capacity` words (later ones are encoded each time) and the words given to `add`. by_length:
     `encode` per group of one trimmed length, in calls of TOKEN_CHUNK words (few shapes to compile); False:
-    once, untrimmed (an encoder that skips padding itself: the CPU kernel). `characters`: the
-    character vocabulary the words are spelled with (None: bytes). `token_inputs`: a biLM's own
-    words -> input id rows `[N, C']` instead (`PretrainedBiLM.token_inputs`), trimmed alike.
+    once, untrimmed (an encoder that skips padding itself: the CPU kernel). `characters`: what the
+    words are spelled with (`PretrainedBiLM.characters`: a character vocabulary, a biLM's own inputs
+    giving id rows `[N, C']`, trimmed alike, or None: bytes).
     """
 
     def __init__(
         self, encode: Callable[[np.ndarray], np.ndarray], dim: int, max_chars: int, widest_filter: int,
-        capacity: int = 100_000, by_length: bool = True, characters: CharVocabulary | None = None,
-        token_inputs: Callable[[Sequence[str]], np.ndarray] | None = None,
+        capacity: int = 100_000, by_length: bool = True, characters: CharVocabulary | OwnInputs | None = None,
     ):
         if capacity < 0:
             raise ValueError(f"token cache capacity must be >= 0, got {capacity}")
         self._encode = encode
         self._chars = CharIdCache(max_chars, characters=characters)
-        self._token_inputs = token_inputs
         self._widest_filter = widest_filter
         self._by_length = by_length
         self._limit = capacity  # Words held at most: capacity + the vocabulary given to `add`.
@@ -69,10 +67,7 @@ class TokenEmbeddingCache:
 
     def encode(self, words: Sequence[str]) -> np.ndarray:
         """Token embeddings `[len(words), P]` of `words` through the char CNN (no cache)."""
-        if self._token_inputs is None:
-            char_ids = self._chars.encode(list(words))
-        else:
-            char_ids = np.asarray(self._token_inputs(list(words)), np.int32)
+        char_ids = self._chars.encode(list(words))
         if not self._by_length:
             return np.asarray(self._encode(char_ids), np.float32)
         needed = needed_chars(char_ids, self._widest_filter)

@@ -16,7 +16,7 @@ project's (`BiLSTMLayer`), so the conversion maps ELMoForManyLangs' conventions 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -133,10 +133,3 @@ def manylangs_params(model: ManyLangsModel) -> dict:
         }
     return params
 
-
-def token_ids(model: ManyLangsModel, words: Sequence[str]) -> np.ndarray:
-    """`[len(words), 1 + max_chars]` int32 rows `[word id + 1, char id + 1, ...]` (manylangs_encoder.py) of the
-    embedder's tokens, `ManyLangsInputs.token_ids`: `<S>`/`</S>` are ELMoForManyLangs' `<bos>`/`<eos>`, any
-    other word spelled and looked up as it does (cut to max_chars - 2 characters; the
-    word id 0 without word.dic, the char ids 0 without char.dic)."""
-    return manylangs_inputs(model).token_ids(words)

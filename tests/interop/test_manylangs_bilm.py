@@ -14,7 +14,7 @@ import pytest
 from elmo_jax.config import schema, validate
 from elmo_jax.inference.embedder import ElmoEmbedder
 from elmo_jax.interop.manylangs import ManyLangsError, read_model
-from elmo_jax.interop.manylangs_params import manylangs_params, token_ids
+from elmo_jax.interop.manylangs_params import manylangs_inputs, manylangs_params
 from elmo_jax.model.manylangs_encoder import ManyLangsTokens
 from elmo_jax.model.token_encoder_registry import TOKEN_ENCODERS, token_encoder_class
 from elmo_jax.pretrained import bilm_from_manylangs
@@ -52,7 +52,7 @@ def test_the_embedders_layers_are_elmoformanylangs_to_1e_5(name, engine):
 
 def test_the_boundaries_are_elmoformanylangs_and_a_word_is_cut_as_it_cuts_it():
     model = read_model(os.path.join(FIXTURES, "cnn_words"))
-    ids = token_ids(model, ["<S>", "</S>", "<eos>", "extraordinary", "extrao"])
+    ids = manylangs_inputs(model).token_ids(["<S>", "</S>", "<eos>", "extraordinary", "extrao"])
     assert ids.shape == (5, 1 + model.config.max_chars)
     assert (ids[0] != ids[1]).any() and np.array_equal(ids[1], ids[2])  # </S> is '<eos>', as a word '<eos>' is.
     assert np.array_equal(ids[3], ids[4])  # Cut to max_chars - 2 characters, its word id too.
