@@ -13,6 +13,14 @@ from typing import Iterator
 _ASCII_DIGITS = re.compile(r"[0-9]+")
 
 
+def utf8_line(raw: bytes, where: str, error: type[ValueError] = ValueError) -> str:
+    """A line's bytes `raw` as text; `error` naming `where` (its file:line) if they are not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{where}: not valid UTF-8 ({e.reason})") from None
+
+
 def numbered_lines(path: str) -> Iterator[tuple[int, str]]:
     """(1-based number, text without its line end) of each line of `path`, the first without a byte
     order mark; ValueError for invalid UTF-8."""

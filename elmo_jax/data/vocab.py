@@ -15,6 +15,7 @@ import numpy as np
 
 from elmo_jax.runtime.atomic_write import write_atomic
 from elmo_jax.data.chars import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
+from elmo_jax.data.line_files import utf8_line
 
 SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
 # <S>, </S>, <UNK> and a handful of words: with fewer every word is <UNK> and perplexity means nothing.
@@ -130,10 +131,7 @@ def read_counted_lines(
     with open(path, "rb") as f:
         for line_no, raw in enumerate(f, start=1):
             where = f"{path}:{line_no}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise error(f"{where}: not valid UTF-8") from None
+            line = utf8_line(raw, where, error)
             fields = line.rstrip("\r\n").split("\t")
             try:
                 token = checked(fields[0])
@@ -161,10 +159,7 @@ def read_words(path: str) -> list[str]:
     words = []
     with open(path, "rb") as f:
         for line_no, raw in enumerate(f, start=1):
-            try:
-                word = raw.decode("utf-8").split("\t")[0].strip()
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{path}:{line_no}: not valid UTF-8 ({e.reason})") from None
+            word = utf8_line(raw, f"{path}:{line_no}").split("\t")[0].strip()
             if not word:
                 raise ValueError(f"{path}:{line_no}: empty token")
             words.append(word)

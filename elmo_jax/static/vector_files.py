@@ -18,6 +18,7 @@ from typing import BinaryIO, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
+from elmo_jax.data.line_files import utf8_line
 from elmo_jax.runtime.atomic_write import write_atomic
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -70,13 +71,6 @@ def _checked_word(word: str, where: str, seen: dict[str, int], line_no: int) -> 
     seen[word] = line_no
 
 
-def _decoded(raw: bytes, where: str) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{where}: not valid UTF-8") from None
-
-
 class VectorFile(NamedTuple):
     """A vector file's `words`, their `vectors` `[n_words, dim]` float32 and its format."""
 
@@ -94,7 +88,7 @@ def _parse_text(lines: Iterable[bytes], path: str) -> tuple[list[str], np.ndarra
     header, dim, dim_from = None, None, ""
     for line_no, raw in enumerate(lines, start=1):
         where = f"{path}:{line_no}"
-        line = _decoded(raw, where).rstrip("\r\n").rstrip(" ")
+        line = utf8_line(raw, where).rstrip("\r\n").rstrip(" ")
         if line_no == 1:
             line = line.removeprefix(BYTE_ORDER_MARK)
             header = _checked_header(_header(line), path)
@@ -142,7 +136,7 @@ def _parse_binary(data: bytes, path: str) -> tuple[list[str], np.ndarray]:
         space = data.find(b" ", position)
         if space < 0:
             raise ValueError(f"{where}: a word without its vector")
-        word = _decoded(data[position:space], where).lstrip("\n")
+        word = utf8_line(data[position:space], where).lstrip("\n")
         available = (len(data) - space - 1) // 4
         if available < dim:
             raise ValueError(f"{where}: the vector of {word!r} ends after {available} of {dim} values")
